@@ -1,0 +1,5 @@
+import sys
+
+from parvec.cli import main
+
+sys.exit(main())
