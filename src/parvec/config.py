@@ -1,0 +1,101 @@
+"""Typed, validated training parameters shared by every trainer, the CLI and the graph layer."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from parvec.errors import ParvecError
+
+ALGORITHMS = ("classic", "hogbatch", "par")
+DEFAULT_ALGO = "hogbatch"
+
+
+def default_threads() -> int:
+    """The number of cores this process may use.
+
+    Example:
+        >>> default_threads() >= 1
+        True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class TrainConfig:
+    """Skip-gram with negative sampling: every knob a trainer reads.
+
+    Defaults follow word2vec.c's skip-gram (alpha 0.025, window 5, negative 5, sample 1e-3,
+    min_alpha = alpha * 1e-4) except ``epochs`` (5, as gensim) and ``dim`` (100).
+
+    Example:
+        >>> TrainConfig(dim=50, algo="classic").validate().dim
+        50
+    """
+
+    algo: str = DEFAULT_ALGO
+    dim: int = 100
+    window: int = 5
+    negative: int = 5
+    sample: float = 1e-3
+    alpha: float = 0.025
+    min_alpha: float | None = None  # None: alpha * 1e-4, as word2vec.c
+    epochs: int = 5
+    threads: int = field(default_factory=default_threads)
+    seed: int = 1
+    ns_exponent: float = 0.75
+    max_sentence_length: int = 10000
+    # HogBatch (Ji et al.): how many context words share one set of negatives; 0 = 2*window+1.
+    batch_size: int = 0
+    # PAR-Word2Vec (Moon et al.): repulsion minibatch size B; 0 = the whole sentence.
+    par_batch: int = 24
+    # PAR-Word2Vec: negatives per minibatch H = par_h_factor * T * C_rep (see kernels/par.py).
+    par_h_factor: float = 1.0
+    chunk_words: int = 10000
+    compute_loss: bool = True
+    progress: bool | None = None  # None: a bar when stderr is a terminal
+
+    @property
+    def final_alpha(self) -> float:
+        """The learning rate at the end of training."""
+        return self.alpha * 1e-4 if self.min_alpha is None else self.min_alpha
+
+    def validate(self) -> TrainConfig:
+        """Raise :class:`ParvecError` naming the first bad parameter; returns self."""
+        if self.algo not in ALGORITHMS:
+            raise ParvecError(f"algo must be one of {', '.join(ALGORITHMS)}; got {self.algo!r}")
+        for name in ("dim", "window", "negative", "epochs", "threads", "max_sentence_length", "chunk_words"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ParvecError(f"{name} must be a positive integer, got {value!r}")
+        if not self.alpha > 0:
+            raise ParvecError(f"alpha must be positive, got {self.alpha}")
+        if self.min_alpha is not None and not (0 <= self.min_alpha <= self.alpha):
+            raise ParvecError(f"min_alpha must be in [0, alpha], got {self.min_alpha}")
+        if self.sample < 0:
+            raise ParvecError(f"sample must be >= 0, got {self.sample}")
+        if self.batch_size < 0:
+            raise ParvecError(f"batch_size must be >= 0, got {self.batch_size}")
+        if self.par_batch < 0:
+            raise ParvecError(f"par_batch must be >= 0, got {self.par_batch}")
+        if not self.par_h_factor > 0:
+            raise ParvecError(f"par_h_factor must be positive, got {self.par_h_factor}")
+        if not (0 <= self.seed < 2**63):
+            raise ParvecError(f"seed must be in [0, 2**63), got {self.seed}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON reports and model files."""
+        d = asdict(self)
+        d["min_alpha"] = self.final_alpha
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are ignored (files from newer versions)."""
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)

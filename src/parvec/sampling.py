@@ -1,0 +1,126 @@
+"""Random numbers, the noise distribution and subsampling, shared by every kernel.
+
+- The RNG inside kernels is xorshift64 on a ``uint64`` state; one state per corpus chunk, derived from
+  (seed, epoch, chunk index) by splitmix64, so the random choices never depend on thread scheduling.
+- Negatives are drawn from unigram^0.75 with an alias table (Walker/Vose): O(1) per draw and O(V)
+  memory, exact, where word2vec.c's 10^8-entry table costs 400 MB and quantises rare words.
+- Subsampling keeps a word with word2vec.c's probability
+  ``(sqrt(c / (s * T)) + 1) * (s * T) / c`` for count ``c``, threshold ``s`` and ``T`` total words.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_M64 = (1 << 64) - 1
+U24 = 1.0 / (1 << 24)
+
+
+def splitmix64(x: int) -> int:
+    """One splitmix64 step (pure Python): a well-mixed 64-bit value from any integer.
+
+    Example:
+        >>> splitmix64(0) != splitmix64(1)
+        True
+    """
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def chunk_seed(seed: int, epoch: int, chunk: int) -> np.uint64:
+    """The RNG state for one chunk of one epoch (never zero: xorshift's fixed point).
+
+    Example:
+        >>> chunk_seed(1, 0, 0) != chunk_seed(1, 0, 1)
+        True
+    """
+    s = splitmix64(splitmix64(splitmix64(seed) ^ epoch) ^ chunk)
+    return np.uint64(s or 0x9E3779B97F4A7C15)
+
+
+@njit(inline="always")
+def rng_next(state: np.uint64) -> np.uint64:
+    """xorshift64 (13, 7, 17): the kernels' RNG step; use the result as the new state."""
+    state ^= state << np.uint64(13)
+    state ^= state >> np.uint64(7)
+    state ^= state << np.uint64(17)
+    return state
+
+
+@njit(inline="always")
+def rng_below(state: np.uint64, n: np.int64) -> np.int64:
+    """An integer in [0, n) from the high 32 bits of ``state`` (multiply-shift, no modulo bias)."""
+    return np.int64(((state >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(inline="always")
+def rng_uniform(state: np.uint64) -> np.float32:
+    """A float in [0, 1) from the low 24 bits of ``state``."""
+    return np.float32(np.float64(state & np.uint64(0xFFFFFF)) * U24)
+
+
+@njit(inline="always")
+def draw_noise(state: np.uint64, prob: np.ndarray, alias: np.ndarray) -> np.int64:
+    """One negative sample from the alias table (column from the high bits, coin from the low)."""
+    j = rng_below(state, len(prob))
+    if rng_uniform(state) < prob[j]:
+        return j
+    return np.int64(alias[j])
+
+
+def noise_distribution(counts: np.ndarray, exponent: float = 0.75) -> np.ndarray:
+    """Probabilities proportional to ``counts ** exponent``.
+
+    Example:
+        >>> noise_distribution(np.array([16, 1]), 0.5).round(2).tolist()
+        [0.8, 0.2]
+    """
+    weights = np.asarray(counts, dtype=np.float64) ** exponent
+    total = weights.sum()
+    if not total > 0:
+        raise ValueError("the noise distribution needs at least one positive count")
+    return weights / total
+
+
+def alias_table(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vose's alias method: ``(prob float32[V], alias int32[V])`` for :func:`draw_noise`.
+
+    Example:
+        >>> prob, alias = alias_table(np.array([0.5, 0.5]))
+        >>> prob.tolist(), alias.tolist()
+        ([1.0, 1.0], [0, 1])
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    n = len(p)
+    scaled = p * n / p.sum()
+    prob = np.ones(n, dtype=np.float64)
+    alias = np.arange(n, dtype=np.int32)
+    small = list(np.flatnonzero(scaled < 1.0)[::-1])
+    large = list(np.flatnonzero(scaled >= 1.0)[::-1])
+    while small and large:
+        s = small.pop()
+        g = large.pop()
+        prob[s] = scaled[s]
+        alias[s] = g
+        scaled[g] = scaled[g] + scaled[s] - 1.0
+        (small if scaled[g] < 1.0 else large).append(g)
+    # Leftovers are 1 up to rounding.
+    return prob.astype(np.float32), alias
+
+
+def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
+    """word2vec.c's subsampling: the probability of keeping each word (capped at 1).
+
+    Example:
+        >>> keep_probabilities(np.array([1000, 1]), 1e-3).round(3).tolist()
+        [0.032, 1.0]
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if sample <= 0 or len(counts) == 0:
+        return np.ones(len(counts), dtype=np.float32)
+    threshold = sample * counts.sum()
+    keep = (np.sqrt(counts / threshold) + 1.0) * threshold / np.maximum(counts, 1.0)
+    return np.minimum(keep, 1.0).astype(np.float32)

@@ -1,0 +1,382 @@
+"""The one trainer behind every CPU algorithm.
+
+It owns what the kernels must not: threads, the learning-rate schedule, random streams, progress,
+loss bookkeeping and epoch callbacks (checkpoints).  A kernel only trains one chunk of sentences.
+
+- **Chunks.** Each corpus part is cut into chunks of about ``chunk_words`` tokens on sentence
+  boundaries (sentences longer than ``max_sentence_length`` are split first).  Worker threads take
+  chunks from a bounded queue and call the kernel, which releases the GIL: Hogwild across threads.
+- **Learning rate.** Linear from ``alpha`` to ``min_alpha`` over all raw words of all epochs.  A chunk's
+  rate is set by its *position* in the corpus, not by when a thread happens to reach it.
+- **Random streams.** Each chunk's RNG state comes from (seed, epoch, chunk index), so window shrinks,
+  subsampling and negatives do not depend on thread scheduling.  With one thread a run repeats bit for
+  bit; with more, Hogwild's unsynchronised updates make runs differ slightly (as word2vec.c's do).
+- **Streaming.** :meth:`Trainer.train_parts` takes a function that yields corpus parts per epoch
+  (graph walks are generated batch by batch); :meth:`Trainer.train` is the one-part case.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from parvec.config import TrainConfig
+from parvec.corpus import EncodedCorpus
+from parvec.errors import ParvecError
+from parvec.kernels import get_algorithm
+from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution
+
+Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
+
+
+@dataclass
+class TrainStats:
+    """What a training run did.  ``words`` counts raw (pre-subsampling) in-vocabulary words, as
+    word2vec.c does; ``loss_per_epoch`` is the mean SGNS loss per positive pair (positive plus its
+    negatives' terms).
+
+    Example:
+        >>> TrainStats(words=10, seconds=2.0).words_per_sec
+        5.0
+    """
+
+    words: int = 0
+    pairs: int = 0
+    seconds: float = 0.0
+    epochs: int = 0
+    loss_per_epoch: list[float] = field(default_factory=list)
+    words_per_epoch: list[int] = field(default_factory=list)
+
+    @property
+    def words_per_sec(self) -> float:
+        return self.words / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "words": self.words,
+            "pairs": self.pairs,
+            "seconds": self.seconds,
+            "epochs": self.epochs,
+            "words_per_sec": self.words_per_sec,
+            "loss_per_epoch": self.loss_per_epoch,
+        }
+
+
+@njit(cache=True)
+def _init_input_vectors(n: int, dim: int, seed: int) -> np.ndarray:
+    # word2vec.c's initialisation: its LCG, uniform in [-0.5, 0.5) / dim (seed 1 = word2vec.c's).
+    out = np.empty((n, dim), dtype=np.float32)
+    state = np.uint64(seed)
+    mul = np.uint64(25214903917)
+    inc = np.uint64(11)
+    for a in range(n):
+        for b in range(dim):
+            state = state * mul + inc
+            out[a, b] = (np.float32(state & np.uint64(0xFFFF)) / np.float32(65536.0) - np.float32(0.5)) / dim
+    return out
+
+
+def init_input_vectors(n: int, dim: int, seed: int = 1) -> np.ndarray:
+    """Input vectors as word2vec.c initialises them (uniform in [-0.5, 0.5) / dim).
+
+    Example:
+        >>> init_input_vectors(3, 4).shape
+        (3, 4)
+    """
+    return _init_input_vectors(n, dim, seed)
+
+
+def split_long_sentences(offsets: np.ndarray, max_len: int) -> np.ndarray:
+    """Offsets with every sentence longer than ``max_len`` cut into consecutive pieces.
+
+    Example:
+        >>> split_long_sentences(np.array([0, 5, 6]), 2).tolist()
+        [0, 2, 4, 5, 6]
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    if len(lengths) == 0 or lengths.max() <= max_len:
+        return offsets
+    pieces = np.maximum(1, -(-lengths // max_len))
+    starts = np.repeat(offsets[:-1], pieces)
+    within = np.arange(len(starts)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    cut = starts + within * max_len
+    return np.concatenate([cut, offsets[-1:]]).astype(np.int64)
+
+
+def chunk_bounds(offsets: np.ndarray, chunk_words: int) -> np.ndarray:
+    """Sentence indices that cut the corpus into chunks of about ``chunk_words`` tokens.
+
+    Example:
+        >>> chunk_bounds(np.array([0, 3, 6, 9, 12]), 6).tolist()
+        [0, 2, 4]
+    """
+    n_sent = len(offsets) - 1
+    if n_sent <= 0:
+        return np.zeros(1, dtype=np.int64)
+    chunk_of = offsets[:-1] // chunk_words
+    starts = np.flatnonzero(np.diff(chunk_of)) + 1
+    return np.concatenate([[0], starts, [n_sent]]).astype(np.int64)
+
+
+@dataclass
+class _Job:
+    tokens: np.ndarray
+    offsets: np.ndarray
+    s_lo: int
+    s_hi: int
+    seed: np.uint64
+    alpha0: float
+    alpha1: float
+    epoch: int
+
+
+class Trainer:
+    """Trains input/output vectors with one of the registered kernels.
+
+    Example:
+        >>> corpus = EncodedCorpus.from_file("corpus.txt")  # doctest: +SKIP
+        >>> trainer = Trainer(TrainConfig(algo="classic"), corpus.vocab.counts)  # doctest: +SKIP
+        >>> stats = trainer.train(corpus); trainer.w_in.shape  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        counts: np.ndarray,
+        w_in: np.ndarray | None = None,
+        w_out: np.ndarray | None = None,
+    ) -> None:
+        self.config = config.validate()
+        self.algorithm = get_algorithm(config.algo)
+        counts = np.asarray(counts, dtype=np.int64)
+        if len(counts) == 0:
+            raise ParvecError("the vocabulary is empty")
+        n = len(counts)
+        self.w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
+        self.w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
+        for name, w in (("w_in", self.w_in), ("w_out", self.w_out)):
+            if w.shape != (n, config.dim) or w.dtype != np.float32 or not w.flags.c_contiguous:
+                raise ParvecError(f"{name} must be C-contiguous float32 of shape ({n}, {config.dim})")
+        self.keep = keep_probabilities(counts, config.sample)
+        self.noise_prob, self.noise_alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
+        self.iparams, self._fextra, self._work_floats = self.algorithm.params(config)
+        self.stats = TrainStats()
+
+    # ------------------------------------------------------------------ public
+    def train(
+        self,
+        corpus: EncodedCorpus,
+        epochs: int | None = None,
+        on_epoch_end: Callable[[int, TrainStats], None] | None = None,
+    ) -> TrainStats:
+        """Train on one encoded corpus for ``epochs`` (default ``config.epochs``)."""
+        if len(corpus.vocab) != len(self.w_in):
+            raise ParvecError(
+                f"the corpus vocabulary has {len(corpus.vocab)} words but the model has {len(self.w_in)}"
+            )
+        return self.train_parts(lambda epoch: [(corpus.tokens, corpus.offsets)], corpus.n_tokens,
+                                epochs=epochs, on_epoch_end=on_epoch_end)
+
+    def train_parts(
+        self,
+        make_parts: Callable[[int], Iterable[Part]],
+        words_per_epoch: int,
+        epochs: int | None = None,
+        on_epoch_end: Callable[[int, TrainStats], None] | None = None,
+    ) -> TrainStats:
+        """Train on parts streamed per epoch: ``make_parts(epoch)`` yields ``(tokens, offsets)``.
+
+        ``words_per_epoch`` (the total tokens the parts of one epoch hold) sets the learning-rate
+        schedule; parts beyond it train at the final rate.
+        """
+        cfg = self.config
+        epochs = cfg.epochs if epochs is None else epochs
+        if words_per_epoch <= 0:
+            raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+        self._warm_up()
+        n_threads = cfg.threads
+        jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=4 * n_threads)
+        stop = threading.Event()
+        errors: list[BaseException] = []
+        # Per thread and epoch: words, pairs, loss (float64, summed without locks).
+        words = np.zeros((n_threads, epochs), dtype=np.int64)
+        pairs = np.zeros((n_threads, epochs), dtype=np.int64)
+        losses = np.zeros((n_threads, epochs), dtype=np.float64)
+        total_words = words_per_epoch * epochs
+        a_start, a_end = cfg.alpha, cfg.final_alpha
+
+        def alpha_at(word_pos: float) -> float:
+            return max(a_end, a_start - (a_start - a_end) * min(1.0, word_pos / total_words))
+
+        def produce() -> None:
+            try:
+                for epoch in range(epochs):
+                    position = 0
+                    chunk_index = 0
+                    for tokens, offsets in make_parts(epoch):
+                        offsets = split_long_sentences(offsets, cfg.max_sentence_length)
+                        bounds = chunk_bounds(offsets, cfg.chunk_words)
+                        for c in range(len(bounds) - 1):
+                            lo, hi = int(bounds[c]), int(bounds[c + 1])
+                            n_words = int(offsets[hi] - offsets[lo])
+                            base = epoch * words_per_epoch + position
+                            job = _Job(tokens, offsets, lo, hi, chunk_seed(cfg.seed, epoch, chunk_index),
+                                       alpha_at(base), alpha_at(base + n_words), epoch)
+                            position += n_words
+                            chunk_index += 1
+                            while not stop.is_set():
+                                try:
+                                    jobs.put(job, timeout=0.1)
+                                    break
+                                except queue.Full:
+                                    continue
+                            if stop.is_set():
+                                return
+                    jobs.join()  # the epoch is complete only when every chunk is trained
+                    if stop.is_set():
+                        return
+                    if on_epoch_end is not None:
+                        on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, epoch + 1))
+            except BaseException as exc:  # surfaced by the main thread
+                errors.append(exc)
+                stop.set()
+            finally:
+                for _ in range(n_threads):
+                    jobs.put(None)
+
+        kernel = self.algorithm.train_chunk
+        fparams_base = np.concatenate([[0.0, 0.0], self._fextra]).astype(np.float64)
+
+        def work(t: int) -> None:
+            sent_buf = np.empty(cfg.max_sentence_length, dtype=np.int32)
+            scratch = np.zeros(max(1, self._work_floats), dtype=np.float32)
+            fparams = fparams_base.copy()
+            while True:
+                job = jobs.get()
+                if job is None:
+                    jobs.task_done()
+                    return
+                try:
+                    if not stop.is_set():
+                        fparams[0] = job.alpha0
+                        fparams[1] = job.alpha1
+                        w, p, loss = kernel(self.w_in, self.w_out, job.tokens, job.offsets, job.s_lo, job.s_hi,
+                                            self.keep, self.noise_prob, self.noise_alias, self.iparams, fparams,
+                                            job.seed, sent_buf, scratch)
+                        words[t, job.epoch] += w
+                        pairs[t, job.epoch] += p
+                        losses[t, job.epoch] += loss
+                except BaseException as exc:
+                    errors.append(exc)
+                    stop.set()
+                finally:
+                    jobs.task_done()
+
+        threads = [threading.Thread(target=work, args=(t,), name=f"parvec-worker-{t}", daemon=True)
+                   for t in range(n_threads)]
+        producer = threading.Thread(target=produce, name="parvec-producer", daemon=True)
+        bar = self._progress_bar(total_words)
+        start = time.perf_counter()
+        for th in threads:
+            th.start()
+        producer.start()
+        try:
+            while producer.is_alive() or any(th.is_alive() for th in threads):
+                producer.join(timeout=0.25)
+                if bar is not None:
+                    self._update_bar(bar, words, pairs, losses, alpha_at)
+        except KeyboardInterrupt:
+            stop.set()
+            for th in threads:
+                th.join()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        for th in threads:
+            th.join()
+        seconds = time.perf_counter() - start
+        if errors:
+            raise errors[0]
+        stats = self._stats_so_far(words, pairs, losses, epochs)
+        stats.seconds = seconds
+        self.stats = stats
+        return stats
+
+    # ------------------------------------------------------------------ helpers
+    def _warm_up(self) -> None:
+        # Compile (or load the cached kernel) before the clock starts: an empty chunk trains nothing.
+        tokens = np.zeros(1, dtype=np.int32)
+        offsets = np.array([0, 1], dtype=np.int64)
+        fparams = np.concatenate([[0.0, 0.0], self._fextra]).astype(np.float64)
+        self.algorithm.train_chunk(self.w_in, self.w_out, tokens, offsets, 0, 0, self.keep, self.noise_prob,
+                                   self.noise_alias, self.iparams, fparams, np.uint64(1),
+                                   np.empty(1, dtype=np.int32), np.zeros(max(1, self._work_floats), np.float32))
+
+    @staticmethod
+    def _stats_so_far(words, pairs, losses, epochs_done: int) -> TrainStats:
+        w = words.sum(axis=0)[:epochs_done]
+        p = pairs.sum(axis=0)[:epochs_done]
+        loss = losses.sum(axis=0)[:epochs_done]
+        return TrainStats(
+            words=int(w.sum()),
+            pairs=int(p.sum()),
+            epochs=epochs_done,
+            loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(loss, p, strict=True)],
+            words_per_epoch=[int(x) for x in w],
+        )
+
+    def _progress_bar(self, total_words: int):
+        show = self.config.progress
+        if show is None:
+            show = sys.stderr.isatty()
+        if not show:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=total_words, unit="w", unit_scale=True, dynamic_ncols=True, file=sys.stderr,
+                    desc=f"{self.config.algo}", smoothing=0.1)
+
+    @staticmethod
+    def _update_bar(bar, words, pairs, losses, alpha_at) -> None:
+        done = int(words.sum())
+        bar.update(done - bar.n)
+        p = pairs.sum()
+        loss = losses.sum() / p if p else float("nan")
+        bar.set_postfix(lr=f"{alpha_at(done):.5f}", loss=f"{loss:.4f}", refresh=False)
+
+
+def estimate_memory(vocab_size: int, dim: int, n_tokens: int, n_sentences: int) -> int:
+    """Bytes for the two weight matrices plus the encoded corpus.
+
+    Example:
+        >>> estimate_memory(1000, 100, 10**6, 100)
+        4800808
+    """
+    return 2 * vocab_size * dim * 4 + n_tokens * 4 + (n_sentences + 1) * 8
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None where unknown).
+
+    Example:
+        >>> available_memory() is None or available_memory() > 0
+        True
+    """
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
