@@ -177,14 +177,16 @@ class Trainer:
         corpus: EncodedCorpus,
         epochs: int | None = None,
         on_epoch_end: Callable[[int, TrainStats], None] | None = None,
+        start_epoch: int = 0,
     ) -> TrainStats:
-        """Train on one encoded corpus for ``epochs`` (default ``config.epochs``)."""
+        """Train on one encoded corpus for ``epochs`` (default ``config.epochs``); ``start_epoch`` > 0
+        resumes a run whose first epochs are done (same schedule and random streams)."""
         if len(corpus.vocab) != len(self.w_in):
             raise ParvecError(
                 f"the corpus vocabulary has {len(corpus.vocab)} words but the model has {len(self.w_in)}"
             )
         return self.train_parts(lambda epoch: [(corpus.tokens, corpus.offsets)], corpus.n_tokens,
-                                epochs=epochs, on_epoch_end=on_epoch_end)
+                                epochs=epochs, on_epoch_end=on_epoch_end, start_epoch=start_epoch)
 
     def train_parts(
         self,
@@ -192,14 +194,18 @@ class Trainer:
         words_per_epoch: int,
         epochs: int | None = None,
         on_epoch_end: Callable[[int, TrainStats], None] | None = None,
+        start_epoch: int = 0,
     ) -> TrainStats:
         """Train on parts streamed per epoch: ``make_parts(epoch)`` yields ``(tokens, offsets)``.
 
         ``words_per_epoch`` (the total tokens the parts of one epoch hold) sets the learning-rate
-        schedule; parts beyond it train at the final rate.
+        schedule; parts beyond it train at the final rate.  Epochs ``start_epoch .. epochs-1`` run;
+        ``on_epoch_end(epoch, stats)`` is called after each, once all its chunks are trained.
         """
         cfg = self.config
         epochs = cfg.epochs if epochs is None else epochs
+        if not 0 <= start_epoch < epochs:
+            raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
         if words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
         self._warm_up()
@@ -212,6 +218,7 @@ class Trainer:
         pairs = np.zeros((n_threads, epochs), dtype=np.int64)
         losses = np.zeros((n_threads, epochs), dtype=np.float64)
         total_words = words_per_epoch * epochs
+        todo_words = words_per_epoch * (epochs - start_epoch)
         a_start, a_end = cfg.alpha, cfg.final_alpha
 
         def alpha_at(word_pos: float) -> float:
@@ -219,7 +226,7 @@ class Trainer:
 
         def produce() -> None:
             try:
-                for epoch in range(epochs):
+                for epoch in range(start_epoch, epochs):
                     position = 0
                     chunk_index = 0
                     for tokens, offsets in make_parts(epoch):
@@ -245,7 +252,7 @@ class Trainer:
                     if stop.is_set():
                         return
                     if on_epoch_end is not None:
-                        on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, epoch + 1))
+                        on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1))
             except BaseException as exc:  # surfaced by the main thread
                 errors.append(exc)
                 stop.set()
@@ -284,7 +291,7 @@ class Trainer:
         threads = [threading.Thread(target=work, args=(t,), name=f"parvec-worker-{t}", daemon=True)
                    for t in range(n_threads)]
         producer = threading.Thread(target=produce, name="parvec-producer", daemon=True)
-        bar = self._progress_bar(total_words)
+        bar = self._progress_bar(todo_words)
         start = time.perf_counter()
         for th in threads:
             th.start()
@@ -293,7 +300,7 @@ class Trainer:
             while producer.is_alive() or any(th.is_alive() for th in threads):
                 producer.join(timeout=0.25)
                 if bar is not None:
-                    self._update_bar(bar, words, pairs, losses, alpha_at)
+                    self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + start_epoch * words_per_epoch))
         except KeyboardInterrupt:
             stop.set()
             for th in threads:
@@ -307,7 +314,7 @@ class Trainer:
         seconds = time.perf_counter() - start
         if errors:
             raise errors[0]
-        stats = self._stats_so_far(words, pairs, losses, epochs)
+        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
         stats.seconds = seconds
         self.stats = stats
         return stats
@@ -323,14 +330,14 @@ class Trainer:
                                    np.empty(1, dtype=np.int32), np.zeros(max(1, self._work_floats), np.float32))
 
     @staticmethod
-    def _stats_so_far(words, pairs, losses, epochs_done: int) -> TrainStats:
-        w = words.sum(axis=0)[:epochs_done]
-        p = pairs.sum(axis=0)[:epochs_done]
-        loss = losses.sum(axis=0)[:epochs_done]
+    def _stats_so_far(words, pairs, losses, first: int, end: int) -> TrainStats:
+        w = words.sum(axis=0)[first:end]
+        p = pairs.sum(axis=0)[first:end]
+        loss = losses.sum(axis=0)[first:end]
         return TrainStats(
             words=int(w.sum()),
             pairs=int(p.sum()),
-            epochs=epochs_done,
+            epochs=end - first,
             loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(loss, p, strict=True)],
             words_per_epoch=[int(x) for x in w],
         )
@@ -349,7 +356,7 @@ class Trainer:
     @staticmethod
     def _update_bar(bar, words, pairs, losses, alpha_at) -> None:
         done = int(words.sum())
-        bar.update(done - bar.n)
+        bar.update(done - bar.n)  # the rate shown is for the words of this run
         p = pairs.sum()
         loss = losses.sum() / p if p else float("nan")
         bar.set_postfix(lr=f"{alpha_at(done):.5f}", loss=f"{loss:.4f}", refresh=False)

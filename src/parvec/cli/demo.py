@@ -1,0 +1,78 @@
+"""``parvec demo``: train on the shipped 2M-token Wikipedia slice and show what was learned."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from parvec.config import ALGORITHMS, DEFAULT_ALGO, default_threads
+
+DEMO_WORDS = ("king", "france", "computer", "music", "three", "war", "paris", "water")
+DEMO_ANALOGIES = (("man", "king", "woman"), ("france", "paris", "germany"), ("big", "bigger", "small"))
+
+
+def demo_corpus_path() -> Path:
+    """Path of the shipped demo corpus (2,000,000 tokens of English Wikipedia, xz-compressed).
+
+    Example:
+        >>> demo_corpus_path().name
+        'demo_corpus.txt.xz'
+    """
+    return Path(str(resources.files("parvec") / "data" / "demo_corpus.txt.xz"))
+
+
+def register(subparsers: Any) -> None:
+    """Add ``parvec demo``."""
+    p = subparsers.add_parser("demo", help="train on the built-in corpus and show neighbours and scores",
+                              description="Train on the shipped 2M-token English Wikipedia slice, then print "
+                              "nearest neighbours, a few analogies and the evaluation scores.")
+    p.add_argument("--algo", choices=ALGORITHMS, default=DEFAULT_ALGO)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--dim", type=int, default=100)
+    p.add_argument("--threads", type=int, default=default_threads())
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("-o", "--output", help="also write the vectors here (word2vec text format)")
+    p.set_defaults(func=run_demo)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Run ``parvec demo``."""
+    from parvec.evaluation import default_eval_paths, evaluate, format_report
+    from parvec.word2vec import Word2Vec
+
+    path = demo_corpus_path()
+    print(f"parvec demo: training {args.algo} on {path.name} (2M tokens of English Wikipedia), "
+          f"dim {args.dim}, {args.epochs} epochs, {args.threads} threads", flush=True)
+    t0 = time.perf_counter()
+    model = Word2Vec(corpus_file=path, vector_size=args.dim, window=5, negative=5, sample=1e-4,
+                     min_count=5, epochs=args.epochs, workers=args.threads, seed=args.seed, algo=args.algo)
+    wv = model.wv
+    print(f"vocabulary {len(wv):,} words; trained {model.stats.words:,} words in {model.stats.seconds:.1f} s "
+          f"({model.stats.words_per_sec / 1e6:.2f}M words/s); loss per epoch "
+          + ", ".join(f"{x:.3f}" for x in model.stats.loss_per_epoch)
+          + f"; total {time.perf_counter() - t0:.1f} s")
+    print("\nnearest neighbours:")
+    for word in DEMO_WORDS:
+        if word in wv:
+            neighbours = ", ".join(w for w, _ in wv.most_similar(word, topn=8))
+            print(f"  {word:>9}: {neighbours}")
+    print("\nanalogies (a : b :: c : ?):")
+    for a, b, c in DEMO_ANALOGIES:
+        if all(w in wv for w in (a, b, c)):
+            guesses = ", ".join(w for w, _ in wv.most_similar(positive=[b, c], negative=[a], topn=3))
+            print(f"  {a} : {b} :: {c} : {guesses}")
+    paths = default_eval_paths()
+    if any(paths.values()):
+        print("\nevaluation (small corpus: expect modest scores; the full corpus gives ~0.66 / 0.31 / 35%):")
+        print(format_report(evaluate(wv, **paths)))
+    else:
+        print("\n(evaluation sets not found; set PARVEC_EVAL_DIR to a folder with wordsim353.tsv, "
+              "simlex999.txt and questions-words.txt)", file=sys.stderr)
+    if args.output:
+        wv.save_word2vec_format(args.output)
+        print(f"\nwrote the vectors to {args.output}")
+    return 0

@@ -1,0 +1,242 @@
+"""``parvec train``: text in, word vectors out.
+
+Accepts parvec's flags and word2vec.c's (``-train -output -size -window -negative -sample -min-count
+-iter -alpha -threads -binary -cbow 0 -hs 0``), so existing word2vec.c scripts run unchanged:
+``parvec -train text8 -output vec.bin -size 200 -binary 1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from parvec.config import ALGORITHMS, DEFAULT_ALGO, default_threads
+from parvec.errors import ParvecError
+
+
+def default_cache_dir() -> Path:
+    """Where ``parvec train`` caches encoded corpora: ``$PARVEC_CACHE_DIR`` or ``~/.cache/parvec``.
+
+    Example:
+        >>> default_cache_dir().name in ("parvec", os.environ.get("PARVEC_CACHE_DIR", "parvec").split("/")[-1])
+        True
+    """
+    env = os.environ.get("PARVEC_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "parvec"
+
+
+def add_training_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags shared by every command that trains word vectors (train; the graph commands add theirs)."""
+    p.add_argument("--dim", "-size", "--size", dest="dim", type=int, default=100, help="vector dimension (100)")
+    p.add_argument("--window", "-window", dest="window", type=int, default=5, help="max context window (5)")
+    p.add_argument("--negative", "-negative", dest="negative", type=int, default=5, help="negatives per pair (5)")
+    p.add_argument("--sample", "-sample", dest="sample", type=float, default=1e-3,
+                   help="subsampling threshold of frequent words (1e-3; 0 = off)")
+    p.add_argument("--epochs", "-iter", "--iter", dest="epochs", type=int, default=5, help="passes over the corpus (5)")
+    p.add_argument("--alpha", "-alpha", dest="alpha", type=float, default=0.025, help="starting learning rate (0.025)")
+    p.add_argument("--min-alpha", dest="min_alpha", type=float, default=None,
+                   help="final learning rate (alpha * 1e-4, as word2vec.c)")
+    p.add_argument("--threads", "-threads", "--workers", dest="threads", type=int, default=default_threads(),
+                   help=f"worker threads (all cores: {default_threads()})")
+    p.add_argument("--seed", dest="seed", type=int, default=1, help="random seed (1)")
+    p.add_argument("--algo", choices=ALGORITHMS, default=DEFAULT_ALGO,
+                   help=f"training algorithm ({DEFAULT_ALGO}); classic = word2vec.c's Hogwild SGNS")
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=0,
+                   help="hogbatch: context words sharing negatives (0 = 2*window+1)")
+    p.add_argument("--par-batch", dest="par_batch", type=int, default=24,
+                   help="par: repulsion minibatch size B (24; 0 = whole sentence)")
+    p.add_argument("--no-loss", dest="compute_loss", action="store_false", help="do not compute the loss")
+    p.add_argument("--progress", dest="progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar (default: when stderr is a terminal)")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``parvec train``."""
+    p = subparsers.add_parser(
+        "train",
+        help="train word vectors on a text file",
+        description="Train skip-gram negative-sampling word vectors on a text file (one sentence per line; "
+        ".gz/.bz2/.xz read directly). word2vec.c's flags are accepted too.",
+    )
+    p.add_argument("input", nargs="?", help="training text (or -train FILE)")
+    p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
+    p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
+                   ".bin (with --binary), .npy (NumPy + vocab file)")
+    add_training_arguments(p)
+    p.add_argument("--min-count", "-min-count", dest="min_count", type=int, default=5,
+                   help="discard words seen fewer times (5)")
+    p.add_argument("--max-vocab-size", dest="max_vocab_size", type=int, default=None,
+                   help="prune rare words while counting to keep at most this many (bounded memory)")
+    p.add_argument("--max-final-vocab", dest="max_final_vocab", type=int, default=None,
+                   help="raise min-count so that at most this many words remain")
+    p.add_argument("--max-sentence-length", dest="max_sentence_length", type=int, default=10000,
+                   help="split longer lines into pieces of this many tokens (10000)")
+    p.add_argument("--lowercase", action="store_true", help="lower-case the text")
+    p.add_argument("--unicode-errors", dest="unicode_errors", choices=("strict", "replace", "ignore"),
+                   default="strict", help="what to do with invalid UTF-8 (strict = stop with an error)")
+    p.add_argument("--binary", "-binary", dest="binary", type=int, nargs="?", const=1, default=None,
+                   help="write word2vec binary format (also -binary 1)")
+    p.add_argument("--cache-dir", dest="cache_dir", default=None,
+                   help=f"cache of encoded corpora ({default_cache_dir()})")
+    p.add_argument("--no-cache", dest="no_cache", action="store_true", help="do not read or write the cache")
+    p.add_argument("--save-model", dest="save_model", help="also save the full model (directory) to continue training")
+    p.add_argument("--checkpoint-dir", dest="checkpoint_dir", help="save the model here after every epoch")
+    p.add_argument("--resume", dest="resume", help="finish the run saved in this model/checkpoint directory")
+    p.add_argument("--report", dest="report", help="write a JSON report of the run to this file")
+    p.add_argument("-save-vocab", "--save-vocab", dest="save_vocab", help="write 'word count' lines")
+    p.add_argument("-cbow", dest="cbow", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("-hs", dest="hs", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("-debug", dest="debug", type=int, default=0, help=argparse.SUPPRESS)
+    p.set_defaults(func=run_train)
+
+
+def _check_output_path(path: str, flag: str) -> None:
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise ParvecError(f"{flag} {path}: the directory {parent} does not exist")
+    if Path(path).is_dir():
+        raise ParvecError(f"{flag} {path}: is a directory")
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def peak_memory_bytes() -> int:
+    """Peak resident memory of this process so far (ru_maxrss).
+
+    Example:
+        >>> peak_memory_bytes() > 0
+        True
+    """
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def save_vectors(kv: Any, output: str, binary: bool) -> None:
+    """Write vectors by the output's extension: ``.npy`` or word2vec text/binary."""
+    if output.endswith(".npy"):
+        kv.save(output)
+    else:
+        kv.save_word2vec_format(output, binary=binary)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """Run ``parvec train``."""
+    from parvec.trainer import available_memory, estimate_memory
+    from parvec.word2vec import Word2Vec
+
+    if args.cbow:
+        raise ParvecError("-cbow 1: parvec trains skip-gram only; use -cbow 0")
+    if args.hs:
+        raise ParvecError("-hs 1: parvec trains with negative sampling only; use -hs 0")
+    source = args.train_file or args.input
+    if args.input and args.train_file and args.input != args.train_file:
+        raise ParvecError("give the training file once (either INPUT or -train)")
+    if not source:
+        raise ParvecError("no training file: parvec train INPUT -o OUTPUT")
+    if not args.output and not args.save_model:
+        raise ParvecError("no output: give -o OUTPUT (and/or --save-model DIR)")
+    for flag in ("output", "report", "save_vocab"):
+        if getattr(args, flag):
+            _check_output_path(getattr(args, flag), "--" + flag.replace("_", "-"))
+    binary = bool(args.binary) if args.binary is not None else str(args.output or "").endswith(".bin")
+    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+
+    t0 = time.perf_counter()
+    if args.resume:
+        model = Word2Vec.load(args.resume)
+        model.config.threads = args.threads
+        model.config.progress = args.progress
+        model.cache_dir = cache_dir
+        model.checkpoint_dir = args.checkpoint_dir
+        encoded = model.encode(corpus_file=source, vocab=model.vocab)
+        print(f"resuming {args.resume}: {model.epochs_trained} of {model.config.epochs} epochs done",
+              file=sys.stderr)
+    else:
+        model = Word2Vec(
+            vector_size=args.dim, window=args.window, negative=args.negative, sample=args.sample,
+            min_count=args.min_count, max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
+            epochs=args.epochs, alpha=args.alpha, min_alpha=args.min_alpha, workers=args.threads,
+            seed=args.seed, algo=args.algo, max_sentence_length=args.max_sentence_length,
+            batch_size=args.batch_size, par_batch=args.par_batch, compute_loss=args.compute_loss,
+            progress=args.progress, cache_dir=cache_dir, lowercase=args.lowercase,
+            unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
+        )
+        encoded = model.encode(corpus_file=source)
+    read_seconds = time.perf_counter() - t0
+    vocab = encoded.vocab
+    need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)
+    avail = available_memory()
+    print(
+        f"{source}: {encoded.raw_words:,} words, vocabulary {len(vocab):,} (min-count {args.min_count}), "
+        f"{encoded.n_tokens:,} in-vocabulary tokens in {encoded.n_sentences:,} sentences "
+        f"[read in {read_seconds:.1f} s]",
+        file=sys.stderr,
+    )
+    print(
+        f"memory: vectors {_human_bytes(2 * len(vocab) * model.config.dim * 4)} + encoded corpus "
+        f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)} = {_human_bytes(need)}"
+        + (f" of {_human_bytes(avail)} available" if avail else ""),
+        file=sys.stderr,
+    )
+    if args.save_vocab:
+        from parvec.formats import atomic_output
+
+        with atomic_output(args.save_vocab, "w") as f:
+            for w, c in zip(vocab.words, vocab.counts.tolist(), strict=True):
+                f.write(f"{w} {c}\n")
+    if args.resume:
+        stats = model.train(corpus=encoded, resume=True)
+    else:
+        model.build_vocab(corpus=encoded)
+        stats = model.train(corpus=encoded)
+    raw_per_sec = encoded.raw_words * stats.epochs / stats.seconds if stats.seconds else 0.0
+    losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
+    print(
+        f"trained {stats.words:,} words ({stats.epochs} epochs, {model.config.algo}, {model.config.threads} threads) "
+        f"in {stats.seconds:.1f} s: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
+        file=sys.stderr,
+    )
+    if args.output:
+        save_vectors(model.wv, args.output, binary)
+        print(f"wrote {len(vocab):,} vectors of {model.config.dim} to {args.output}", file=sys.stderr)
+    if args.save_model:
+        model.save(args.save_model)
+        print(f"saved the model to {args.save_model}", file=sys.stderr)
+    if args.report:
+        from parvec.formats import atomic_output
+
+        report = {
+            "parameters": model.config.to_dict() | {
+                "min_count": args.min_count, "max_vocab_size": args.max_vocab_size,
+                "max_final_vocab": args.max_final_vocab, "input": source,
+            },
+            "vocab_size": len(vocab),
+            "corpus_words": encoded.raw_words,
+            "corpus_tokens_in_vocab": encoded.n_tokens,
+            "sentences": encoded.n_sentences,
+            "words_trained": stats.words,
+            "epochs": stats.epochs,
+            "read_seconds": read_seconds,
+            "training_seconds": stats.seconds,
+            "words_per_sec": stats.words_per_sec,
+            "raw_words_per_sec": raw_per_sec,
+            "loss_per_epoch": stats.loss_per_epoch,
+            "peak_memory_bytes": peak_memory_bytes(),
+        }
+        with atomic_output(args.report, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0

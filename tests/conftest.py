@@ -1,0 +1,39 @@
+"""Shared fixtures: where the shared data lives, and small real corpora."""
+
+from __future__ import annotations
+
+import lzma
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("PARVEC_SHARED_DATA", REPO.parent / "shared" / "data"))
+DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared data folder (../shared/data beside the checkout); skips when absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_tokens() -> list[str]:
+    """The shipped demo corpus as a token list (2M tokens of English Wikipedia)."""
+    with lzma.open(DEMO_CORPUS, "rt", encoding="utf-8") as f:
+        return f.read().split()
+
+
+@pytest.fixture(scope="session")
+def demo_slice(tmp_path_factory: pytest.TempPathFactory, demo_tokens: list[str]) -> Path:
+    """The first 500k demo tokens, 1000 words a line: a small real corpus file."""
+    path = tmp_path_factory.mktemp("corpus") / "slice.txt"
+    words = demo_tokens[:500_000]
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(0, len(words), 1000):
+            f.write(" ".join(words[i : i + 1000]) + "\n")
+    return path
