@@ -43,7 +43,10 @@ def test_resume_from_an_epoch_equals_an_uninterrupted_run(small_corpus):
     cfg = TrainConfig(algo="classic", dim=16, epochs=2, threads=1, seed=5, progress=False)
     first = Trainer(cfg, small_corpus.vocab.counts)
     snapshots = {}
-    first.train(small_corpus, on_epoch_end=lambda e, s: snapshots.setdefault(e, (first.w_in.copy(), first.w_out.copy())))
+    def snapshot(epoch, stats):
+        snapshots[epoch] = (first.w_in.copy(), first.w_out.copy())
+
+    first.train(small_corpus, on_epoch_end=snapshot)
     resumed = Trainer(cfg, small_corpus.vocab.counts, w_in=snapshots[0][0].copy(), w_out=snapshots[0][1].copy())
     resumed.train(small_corpus, start_epoch=1)
     np.testing.assert_array_equal(resumed.w_in, full.w_in)

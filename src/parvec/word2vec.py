@@ -238,7 +238,7 @@ class Word2Vec:
         self.epochs_trained = base_epochs + total_epochs
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
-        self.wv.fill_norms(force=True) if hasattr(self.wv, "fill_norms") else None
+        self.wv.fill_norms(force=True)  # vectors changed in place: drop cached unit vectors
         self.stats = stats
         return stats
 

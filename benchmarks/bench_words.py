@@ -1,0 +1,217 @@
+"""Word-vector benchmark: parvec's algorithms vs gensim, in one run, on the same data.
+
+Every measurement runs in its own subprocess (so peak memory is per system), and the systems are
+interleaved round by round so machine noise hits them alike.  Speed is words/s = raw corpus tokens
+x epochs / training seconds (reading and vocabulary building excluded for every system); quality is
+WS-353 and SimLex-999 Spearman and Google analogy (3CosAdd) over the 30,000 most frequent words,
+scored by the same evaluator for every system.
+
+    python benchmarks/bench_words.py --systems classic hogbatch gensim-file --threads 1 2 \\
+        --epochs 1 --rounds 3 --quality-epochs 5 --out bench_out/words.json
+
+Systems: ``classic``, ``hogbatch``, ``par`` (parvec), ``gensim-file`` (gensim corpus_file mode),
+``gensim-iter`` (gensim with an in-memory iterable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+PARVEC_ALGOS = ("classic", "hogbatch", "par")
+
+
+def prepare_corpus(xz_path: Path, work: Path, line_tokens: int = 10000) -> Path:
+    """Decompress once into lines of ``line_tokens`` tokens (gensim corpus_file needs lines <= 10k)."""
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / f"{xz_path.name.removesuffix('.xz')}.{line_tokens}.txt"
+    if out.exists():
+        return out
+    with lzma.open(xz_path, "rt", encoding="utf-8") if xz_path.suffix == ".xz" else open(xz_path) as f:
+        words = f.read().split()
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for i in range(0, len(words), line_tokens):
+            f.write(" ".join(words[i : i + line_tokens]) + "\n")
+    os.replace(tmp, out)
+    return out
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    """Train one system once (in this process) and return its measurements."""
+    sys.path.insert(0, str(REPO / "src"))
+    from parvec.evaluation import default_eval_paths, evaluate
+    from parvec.keyedvectors import KeyedVectors
+
+    corpus = Path(args.corpus)
+    result: dict = {"system": args.system, "threads": args.threads, "epochs": args.epochs, "dim": args.dim,
+                    "window": args.window}
+    if args.system in PARVEC_ALGOS:
+        from parvec.config import TrainConfig
+        from parvec.corpus import EncodedCorpus, ReadOptions
+        from parvec.trainer import Trainer
+
+        t0 = time.perf_counter()
+        enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=args.min_count), cache_dir=args.cache_dir)
+        result["read_seconds"] = time.perf_counter() - t0
+        cfg = TrainConfig(algo=args.system, dim=args.dim, window=args.window, negative=args.negative,
+                          sample=args.sample, epochs=args.epochs, threads=args.threads, seed=args.seed,
+                          progress=False, **json.loads(args.extra or "{}"))
+        trainer = Trainer(cfg, enc.vocab.counts)
+        stats = trainer.train(enc)
+        seconds = stats.seconds
+        raw_words = enc.raw_words
+        kv = KeyedVectors(trainer.w_in, list(enc.vocab.words), counts=enc.vocab.counts)
+        result["loss_per_epoch"] = stats.loss_per_epoch
+    else:
+        import logging
+
+        from gensim.models import Word2Vec as GensimW2V
+
+        logging.disable(logging.WARNING)
+        common = dict(vector_size=args.dim, window=args.window, negative=args.negative, sample=args.sample,
+                      min_count=args.min_count, workers=args.threads, sg=1, hs=0, seed=args.seed)
+        t0 = time.perf_counter()
+        if args.system == "gensim-file":
+            model = GensimW2V(**common)
+            model.build_vocab(corpus_file=str(corpus))
+            result["read_seconds"] = time.perf_counter() - t0
+            raw_words = model.corpus_total_words
+            t1 = time.perf_counter()
+            model.train(corpus_file=str(corpus), total_words=raw_words, epochs=args.epochs)
+        else:
+            with open(corpus, encoding="utf-8") as f:
+                sentences = [line.split() for line in f]
+            model = GensimW2V(**common)
+            model.build_vocab(sentences)
+            result["read_seconds"] = time.perf_counter() - t0
+            raw_words = model.corpus_total_words
+            t1 = time.perf_counter()
+            model.train(sentences, total_examples=len(sentences), epochs=args.epochs)
+        seconds = time.perf_counter() - t1
+        kv = KeyedVectors(model.wv.vectors, list(model.wv.index_to_key))
+    result["train_seconds"] = seconds
+    result["raw_words"] = raw_words
+    result["words_per_sec"] = raw_words * args.epochs / seconds
+    result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    result["vocab_size"] = len(kv)
+    if args.quality:
+        result["quality"] = evaluate(kv, **default_eval_paths())
+    return result
+
+
+def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Namespace, corpus: Path,
+          extra: str = "") -> dict:
+    cmd = [sys.executable, __file__, "--run-one", "--system", system, "--threads", str(threads),
+           "--epochs", str(epochs), "--dim", str(ns.dim), "--window", str(ns.window),
+           "--negative", str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count),
+           "--seed", str(ns.seed), "--corpus", str(corpus), "--cache-dir", str(ns.work / "cache")]
+    if quality:
+        cmd.append("--quality")
+    if extra:
+        cmd += ["--extra", extra]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"{system} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fmt_quality(q: dict | None) -> str:
+    if not q:
+        return "| – | – | – |"
+    ws = q.get("ws353", {}).get("spearman", float("nan"))
+    sl = q.get("simlex", {}).get("spearman", float("nan"))
+    an = q.get("analogies", {}).get("3cosadd", float("nan"))
+    return f"| {ws:.3f} | {sl:.3f} | {100 * an:.1f}% |"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--system", help=argparse.SUPPRESS)
+    ap.add_argument("--quality", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--extra", default="", help="JSON of extra TrainConfig fields for parvec systems")
+    ap.add_argument("--systems", nargs="+", default=["classic", "hogbatch", "gensim-file"])
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--epochs", type=int, default=1, help="epochs of the speed runs (1)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of speed runs; medians reported")
+    ap.add_argument("--quality-epochs", type=int, default=5, help="epochs of the quality runs (0 = none)")
+    ap.add_argument("--quality-threads", type=int, default=2)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--window", type=int, default=5)
+    ap.add_argument("--negative", type=int, default=5)
+    ap.add_argument("--sample", type=float, default=1e-4)
+    ap.add_argument("--min-count", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--cache-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench")
+    ap.add_argument("--out", type=Path, help="write all measurements as JSON here")
+    ns = ap.parse_args()
+    if ns.run_one:
+        print(json.dumps(run_one(ns)))
+        return
+    corpus = prepare_corpus(ns.corpus, ns.work)
+    if any(s in PARVEC_ALGOS for s in ns.systems):  # fill parvec's corpus cache once, untimed
+        sys.path.insert(0, str(REPO / "src"))
+        from parvec.corpus import EncodedCorpus, ReadOptions
+
+        EncodedCorpus.from_file(corpus, ReadOptions(min_count=ns.min_count), cache_dir=ns.work / "cache")
+    runs: list[dict] = []
+    speed: dict[tuple[str, int], list[dict]] = {}
+    for r in range(ns.rounds):
+        for threads in ns.threads:
+            for system in ns.systems:
+                res = spawn(system, threads, ns.epochs, False, ns, corpus, ns.extra)
+                res["round"] = r
+                runs.append(res)
+                speed.setdefault((system, threads), []).append(res)
+                print(f"round {r} {system:12s} {threads}t {res['words_per_sec'] / 1e6:.3f}M words/s "
+                      f"peak {res['peak_rss_bytes'] / 2**20:.0f} MiB", file=sys.stderr, flush=True)
+    quality: dict[str, dict] = {}
+    if ns.quality_epochs:
+        for system in ns.systems:
+            res = spawn(system, ns.quality_threads, ns.quality_epochs, True, ns, corpus, ns.extra)
+            runs.append(res)
+            quality[system] = res
+            print(f"quality {system:12s} {fmt_quality(res.get('quality'))}", file=sys.stderr, flush=True)
+    base = {t: statistics.median(r["words_per_sec"] for r in speed.get(("gensim-file", t), [])) if
+            speed.get(("gensim-file", t)) else None for t in ns.threads}
+    lines = [f"Corpus {ns.corpus.name}; dim {ns.dim}, window {ns.window}, negative {ns.negative}, sample "
+             f"{ns.sample}, min_count {ns.min_count}; speed: {ns.epochs} epoch(s), median of {ns.rounds} "
+             f"interleaved rounds; quality: {ns.quality_epochs} epochs at {ns.quality_threads} threads.", "",
+             "| system | threads | words/s (median, range) | × gensim corpus_file | peak RSS | WS-353 ρ | "
+             "SimLex-999 ρ | analogy (top 30k) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for system in ns.systems:
+        for threads in ns.threads:
+            rs = speed.get((system, threads), [])
+            if not rs:
+                continue
+            wps = [r["words_per_sec"] for r in rs]
+            med = statistics.median(wps)
+            ratio = f"{med / base[threads]:.2f}×" if base.get(threads) else "–"
+            peak = max(r["peak_rss_bytes"] for r in rs) / 2**20
+            q = quality.get(system, {}).get("quality") if threads == ns.quality_threads else None
+            lines.append(f"| {system} | {threads} | {med / 1e6:.3f}M ({min(wps) / 1e6:.2f}–{max(wps) / 1e6:.2f}) | "
+                         f"{ratio} | {peak:.0f} MiB {fmt_quality(q)}")
+    table = "\n".join(lines)
+    print(table)
+    if ns.out:
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        ns.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
+                                      "table": table}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

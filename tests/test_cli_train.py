@@ -1,0 +1,147 @@
+"""`parvec train` end to end: parvec's and word2vec.c's flags, reports, errors, atomic outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from parvec.cli import main
+
+
+@pytest.fixture()
+def tiny_corpus(tmp_path):
+    rng = np.random.default_rng(0)
+    # Two topics: words of a topic co-occur, so the vectors have something to learn.
+    a = [f"a{i}" for i in range(20)]
+    b = [f"b{i}" for i in range(20)]
+    lines = [" ".join(rng.choice(a if i % 2 else b, 12)) for i in range(600)]
+    path = tmp_path / "tiny.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(argv, capsys):
+    code = main([str(x) for x in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_train_writes_vectors_and_report(tiny_corpus, tmp_path, capsys):
+    out = tmp_path / "vec.txt"
+    report = tmp_path / "report.json"
+    code, _, err = run(["train", tiny_corpus, "-o", out, "--dim", 16, "--epochs", 3, "--threads", 1,
+                        "--min-count", 1, "--algo", "classic", "--report", report, "--no-cache"], capsys)
+    assert code == 0, err
+    assert "vocabulary 40" in err and "memory:" in err
+    header = out.read_text().splitlines()[0]
+    assert header == "40 16"
+    rep = json.loads(report.read_text())
+    assert rep["vocab_size"] == 40 and rep["corpus_words"] == 7200 and rep["epochs"] == 3
+    assert rep["words_trained"] == 3 * 7200
+    for key in ("training_seconds", "words_per_sec", "raw_words_per_sec", "peak_memory_bytes"):
+        assert rep[key] > 0
+    assert len(rep["loss_per_epoch"]) == 3
+    assert rep["parameters"]["dim"] == 16 and rep["parameters"]["algo"] == "classic"
+    from parvec.keyedvectors import KeyedVectors
+
+    kv = KeyedVectors.load_word2vec_format(out)
+    same = [w for w, _ in kv.most_similar("a3", topn=5)]
+    assert sum(w.startswith("a") for w in same) >= 4  # topic words rank together
+
+
+def test_word2vec_c_flags_run_unchanged(tiny_corpus, tmp_path, capsys):
+    out = tmp_path / "vec.bin"
+    code, _, err = run(["-train", tiny_corpus, "-output", out, "-size", 8, "-window", 3, "-negative", 3,
+                        "-sample", "1e-3", "-min-count", 1, "-iter", 1, "-alpha", "0.05", "-threads", 1,
+                        "-binary", 1, "-cbow", 0, "-hs", 0, "--algo", "classic", "--no-cache"], capsys)
+    assert code == 0, err
+    raw = out.read_bytes()
+    assert raw.startswith(b"40 8\n") and len(raw) > 40 * 8 * 4  # binary payload
+
+
+def test_cbow_and_hs_are_refused(tiny_corpus, tmp_path, capsys):
+    code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-cbow", 1], capsys)
+    assert code == 2 and "skip-gram only" in err
+    code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 1], capsys)
+    assert code == 2 and "negative sampling only" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "{missing}", "-o", "{out}"], "no such file"),
+        (["train", "{empty}", "-o", "{out}"], "empty"),
+        (["train", "{corpus}", "-o", "{out}", "--min-count", "1000"], "no word reaches min_count=1000"),
+        (["train", "{corpus}", "-o", "{out}", "--dim", "0"], "dim must be a positive integer"),
+        (["train", "{corpus}", "-o", "{out}", "--window", "-2"], "window must be a positive integer"),
+        (["train", "{corpus}", "-o", "{out}", "--epochs", "0"], "epochs must be a positive integer"),
+        (["train", "{corpus}", "-o", "{out}", "--negative", "0"], "negative must be a positive integer"),
+        (["train", "{corpus}", "-o", "{nodir}"], "does not exist"),
+        (["train", "{badutf}", "-o", "{out}"], "invalid UTF-8"),
+    ],
+)
+def test_errors_exit_2_with_a_clear_message(argv, message, tiny_corpus, tmp_path, capsys):
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "bad.txt").write_bytes(b"ok line\n\xff\xfe\n")
+    names = {"missing": tmp_path / "nope.txt", "empty": tmp_path / "empty.txt", "corpus": tiny_corpus,
+             "out": tmp_path / "v.txt", "nodir": tmp_path / "no" / "such" / "v.txt", "badutf": tmp_path / "bad.txt"}
+    argv = [a.format(**names) for a in argv] + ["--no-cache", "--threads", "1", "--algo", "classic"]
+    code, _, err = run(argv, capsys)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "v.txt").exists()  # nothing half-written
+
+
+def test_bad_utf8_error_names_the_line(tmp_path, capsys):
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"a b\nc d\ne \xff\n")
+    code, _, err = run(["train", p, "-o", tmp_path / "v.txt", "--no-cache", "--min-count", "1"], capsys)
+    assert code == 2 and "bad.txt:3" in err and "--unicode-errors replace" in err
+
+
+def test_existing_output_survives_a_failed_run(tiny_corpus, tmp_path, capsys):
+    out = tmp_path / "v.txt"
+    out.write_text("precious")
+    code, _, _ = run(["train", tiny_corpus, "-o", out, "--min-count", "100000", "--no-cache"], capsys)
+    assert code == 2 and out.read_text() == "precious"
+
+
+def test_checkpoint_and_resume(tiny_corpus, tmp_path, capsys):
+    from parvec.keyedvectors import KeyedVectors
+    from parvec.word2vec import Word2Vec
+
+    args = ["train", tiny_corpus, "--dim", 8, "--epochs", 2, "--threads", 1, "--min-count", 1, "--algo",
+            "classic", "--no-cache", "--seed", 4]
+    code, _, err = run([*args, "-o", tmp_path / "full.txt"], capsys)
+    assert code == 0, err
+    # The same run, interrupted after its first epoch's checkpoint.
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    model = Word2Vec(vector_size=8, epochs=2, workers=1, min_count=1, algo="classic", seed=4, checkpoint_dir=ck)
+    enc = model.build_vocab(corpus_file=tiny_corpus)
+
+    def interrupt(model, epoch, stats):
+        raise RuntimeError("power cut")
+
+    with pytest.raises(RuntimeError, match="power cut"):
+        model.train(corpus=enc, callbacks=[interrupt])
+    assert Word2Vec.load(ck / "checkpoint").epochs_trained == 1
+    code, _, err = run(["train", tiny_corpus, "--resume", ck / "checkpoint", "-o", tmp_path / "resumed.txt",
+                        "--threads", 1, "--no-cache"], capsys)
+    assert code == 0, err
+    assert "1 of 2 epochs done" in err
+    a = KeyedVectors.load_word2vec_format(tmp_path / "full.txt")
+    b = KeyedVectors.load_word2vec_format(tmp_path / "resumed.txt")
+    assert a.index_to_key == b.index_to_key
+    np.testing.assert_allclose(a.vectors, b.vectors, atol=1e-5)  # text format rounds
+
+
+def test_console_script_runs(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "parvec.cli", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+    for cmd in ("train", "similar", "analogy", "eval", "demo"):
+        assert cmd in out.stdout
