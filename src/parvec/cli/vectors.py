@@ -1,0 +1,170 @@
+"""``parvec similar``, ``parvec analogy`` and ``parvec eval``: queries and evaluation of saved vectors.
+
+VECTORS may be a ``.npy`` file (with its ``.vocab.txt``) or a word2vec file, text or binary
+(detected from the first vector unless ``--binary``/``--text`` is given), optionally compressed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from parvec.errors import ParvecError
+from parvec.evaluation import EVAL_FILES, default_eval_paths, evaluate, format_report
+from parvec.keyedvectors import KeyedVectors, load_vectors
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _add_vector_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("vectors", metavar="VECTORS", help="vectors: .npy, or word2vec text/binary (.gz/.bz2/.xz ok)")
+    layout = p.add_mutually_exclusive_group()
+    layout.add_argument(
+        "--binary",
+        dest="binary",
+        action="store_const",
+        const=True,
+        default=None,
+        help="VECTORS is word2vec binary (default: detect)",
+    )
+    layout.add_argument(
+        "--text",
+        dest="binary",
+        action="store_const",
+        const=False,
+        help="VECTORS is word2vec text (default: detect)",
+    )
+    p.add_argument(
+        "--unicode-errors",
+        choices=("strict", "replace", "ignore"),
+        default="strict",
+        help="what to do with invalid UTF-8 in words (default: strict)",
+    )
+    p.add_argument(
+        "--limit",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="read only the first N (most frequent) vectors",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``similar``, ``analogy`` and ``eval`` sub-commands.
+
+    Example:
+        >>> parser = argparse.ArgumentParser(prog="parvec")
+        >>> register(parser.add_subparsers())
+        >>> parser.parse_args(["similar", "vec.txt", "king", "-k", "3"]).k
+        3
+    """
+    p = subparsers.add_parser(
+        "similar",
+        help="the words closest to a word",
+        description="Print the K words most similar (cosine) to WORD.",
+    )
+    _add_vector_options(p)
+    p.add_argument("word", metavar="WORD")
+    p.add_argument("-k", type=_positive_int, default=10, help="how many words (default: 10)")
+    p.set_defaults(func=run_similar)
+
+    p = subparsers.add_parser(
+        "analogy",
+        help="A is to B as C is to ?",
+        description="Solve 'A is to B as C is to ?' (3CosAdd: B - A + C).",
+    )
+    _add_vector_options(p)
+    p.add_argument("a", metavar="A")
+    p.add_argument("b", metavar="B")
+    p.add_argument("c", metavar="C")
+    p.add_argument("-k", type=_positive_int, default=10, help="how many answers (default: 10)")
+    p.set_defaults(func=run_analogy)
+
+    p = subparsers.add_parser(
+        "eval",
+        help="WS-353, SimLex-999 and Google analogy scores",
+        description="Evaluate vectors on word-pair similarity and analogy files.  Without file options, "
+        f"{', '.join(EVAL_FILES.values())} are looked up in $PARVEC_EVAL_DIR and shared/data/eval.",
+    )
+    _add_vector_options(p)
+    p.add_argument("--ws353", metavar="FILE", help="WS-353 pair file (word1 word2 score)")
+    p.add_argument("--simlex", metavar="FILE", help="SimLex-999 pair file (word1 word2 score)")
+    p.add_argument("--analogies", metavar="FILE", help="analogy questions (questions-words.txt layout)")
+    p.add_argument(
+        "--restrict-vocab",
+        type=_positive_int,
+        default=30000,
+        metavar="N",
+        help="analogies search the N most frequent words (default: 30000)",
+    )
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=run_eval)
+
+
+def _load(args: argparse.Namespace) -> KeyedVectors:
+    return load_vectors(args.vectors, binary=args.binary, unicode_errors=args.unicode_errors, limit=args.limit)
+
+
+def _check_word(kv: KeyedVectors, word: str, source: str) -> str:
+    if word in kv.key_to_index:
+        return word
+    hint = ""
+    for variant in (word.lower(), word.capitalize(), word.upper()):
+        if variant != word and variant in kv.key_to_index:
+            hint = f" (but {variant!r} is)"
+            break
+    raise ParvecError(f"word {word!r} is not in the vocabulary of {source}{hint}")
+
+
+def _print_neighbours(results: Any) -> None:
+    width = max((len(w) for w, _ in results), default=0)
+    for word, score in results:
+        print(f"{word:<{width}}  {score:.4f}")
+
+
+def run_similar(args: argparse.Namespace) -> int:
+    """``parvec similar VECTORS WORD [-k N]``: print the nearest words with their cosine."""
+    kv = _load(args)
+    word = _check_word(kv, args.word, args.vectors)
+    _print_neighbours(kv.most_similar(positive=[word], topn=args.k))
+    return 0
+
+
+def run_analogy(args: argparse.Namespace) -> int:
+    """``parvec analogy VECTORS A B C [-k N]``: A is to B as C is to ? (positive B, C; negative A)."""
+    kv = _load(args)
+    a, b, c = (_check_word(kv, w, args.vectors) for w in (args.a, args.b, args.c))
+    _print_neighbours(kv.most_similar(positive=[b, c], negative=[a], topn=args.k))
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """``parvec eval VECTORS [--ws353 F] [--simlex F] [--analogies F]``: print scores (or JSON)."""
+    files = {"ws353": args.ws353, "simlex": args.simlex, "analogies": args.analogies}
+    if all(v is None for v in files.values()):
+        files = dict(default_eval_paths())  # type: ignore[arg-type]
+        if not files:
+            raise ParvecError(
+                "no evaluation files: give --ws353, --simlex or --analogies, or set PARVEC_EVAL_DIR to a "
+                f"directory holding {', '.join(EVAL_FILES.values())}"
+            )
+    for name, path in files.items():
+        if path is not None and not Path(path).is_file():
+            raise ParvecError(f"{path}: no such {name} file")
+    kv = _load(args)
+    result = evaluate(kv, restrict_vocab=args.restrict_vocab, **files)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(format_report(result))
+    return 0

@@ -1,0 +1,518 @@
+"""``KeyedVectors``: a word -> vector mapping with gensim 4's query API.
+
+Rows are ordered as trained (descending word frequency), so ``restrict_vocab=N`` means "the N most
+frequent words".  Similarities use unit-normalised rows; the normalised copy is computed on first use
+and cached (:meth:`KeyedVectors.get_normed_vectors`).  Top-k selection uses ``argpartition``, so a
+query over millions of rows costs one matrix-vector product plus O(n).
+
+Example:
+    >>> import numpy as np
+    >>> kv = KeyedVectors(np.array([[1, 0], [0.9, 0.1], [0, 1]], dtype=np.float32), ["a", "b", "c"])
+    >>> [w for w, _ in kv.most_similar("a", topn=2)]
+    ['b', 'c']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from numbers import Integral
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parvec import formats
+from parvec.errors import ParvecError
+
+__all__ = ["KeyedVectors", "load_vectors"]
+
+Key = str | int | np.integer
+Query = Key | np.ndarray | tuple[Any, float]
+
+
+def _as_query_list(items: Any) -> list[Any]:
+    """None -> [], a single key or vector -> [it], anything else -> list(items)."""
+    if items is None:
+        return []
+    if isinstance(items, str | Integral) or (isinstance(items, np.ndarray) and items.ndim == 1):
+        return [items]
+    return list(items)
+
+
+def _with_weights(items: list[Any], weight: float) -> list[tuple[Any, float]]:
+    # gensim accepts (key, weight) pairs next to plain keys and vectors.
+    return [(it, weight) if isinstance(it, str | Integral | np.ndarray) else tuple(it) for it in items]
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+class KeyedVectors:
+    """Vectors (float ``[n, dim]``) addressed by string keys, with similarity queries and evaluation.
+
+    ``counts`` (optional, int64 ``[n]``) records the training frequency of each key.
+
+    Example:
+        >>> import numpy as np
+        >>> kv = KeyedVectors(np.eye(3, dtype=np.float32), ["x", "y", "z"])
+        >>> kv["y"].tolist(), kv.get_index("z"), "w" in kv
+        ([0.0, 1.0, 0.0], 2, False)
+    """
+
+    def __init__(self, vectors: np.ndarray, index_to_key: Sequence[str], counts: np.ndarray | None = None) -> None:
+        vectors = np.asarray(vectors)
+        if not np.issubdtype(vectors.dtype, np.floating):
+            vectors = vectors.astype(np.float32)
+        if vectors.ndim != 2:
+            raise ValueError(f"vectors must be a 2-D array, got shape {vectors.shape}")
+        if len(index_to_key) != len(vectors):
+            raise ValueError(f"{len(index_to_key)} keys for {len(vectors)} vectors")
+        self.index_to_key: list[str] = list(index_to_key)
+        self.key_to_index: dict[str, int] = {key: i for i, key in enumerate(self.index_to_key)}
+        if len(self.key_to_index) != len(self.index_to_key):
+            seen: set[str] = set()
+            dup = next(k for k in self.index_to_key if k in seen or seen.add(k))
+            raise ValueError(f"duplicate key {dup!r}")
+        if counts is not None:
+            counts = np.asarray(counts, dtype=np.int64)
+            if counts.shape != (len(vectors),):
+                raise ValueError(f"counts must have shape ({len(vectors)},), got {counts.shape}")
+        self.counts = counts
+        self.vectors = vectors
+
+    # ------------------------------------------------------------------ basic mapping
+    @property
+    def vectors(self) -> np.ndarray:
+        """The ``[n, dim]`` matrix; assigning a new one drops the cached norms."""
+        return self._vectors
+
+    @vectors.setter
+    def vectors(self, value: np.ndarray) -> None:
+        self._vectors = value
+        self.norms: np.ndarray | None = None
+        self._normed: np.ndarray | None = None
+
+    @property
+    def vector_size(self) -> int:
+        """The dimension of the vectors."""
+        return int(self._vectors.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.index_to_key)
+
+    def __contains__(self, key: object) -> bool:
+        return self.has_index_for(key)
+
+    def __getitem__(self, key_or_keys: Key | Iterable[Key]) -> np.ndarray:
+        """One key -> its vector; a list of keys -> a ``[len, dim]`` array."""
+        if isinstance(key_or_keys, str | Integral):
+            return self.get_vector(key_or_keys)
+        indices = [self.get_index(k) for k in key_or_keys]
+        return self._vectors[np.asarray(indices, dtype=np.int64)]
+
+    def __repr__(self) -> str:
+        return f"KeyedVectors({len(self)} keys, vector_size={self.vector_size})"
+
+    def get_index(self, key: Key, default: int | None = None) -> int:
+        """Row of ``key`` (an integer in range is its own index); unknown -> ``default`` or KeyError.
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]).get_index("b")
+            1
+        """
+        index = self.key_to_index.get(key) if isinstance(key, str) else None
+        if index is not None:
+            return index
+        if isinstance(key, Integral) and not isinstance(key, bool) and 0 <= int(key) < len(self):
+            return int(key)
+        if default is not None:
+            return default
+        raise KeyError(f"Key {key!r} not present in vocabulary")
+
+    def has_index_for(self, key: object) -> bool:
+        """Whether ``key`` has a row (gensim's semantics: an in-range integer counts).
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]).has_index_for("c")
+            False
+        """
+        if isinstance(key, str):
+            return key in self.key_to_index
+        return self.get_index(key, -1) >= 0 if isinstance(key, Integral) else False  # type: ignore[arg-type]
+
+    def get_vector(self, key: Key, norm: bool = False) -> np.ndarray:
+        """The vector of ``key`` (a view of the row), unit-normalised if ``norm``.
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.array([[3, 4]], dtype=np.float32), ["a"])
+            >>> kv.get_vector("a", norm=True).tolist()
+            [0.6000000238418579, 0.800000011920929]
+        """
+        index = self.get_index(key)
+        if not norm:
+            return self._vectors[index]
+        self.fill_norms()
+        assert self.norms is not None
+        n = self.norms[index]
+        return self._vectors[index] / n if n > 0 else self._vectors[index].copy()
+
+    def fill_norms(self, force: bool = False) -> None:
+        """Compute the L2 norm of every row into ``self.norms`` (again if ``force``).
+
+        Call with ``force=True`` after changing ``vectors`` in place; assigning ``vectors`` resets them.
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.array([[3, 4]], dtype=np.float32), ["a"])
+            >>> kv.fill_norms(); kv.norms.tolist()
+            [5.0]
+        """
+        if self.norms is None or force:
+            self.norms = np.linalg.norm(self._vectors, axis=1)
+            self._normed = None
+
+    def get_normed_vectors(self) -> np.ndarray:
+        """A cached copy of ``vectors`` with unit-length rows (all-zero rows stay zero).
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.array([[3, 4], [0, 2]], dtype=np.float32), ["a", "b"])
+            >>> kv.get_normed_vectors().tolist()
+            [[0.6000000238418579, 0.800000011920929], [0.0, 1.0]]
+        """
+        if self._normed is None:
+            self.fill_norms()
+            assert self.norms is not None
+            safe = np.where(self.norms > 0, self.norms, 1).astype(self._vectors.dtype)
+            self._normed = self._vectors / safe[:, None]
+        return self._normed
+
+    # ------------------------------------------------------------------ similarity queries
+    def _restricted_rows(self, restrict_vocab: int | None) -> int:
+        return len(self) if restrict_vocab is None else max(0, min(int(restrict_vocab), len(self)))
+
+    def _top(self, dists: np.ndarray, topn: int, exclude: set[int]) -> list[tuple[str, float]]:
+        n = len(dists)
+        k = min(n, topn + len(exclude))
+        if k <= 0:
+            return []
+        if k < n:
+            cand = np.argpartition(-dists, k - 1)[:k]
+        else:
+            cand = np.arange(n)
+        order = cand[np.lexsort((cand, -dists[cand]))]  # by score, ties by index: deterministic
+        result = [(self.index_to_key[i], float(dists[i])) for i in order.tolist() if i not in exclude]
+        return result[:topn]
+
+    def most_similar(
+        self,
+        positive: Query | Sequence[Query] | None = None,
+        negative: Query | Sequence[Query] | None = None,
+        topn: int | None = 10,
+        restrict_vocab: int | None = None,
+    ) -> list[tuple[str, float]] | np.ndarray:
+        """The ``topn`` keys closest to the mean of ``positive`` minus ``negative`` (3CosAdd), as gensim.
+
+        Terms are keys (unit-normalised), raw vectors, or ``(term, weight)`` pairs.  Keys given as
+        terms are left out of the result.  ``restrict_vocab=N`` searches only the first N rows.
+        ``topn=None`` returns the cosine of every (searched) row as an array.
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.array([[1, 0], [0.8, 0.6], [0, 1]], dtype=np.float32), ["a", "b", "c"])
+            >>> [(w, round(s, 2)) for w, s in kv.most_similar("a", topn=1)]
+            [('b', 0.8)]
+        """
+        if isinstance(topn, Integral) and topn < 1:
+            return []
+        terms = _with_weights(_as_query_list(positive), 1.0) + _with_weights(_as_query_list(negative), -1.0)
+        if not terms:
+            raise ValueError("cannot compute similarity with no input")
+        exclude: set[int] = set()
+        parts = []
+        for term, weight in terms:
+            if isinstance(term, np.ndarray):
+                parts.append(weight * np.asarray(term, dtype=np.float64))
+            else:
+                parts.append(weight * self.get_vector(term, norm=True).astype(np.float64))
+                exclude.add(self.get_index(term))
+        mean = _unit(np.mean(parts, axis=0)).astype(self._vectors.dtype)
+        rows = self._restricted_rows(restrict_vocab)
+        dists = self.get_normed_vectors()[:rows] @ mean
+        if not topn:
+            return dists
+        return self._top(dists, int(topn), exclude)
+
+    def most_similar_cosmul(
+        self,
+        positive: Query | Sequence[Query] | None = None,
+        negative: Query | Sequence[Query] | None = None,
+        topn: int | None = 10,
+        restrict_vocab: int | None = None,
+    ) -> list[tuple[str, float]] | np.ndarray:
+        """Levy & Goldberg's 3CosMul: ``prod((1+cos(x,p))/2) / (prod((1+cos(x,n))/2) + 1e-6)``.
+
+        Cosines are shifted to [0, 1] as in gensim.  Vector terms are unit-normalised first (gensim
+        uses them as given, which only differs for non-unit vectors).  Query keys are excluded.
+
+        Example:
+            >>> import numpy as np
+            >>> v = np.array([[1, 0, 1], [0, 1, 1], [1, 0, 2], [0, 1, 2], [1, 1, 0]], dtype=np.float32)
+            >>> kv = KeyedVectors(v, ["man", "woman", "king", "queen", "x"])
+            >>> kv.most_similar_cosmul(positive=["king", "woman"], negative=["man"], topn=1)[0][0]
+            'queen'
+        """
+        if isinstance(topn, Integral) and topn < 1:
+            return []
+        pos, neg = _as_query_list(positive), _as_query_list(negative)
+        if not pos:
+            raise ValueError("cannot compute similarity with no input")
+        exclude: set[int] = set()
+
+        def unit_term(term: Any) -> np.ndarray:
+            if isinstance(term, np.ndarray):
+                return _unit(np.asarray(term, dtype=np.float64)).astype(self._vectors.dtype)
+            exclude.add(self.get_index(term))
+            return self.get_vector(term, norm=True)
+
+        pos_v, neg_v = [unit_term(t) for t in pos], [unit_term(t) for t in neg]
+        rows = self._restricted_rows(restrict_vocab)
+        normed = self.get_normed_vectors()[:rows]
+        dists = np.ones(rows, dtype=np.float64)
+        for v in pos_v:
+            dists *= (1.0 + normed @ v) / 2.0
+        denom = np.ones(rows, dtype=np.float64)
+        for v in neg_v:
+            denom *= (1.0 + normed @ v) / 2.0
+        dists = (dists / (denom + 1e-6)).astype(self._vectors.dtype)
+        if not topn:
+            return dists
+        return self._top(dists, int(topn), exclude)
+
+    def similar_by_vector(
+        self, vector: np.ndarray, topn: int | None = 10, restrict_vocab: int | None = None
+    ) -> list[tuple[str, float]] | np.ndarray:
+        """The ``topn`` keys most similar to ``vector`` (nothing is excluded).
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"])
+            >>> kv.similar_by_vector(np.array([0.1, 1.0], dtype=np.float32), topn=1)[0][0]
+            'b'
+        """
+        return self.most_similar(positive=[vector], topn=topn, restrict_vocab=restrict_vocab)
+
+    def similar_by_key(
+        self, key: Key, topn: int | None = 10, restrict_vocab: int | None = None
+    ) -> list[tuple[str, float]] | np.ndarray:
+        """The ``topn`` keys most similar to ``key`` (``key`` itself excluded).
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.array([[1, 0], [1, 0.1], [0, 1]], dtype=np.float32), ["a", "b", "c"])
+            >>> kv.similar_by_key("a", topn=1)[0][0]
+            'b'
+        """
+        return self.most_similar(positive=[key], topn=topn, restrict_vocab=restrict_vocab)
+
+    similar_by_word = similar_by_key
+
+    def similarity(self, w1: Key, w2: Key) -> float:
+        """Cosine similarity of two keys.
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.array([[1, 0], [1, 1]], dtype=np.float32), ["a", "b"])
+            >>> round(kv.similarity("a", "b"), 4)
+            0.7071
+        """
+        return float(np.dot(self.get_vector(w1, norm=True), self.get_vector(w2, norm=True)))
+
+    def n_similarity(self, ws1: Sequence[Key], ws2: Sequence[Key]) -> float:
+        """Cosine similarity of the means of two key sets.
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.eye(3, dtype=np.float32), ["a", "b", "c"])
+            >>> round(kv.n_similarity(["a", "b"], ["a", "b"]), 4)
+            1.0
+        """
+        if not len(ws1) or not len(ws2):
+            raise ZeroDivisionError("At least one of the passed lists is empty.")
+        m1 = np.mean([self[k] for k in ws1], axis=0)
+        m2 = np.mean([self[k] for k in ws2], axis=0)
+        return float(np.dot(_unit(m1), _unit(m2)))
+
+    def distance(self, w1: Key, w2: Key) -> float:
+        """Cosine distance, ``1 - similarity(w1, w2)``.
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]).distance("a", "b")
+            1.0
+        """
+        return 1.0 - self.similarity(w1, w2)
+
+    def distances(self, word_or_vector: Key | np.ndarray, other_words: Sequence[Key] = ()) -> np.ndarray:
+        """Cosine distances from a key or vector to ``other_words`` (all keys if empty).
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]).distances("a").tolist()
+            [0.0, 1.0]
+        """
+        if isinstance(word_or_vector, np.ndarray):
+            v = _unit(word_or_vector.astype(np.float64)).astype(self._vectors.dtype)
+        else:
+            v = self.get_vector(word_or_vector, norm=True)
+        normed = self.get_normed_vectors()
+        if len(other_words):
+            normed = normed[[self.get_index(w) for w in other_words]]
+        return 1.0 - normed @ v
+
+    def doesnt_match(self, words: Sequence[str]) -> str:
+        """The word furthest from the mean of ``words`` (unknown words are ignored).
+
+        Example:
+            >>> import numpy as np
+            >>> v = np.array([[1, 0], [1, 0.1], [0.9, 0], [0, 1]], dtype=np.float32)
+            >>> KeyedVectors(v, ["a", "b", "c", "d"]).doesnt_match(["a", "b", "c", "d"])
+            'd'
+        """
+        used = [w for w in words if w in self]
+        if not used:
+            raise ValueError("cannot select a word from an empty list")
+        vecs = np.vstack([self.get_vector(w, norm=True) for w in used])
+        dists = vecs @ _unit(vecs.mean(axis=0))
+        return used[int(np.argmin(dists))]
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate_word_pairs(
+        self,
+        pairs: str | os.PathLike[str],
+        delimiter: str | None = "\t",
+        restrict_vocab: int = 300000,
+        case_insensitive: bool = True,
+        dummy4unknown: bool = False,
+    ) -> tuple[tuple[float, float], tuple[float, float], float]:
+        """Correlate cosine similarities with human scores, as gensim does.
+
+        ``pairs`` has ``word1<delimiter>word2<delimiter>score`` lines; ``#`` lines are comments.
+        Pairs with a word outside the first ``restrict_vocab`` rows are skipped (or scored 0 with
+        ``dummy4unknown``).  Returns ``((pearson_r, p), (spearman_rho, p), oov_percent)``.
+
+        Example:
+            >>> kv.evaluate_word_pairs("wordsim353.tsv")  # doctest: +SKIP
+            ((0.61, 1e-35), (0.64, 2e-41), 0.57)
+        """
+        from parvec.evaluation import word_pair_scores
+
+        result = word_pair_scores(self, pairs, delimiter, restrict_vocab, case_insensitive, dummy4unknown=dummy4unknown)
+        return result.pearson, result.spearman, result.oov_percent
+
+    def evaluate_word_analogies(
+        self,
+        analogies: str | os.PathLike[str],
+        restrict_vocab: int = 300000,
+        case_insensitive: bool = True,
+        dummy4unknown: bool = False,
+        method: str = "3cosadd",
+    ) -> tuple[float, list[dict[str, Any]]]:
+        """Accuracy on an analogy file (Google's ``questions-words.txt`` layout), as gensim does.
+
+        For ``a b c d``, the answer is the word of the first ``restrict_vocab`` rows, other than a, b
+        and c, that is closest to ``b - a + c`` (``method="3cosadd"``) or maximises 3CosMul
+        (``"3cosmul"``).  Questions with a word outside those rows are skipped (counted wrong with
+        ``dummy4unknown``).  Returns ``(accuracy, sections)``; each section is ``{"section", "correct",
+        "incorrect"}`` with lists of question tuples, the last one being "Total accuracy".
+        The whole file is solved in vectorised batches (see :mod:`parvec.evaluation`).
+
+        Example:
+            >>> score, sections = kv.evaluate_word_analogies("questions-words.txt")  # doctest: +SKIP
+        """
+        from parvec.evaluation import analogy_sections
+
+        results = analogy_sections(self, analogies, restrict_vocab, case_insensitive, dummy4unknown, methods=(method,))
+        sections = results[method]
+        total = sections[-1]
+        n = len(total["correct"]) + len(total["incorrect"])
+        return (len(total["correct"]) / n if n else 0.0), sections
+
+    # ------------------------------------------------------------------ persistence
+    def save_word2vec_format(
+        self, path: str | os.PathLike[str], binary: bool = False, write_header: bool = True
+    ) -> None:
+        """Write word2vec.c's text (or ``binary``) format; compressed if the name ends .gz/.bz2/.xz.
+
+        Example:
+            >>> kv.save_word2vec_format("vectors.bin", binary=True)  # doctest: +SKIP
+        """
+        formats.write_word2vec(path, self._vectors, self.index_to_key, binary=binary, write_header=write_header)
+
+    @classmethod
+    def load_word2vec_format(
+        cls,
+        path: str | os.PathLike[str],
+        binary: bool | None = False,
+        limit: int | None = None,
+        unicode_errors: str = "strict",
+        datatype: Any = np.float32,
+    ) -> KeyedVectors:
+        """Read a word2vec text or binary file (``binary=None``: detect); see :func:`formats.read_word2vec`.
+
+        Example:
+            >>> kv = KeyedVectors.load_word2vec_format("vectors.bin", binary=True)  # doctest: +SKIP
+        """
+        vectors, words = formats.read_word2vec(
+            path, binary=binary, limit=limit, unicode_errors=unicode_errors, datatype=datatype
+        )
+        return cls(vectors, words)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save as ``PREFIX.npy`` + ``PREFIX.vocab.txt`` (+ ``PREFIX.counts.npy``); returns the .npy path.
+
+        Example:
+            >>> kv.save("out/vectors")  # doctest: +SKIP
+            PosixPath('out/vectors.npy')
+        """
+        return formats.save_npy(path, self._vectors, self.index_to_key, self.counts)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], mmap: bool = False) -> KeyedVectors:
+        """Load what :meth:`save` wrote (``path`` is the prefix or the ``.npy`` file).
+
+        Example:
+            >>> kv = KeyedVectors.load("out/vectors.npy")  # doctest: +SKIP
+        """
+        vectors, keys, counts = formats.load_npy(path, mmap=mmap)
+        return cls(vectors, keys, counts)
+
+
+def load_vectors(
+    path: str | os.PathLike[str],
+    binary: bool | None = None,
+    unicode_errors: str = "strict",
+    limit: int | None = None,
+) -> KeyedVectors:
+    """Load vectors from ``.npy`` (+ vocab) or a word2vec file, detecting text vs binary unless given.
+
+    Example:
+        >>> kv = load_vectors("vectors.txt.gz")  # doctest: +SKIP
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".npy":
+        if not p.exists():
+            raise ParvecError(f"{p}: no such file")
+        kv = KeyedVectors.load(p)
+        if limit is not None:
+            kv = KeyedVectors(
+                kv.vectors[:limit], kv.index_to_key[:limit], None if kv.counts is None else kv.counts[:limit]
+            )
+        return kv
+    return KeyedVectors.load_word2vec_format(p, binary=binary, limit=limit, unicode_errors=unicode_errors)
