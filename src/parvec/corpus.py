@@ -16,8 +16,6 @@ memory-maps the cache instead of reading the text again.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
 import json
 import lzma
@@ -27,12 +25,13 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from parvec.errors import ParvecError
-from parvec.vocab import Vocab, VocabCounter
+from parvec.formats import check_input, open_input
+from parvec.vocab import Vocab, count_words
 
 _BLOCK_BYTES = 1 << 22  # 4 MiB of text per read
 CACHE_FORMAT_VERSION = 1
@@ -136,7 +135,7 @@ class EncodedCorpus:
         options = options or ReadOptions()
         options.validate()
         path = Path(path)
-        _check_readable(path)
+        check_input(path)
         key = None
         if cache_dir is not None and vocab is None:
             key = _cache_key(path, options)
@@ -223,33 +222,6 @@ class EncodedCorpus:
 
 
 # ---------------------------------------------------------------------- reading text
-def open_binary(path: Path) -> IO[bytes]:
-    """Open a file for binary reading, decompressing .gz, .bz2 and .xz by extension.
-
-    Example:
-        >>> open_binary(Path("corpus.txt.xz"))  # doctest: +SKIP
-    """
-    suffix = path.suffix.lower()
-    if suffix == ".gz":
-        return gzip.open(path, "rb")
-    if suffix == ".bz2":
-        return bz2.open(path, "rb")
-    if suffix in (".xz", ".lzma"):
-        return lzma.open(path, "rb")
-    return open(path, "rb")
-
-
-def _check_readable(path: Path) -> None:
-    if not path.exists():
-        raise ParvecError(f"{path}: no such file")
-    if path.is_dir():
-        raise ParvecError(f"{path}: is a directory, expected a text file")
-    if not os.access(path, os.R_OK):
-        raise ParvecError(f"{path}: not readable (permission denied)")
-    if path.stat().st_size == 0:
-        raise ParvecError(f"{path}: the file is empty")
-
-
 class _TextSentences:
     """Restartable stream of token lists from a text file, in bounded memory."""
 
@@ -263,7 +235,7 @@ class _TextSentences:
         current: list[str] = []
         carry = b""
         try:
-            with open_binary(self.path) as f:
+            with open_input(self.path) as f:
                 while True:
                     block = f.read(_BLOCK_BYTES)
                     at_end = not block
@@ -348,15 +320,7 @@ def _encode(
     """Two passes, as word2vec.c: count the vocabulary, then encode the tokens."""
     raw_words = None
     if vocab is None:
-        counter = VocabCounter(options.max_vocab_size)
-        block: list[str] = []
-        for sentence in sentences:
-            block.extend(sentence)
-            if len(block) >= 1 << 20:
-                counter.update(block)
-                block = []
-        if block:
-            counter.update(block)
+        counter = count_words(sentences, options.max_vocab_size)
         if counter.raw_words == 0:
             raise ParvecError(f"{source}: the corpus has no words")
         vocab = counter.finish(options.min_count, options.max_final_vocab)

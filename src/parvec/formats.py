@@ -45,6 +45,7 @@ __all__ = [
     "detect_binary",
     "load_npy",
     "npy_paths",
+    "check_input",
     "open_input",
     "read_word2vec",
     "save_npy",
@@ -147,14 +148,12 @@ def atomic_output(
 
 
 # ---------------------------------------------------------------------- reading helpers
-def open_input(path: PathLike) -> IO[bytes]:
-    """Open ``path`` for binary reading, decompressing ``.gz``/``.bz2``/``.xz`` by extension.
-
-    A missing, unreadable or empty file raises :class:`ParvecError` naming it.
+def check_input(path: PathLike) -> Path:
+    """Raise :class:`ParvecError` naming ``path`` if it is missing, a directory, unreadable or empty.
 
     Example:
-        >>> with open_input("vectors.txt.gz") as f:  # doctest: +SKIP
-        ...     header = f.readline()
+        >>> check_input("corpus.txt")  # doctest: +SKIP
+        PosixPath('corpus.txt')
     """
     p = Path(path)
     if not p.exists():
@@ -165,6 +164,19 @@ def open_input(path: PathLike) -> IO[bytes]:
         raise ParvecError(f"{p}: not readable (permission denied)")
     if p.stat().st_size == 0:
         raise ParvecError(f"{p}: the file is empty")
+    return p
+
+
+def open_input(path: PathLike) -> IO[bytes]:
+    """Open ``path`` for binary reading, decompressing ``.gz``/``.bz2``/``.xz`` by extension.
+
+    A missing, unreadable or empty file raises :class:`ParvecError` naming it.
+
+    Example:
+        >>> with open_input("vectors.txt.gz") as f:  # doctest: +SKIP
+        ...     header = f.readline()
+    """
+    p = check_input(path)
     opener = _COMPRESSED.get(p.suffix.lower())
     if opener is not None:
         return opener(p, "rb")
