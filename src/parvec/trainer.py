@@ -357,8 +357,11 @@ class Trainer:
     def _update_bar(bar, words, pairs, losses, alpha_at) -> None:
         done = int(words.sum())
         bar.update(done - bar.n)  # the rate shown is for the words of this run
-        p = pairs.sum()
-        loss = losses.sum() / p if p else float("nan")
+        # The loss of the epoch in progress (the latest with trained pairs).
+        per_epoch = pairs.sum(axis=0)
+        current = np.flatnonzero(per_epoch)
+        e = current[-1] if len(current) else 0
+        loss = losses[:, e].sum() / per_epoch[e] if per_epoch[e] else float("nan")
         bar.set_postfix(lr=f"{alpha_at(done):.5f}", loss=f"{loss:.4f}", refresh=False)
 
 
