@@ -1,0 +1,279 @@
+"""Graph sub-commands: ``node2vec``, ``deepwalk``, ``node-eval`` and ``link-eval``.
+
+Example:
+    parvec node2vec karate.edgelist -o karate.emb --dimensions 16 --p 0.25 --q 4
+    parvec node-eval karate.emb --labels karate.labels --json
+    parvec link-eval ppi.edgelist --p 4 --q 1 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from parvec.errors import ParvecError
+
+_DELIMITERS = {"tab": "\t", "\\t": "\t", "space": " ", "comma": ",", "whitespace": None}
+
+
+def _delimiter(text: str) -> str | None:
+    """``--delimiter`` value: a literal string or a name (tab, space, comma, whitespace)."""
+    if text in _DELIMITERS:
+        return _DELIMITERS[text]
+    if text == "":
+        raise argparse.ArgumentTypeError("the delimiter must not be empty")
+    return text
+
+
+def _fractions(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values or any(not 0 < v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"fractions must be in (0, 1), got {text!r}")
+    return values
+
+
+def _add_graph_input(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "graph", metavar="GRAPH", help="edge list ('u v' or 'u v w' lines), .npz or .mat (variable 'network')"
+    )
+    p.add_argument("--weighted", action="store_true", help="read edge weights (third column) and walk by them")
+    p.add_argument("--unweighted", dest="weighted", action="store_false", help="ignore weights (default)")
+    p.add_argument("--directed", action="store_true", help="edges are directed (walks never go against one)")
+    p.add_argument("--undirected", dest="directed", action="store_false", help="edges are undirected (default)")
+    p.add_argument(
+        "--delimiter",
+        type=_delimiter,
+        default=None,
+        help="column separator: a string or tab/space/comma (default: any whitespace)",
+    )
+    p.add_argument(
+        "--implicit-ids",
+        action="store_true",
+        help="node IDs are already 0..n-1 integers: faster all-numpy parsing",
+    )
+    p.add_argument("--mat-variable", default="network", help="adjacency variable of a .mat file (default: network)")
+
+
+def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
+    g = p.add_argument_group("walks")
+    g.add_argument("--walk-length", type=int, default=80, help="nodes per walk (default 80)")
+    g.add_argument("--num-walks", type=int, default=10, help="walks per node (default 10)")
+    if with_pq:
+        g.add_argument("--p", type=float, default=1.0, help="return parameter (default 1)")
+        g.add_argument("--q", type=float, default=1.0, help="in-out parameter (default 1)")
+    g.add_argument("--batch-walks", type=int, default=None, help="walks generated per batch (default: one round)")
+    t = p.add_argument_group("training")
+    t.add_argument("--dimensions", type=int, default=128, help="vector size (default 128)")
+    t.add_argument("--window-size", type=int, default=10, help="context window (default 10)")
+    t.add_argument("--epochs", "--iter", type=int, default=1, help="epochs over the walks (default 1)")
+    t.add_argument("--negative", type=int, default=5, help="negative samples (default 5)")
+    t.add_argument("--sample", type=float, default=1e-3, help="subsampling threshold (default 1e-3, as gensim)")
+    t.add_argument("--alpha", type=float, default=0.025, help="initial learning rate (default 0.025)")
+    t.add_argument("--algo", default=None, help="training algorithm: classic, hogbatch or par (default: parvec's)")
+    t.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
+    t.add_argument("--seed", type=int, default=1, help="random seed for walks and training (default 1)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``node2vec``, ``deepwalk``, ``node-eval`` and ``link-eval`` to the ``parvec`` command.
+
+    Example:
+        >>> from parvec.cli import build_parser
+        >>> build_parser().parse_args(["node2vec", "g.txt", "-o", "g.emb", "--p", "0.5"]).p
+        0.5
+    """
+    for name, with_pq, text in (
+        ("node2vec", True, "node2vec embeddings: biased second-order random walks + skip-gram"),
+        ("deepwalk", False, "DeepWalk embeddings: uniform (or weighted) random walks + skip-gram"),
+    ):
+        p = subparsers.add_parser(name, help=text, description=text, allow_abbrev=False)
+        _add_graph_input(p)
+        p.add_argument(
+            "-o",
+            "--output",
+            required=True,
+            metavar="EMB",
+            help="output: word2vec text keyed by node ID, or PREFIX.npy (+ .vocab.txt)",
+        )
+        p.add_argument("--binary", action="store_true", help="write word2vec binary instead of text")
+        _add_walk_train(p, with_pq)
+        p.set_defaults(func=_cmd_embed, with_pq=with_pq)
+
+    p = subparsers.add_parser(
+        "node-eval",
+        help="multi-label node classification (micro/macro-F1)",
+        allow_abbrev=False,
+        description="One-vs-rest logistic regression on node vectors, repeated "
+        "random splits, top-k labels per node (DeepWalk/node2vec protocol).",
+    )
+    p.add_argument("embeddings", metavar="EMB", help="word2vec text/binary file or PREFIX.npy")
+    p.add_argument("--labels", required=True, help="label file: 'node label' lines")
+    p.add_argument(
+        "--train-fractions",
+        type=_fractions,
+        default=None,
+        help="comma-separated training fractions (default 0.1,0.2,...,0.9)",
+    )
+    p.add_argument("--repeats", type=int, default=10, help="random splits per fraction (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
+    p.add_argument("--C", type=float, default=1.0, help="inverse regularisation of the classifier (default 1)")
+    p.add_argument("--workers", type=int, default=1, help="parallel one-vs-rest fits (default 1)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=_cmd_node_eval)
+
+    p = subparsers.add_parser(
+        "link-eval",
+        help="link prediction ROC-AUC (hide edges, embed the rest)",
+        allow_abbrev=False,
+        description="Hide a fraction of the edges outside a random spanning forest, "
+        "embed the residual graph, score hidden edges against sampled "
+        "non-edges with Hadamard features and logistic regression.",
+    )
+    _add_graph_input(p)
+    p.add_argument("--fraction", type=float, default=0.5, help="fraction of edges to hide (default 0.5)")
+    p.add_argument("--eval-seed", type=int, default=0, help="seed of the edge split and non-edges (default 0)")
+    p.add_argument("--method", choices=("node2vec", "deepwalk"), default="node2vec")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _add_walk_train(p, True)
+    p.set_defaults(func=_cmd_link_eval, with_pq=True)
+
+
+def _read(args: argparse.Namespace):
+    from parvec.graph.graph_io import read_graph
+
+    return read_graph(
+        args.graph,
+        weighted=args.weighted,
+        directed=args.directed,
+        delimiter=args.delimiter,
+        implicit_ids=args.implicit_ids,
+        variable=args.mat_variable,
+    )
+
+
+def _model(graph, args: argparse.Namespace):
+    from parvec.graph.node2vec import Node2Vec
+
+    p = getattr(args, "p", 1.0) if args.with_pq else 1.0
+    q = getattr(args, "q", 1.0) if args.with_pq else 1.0
+    if getattr(args, "method", None) == "deepwalk":
+        p = q = 1.0
+    return Node2Vec(
+        graph, dimensions=args.dimensions, walk_length=args.walk_length, num_walks=args.num_walks,
+        window=args.window_size, p=p, q=q, epochs=args.epochs, workers=args.workers, seed=args.seed,
+        algo=args.algo, negative=args.negative, sample=args.sample, alpha=args.alpha,
+        batch_walks=args.batch_walks, progress=None if not args.quiet else False,
+    )  # fmt: skip
+
+
+def _cmd_embed(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    if not out.parent.is_dir():  # fail before the (long) training, not after
+        raise ParvecError(f"{out}: cannot write: output directory {out.parent} does not exist")
+    t0 = time.perf_counter()
+    graph = _read(args)
+    t_read = time.perf_counter() - t0
+    is_npy = out.suffix.lower() == ".npy"
+    bad = next((k for k in graph.node_ids if "\n" in k or (not is_npy and any(c.isspace() for c in k))), None)
+    if bad is not None:  # word2vec files separate key and values by a space: refuse before training
+        raise ParvecError(f"{args.graph}: node ID {bad!r} contains whitespace; write .npy output instead")
+    model = _model(graph, args)
+    kv = model.fit()
+    if is_npy:
+        kv.save(out)
+    else:
+        kv.save_word2vec_format(out, binary=args.binary)
+    if not args.quiet:
+        tm = model.timings
+        print(
+            f"parvec {args.command}: {graph.n_nodes} nodes, {graph.n_edges} edges; read {t_read:.2f}s, "
+            f"walks {tm['walks']:.2f}s, training {tm['train']:.2f}s "
+            f"({model.train_stats.words_per_sec / 1e6:.2f}M words/s); wrote {out}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _load_vectors(path: str) -> tuple[Any, list[str]]:
+    from parvec.keyedvectors import load_vectors
+
+    kv = load_vectors(path)
+    return kv.vectors, kv.index_to_key
+
+
+def _cmd_node_eval(args: argparse.Namespace) -> int:
+    from parvec.graph.evaluation import DEFAULT_FRACTIONS, align_labels, node_classification, read_labels
+
+    vectors, keys = _load_vectors(args.embeddings)
+    labels = read_labels(args.labels)
+    rows, y = align_labels(keys, labels, source=args.labels)
+    fractions = args.train_fractions or list(DEFAULT_FRACTIONS)
+    if args.workers is not None and args.workers < 1:
+        raise ParvecError(f"workers must be a positive integer, got {args.workers}")
+    result = node_classification(
+        vectors[rows], y, fractions, repeats=args.repeats, seed=args.seed, C=args.C, workers=args.workers
+    )
+    result["n_labelled_without_vector"] = len(labels.node_ids) - len(rows)
+    result["embeddings"] = args.embeddings
+    result["labels"] = args.labels
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(
+        f"{result['n_nodes']} labelled nodes with vectors, {result['n_labels']} labels, "
+        f"{args.repeats} random splits per fraction"
+    )
+    if result["n_labelled_without_vector"]:
+        print(f"({result['n_labelled_without_vector']} labelled nodes have no vector and are left out)")
+    print("| train | micro-F1 | macro-F1 |")
+    print("| ---: | --- | --- |")
+    for r in result["results"]:
+        print(
+            f"| {r['train_fraction']:.0%} | {r['micro_f1_mean']:.4f} ± {r['micro_f1_std']:.4f} "
+            f"| {r['macro_f1_mean']:.4f} ± {r['macro_f1_std']:.4f} |"
+        )
+    return 0
+
+
+def _cmd_link_eval(args: argparse.Namespace) -> int:
+    from parvec.graph.evaluation import link_prediction
+
+    graph = _read(args)
+    timings: dict[str, float] = {}
+
+    def embed(residual):
+        model = _model(residual, args)
+        vectors = model.fit_vectors()
+        timings.update(model.timings)
+        return vectors
+
+    result = link_prediction(graph, embed, fraction=args.fraction, seed=args.eval_seed)
+    result.update(
+        {
+            "graph": args.graph,
+            "method": args.method,
+            "p": getattr(args, "p", 1.0),
+            "q": getattr(args, "q", 1.0),
+            "walk_seconds": timings.get("walks"),
+            "train_seconds": timings.get("train"),
+        }
+    )
+    if args.method == "deepwalk":
+        result["p"] = result["q"] = 1.0
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        total = result["n_hidden"] + result["residual_edges"]
+        print(
+            f"{args.graph}: hid {result['n_hidden']} of {total} edges; "
+            f"ROC-AUC {result['roc_auc']:.4f} ({result['n_test_pairs']} test pairs)"
+        )
+    return 0

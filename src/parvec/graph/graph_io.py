@@ -1,0 +1,516 @@
+"""Graphs as CSR arrays, and the readers that build them (edge lists, ``.npz``, ``.mat``).
+
+A :class:`Graph` is three numpy arrays, the layout the numba walk kernels read directly:
+``indptr`` (int64, n+1), ``indices`` (int32, the out-neighbours of node ``i`` are
+``indices[indptr[i]:indptr[i+1]]``, **sorted ascending** so membership is a binary search) and
+``data`` (float32 edge weights, or ``None`` for an unweighted graph), plus ``node_ids``, the original
+node IDs (strings) in dense-index order.
+
+How edge lists are read (decisions, matching node2vec's networkx reader and PecanPy):
+
+* One edge per line: ``u v`` or ``u v w``, split on whitespace or on ``delimiter``; ``#`` starts a
+  comment (so IDs cannot contain ``#``); blank lines are skipped. Unweighted reading ignores a third
+  column; weighted reading requires it.
+* Node IDs are arbitrary strings, mapped once to dense ints in order of first appearance.
+  ``implicit_ids=True`` is the fast path for files already using ``0..n-1``: the file is parsed by
+  numpy alone and the node count is ``max id + 1`` (ids never mentioned become isolated nodes).
+* Undirected graphs store every edge in both directions.
+* **Duplicate edges are merged**: one CSR entry per (u, v); with weights, the *last* weight given wins
+  (networkx and PecanPy overwrite the same way). In an undirected graph ``u v`` and ``v u`` are the
+  same edge.
+* **Self-loops are kept**, as one entry ``u -> u`` (not two, even when undirected), as networkx and
+  PecanPy do; a walk may stay on ``u`` for a step with probability proportional to that weight.
+* Weights must be finite and non-negative; an edge whose final weight is 0 is dropped (no edge), as
+  PecanPy drops non-positive weights. Its nodes still exist.
+* Every problem is a :class:`parvec.errors.ParvecError` naming the file and line, e.g.
+  ``graph.txt:12: expected 'u v' or 'u v w', got 'a'``.
+
+Matrices (``.npz`` written by ``scipy.sparse.save_npz`` or PecanPy's CSR ``.npz`` with ``IDs``;
+``.mat`` with the adjacency matrix in variable ``network``, as BlogCatalog and PPI ship) are read as
+they are, with explicit zeros removed; an undirected read symmetrises with ``max(A, A.T)``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from parvec.errors import ParvecError
+
+if TYPE_CHECKING:
+    import scipy.sparse
+
+__all__ = ["Graph", "read_graph", "read_edgelist", "read_npz", "read_mat"]
+
+
+@dataclass
+class Graph:
+    """A graph in CSR form with its original node IDs.
+
+    Example:
+        >>> g = Graph.from_edges([0, 1], [1, 2], n_nodes=3)
+        >>> g.n_nodes, g.n_edges, g.neighbors(1).tolist()
+        (3, 2, [0, 2])
+    """
+
+    indptr: np.ndarray  # int64[n + 1]
+    indices: np.ndarray  # int32[nnz], sorted within each row
+    data: np.ndarray | None  # float32[nnz] or None when unweighted
+    node_ids: list[str]
+    directed: bool = False
+    _index: dict[str, int] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.indptr = np.ascontiguousarray(self.indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(self.indices, dtype=np.int32)
+        if self.data is not None:
+            self.data = np.ascontiguousarray(self.data, dtype=np.float32)
+            if len(self.data) != len(self.indices):
+                raise ValueError("data and indices differ in length")
+        if len(self.indptr) != len(self.node_ids) + 1:
+            raise ValueError("indptr must have n_nodes + 1 entries")
+
+    # -- sizes -------------------------------------------------------------------------------
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes (isolated ones included)."""
+        return len(self.indptr) - 1
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored (directed) CSR entries."""
+        return int(self.indptr[-1])
+
+    @property
+    def n_self_loops(self) -> int:
+        """Number of self-loops ``u -> u``."""
+        rows = np.repeat(np.arange(self.n_nodes, dtype=np.int64), np.diff(self.indptr))
+        return int(np.count_nonzero(rows == self.indices))
+
+    @property
+    def n_edges(self) -> int:
+        """Number of edges: CSR entries if directed, else each undirected edge counted once."""
+        if self.directed:
+            return self.nnz
+        loops = self.n_self_loops
+        return (self.nnz - loops) // 2 + loops
+
+    @property
+    def weighted(self) -> bool:
+        """Whether edges carry weights."""
+        return self.data is not None
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Node ID -> dense index (built on first use)."""
+        if self._index is None:
+            self._index = {node: i for i, node in enumerate(self.node_ids)}
+        return self._index
+
+    def degrees(self) -> np.ndarray:
+        """Out-degree of every node (int64).
+
+        Example:
+            >>> Graph.from_edges([0], [1], n_nodes=3).degrees().tolist()
+            [1, 1, 0]
+        """
+        return np.diff(self.indptr)
+
+    def neighbors(self, node: int) -> np.ndarray:
+        """Sorted out-neighbours of dense node index ``node``.
+
+        Example:
+            >>> Graph.from_edges([2, 2], [1, 0], n_nodes=3, directed=True).neighbors(2).tolist()
+            [0, 1]
+        """
+        return self.indices[self.indptr[node] : self.indptr[node + 1]]
+
+    def weights(self, node: int) -> np.ndarray:
+        """Weights of the out-edges of ``node`` (ones when unweighted), aligned with :meth:`neighbors`.
+
+        Example:
+            >>> Graph.from_edges([0], [1], [2.5], n_nodes=2).weights(1).tolist()
+            [2.5]
+        """
+        lo, hi = self.indptr[node], self.indptr[node + 1]
+        if self.data is None:
+            return np.ones(hi - lo, dtype=np.float32)
+        return self.data[lo:hi]
+
+    def has_edge(self, u: int, v: int) -> bool:
+        """Whether the (directed) CSR entry ``u -> v`` exists.
+
+        Example:
+            >>> Graph.from_edges([0], [1], n_nodes=2, directed=True).has_edge(1, 0)
+            False
+        """
+        row = self.neighbors(u)
+        k = int(np.searchsorted(row, v))
+        return k < len(row) and int(row[k]) == v
+
+    def edge_list(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Edges as arrays ``(src, dst, weight)``; undirected edges once each, with ``src <= dst``.
+
+        Example:
+            >>> s, d, w = Graph.from_edges([1, 0], [2, 1], n_nodes=3).edge_list()
+            >>> s.tolist(), d.tolist(), w
+            ([0, 1], [1, 2], None)
+        """
+        src = np.repeat(np.arange(self.n_nodes, dtype=np.int64), np.diff(self.indptr))
+        dst = self.indices.astype(np.int64)
+        keep = slice(None) if self.directed else src <= dst
+        w = None if self.data is None else self.data[keep]
+        return src[keep], dst[keep], w
+
+    def to_scipy(self) -> scipy.sparse.csr_matrix:
+        """The adjacency matrix as a ``scipy.sparse.csr_matrix`` (ones when unweighted).
+
+        Example:
+            >>> Graph.from_edges([0], [1], n_nodes=2).to_scipy().toarray().tolist()
+            [[0.0, 1.0], [1.0, 0.0]]
+        """
+        import scipy.sparse as sp
+
+        data = np.ones(self.nnz, dtype=np.float32) if self.data is None else self.data
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.n_nodes, self.n_nodes))
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_edges(
+        cls,
+        src: np.ndarray | list[int],
+        dst: np.ndarray | list[int],
+        weights: np.ndarray | list[float] | None = None,
+        *,
+        n_nodes: int | None = None,
+        node_ids: list[str] | None = None,
+        directed: bool = False,
+    ) -> Graph:
+        """Build a graph from dense-index edge arrays (duplicates merged, last weight wins).
+
+        Undirected graphs get both directions; self-loops are stored once; edges whose final weight
+        is 0 are dropped. ``node_ids`` defaults to ``"0".."n-1"``.
+
+        Example:
+            >>> g = Graph.from_edges([0, 1, 0], [1, 0, 0], [1.0, 3.0, 2.0], n_nodes=2)
+            >>> g.indices.tolist(), g.data.tolist()
+            ([0, 1, 0], [2.0, 3.0, 3.0])
+        """
+        src = np.asarray(src, dtype=np.int64).ravel()
+        dst = np.asarray(dst, dtype=np.int64).ravel()
+        if len(src) != len(dst):
+            raise ValueError("src and dst differ in length")
+        w = None if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+        if w is not None and len(w) != len(src):
+            raise ValueError("weights and src differ in length")
+        if n_nodes is None:
+            n_nodes = len(node_ids) if node_ids is not None else (int(max(src.max(), dst.max())) + 1 if len(src) else 0)
+        if node_ids is None:
+            node_ids = [str(i) for i in range(n_nodes)]
+        if len(node_ids) != n_nodes:
+            raise ValueError("node_ids must have n_nodes entries")
+        if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n_nodes):
+            raise ValueError("edge endpoint out of range")
+        if n_nodes >= 2**31:
+            raise ParvecError(f"graph has {n_nodes} nodes; at most 2**31 - 1 are supported")
+        indptr, indices, data = _build_csr(src, dst, w, n_nodes, directed)
+        return cls(indptr, indices, data, list(node_ids), directed)
+
+
+def _build_csr(
+    src: np.ndarray, dst: np.ndarray, w: np.ndarray | None, n: int, directed: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Sort, merge duplicates (last wins) and lay out as CSR, all in numpy."""
+    if not directed:
+        # Interleave (u, v) and (v, u) per input edge so that position order == line order for both.
+        src, dst = np.stack([src, dst], axis=1).ravel(), np.stack([dst, src], axis=1).ravel()
+        if w is not None:
+            w = np.repeat(w, 2)
+    key = src * n + dst
+    # Last occurrence of each key wins: np.unique on the reversed array returns first hits there.
+    uniq, first_in_rev = np.unique(key[::-1], return_index=True)
+    pos = len(key) - 1 - first_in_rev
+    data = None
+    if w is not None:
+        data = w[pos]
+        nonzero = data != 0
+        if not nonzero.all():
+            uniq, data = uniq[nonzero], data[nonzero]
+        data = data.astype(np.float32)
+    rows = uniq // n if n else uniq
+    indices = (uniq - rows * n).astype(np.int32)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return indptr, indices, data
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers
+# ---------------------------------------------------------------------------------------------
+
+
+def read_graph(
+    path: str | os.PathLike[str],
+    *,
+    weighted: bool = False,
+    directed: bool = False,
+    delimiter: str | None = None,
+    implicit_ids: bool = False,
+    variable: str = "network",
+) -> Graph:
+    """Read a graph, choosing the reader by extension: ``.npz``, ``.mat``, else an edge list.
+
+    Example:
+        >>> g = read_graph("karate.edgelist")  # doctest: +SKIP
+        >>> g.n_nodes, g.n_edges  # doctest: +SKIP
+        (34, 78)
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".npz":
+        return read_npz(p, weighted=weighted, directed=directed)
+    if suffix == ".mat":
+        return read_mat(p, weighted=weighted, directed=directed, variable=variable)
+    return read_edgelist(p, weighted=weighted, directed=directed, delimiter=delimiter, implicit_ids=implicit_ids)
+
+
+def _check_file(p: Path) -> None:
+    if not p.exists():
+        raise ParvecError(f"{p}: no such file")
+    if p.is_dir():
+        raise ParvecError(f"{p}: is a directory, expected a graph file")
+
+
+def read_edgelist(
+    path: str | os.PathLike[str],
+    *,
+    weighted: bool = False,
+    directed: bool = False,
+    delimiter: str | None = None,
+    implicit_ids: bool = False,
+) -> Graph:
+    """Read an edge list (``u v`` or ``u v w`` per line, ``#`` comments) into a :class:`Graph`.
+
+    ``delimiter=None`` splits on any whitespace. See the module docstring for duplicates,
+    self-loops and weights.
+
+    Example:
+        >>> g = read_edgelist("friends.txt", weighted=True)  # doctest: +SKIP
+        >>> g.node_ids[:2]  # doctest: +SKIP
+        ['alice', 'bob']
+    """
+    p = Path(path)
+    _check_file(p)
+    if delimiter == "":
+        raise ParvecError("delimiter must not be empty")
+    if implicit_ids:
+        result = _fast_implicit(p, weighted, delimiter)
+    else:
+        result = _fast_general(p, weighted, delimiter)
+    if result is None:
+        # numpy refused the file: the line-by-line reader finds (and names) the bad line,
+        # or reads a file numpy cannot (e.g. an unweighted list mixing 2 and 3 columns).
+        result = _slow_parse(p, weighted, delimiter, implicit_ids)
+    src, dst, w, node_ids = result
+    return Graph.from_edges(src, dst, w, node_ids=node_ids, directed=directed)
+
+
+_Parsed = tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str]]
+
+
+def _loadtxt(p: Path, dtype: type, delimiter: str | None) -> np.ndarray | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "input contained no data" -> slow path reports it
+            return np.loadtxt(p, dtype=dtype, comments="#", delimiter=delimiter, ndmin=2, encoding="utf-8")
+    except (ValueError, UserWarning, UnicodeDecodeError):
+        return None
+
+
+def _weights_ok(w: np.ndarray) -> bool:
+    return bool(np.isfinite(w).all() and (w >= 0).all())
+
+
+def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
+    """All-numpy parse for files whose IDs are already ``0..n-1``."""
+    arr = _loadtxt(p, np.float64, delimiter)
+    if arr is None or arr.shape[0] == 0 or arr.shape[1] not in (2, 3) or (weighted and arr.shape[1] != 3):
+        return None
+    ids = arr[:, :2]
+    if not (np.isfinite(ids).all() and (ids >= 0).all() and (ids == np.floor(ids)).all() and ids.max() < 2**31):
+        return None
+    src, dst = ids[:, 0].astype(np.int64), ids[:, 1].astype(np.int64)
+    w = None
+    if weighted:
+        w = arr[:, 2]
+        if not _weights_ok(w):
+            return None
+    n = int(max(src.max(), dst.max())) + 1
+    return src, dst, w, [str(i) for i in range(n)]
+
+
+def _fast_general(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
+    """numpy splits the file (in C); one dict pass maps string IDs to ints in first-seen order."""
+    arr = _loadtxt(p, object, delimiter)
+    if arr is None or arr.shape[0] == 0 or arr.shape[1] not in (2, 3) or (weighted and arr.shape[1] != 3):
+        return None
+    ends = arr[:, :2].ravel()
+    if delimiter is not None:
+        ends = np.array([s.strip() for s in ends], dtype=object)
+        if not all(ends):
+            return None
+    # dict.fromkeys dedupes in first-seen order in C; map(dict.__getitem__) avoids a Python-level loop body.
+    tokens = ends.tolist()
+    node_ids = list(dict.fromkeys(tokens))
+    lookup = {node: i for i, node in enumerate(node_ids)}
+    codes = np.array(list(map(lookup.__getitem__, tokens)), dtype=np.int64)
+    w = None
+    if weighted:
+        try:
+            w = arr[:, 2].astype(np.float64)
+        except ValueError:
+            return None
+        if not _weights_ok(w):
+            return None
+    return codes[0::2], codes[1::2], w, node_ids
+
+
+def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bool) -> _Parsed:
+    """Line-by-line reader: slower, but names the file and line of every problem."""
+    lookup: dict[str, int] = {}
+    src: list[int] = []
+    dst: list[int] = []
+    ws: list[float] = []
+    max_id = -1
+    try:
+        with open(p, encoding="utf-8") as f:
+            for line_no, raw in enumerate(f, start=1):
+                line = raw.split("#", 1)[0]
+                if not line.strip():
+                    continue
+                parts = [t.strip() for t in line.split(delimiter)] if delimiter else line.split()
+                shown = raw.rstrip("\r\n")
+                if len(parts) not in (2, 3) or not all(parts):
+                    raise ParvecError(f"{p}:{line_no}: expected 'u v' or 'u v w', got {shown!r}")
+                if weighted and len(parts) != 3:
+                    raise ParvecError(f"{p}:{line_no}: weighted graph needs 'u v w', got {shown!r}")
+                if implicit_ids:
+                    ends = []
+                    for t in parts[:2]:
+                        try:
+                            v = int(t)
+                        except ValueError:
+                            raise ParvecError(
+                                f"{p}:{line_no}: node id {t!r} is not an integer (implicit_ids expects 0..n-1)"
+                            ) from None
+                        if v < 0 or v >= 2**31:
+                            raise ParvecError(f"{p}:{line_no}: node id {v} out of range 0..2**31-1")
+                        ends.append(v)
+                    max_id = max(max_id, ends[0], ends[1])
+                else:
+                    ends = [lookup.setdefault(t, len(lookup)) for t in parts[:2]]
+                src.append(ends[0])
+                dst.append(ends[1])
+                if weighted:
+                    try:
+                        wt = float(parts[2])
+                    except ValueError:
+                        raise ParvecError(f"{p}:{line_no}: weight {parts[2]!r} is not a number") from None
+                    if not math.isfinite(wt) or wt < 0:
+                        raise ParvecError(f"{p}:{line_no}: weight must be finite and >= 0, got {parts[2]!r}")
+                    ws.append(wt)
+    except UnicodeDecodeError as exc:
+        raise ParvecError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not src:
+        raise ParvecError(f"{p}: no edges (empty file or only comments)")
+    node_ids = [str(i) for i in range(max_id + 1)] if implicit_ids else list(lookup)
+    w = np.array(ws, dtype=np.float64) if weighted else None
+    return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), w, node_ids
+
+
+def _from_matrix(matrix, p: Path, weighted: bool, directed: bool, node_ids: list[str] | None) -> Graph:
+    import scipy.sparse as sp
+
+    a = sp.csr_matrix(matrix)
+    if a.shape[0] != a.shape[1]:
+        raise ParvecError(f"{p}: adjacency matrix must be square, got {a.shape[0]}x{a.shape[1]}")
+    a.data = a.data.astype(np.float64)
+    if a.nnz and not np.isfinite(a.data).all():
+        raise ParvecError(f"{p}: adjacency matrix has non-finite entries")
+    if a.nnz and (a.data < 0).any():
+        raise ParvecError(f"{p}: adjacency matrix has negative entries (weights must be >= 0)")
+    if not directed:
+        a = a.maximum(a.T).tocsr()
+    a.eliminate_zeros()
+    a.sum_duplicates()
+    a.sort_indices()
+    n = a.shape[0]
+    if node_ids is None:
+        node_ids = [str(i) for i in range(n)]
+    elif len(node_ids) != n:
+        raise ParvecError(f"{p}: {len(node_ids)} node IDs for a {n}x{n} matrix")
+    data = a.data.astype(np.float32) if weighted else None
+    return Graph(a.indptr.astype(np.int64), a.indices.astype(np.int32), data, node_ids, directed)
+
+
+def read_npz(path: str | os.PathLike[str], *, weighted: bool = False, directed: bool = False) -> Graph:
+    """Read a ``scipy.sparse.save_npz`` matrix or a PecanPy CSR ``.npz`` (with optional ``IDs``).
+
+    Example:
+        >>> import scipy.sparse as sp
+        >>> sp.save_npz("g.npz", sp.csr_matrix([[0, 1], [1, 0]]))  # doctest: +SKIP
+        >>> read_npz("g.npz").n_edges  # doctest: +SKIP
+        1
+    """
+    import scipy.sparse as sp
+
+    p = Path(path)
+    _check_file(p)
+    try:
+        raw = np.load(p, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ParvecError(f"{p}: not a readable .npz file ({exc})") from None
+    with raw:
+        keys = set(raw.files)
+        node_ids = None
+        if "format" in keys and "shape" in keys:
+            matrix = sp.load_npz(p)
+        elif {"indptr", "indices"} <= keys:
+            indptr, indices = raw["indptr"].astype(np.int64), raw["indices"].astype(np.int64)
+            n = len(indptr) - 1
+            data = raw["data"] if "data" in keys else np.ones(len(indices))
+            matrix = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+            if "IDs" in keys:
+                node_ids = [str(x) for x in raw["IDs"]]
+        else:
+            raise ParvecError(f"{p}: .npz holds {sorted(keys)}; expected a scipy sparse matrix or CSR arrays")
+    return _from_matrix(matrix, p, weighted, directed, node_ids)
+
+
+def read_mat(
+    path: str | os.PathLike[str], *, weighted: bool = False, directed: bool = False, variable: str = "network"
+) -> Graph:
+    """Read the adjacency matrix ``variable`` (default ``network``) of a MATLAB ``.mat`` file.
+
+    Example:
+        >>> read_mat("blogcatalog.mat").n_nodes  # doctest: +SKIP
+        10312
+    """
+    import scipy.io
+
+    p = Path(path)
+    _check_file(p)
+    try:
+        mat = scipy.io.loadmat(p)
+    except Exception as exc:  # scipy raises several types for corrupt files
+        raise ParvecError(f"{p}: not a readable .mat file ({exc})") from None
+    if variable not in mat:
+        found = sorted(k for k in mat if not k.startswith("__"))
+        raise ParvecError(f"{p}: no variable {variable!r} (found {found})")
+    return _from_matrix(mat[variable], p, weighted, directed, None)

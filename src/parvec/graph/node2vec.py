@@ -1,0 +1,274 @@
+"""``Node2Vec`` and ``DeepWalk``: walks from :mod:`parvec.graph.walks` streamed into parvec's trainer.
+
+The pipeline, and why:
+
+1. **Counting pass.** The trainer needs the vocabulary (nodes by descending walk frequency, the
+   encoded-corpus invariant) before it starts, so the walks are generated once, batch by batch, and
+   only counted (``np.bincount``).
+2. **Ranking.** :func:`parvec.graph.walks.rank_nodes` maps node ids to rank ids (vocabulary order).
+3. **Training.** ``Trainer.train_parts`` pulls ``(tokens, offsets)`` batches per epoch. When the walks
+   fit in ``cache_walks_mb`` the batches of the counting pass are kept (already remapped to ranks) and
+   replayed; otherwise every epoch regenerates the *same* walks from the seed (walks are a pure
+   function of graph, parameters and seed), so memory stays at one batch in flight.
+4. The input vectors come back as a :class:`parvec.keyedvectors.KeyedVectors` keyed by the original
+   node IDs, most frequent node first.
+
+Defaults follow node2vec's reference implementation (dimensions 128, walk length 80, 10 walks per
+node, window 10, 1 epoch, gensim's ``sample=1e-3``, ``alpha=0.025``, negative 5).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from parvec.errors import ParvecError
+from parvec.graph.graph_io import Graph, read_graph
+from parvec.graph.walks import (
+    NodeRanking,
+    WalkSpec,
+    count_nodes,
+    default_batch_walks,
+    iter_walk_batches,
+    rank_nodes,
+)
+
+if TYPE_CHECKING:
+    from parvec.keyedvectors import KeyedVectors
+
+__all__ = ["Node2Vec", "DeepWalk"]
+
+
+class Node2Vec:
+    """node2vec embeddings (Grover & Leskovec 2016): biased second-order walks + skip-gram.
+
+    ``graph`` is a :class:`Graph` or a path (read with ``weighted``, ``directed``, ``delimiter``,
+    ``implicit_ids``). For a :class:`Graph`, ``weighted=False`` ignores its weights.
+    Extra keyword arguments go to :class:`parvec.config.TrainConfig` (e.g. ``chunk_words``).
+
+    Example:
+        >>> g = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 0], n_nodes=4)
+        >>> model = Node2Vec(g, dimensions=8, walk_length=10, num_walks=5, window=2, workers=1,
+        ...                  algo="classic", p=0.5, q=2.0, seed=7)
+        >>> kv = model.fit()  # doctest: +SKIP
+        >>> kv["0"].shape  # doctest: +SKIP
+        (8,)
+    """
+
+    def __init__(
+        self,
+        graph: Graph | str | os.PathLike[str],
+        dimensions: int = 128,
+        walk_length: int = 80,
+        num_walks: int = 10,
+        window: int = 10,
+        p: float = 1.0,
+        q: float = 1.0,
+        weighted: bool | None = None,
+        directed: bool | None = None,
+        epochs: int = 1,
+        workers: int | None = None,
+        seed: int = 1,
+        algo: str | None = None,
+        negative: int = 5,
+        sample: float = 1e-3,
+        alpha: float = 0.025,
+        min_alpha: float | None = None,
+        batch_walks: int | None = None,
+        cache_walks_mb: float = 512.0,
+        delimiter: str | None = None,
+        implicit_ids: bool = False,
+        progress: bool | None = False,
+        **train_options: Any,
+    ) -> None:
+        if isinstance(graph, Graph):
+            if directed is not None and bool(directed) != graph.directed:
+                raise ParvecError(
+                    f"directed={directed} but the graph was read as {'directed' if graph.directed else 'undirected'}"
+                )
+            if weighted is True and not graph.weighted:
+                raise ParvecError("weighted=True but the graph has no weights (read it with weighted=True)")
+            if weighted is False and graph.weighted:
+                graph = Graph(graph.indptr, graph.indices, None, graph.node_ids, graph.directed)
+        else:
+            graph = read_graph(
+                graph,
+                weighted=bool(weighted),
+                directed=bool(directed),
+                delimiter=delimiter,
+                implicit_ids=implicit_ids,
+            )
+        if graph.n_nodes == 0:
+            raise ParvecError("the graph has no nodes")
+        self.graph = graph
+        self.spec = WalkSpec(walk_length=walk_length, num_walks=num_walks, p=p, q=q, seed=seed)
+        self.spec.validate()
+        from parvec.config import DEFAULT_ALGO, TrainConfig, default_threads
+
+        self.workers = int(workers) if workers else default_threads()
+        if self.workers < 1:
+            raise ParvecError(f"workers must be a positive integer, got {workers}")
+        self.config = TrainConfig(
+            algo=algo or DEFAULT_ALGO,
+            dim=dimensions,
+            window=window,
+            negative=negative,
+            sample=sample,
+            alpha=alpha,
+            min_alpha=min_alpha,
+            epochs=epochs,
+            threads=self.workers,
+            seed=seed,
+            max_sentence_length=max(int(walk_length), 10000),
+            progress=progress,
+            **train_options,
+        ).validate()
+        if batch_walks is not None and batch_walks < 1:
+            raise ParvecError(f"batch_walks must be positive, got {batch_walks}")
+        self.batch_walks = batch_walks or default_batch_walks(graph, walk_length)
+        if cache_walks_mb < 0:
+            raise ParvecError(f"cache_walks_mb must be >= 0, got {cache_walks_mb}")
+        self.cache_walks_mb = cache_walks_mb
+        self.ranking: NodeRanking | None = None
+        self.node_vectors: np.ndarray | None = None  # (n_nodes, dim), rows in graph node order
+        self.timings: dict[str, float] = {}
+        self.train_stats = None
+        self.n_tokens = 0
+
+    # ------------------------------------------------------------------------------------------
+    def _batches(self, node_map: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        return iter_walk_batches(
+            self.graph, self.spec, batch_walks=self.batch_walks, node_map=node_map, workers=self.workers
+        )
+
+    def count_pass(self) -> tuple[NodeRanking, list[tuple[np.ndarray, np.ndarray]] | None]:
+        """Walk once to count node frequencies; returns the ranking and (if it fits) the walks in rank ids.
+
+        Example:
+            >>> g = Graph.from_edges([0, 1], [1, 2], n_nodes=3)
+            >>> ranking, cached = Node2Vec(g, walk_length=4, num_walks=2, workers=1).count_pass()
+            >>> int(ranking.counts.sum()), len(cached)  # one batch per round here
+            (24, 2)
+        """
+        n = self.graph.n_nodes
+        expected = n * self.spec.num_walks * self.spec.walk_length * 4 + n * self.spec.num_walks * 8
+        keep = expected <= self.cache_walks_mb * (1 << 20)
+        counts = np.zeros(n, dtype=np.int64)
+        cached: list[tuple[np.ndarray, np.ndarray]] | None = [] if keep else None
+        for tokens, offsets in self._batches(None):
+            count_nodes(tokens, n, counts)
+            if cached is not None:
+                cached.append((tokens, offsets))
+        ranking = rank_nodes(counts)
+        if cached is not None:
+            rank = ranking.rank
+            for tokens, _ in cached:
+                np.take(rank, tokens, out=tokens)  # in place: node ids -> vocabulary ranks
+        self.n_tokens = int(counts.sum())
+        return ranking, cached
+
+    def fit(self) -> KeyedVectors:
+        """Walk, train, and return the node vectors keyed by the original node IDs.
+
+        Also sets ``node_vectors`` (rows in graph node order), ``ranking``, ``timings``
+        (``walks``: the counting pass; ``train``: the trainer, including any walk regeneration) and
+        ``train_stats``.
+
+        Example:
+            >>> kv = Node2Vec("karate.edgelist", dimensions=16, seed=1).fit()  # doctest: +SKIP
+            >>> kv.most_similar("0", topn=3)  # doctest: +SKIP
+        """
+        w_in, ranking = self._train()
+        return self._keyed_vectors(w_in, ranking)
+
+    def fit_vectors(self) -> np.ndarray:
+        """Like :meth:`fit` but returns the plain ``(n_nodes, dimensions)`` array in graph node order.
+
+        Example:
+            >>> g = Graph.from_edges([0, 1, 2], [1, 2, 0], n_nodes=3)
+            >>> model = Node2Vec(g, dimensions=4, walk_length=5, num_walks=2, workers=1, algo="classic")
+            >>> model.fit_vectors().shape
+            (3, 4)
+        """
+        self._train()
+        assert self.node_vectors is not None
+        return self.node_vectors
+
+    def _train(self) -> tuple[np.ndarray, NodeRanking]:
+        from parvec.trainer import Trainer
+
+        t0 = time.perf_counter()
+        ranking, cached = self.count_pass()
+        self.timings["walks"] = time.perf_counter() - t0
+        self.ranking = ranking
+
+        def make_parts(epoch: int):
+            if cached is not None:
+                return iter(cached)
+            return self._batches(ranking.rank)
+
+        trainer = Trainer(self.config, ranking.counts)
+        t1 = time.perf_counter()
+        self.train_stats = trainer.train_parts(make_parts, words_per_epoch=self.n_tokens)
+        self.timings["train"] = time.perf_counter() - t1
+        self.timings["walks_cached"] = float(cached is not None)
+        w_in = trainer.w_in
+        self.node_vectors = w_in[ranking.rank]
+        return w_in, ranking
+
+    def _keyed_vectors(self, w_in: np.ndarray, ranking: NodeRanking) -> KeyedVectors:
+        from parvec.keyedvectors import KeyedVectors
+
+        ids = self.graph.node_ids
+        keys = [ids[i] for i in ranking.order.tolist()]
+        return KeyedVectors(w_in, keys, counts=ranking.counts)
+
+    def keyed_arrays(self) -> tuple[np.ndarray, list[str], np.ndarray]:
+        """After fitting: ``(vectors, node IDs, counts)`` with the most frequent node first.
+
+        Example:
+            >>> g = Graph.from_edges([0, 1, 2], [1, 2, 0], n_nodes=3)
+            >>> m = Node2Vec(g, dimensions=4, walk_length=5, num_walks=2, workers=1, algo="classic")
+            >>> _ = m.fit_vectors(); vectors, keys, counts = m.keyed_arrays()
+            >>> sorted(keys), int(counts.sum())
+            (['0', '1', '2'], 30)
+        """
+        if self.node_vectors is None or self.ranking is None:
+            raise ParvecError("the model is not trained yet: call fit() first")
+        order = self.ranking.order
+        ids = self.graph.node_ids
+        return self.node_vectors[order], [ids[i] for i in order.tolist()], self.ranking.counts
+
+    def walks(self) -> Iterator[list[str]]:
+        """The walks as lists of node ID strings (slow; for inspection and for other trainers).
+
+        Example:
+            >>> g = Graph.from_edges([0], [1], n_nodes=2)
+            >>> len(next(Node2Vec(g, walk_length=3, num_walks=1, workers=1).walks()))
+            3
+        """
+        ids = self.graph.node_ids
+        for tokens, offsets in self._batches(None):
+            for i in range(len(offsets) - 1):
+                yield [ids[t] for t in tokens[offsets[i] : offsets[i + 1]].tolist()]
+
+
+class DeepWalk(Node2Vec):
+    """DeepWalk (Perozzi et al. 2014): uniform (or weight-proportional) walks + skip-gram (p = q = 1).
+
+    Example:
+        >>> g = Graph.from_edges([0, 1, 2], [1, 2, 0], n_nodes=3)
+        >>> DeepWalk(g, dimensions=8, walk_length=5, num_walks=2, workers=1).spec.second_order
+        False
+    """
+
+    def __init__(self, graph: Graph | str | os.PathLike[str], **kwargs: Any) -> None:
+        for name in ("p", "q"):
+            if name in kwargs and kwargs[name] != 1:
+                raise ParvecError(f"DeepWalk has no {name} parameter (it is node2vec with p = q = 1)")
+            kwargs.pop(name, None)
+        super().__init__(graph, **kwargs)
