@@ -188,7 +188,7 @@ def test_rank_nodes_orders_by_descending_count_and_round_trips():
 def test_count_pass_cached_and_regenerated_walks_agree():
     g = small_graph(False)
     kw = dict(walk_length=10, num_walks=3, p=0.5, q=2.0, workers=1, seed=4, dimensions=8)
-    cached_model = Node2Vec(g, **kw)
+    cached_model = Node2Vec(g, cache_walks_mb=64, **kw)
     ranking, cached = cached_model.count_pass()
     stream_model = Node2Vec(g, cache_walks_mb=0, **kw)
     ranking2, none = stream_model.count_pass()
@@ -198,6 +198,12 @@ def test_count_pass_cached_and_regenerated_walks_agree():
     all_tokens = np.concatenate([t for t, _ in cached])
     assert np.array_equal(np.bincount(all_tokens, minlength=7), ranking.counts)  # rank ids by frequency
     assert ranking.counts.sum() == 7 * 3 * 10
+
+
+def test_walks_are_cached_by_default_only_when_no_bigger_than_the_weights():
+    g = small_graph(False)  # 7 nodes: 210 tokens of walks (~1 KB) against 7 x dim x 2 x 4 bytes of weights
+    assert Node2Vec(g, walk_length=10, num_walks=3, dimensions=8, workers=1).count_pass()[1] is None
+    assert Node2Vec(g, walk_length=10, num_walks=3, dimensions=64, workers=1).count_pass()[1] is not None
 
 
 def test_bad_parameters_raise_parvec_error():

@@ -7,9 +7,10 @@ The pipeline, and why:
    only counted (``np.bincount``).
 2. **Ranking.** :func:`parvec.graph.walks.rank_nodes` maps node ids to rank ids (vocabulary order).
 3. **Training.** ``Trainer.train_parts`` pulls ``(tokens, offsets)`` batches per epoch. When the walks
-   fit in ``cache_walks_mb`` the batches of the counting pass are kept (already remapped to ranks) and
-   replayed; otherwise every epoch regenerates the *same* walks from the seed (walks are a pure
-   function of graph, parameters and seed), so memory stays at one batch in flight.
+   fit in ``cache_walks_mb`` (by default: no more than the two weight matrices take) the batches of
+   the counting pass are kept (already remapped to ranks) and replayed; otherwise every epoch
+   regenerates the *same* walks from the seed (walks are a pure function of graph, parameters and
+   seed), so memory stays at one batch in flight.
 4. The input vectors come back as a :class:`parvec.keyedvectors.KeyedVectors` keyed by the original
    node IDs, most frequent node first.
 
@@ -79,7 +80,7 @@ class Node2Vec:
         alpha: float = 0.025,
         min_alpha: float | None = None,
         batch_walks: int | None = None,
-        cache_walks_mb: float = 512.0,
+        cache_walks_mb: float | None = None,
         delimiter: str | None = None,
         implicit_ids: bool = False,
         progress: bool | None = False,
@@ -130,6 +131,10 @@ class Node2Vec:
         if batch_walks is not None and batch_walks < 1:
             raise ParvecError(f"batch_walks must be positive, got {batch_walks}")
         self.batch_walks = batch_walks or default_batch_walks(graph, walk_length)
+        if cache_walks_mb is None:
+            # Keep the walks only if they take no more memory than the two weight matrices, so
+            # walks + training stay within 2x (graph + vectors + one batch); else regenerate them.
+            cache_walks_mb = 2 * graph.n_nodes * dimensions * 4 / (1 << 20)
         if cache_walks_mb < 0:
             raise ParvecError(f"cache_walks_mb must be >= 0, got {cache_walks_mb}")
         self.cache_walks_mb = cache_walks_mb
