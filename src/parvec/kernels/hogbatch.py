@@ -1,0 +1,513 @@
+"""Ji et al.'s HogBatch: skip-gram negative sampling as small matrix products, Hogwild across threads.
+
+For each center (target) word of a subsampled sentence the window shrinks by a random ``b`` in
+[0, window), as in word2vec.c; its context words form a batch of *inputs* (rows of ``w_in``; at most
+``batch_size`` per batch, more contexts make several batches) that share one set of ``negative``
+noise words.  The *outputs* are [center, negatives] (rows of ``w_out``), labels [1, 0, ..., 0] -- the
+orientation of word2vec.c's skip-gram and of pWord2Vec.  With ``I`` the inputs' rows and ``O`` the
+outputs' rows:
+
+    G = (labels - sigmoid(I O^T)) * alpha          # scores, then errors; sigmoid saturates at +-6
+    I += G O      O += G^T I                       # both from the values read before the update
+
+then the deltas are added to the shared matrices (Hogwild: other threads may write the same rows).
+A negative equal to the center is skipped (as word2vec.c and the classic kernel do), so a batch can
+have fewer than ``negative`` negatives; duplicated negatives (or contexts) are separate rows whose
+deltas all land, which is what pWord2Vec's duplicate counting computes too.  The loss and the
+learning-rate interpolation are the classic kernel's; ``pairs`` counts positive (context, center)
+pairs and ``words_done`` raw words, as there.
+
+With one context and distinct negatives this is exactly :func:`parvec.kernels.classic.classic_update`
+(the tests check it).  Why the code looks the way it does (measured; docs/hogbatch_roofline.md has the
+numbers and the roofline):
+
+- **No BLAS.**  The matrices are tiny (6 x 6 x 100 for window 5, negative 5); the products are plain
+  loops LLVM vectorises, reading the weight rows in place: the deltas go to a small thread-local
+  buffer (only ``G^T I`` needs one: ``I += G O`` is written straight into ``w_in`` once ``G^T I`` has
+  read the input rows) and are added once per row.
+- **Compile-time dimensions.**  The batch code is compiled once per common dimension (100, 300) with
+  the dimension as a constant (loops unrolled, no remainder bookkeeping; a few % faster in a full run);
+  other dimensions run the same code with a run-time dimension.
+- **Output blocks of 6/3/1 and input blocks of 4/2/1**, so each input row meets six output rows per
+  pass (negative 5 gives one block of six).
+- **Vectorised sigmoid and loss.**  ``np.exp``/``np.log`` are scalar libm calls in numba (no SVML
+  here); a float32 Cephes exp/log through bit casts vectorises, matches the exact sigmoid to ~1e-7,
+  and :func:`sgns_block` keeps :func:`parvec.kernels.classic.sgns_step`'s saturation exactly.
+  ``error_model="numpy"`` drops the division-by-zero branch that otherwise blocks vectorisation.
+- **Prefetch one center ahead.**  The next center's negatives are drawn (same random stream order)
+  while this one trains, and their output rows, the next center's output row and the input row that
+  enters the window are prefetched; the alias-table lookup is branch-free so its cache misses overlap.
+- **No array slicing in the loops**: every slice of a numba array is an atomic reference-count
+  increment/decrement on the parent array, and ``w_in``/``w_out`` are shared by all threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from parvec.kernels.classic import MAX_EXP
+from parvec.sampling import rng_below, rng_next, rng_uniform
+
+_MAX_EXP32 = np.float32(MAX_EXP)
+# Dimensions whose batch code is compiled with the dimension as a constant (each costs ~5 s of
+# one-time, cached compilation); any other dimension runs the same code with a run-time dimension.
+SPECIALISED_DIMS = (100, 300)
+
+
+# --------------------------------------------------------------------------- LLVM helpers
+@intrinsic
+def _prefetch(typingctx, arr, byte_offset):
+    """Prefetch the cache line at ``arr``'s data pointer + ``byte_offset`` into L1 (never faults)."""
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, value=args[0])
+        base = builder.ptrtoint(ary.data, cgutils.intp_t)
+        addr = builder.inttoptr(builder.add(base, args[1]), ir.PointerType())
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ir.PointerType(), i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [addr, i32(0), i32(3), i32(1)])  # read, high locality, data cache
+        return context.get_dummy_value()
+
+    return types.void(arr, types.intp), codegen
+
+
+@intrinsic
+def _f32_bits(typingctx, x):
+    """The IEEE bits of a float32 as int32 (a bit cast, vectorisable)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _bits_f32(typingctx, x):
+    """The float32 with the given IEEE bits (a bit cast, vectorisable)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return types.float32(types.int32), codegen
+
+
+@njit(inline="always")
+def exp32(x: np.float32) -> np.float32:
+    """float32 exp (Cephes expf, ~1 ulp) built from arithmetic only, so loops over it vectorise.
+
+    Example:
+        >>> float(exp32(np.float32(1.0)))  # doctest: +ELLIPSIS
+        2.71828...
+    """
+    x = min(max(x, np.float32(-87.0)), np.float32(87.0))
+    # x = n ln2 + r with |r| <= ln2 / 2; ln2 split in two parts keeps r exact.
+    fx = np.floor(x * np.float32(1.44269504088896341) + np.float32(0.5))
+    r = x - fx * np.float32(0.693359375) + fx * np.float32(2.12194440e-4)
+    y = np.float32(1.9875691500e-4)
+    y = y * r + np.float32(1.3981999507e-3)
+    y = y * r + np.float32(8.3334519073e-3)
+    y = y * r + np.float32(4.1665795894e-2)
+    y = y * r + np.float32(1.6666665459e-1)
+    y = y * r + np.float32(5.0000001201e-1)
+    y = y * (r * r) + r + np.float32(1.0)
+    return y * _bits_f32((np.int32(fx) + np.int32(127)) << np.int32(23))  # times 2^n
+
+
+@njit(inline="always")
+def log32(x: np.float32) -> np.float32:
+    """float32 natural log of a normal positive number (Cephes logf, ~1 ulp), vectorisable.
+
+    Example:
+        >>> float(log32(np.float32(np.e)))  # doctest: +ELLIPSIS
+        1.0...
+    """
+    bits = _f32_bits(x)
+    e = ((bits >> np.int32(23)) & np.int32(0xFF)) - np.int32(126)
+    m = _bits_f32((bits & np.int32(0x007FFFFF)) | np.int32(0x3F000000))  # x = m 2^e, m in [0.5, 1)
+    small = m < np.float32(0.707106781186547524)
+    e = e - np.int32(1) if small else e
+    m = (m + m if small else m) - np.float32(1.0)  # now log(x) = log(1 + m) + e ln2, |m| < 0.42
+    fe = np.float32(e)
+    z = m * m
+    y = np.float32(7.0376836292e-2)
+    y = y * m - np.float32(1.1514610310e-1)
+    y = y * m + np.float32(1.1676998740e-1)
+    y = y * m - np.float32(1.2420140846e-1)
+    y = y * m + np.float32(1.4249322787e-1)
+    y = y * m - np.float32(1.6668057665e-1)
+    y = y * m + np.float32(2.0000714765e-1)
+    y = y * m - np.float32(2.4999993993e-1)
+    y = y * m + np.float32(3.3333331174e-1)
+    y = y * m * z - fe * np.float32(2.12194440e-4) - np.float32(0.5) * z
+    return m + y + fe * np.float32(0.693359375)
+
+
+@njit(inline="always")
+def sgns_block(g, lab, n, alpha, with_loss):
+    """Turn scores ``g[:n]`` into ``(lab - sigmoid(g)) * alpha`` in place; return the summed loss.
+
+    The same quantities as :func:`parvec.kernels.classic.sgns_step` per element (saturation beyond
+    +-MAX_EXP for the gradient, exact sigmoid for the loss), as one loop LLVM vectorises.
+    """
+    loss = 0.0
+    for k in range(n):
+        f = g[k]
+        label = lab[k]
+        fc = min(max(f, np.float32(-20.0)), np.float32(20.0))
+        e = exp32(-fc)
+        sig = np.float32(1.0) / (np.float32(1.0) + e)
+        sig = np.float32(1.0) if f > _MAX_EXP32 else sig
+        sig = np.float32(0.0) if f < -_MAX_EXP32 else sig
+        if with_loss:
+            # -log(sigmoid(f)) = log(1 + e^-f);  -log(1 - sigmoid(f)) = f + log(1 + e^-f)
+            loss += log32(np.float32(1.0) + e) + (np.float32(1.0) - label) * fc
+        g[k] = (label - sig) * alpha
+    return loss
+
+
+# --------------------------------------------------------------------------- the batch update
+@njit(inline="always")
+def _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, dim, with_loss):
+    """Rows ``ctx[c0:c0+n_in]`` of ``w_in`` against rows ``outs[:n_out]`` of ``w_out``.
+
+    ``do`` (>= n_out x dim), ``g`` and ``lab`` (>= n_in * n_out, ``lab`` holding each output's label
+    row by row) are scratch.  ``dim`` is a literal at the specialised call sites.  Returns the loss.
+    """
+    n6 = n_out - n_out % 6
+    n3 = n_out - n_out % 3
+    # Scores g[a, b] = <w_in[ctx[a]], w_out[outs[b]]>: one input row against blocks of output rows.
+    for a in range(n_in):
+        ra = ctx[c0 + a]
+        for b in range(0, n6, 6):
+            r0 = outs[b]
+            r1 = outs[b + 1]
+            r2 = outs[b + 2]
+            r3 = outs[b + 3]
+            r4 = outs[b + 4]
+            r5 = outs[b + 5]
+            s0 = np.float32(0.0)
+            s1 = np.float32(0.0)
+            s2 = np.float32(0.0)
+            s3 = np.float32(0.0)
+            s4 = np.float32(0.0)
+            s5 = np.float32(0.0)
+            for d in range(dim):
+                x = w_in[ra, d]
+                s0 += x * w_out[r0, d]
+                s1 += x * w_out[r1, d]
+                s2 += x * w_out[r2, d]
+                s3 += x * w_out[r3, d]
+                s4 += x * w_out[r4, d]
+                s5 += x * w_out[r5, d]
+            o = a * n_out + b
+            g[o] = s0
+            g[o + 1] = s1
+            g[o + 2] = s2
+            g[o + 3] = s3
+            g[o + 4] = s4
+            g[o + 5] = s5
+        for b in range(n6, n3, 3):
+            r0 = outs[b]
+            r1 = outs[b + 1]
+            r2 = outs[b + 2]
+            s0 = np.float32(0.0)
+            s1 = np.float32(0.0)
+            s2 = np.float32(0.0)
+            for d in range(dim):
+                x = w_in[ra, d]
+                s0 += x * w_out[r0, d]
+                s1 += x * w_out[r1, d]
+                s2 += x * w_out[r2, d]
+            o = a * n_out + b
+            g[o] = s0
+            g[o + 1] = s1
+            g[o + 2] = s2
+        for b in range(n3, n_out):
+            rb = outs[b]
+            s0 = np.float32(0.0)
+            for d in range(dim):
+                s0 += w_in[ra, d] * w_out[rb, d]
+            g[a * n_out + b] = s0
+    loss = sgns_block(g, lab, n_in * n_out, alpha, with_loss)
+    # Output deltas do[b] = sum_a g[a, b] w_in[ctx[a]], before any input row changes.
+    m4 = n_in - n_in % 4
+    m2 = n_in - n_in % 2
+    for b in range(n_out):
+        for d in range(dim):
+            do[b, d] = 0.0
+        for a in range(0, m4, 4):
+            r0 = ctx[c0 + a]
+            r1 = ctx[c0 + a + 1]
+            r2 = ctx[c0 + a + 2]
+            r3 = ctx[c0 + a + 3]
+            g0 = g[a * n_out + b]
+            g1 = g[(a + 1) * n_out + b]
+            g2 = g[(a + 2) * n_out + b]
+            g3 = g[(a + 3) * n_out + b]
+            for d in range(dim):
+                do[b, d] += g0 * w_in[r0, d] + g1 * w_in[r1, d] + g2 * w_in[r2, d] + g3 * w_in[r3, d]
+        for a in range(m4, m2, 2):
+            r0 = ctx[c0 + a]
+            r1 = ctx[c0 + a + 1]
+            g0 = g[a * n_out + b]
+            g1 = g[(a + 1) * n_out + b]
+            for d in range(dim):
+                do[b, d] += g0 * w_in[r0, d] + g1 * w_in[r1, d]
+        for a in range(m2, n_in):
+            ra = ctx[c0 + a]
+            g0 = g[a * n_out + b]
+            for d in range(dim):
+                do[b, d] += g0 * w_in[ra, d]
+    # Input rows += sum_b g[a, b] w_out[outs[b]], straight into w_in: the output rows are unchanged yet.
+    for a in range(n_in):
+        ra = ctx[c0 + a]
+        for b in range(0, n6, 6):
+            r0 = outs[b]
+            r1 = outs[b + 1]
+            r2 = outs[b + 2]
+            r3 = outs[b + 3]
+            r4 = outs[b + 4]
+            r5 = outs[b + 5]
+            o = a * n_out + b
+            g0 = g[o]
+            g1 = g[o + 1]
+            g2 = g[o + 2]
+            g3 = g[o + 3]
+            g4 = g[o + 4]
+            g5 = g[o + 5]
+            for d in range(dim):
+                w_in[ra, d] += (g0 * w_out[r0, d] + g1 * w_out[r1, d] + g2 * w_out[r2, d]
+                                + g3 * w_out[r3, d] + g4 * w_out[r4, d] + g5 * w_out[r5, d])
+        for b in range(n6, n3, 3):
+            r0 = outs[b]
+            r1 = outs[b + 1]
+            r2 = outs[b + 2]
+            o = a * n_out + b
+            g0 = g[o]
+            g1 = g[o + 1]
+            g2 = g[o + 2]
+            for d in range(dim):
+                w_in[ra, d] += g0 * w_out[r0, d] + g1 * w_out[r1, d] + g2 * w_out[r2, d]
+        for b in range(n3, n_out):
+            rb = outs[b]
+            g0 = g[a * n_out + b]
+            for d in range(dim):
+                w_in[ra, d] += g0 * w_out[rb, d]
+    for b in range(n_out):
+        rb = outs[b]
+        for d in range(dim):
+            w_out[rb, d] += do[b, d]
+    return loss
+
+
+# One compiled copy of the batch code per specialised dimension (keep in step with SPECIALISED_DIMS),
+# shared by train_chunk and hogbatch_update.  They are called, not inlined: a call between numba
+# functions passes the arrays without touching their reference counts, and separate functions keep
+# the (cached) compilation of train_chunk short.
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _batch_100(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
+    return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, 100, with_loss)
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _batch_300(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
+    return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, 300, with_loss)
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _batch_dyn(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
+    return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, w_in.shape[1], with_loss)
+
+
+@njit(inline="always")
+def _batch_any_dim(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
+    dim = w_in.shape[1]
+    if dim == 100:
+        return _batch_100(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss)
+    if dim == 300:
+        return _batch_300(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss)
+    return _batch_dyn(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss)
+
+
+@njit(inline="always")
+def _scratch(work, max_in, max_out, dim):
+    # work = [do: max_out x dim | g: max_in * max_out | lab: max_in * max_out]
+    do = work[: max_out * dim].reshape((max_out, dim))
+    g = work[max_out * dim: max_out * dim + max_in * max_out]
+    lab = work[max_out * dim + max_in * max_out: max_out * dim + 2 * max_in * max_out]
+    return do, g, lab
+
+
+def work_floats(max_in: int, max_out: int, dim: int) -> int:
+    """Scratch floats the batch update needs for ``max_in`` inputs and ``max_out`` outputs.
+
+    Example:
+        >>> work_floats(11, 6, 100)
+        732
+    """
+    return max_out * dim + 2 * max_in * max_out
+
+
+@njit(inline="always")
+def _fill_labels(lab, labels, n_out, n_rows):
+    for a in range(n_rows):
+        for b in range(n_out):
+            lab[a * n_out + b] = labels[b]
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def hogbatch_update(w_in: np.ndarray, w_out: np.ndarray, inputs: np.ndarray, outputs: np.ndarray,
+                    labels: np.ndarray, alpha: np.float32, work: np.ndarray) -> float:
+    """One HogBatch update: input rows ``inputs`` against output rows ``outputs`` (labels per output).
+
+    The code :func:`train_chunk` runs for each batch; returns the batch's loss.  ``work`` needs
+    ``work_floats(len(inputs), len(outputs), dim)`` floats.
+
+    Example:
+        >>> hogbatch_update(w_in, w_out, np.array([3, 4]), np.array([7, 1, 9]),
+        ...                 np.array([1, 0, 0], np.float32), np.float32(0.025),
+        ...                 np.zeros(work_floats(2, 3, w_in.shape[1]), np.float32))  # doctest: +SKIP
+    """
+    n_in = len(inputs)
+    n_out = len(outputs)
+    do, g, lab = _scratch(work, n_in, n_out, w_in.shape[1])
+    _fill_labels(lab, labels, n_out, n_in)
+    # np.int64(0) and np.bool_(True) are typed like train_chunk's run-time values (literals would compile
+    # another copy of the batch code): both run the same machine code.
+    return _batch_any_dim(w_in, w_out, inputs, np.int64(0), n_in, outputs, n_out, alpha, do, g, lab,
+                          np.bool_(True))
+
+
+# --------------------------------------------------------------------------- the training kernel
+@njit(inline="always")
+def _prefetch_row(w, row):
+    # A row of dim float32 spans ceil(4 dim / 64) + 1 cache lines at worst: touch each, then the last byte.
+    stride = w.strides[0]
+    nbytes = w.shape[1] * 4
+    base = row * stride
+    for o in range(0, nbytes, 64):
+        _prefetch(w, base + o)
+    _prefetch(w, base + nbytes - 1)
+
+
+@njit(inline="always")
+def _draw_negative(state, noise_prob, noise_alias):
+    # parvec.sampling.draw_noise without its branch: the alias-table loads usually miss the cache and
+    # a branch on them mispredicts half the time, serialising the misses.  Same result for each state.
+    j = rng_below(state, len(noise_prob))
+    alt = np.int64(noise_alias[j])
+    return j if rng_uniform(state) < noise_prob[j] else alt
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
+                iparams, fparams, seed, sent_buf, work):
+    """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).
+
+    ``iparams`` = [window, negative, batch_size (>= 1), compute_loss (0/1)].
+    """
+    window = iparams[0]
+    negative = iparams[1]
+    batch = iparams[2]
+    with_loss = iparams[3] != 0
+    alpha0 = fparams[0]
+    alpha1 = fparams[1]
+    state = seed
+    chunk_words = max(offsets[s_hi] - offsets[s_lo], 1)
+    done = 0
+    pairs = 0
+    loss = 0.0
+    n_batches = (2 * window + batch - 1) // batch  # most batches one center can need
+    ctx = np.empty(2 * window, dtype=np.int64)
+    outs = np.empty(negative + 1, dtype=np.int64)
+    negs = np.empty((2, n_batches * negative), dtype=np.int64)  # this center's and the next one's
+    shrink = np.zeros(2, dtype=np.int64)
+    labels = np.zeros(negative + 1, dtype=np.float32)
+    labels[0] = 1.0
+    do, g, lab = _scratch(work, batch, negative + 1, w_in.shape[1])
+    lab_n_out = negative + 1
+    _fill_labels(lab, labels, lab_n_out, batch)
+    for s in range(s_lo, s_hi):
+        start = offsets[s]
+        end = offsets[s + 1]
+        # Subsample first, as word2vec.c: windows then span the removed words.
+        n = 0
+        for k in range(start, end):
+            w = tokens[k]
+            p = keep[w]
+            if p < 1.0:
+                state = rng_next(state)
+                if rng_uniform(state) >= p:
+                    continue
+            sent_buf[n] = w
+            n += 1
+        raw_len = end - start
+        for i in range(n + 1):
+            # Draw center i's window shrink and negatives (the random stream's order is shrink, then
+            # negatives, center by center) and prefetch the rows it will touch; center i - 1 trains
+            # below while those loads are in flight.
+            if i < n:
+                nxt = i & 1
+                state = rng_next(state)
+                b = rng_below(state, window)
+                shrink[nxt] = b
+                n_ctx = min(n, i + window - b + 1) - max(0, i - window + b) - 1
+                for k in range((n_ctx + batch - 1) // batch * negative):
+                    state = rng_next(state)
+                    t = _draw_negative(state, noise_prob, noise_alias)
+                    negs[nxt, k] = t
+                    _prefetch_row(w_out, t)
+                _prefetch_row(w_out, sent_buf[i])
+                if i + window < n:
+                    _prefetch_row(w_in, sent_buf[i + window])  # the word entering the window
+            if i == 0:
+                continue
+            c = i - 1
+            cur = c & 1
+            # Linear decay by raw words processed, interpolated inside the sentence.
+            frac = (done + c * raw_len / n) / chunk_words
+            alpha = np.float32(alpha0 + (alpha1 - alpha0) * frac)
+            b = shrink[cur]
+            center = sent_buf[c]
+            n_ctx = 0
+            for j in range(max(0, c - window + b), min(n, c + window - b + 1)):
+                if j != c:
+                    ctx[n_ctx] = sent_buf[j]
+                    n_ctx += 1
+            pairs += n_ctx
+            outs[0] = center
+            k = 0
+            for first in range(0, n_ctx, batch):
+                n_out = np.int64(1)  # not a literal: one compiled signature for the batch code
+                for _ in range(negative):
+                    t = negs[cur, k]
+                    k += 1
+                    if t != center:
+                        outs[n_out] = t
+                        n_out += 1
+                if n_out != lab_n_out:  # a skipped negative changes the label layout
+                    lab_n_out = n_out
+                    _fill_labels(lab, labels, n_out, batch)
+                loss += _batch_any_dim(w_in, w_out, ctx, first, min(n_ctx - first, batch), outs, n_out,
+                                       alpha, do, g, lab, with_loss)
+        done += raw_len
+    return done, pairs, loss
+
+
+def params(config) -> tuple[np.ndarray, np.ndarray, int]:
+    """(iparams, extra fparams, work size in floats) for :func:`train_chunk`.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> params(TrainConfig(window=5, negative=5, batch_size=0, dim=100))[0].tolist()
+        [5, 5, 11, 1]
+    """
+    batch = config.batch_size or 2 * config.window + 1
+    iparams = np.array([config.window, config.negative, batch, int(bool(config.compute_loss))],
+                       dtype=np.int64)
+    return iparams, np.zeros(0, dtype=np.float64), work_floats(batch, config.negative + 1, config.dim)
