@@ -54,6 +54,7 @@ def run_one(args: argparse.Namespace) -> dict:
     from parvec.keyedvectors import KeyedVectors
 
     corpus = Path(args.corpus)
+    args.threads = args.threads[0] if isinstance(args.threads, list) else args.threads
     result: dict = {"system": args.system, "threads": args.threads, "epochs": args.epochs, "dim": args.dim,
                     "window": args.window}
     if args.system in PARVEC_ALGOS:
