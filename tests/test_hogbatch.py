@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from conftest import DEMO_CORPUS
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions
@@ -12,6 +13,8 @@ from parvec.kernels.classic import classic_update, sgns_step
 from parvec.kernels.hogbatch import exp32, hogbatch_update, log32, params, sgns_block, work_floats
 from parvec.sampling import alias_table, draw_noise, noise_distribution, rng_next
 from parvec.trainer import Trainer
+
+DEMO_CORPUS = Path(__file__).resolve().parents[1] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
 def numpy_batch_reference(w_in, w_out, inputs, outputs, labels, alpha):

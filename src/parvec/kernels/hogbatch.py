@@ -34,9 +34,10 @@ numbers and the roofline):
   here); a float32 Cephes exp/log through bit casts vectorises, matches the exact sigmoid to ~1e-7,
   and :func:`sgns_block` keeps :func:`parvec.kernels.classic.sgns_step`'s saturation exactly.
   ``error_model="numpy"`` drops the division-by-zero branch that otherwise blocks vectorisation.
-- **Prefetch one center ahead.**  The next center's negatives are drawn (same random stream order)
-  while this one trains, and their output rows, the next center's output row and the input row that
-  enters the window are prefetched; the alias-table lookup is branch-free so its cache misses overlap.
+- **Prefetch ahead.**  Negatives are drawn two centers before they train (same random stream order)
+  and their alias-table entries prefetched; one center before, they are resolved and their output
+  rows, the center's output row and the input row entering the window are prefetched.  The alias
+  lookup is branch-free: a branch on a cache-missing load mispredicts half the time.
 - **No array slicing in the loops**: every slice of a numba array is an atomic reference-count
   increment/decrement on the parent array, and ``w_in``/``w_out`` are shared by all threads.
 """
@@ -425,8 +426,12 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     n_batches = (2 * window + batch - 1) // batch  # most batches one center can need
     ctx = np.empty(2 * window, dtype=np.int64)
     outs = np.empty(negative + 1, dtype=np.int64)
-    negs = np.empty((2, n_batches * negative), dtype=np.int64)  # this center's and the next one's
-    shrink = np.zeros(2, dtype=np.int64)
+    # Per pipeline slot (center index & 3): window shrink, number of draws, their states, the negatives.
+    shrink = np.zeros(4, dtype=np.int64)
+    draws = np.zeros(4, dtype=np.int64)
+    states = np.empty((4, n_batches * negative), dtype=np.uint64)
+    negs = np.empty((4, n_batches * negative), dtype=np.int64)
+    n_noise = len(noise_prob)
     labels = np.zeros(negative + 1, dtype=np.float32)
     labels[0] = 1.0
     do, g, lab = _scratch(work, batch, negative + 1, w_in.shape[1])
@@ -447,28 +452,40 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
             sent_buf[n] = w
             n += 1
         raw_len = end - start
-        for i in range(n + 1):
-            # Draw center i's window shrink and negatives (the random stream's order is shrink, then
-            # negatives, center by center) and prefetch the rows it will touch; center i - 1 trains
-            # below while those loads are in flight.
+        for i in range(n + 2):
+            # A three-stage software pipeline over centers hides the two dependent cache misses of a
+            # negative (alias table, then its weight row).  Center i draws its window shrink and the
+            # random states of its negatives and prefetches their alias-table entries; center i - 1
+            # resolves its negatives and prefetches the rows it will touch; center i - 2 trains.  The
+            # random stream is consumed in the same order as without the pipeline: shrink, then
+            # negatives, center by center.
             if i < n:
-                nxt = i & 1
+                slot = i & 3
                 state = rng_next(state)
                 b = rng_below(state, window)
-                shrink[nxt] = b
+                shrink[slot] = b
                 n_ctx = min(n, i + window - b + 1) - max(0, i - window + b) - 1
-                for k in range((n_ctx + batch - 1) // batch * negative):
+                n_draws = (n_ctx + batch - 1) // batch * negative
+                draws[slot] = n_draws
+                for k in range(n_draws):
                     state = rng_next(state)
-                    t = _draw_negative(state, noise_prob, noise_alias)
-                    negs[nxt, k] = t
+                    states[slot, k] = state
+                    j = rng_below(state, n_noise)
+                    _prefetch(noise_prob, j * 4)
+                    _prefetch(noise_alias, j * 4)
+            if 1 <= i <= n:
+                slot = (i - 1) & 3
+                for k in range(draws[slot]):
+                    t = _draw_negative(states[slot, k], noise_prob, noise_alias)
+                    negs[slot, k] = t
                     _prefetch_row(w_out, t)
-                _prefetch_row(w_out, sent_buf[i])
-                if i + window < n:
-                    _prefetch_row(w_in, sent_buf[i + window])  # the word entering the window
-            if i == 0:
+                _prefetch_row(w_out, sent_buf[i - 1])
+                if i - 1 + window < n:
+                    _prefetch_row(w_in, sent_buf[i - 1 + window])  # the word entering the window
+            if i < 2:
                 continue
-            c = i - 1
-            cur = c & 1
+            c = i - 2
+            cur = c & 3
             # Linear decay by raw words processed, interpolated inside the sentence.
             frac = (done + c * raw_len / n) / chunk_words
             alpha = np.float32(alpha0 + (alpha1 - alpha0) * frac)

@@ -16,7 +16,9 @@ Each (subsampled) sentence is trained in two phases (the paper's Algorithms 2-4,
      *first* word lies within ``C`` (= ``window``) words of either end of the sentence
      (``min_pos <= C - 1`` or ``L - 1 - min_pos <= C - 1``, L = subsampled sentence length), else
      uniform in [0, 2C).  (With ``par_batch=0`` the single batch starts at position 0, so it always
-     takes the edge rule.)
+     takes the edge rule.  Whole-sentence batches suit short sentences -- the paper's 1B-Word lines,
+     random walks; on text8-style lines cut at 10,000 tokens, each negative's output row takes
+     thousands of simultaneous gradient terms and training diverges: docs/par_word2vec.md.)
    - ``H = round(par_h_factor * T * C_rep)`` with ``T = negative`` (round half up).  ``par_h_factor=1``
      is the paper's ``H = T * C_rep``.  A middle batch then averages ``T(C - 1/2)`` negatives per word,
      where classic SGNS gives a word ``T(C + 1)`` (it is the context of ``C + 1`` centers on average):
