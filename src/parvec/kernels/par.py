@@ -54,9 +54,11 @@ The per-pair log of the loss is deferred: ``log(1 + e^-|f|) = log 2 - log(1 + |t
 
 - The repulsion products are sgemm calls (numba's ``np.dot`` with an output array -> scipy's BLAS), on
   copies of the rows in the thread-local ``work`` buffer; each delta is added to the shared matrices
-  once.  Hand-written 4 x 4 register-tiled loops reached half the speed.
+  once.  Hand-written 4 x 4 register-tiled loops took 1.5x as long.
 - Attraction is a chain of dependent latencies (dot -> sigmoid -> update -> next dot), so the two
   halves of a long sentence are trained as two interleaved chains (:func:`attract_two_centers`).
+- Dimensions 100 and 128 get their own inlined copies of both phases with the dimension as a
+  constant (loops without remainder code); other dimensions run the same code with a run-time one.
 - Rows are prefetched (``llvm.prefetch``): the rows the centers a few words ahead will touch, and the
   next batch's rows (its C_rep and negatives are drawn one batch ahead, same stream order).
 - The kernel works on owner-less views of its arrays (:func:`_borrowed`): numba would otherwise update
@@ -72,6 +74,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -80,6 +84,9 @@ from numba.extending import intrinsic
 
 from parvec.kernels.classic import MAX_EXP
 from parvec.sampling import draw_noise, rng_below, rng_next, rng_uniform
+
+if TYPE_CHECKING:
+    from parvec.config import TrainConfig
 
 TILE = 64  # at most this many batch words per set of products (bounds the scratch for G)
 # OpenBLAS runs a gemm on one thread when M * N * K stays below 2 * 65536 * 4; tiles keep M * N * K
@@ -243,7 +250,8 @@ def _positive_pair(w_in, ctx, co, alpha, dim):
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
-def attract_center(w_in, w_out, sent, i, lo, hi, alpha, co) -> float:
+def attract_center(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, i: int, lo: int, hi: int,
+                   alpha: np.float32, co: np.ndarray) -> float:
     """Attraction for the center ``sent[i]`` and its context words ``sent[lo:hi]`` (``i`` excluded).
 
     Pair by pair, in context order, exactly :func:`parvec.kernels.classic.classic_update` with the center
@@ -339,7 +347,9 @@ def _attract_two(w_in, w_out, sent, ia, loa, hia, alpha_a, ib, lob, hib, alpha_b
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
-def attract_two_centers(w_in, w_out, sent, ia, loa, hia, alpha_a, ib, lob, hib, alpha_b, work) -> float:
+def attract_two_centers(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, ia: int, loa: int, hia: int,
+                        alpha_a: np.float32, ib: int, lob: int, hib: int, alpha_b: np.float32,
+                        work: np.ndarray) -> float:
     """:func:`attract_center` for two centers at once, their pairs interleaved.
 
     Each center's pairs run in its own context order, so when the two windows share no rows the result
@@ -362,7 +372,7 @@ def repulsion_work_floats(batch: int, h: int, dim: int) -> int:
 
     Example:
         >>> repulsion_work_floats(24, 45, 100)
-        13380
+        14880
     """
     tile = min(batch, TILE)
     return (batch + 2 * h + tile) * dim + h * tile
@@ -430,7 +440,8 @@ def _repulsion(w_in, w_out, words, negs, alpha, work, dim):
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
-def repulsion_update(w_in, w_out, words, negs, alpha, work) -> float:
+def repulsion_update(w_in: np.ndarray, w_out: np.ndarray, words: np.ndarray, negs: np.ndarray,
+                     alpha: np.float32, work: np.ndarray) -> float:
     """Repulsion of one minibatch: ``words`` (B) against the shared negatives ``negs`` (H), label 0.
 
     Algorithm 4's three products: ``M_in = w_in[words]`` and ``M_out = w_out[negs]`` are copied into
@@ -448,11 +459,20 @@ def repulsion_update(w_in, w_out, words, negs, alpha, work) -> float:
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
-                iparams, fparams, seed, sent_buf, work):
+def train_chunk(w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray, s_lo: int,
+                s_hi: int, keep: np.ndarray, noise_prob: np.ndarray, noise_alias: np.ndarray,
+                iparams: np.ndarray, fparams: np.ndarray, seed: np.uint64, sent_buf: np.ndarray,
+                work: np.ndarray) -> tuple[int, int, float]:
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).
 
-    ``iparams = [window, negative, par_batch, h_max]``, ``fparams = [alpha0, alpha1, par_h_factor]``.
+    ``iparams = [window, negative, par_batch, h_max]`` and ``fparams = [alpha0, alpha1, par_h_factor]``,
+    as :func:`params` builds them; returns (raw words, positive pairs, summed loss).
+
+    Example:
+        >>> iparams, fextra, floats = params(config)  # doctest: +SKIP
+        >>> train_chunk(w_in, w_out, tokens, offsets, 0, len(offsets) - 1, keep, prob, alias, iparams,
+        ...             np.concatenate([[0.025, 0.025], fextra]), np.uint64(1),
+        ...             np.empty(config.max_sentence_length, np.int32), np.zeros(floats, np.float32))  # doctest: +SKIP
     """
     window = iparams[0]
     negative = iparams[1]
@@ -578,7 +598,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     return done, pairs, loss
 
 
-def params(config) -> tuple[np.ndarray, np.ndarray, int]:
+def params(config: TrainConfig) -> tuple[np.ndarray, np.ndarray, int]:
     """(iparams, extra fparams, work size in floats) for :func:`train_chunk`.
 
     Example:
