@@ -71,6 +71,30 @@ def draw_noise(state: np.uint64, prob: np.ndarray, alias: np.ndarray) -> np.int6
     return np.int64(alias[j])
 
 
+@njit(inline="always")
+def subsample_sentence(tokens: np.ndarray, start: int, end: int, keep: np.ndarray, state: np.uint64,
+                       out: np.ndarray) -> tuple[int, np.uint64]:
+    """Copy the kept words of ``tokens[start:end]`` into ``out``; returns (count kept, new RNG state).
+
+    Subsampling comes first, as in word2vec.c, so windows then span the removed words.  Words whose
+    keep probability is >= 1 use no random number.
+
+    Example:
+        >>> n, state = subsample_sentence(tokens, 0, 5, keep, np.uint64(1), buf)  # doctest: +SKIP
+    """
+    n = 0
+    for k in range(start, end):
+        w = tokens[k]
+        p = keep[w]
+        if p < 1.0:
+            state = rng_next(state)
+            if rng_uniform(state) >= p:
+                continue
+        out[n] = w
+        n += 1
+    return n, state
+
+
 def noise_distribution(counts: np.ndarray, exponent: float = 0.75) -> np.ndarray:
     """Probabilities proportional to ``counts ** exponent``.
 

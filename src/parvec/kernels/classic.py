@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.sampling import draw_noise, rng_below, rng_next, rng_uniform
+from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 MAX_EXP = 6.0
 
@@ -93,17 +93,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     for s in range(s_lo, s_hi):
         start = offsets[s]
         end = offsets[s + 1]
-        # Subsample first, as word2vec.c: windows then span the removed words.
-        n = 0
-        for k in range(start, end):
-            w = tokens[k]
-            p = keep[w]
-            if p < 1.0:
-                state = rng_next(state)
-                if rng_uniform(state) >= p:
-                    continue
-            sent_buf[n] = w
-            n += 1
+        n, state = subsample_sentence(tokens, start, end, keep, state, sent_buf)
         raw_len = end - start
         for i in range(n):
             # Linear decay by raw words processed, interpolated inside the sentence.

@@ -51,7 +51,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from parvec.kernels.classic import MAX_EXP
-from parvec.sampling import rng_below, rng_next, rng_uniform
+from parvec.sampling import rng_below, rng_next, rng_uniform, subsample_sentence
 
 _MAX_EXP32 = np.float32(MAX_EXP)
 # Dimensions whose batch code is compiled with the dimension as a constant (each costs ~5 s of
@@ -440,17 +440,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     for s in range(s_lo, s_hi):
         start = offsets[s]
         end = offsets[s + 1]
-        # Subsample first, as word2vec.c: windows then span the removed words.
-        n = 0
-        for k in range(start, end):
-            w = tokens[k]
-            p = keep[w]
-            if p < 1.0:
-                state = rng_next(state)
-                if rng_uniform(state) >= p:
-                    continue
-            sent_buf[n] = w
-            n += 1
+        n, state = subsample_sentence(tokens, start, end, keep, state, sent_buf)
         raw_len = end - start
         for i in range(n + 2):
             # A three-stage software pipeline over centers hides the two dependent cache misses of a

@@ -83,7 +83,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from parvec.kernels.classic import MAX_EXP
-from parvec.sampling import draw_noise, rng_below, rng_next, rng_uniform
+from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 if TYPE_CHECKING:
     from parvec.config import TrainConfig
@@ -499,17 +499,7 @@ def train_chunk(w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets
     for s in range(s_lo, s_hi):
         start = offsets[s]
         end = offsets[s + 1]
-        # Subsample first, as word2vec.c: windows then span the removed words.
-        n = 0
-        for k in range(start, end):
-            w = tokens[k]
-            p = keep[w]
-            if p < 1.0:
-                state = rng_next(state)
-                if rng_uniform(state) >= p:
-                    continue
-            sent_buf[n] = w
-            n += 1
+        n, state = subsample_sentence(tokens, start, end, keep, state, sent_buf)
         raw_len = end - start
         # Attraction (Algorithm 3), classic's learning-rate interpolation over the sentence.
         a_first = alpha0 + (alpha1 - alpha0) * done / chunk_words
