@@ -57,7 +57,26 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
+    """Peak RSS (MB) since the start or the last :func:`_reset_peak`."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _reset_peak() -> float:
+    """Restart the peak-RSS counter (Linux >= 4.0: clear_refs 5); returns the peak before the reset."""
+    before = _peak_mb()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return before
 
 
 def _f1(vectors, keys: list[str], labels_path: Path, repeats: int, workers: int) -> dict:
@@ -85,6 +104,7 @@ def run_parvec(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[s
     t = time.perf_counter()
     graph = read_graph(edges)
     out["read_s"] = time.perf_counter() - t
+    out["read_peak_rss_mb"] = _reset_peak()  # from here on the peak is that of walks + training
     model = Node2Vec(graph, dimensions=a.dim, walk_length=a.walk_length, num_walks=a.num_walks, window=a.window,
                      p=a.p, q=a.q, epochs=a.epochs, workers=a.threads, seed=a.seed, algo=a.algo,
                      cache_walks_mb=a.cache_walks_mb)  # fmt: skip
@@ -116,6 +136,7 @@ def run_pecanpy(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[
     g = SparseOTF(p=a.p, q=a.q, workers=a.threads, verbose=False, random_state=a.seed)
     g.read_edg(str(edges), weighted=False, directed=False, delimiter=" ")
     out["read_s"] = time.perf_counter() - t
+    out["read_peak_rss_mb"] = _reset_peak()  # from here on the peak is that of walks + training
     t = time.perf_counter()
     g.simulate_walks(num_walks=1, walk_length=2)  # first compilation
     out["jit_s"] = time.perf_counter() - t
@@ -152,9 +173,12 @@ def worker(a: argparse.Namespace) -> None:
     out, vectors, keys = run(a, edges)
     out["end_to_end_s"] = out["read_s"] + out["walks_s"] + out["train_s"]
     out["wall_s"] = time.perf_counter() - start
-    out["peak_rss_mb"] = _peak_mb()  # before evaluation, which is not part of either system
-    # What reading, walking and training added over the interpreter with its libraries loaded.
-    out["added_rss_mb"] = out["peak_rss_mb"] - out["rss_after_import_mb"]
+    # Peaks before evaluation, which is not part of either system.  The issue's bar is on walks +
+    # training: their peak (graph in memory) over the interpreter with its libraries and kernels loaded.
+    out["walk_train_peak_rss_mb"] = _peak_mb()
+    out["peak_rss_mb"] = max(out["read_peak_rss_mb"], out["walk_train_peak_rss_mb"])
+    out["added_rss_mb"] = out["walk_train_peak_rss_mb"] - out["rss_after_import_mb"]
+    out["read_added_rss_mb"] = out["read_peak_rss_mb"] - out["rss_after_import_mb"]
     out.update(_f1(vectors, keys, labels, a.eval_repeats, 1))
     out.update({"system": a.system, "graph": a.graph, "p": a.p, "q": a.q, "threads": a.threads,
                 "repeat": a.repeat})  # fmt: skip
@@ -189,8 +213,8 @@ def table(results: list[dict]) -> str:
 
     lines = [
         "| graph | p, q | threads | system | read s | walks s | train s | end-to-end s | jit s | peak RSS MB "
-        "| added MB (bound) | micro-F1 | macro-F1 |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| read: added MB | walks + training: added MB (bound) | micro-F1 | macro-F1 |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     ratios = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], -k[3], k[4])):
@@ -200,7 +224,8 @@ def table(results: list[dict]) -> str:
         lines.append(
             f"| {graph} | {p:g}, {q:g} | {threads} | {name} | {_fmt(med(rs, 'read_s'), 2)} | "
             f"{_fmt(med(rs, 'walks_s'), 2)} | {_fmt(med(rs, 'train_s'), 1)} | {_fmt(med(rs, 'end_to_end_s'), 1)} | "
-            f"{_fmt(med(rs, 'jit_s'), 1)} | {_fmt(med(rs, 'peak_rss_mb'), 0)} | {_fmt(med(rs, 'added_rss_mb'), 0)}"
+            f"{_fmt(med(rs, 'jit_s'), 1)} | {_fmt(med(rs, 'peak_rss_mb'), 0)} | "
+            f"{_fmt(med(rs, 'read_added_rss_mb'), 0)} | {_fmt(med(rs, 'added_rss_mb'), 0)}"
             + (f" ({med(rs, 'memory_bound_mb'):.0f})" if med(rs, "memory_bound_mb") else "")
             + f" | {_fmt(med(rs, 'micro_f1_mean'), 3)} | "
             f"{_fmt(med(rs, 'macro_f1_mean'), 3)} |"

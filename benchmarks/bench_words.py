@@ -168,7 +168,15 @@ def main() -> None:
         sys.path.insert(0, str(REPO / "src"))
         from parvec.corpus import EncodedCorpus, ReadOptions
 
-        EncodedCorpus.from_file(corpus, ReadOptions(min_count=ns.min_count), cache_dir=ns.work / "cache")
+        enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=ns.min_count), cache_dir=ns.work / "cache")
+        # Fill numba's on-disk cache too, so no measured run pays (in time or peak memory) for compiling.
+        from parvec.config import TrainConfig
+        from parvec.trainer import Trainer
+
+        for system in (s for s in ns.systems if s in PARVEC_ALGOS):
+            cfg = TrainConfig(algo=system, dim=ns.dim, window=ns.window, negative=ns.negative, epochs=1,
+                              progress=False, **json.loads(ns.extra or "{}"))
+            Trainer(cfg, enc.vocab.counts)._warm_up((enc.tokens, enc.offsets))
     runs: list[dict] = []
     speed: dict[tuple[str, int], list[dict]] = {}
     for r in range(ns.rounds):

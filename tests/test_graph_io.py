@@ -188,3 +188,34 @@ def test_blogcatalog_reads_fast(shared_data):
         elapsed = time.perf_counter() - t
         assert (g.n_nodes, g.n_edges) == (10312, 333983)
         assert elapsed < 2.0, f"reading BlogCatalog took {elapsed:.2f}s (implicit_ids={implicit})"
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_integer_reader_equals_string_reader_across_blocks(tmp_path, monkeypatch, weighted):
+    from parvec.graph import graph_io
+
+    rng = np.random.default_rng(5)
+    edges = rng.integers(-20, 10**12, size=(400, 2))
+    edges[::7] = edges[::7] % 30  # repeats, so first-seen numbering matters
+    lines = [f"{a}\t{b} {c:.3f}\n" for (a, b), c in zip(edges.tolist(), (rng.random(400) + 0.1).tolist(), strict=True)]
+    lines[48:64] = ["# a comment\n"] * 16  # a block of only comments
+    p = write(tmp_path, "".join(lines))
+    monkeypatch.setattr(graph_io, "BLOCK_LINES", 16)
+    fast = graph_io._fast_integer(p, weighted, None)
+    slow = graph_io._slow_parse(p, weighted, None, False)
+    assert fast is not None
+    assert fast[3] == slow[3]  # the same IDs, numbered in first-seen order
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
+    if weighted:
+        np.testing.assert_array_equal(fast[2], slow[2])
+
+
+@pytest.mark.parametrize("text", ["007 1\n1 7\n", "+7 1\n", "-0 1\n", "1.0 2\n", "1 2\n3 4 5 6\n"])
+def test_integer_reader_leaves_non_canonical_ids_to_the_string_reader(tmp_path, text):
+    from parvec.graph import graph_io
+
+    p = write(tmp_path, text)
+    assert graph_io._fast_integer(p, False, None) is None
+    if text.startswith("007"):
+        assert read_edgelist(p).node_ids == ["007", "1", "7"]

@@ -95,3 +95,22 @@ def test_kernel_errors_surface_in_the_caller(small_corpus):
 
     with pytest.raises(RuntimeError, match="walk generator failed"):
         tr.train_parts(bad_parts, small_corpus.n_tokens)
+
+
+def test_warm_up_compiles_for_the_corpus_array_types(small_corpus):
+    # A memory-mapped cache is read-only, a different numba signature; compiling it inside the timed
+    # loop once cost a first run half its speed.
+    tokens = small_corpus.tokens.copy()
+    tokens.setflags(write=False)
+    cfg = TrainConfig(algo="classic", dim=16, epochs=1, threads=1, progress=False)
+    tr = Trainer(cfg, small_corpus.vocab.counts)
+    tr._warm_up((tokens, small_corpus.offsets))
+    assert any(not sig[2].mutable for sig in tr.algorithm.train_chunk.signatures)
+
+
+@pytest.mark.parametrize(("algo", "extra"), [("par", {"par_batch": 0}), ("hogbatch", {"compute_loss": False})])
+def test_divergence_stops_with_an_error_not_nan_vectors(small_corpus, algo, extra):
+    cfg = TrainConfig(algo=algo, dim=16, epochs=2, threads=2, alpha=1e6, progress=False, **extra)
+    tr = Trainer(cfg, small_corpus.vocab.counts)
+    with pytest.raises(ParvecError, match=r"diverged in epoch 1 .*lower alpha \(now 1000000.0\)"):
+        tr.train(small_corpus)

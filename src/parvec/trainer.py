@@ -17,6 +17,8 @@ loss bookkeeping and epoch callbacks (checkpoints).  A kernel only trains one ch
 
 from __future__ import annotations
 
+import itertools
+import math
 import queue
 import sys
 import threading
@@ -208,7 +210,12 @@ class Trainer:
             raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
         if words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
-        self._warm_up()
+        # The first part is taken now so the kernel is compiled (or loaded from numba's cache) for its
+        # exact array types before the clock starts: a read-only memory-mapped corpus is a different
+        # numba signature from a writable one.
+        first_parts = iter(make_parts(start_epoch))
+        first = next(first_parts, None)
+        self._warm_up(first)
         n_threads = cfg.threads
         jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=4 * n_threads)
         stop = threading.Event()
@@ -229,7 +236,9 @@ class Trainer:
                 for epoch in range(start_epoch, epochs):
                     position = 0
                     chunk_index = 0
-                    for tokens, offsets in make_parts(epoch):
+                    parts = make_parts(epoch) if epoch != start_epoch else (
+                        first_parts if first is None else itertools.chain([first], first_parts))
+                    for tokens, offsets in parts:
                         offsets = split_long_sentences(offsets, cfg.max_sentence_length)
                         bounds = chunk_bounds(offsets, cfg.chunk_words)
                         for c in range(len(bounds) - 1):
@@ -251,6 +260,8 @@ class Trainer:
                     jobs.join()  # the epoch is complete only when every chunk is trained
                     if stop.is_set():
                         return
+                    if not np.isfinite(self.w_in.sum()):  # ~1 ms per 10^6 floats: catches --no-loss runs
+                        raise self._diverged(epoch, "the input vectors hold NaN or inf")
                     if on_epoch_end is not None:
                         on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1))
             except BaseException as exc:  # surfaced by the main thread
@@ -282,6 +293,8 @@ class Trainer:
                         words[t, job.epoch] += w
                         pairs[t, job.epoch] += p
                         losses[t, job.epoch] += loss
+                        if not math.isfinite(loss):
+                            raise self._diverged(job.epoch, f"the loss became {loss}")
                 except BaseException as exc:
                     errors.append(exc)
                     stop.set()
@@ -320,14 +333,28 @@ class Trainer:
         return stats
 
     # ------------------------------------------------------------------ helpers
-    def _warm_up(self) -> None:
+    def _warm_up(self, part: Part | None = None) -> None:
         # Compile (or load the cached kernel) before the clock starts: an empty chunk trains nothing.
-        tokens = np.zeros(1, dtype=np.int32)
-        offsets = np.array([0, 1], dtype=np.int64)
+        if part is not None:  # the same array types the producer will hand the kernel
+            tokens = part[0][:1]
+            offsets = split_long_sentences(part[1], self.config.max_sentence_length)
+        else:
+            tokens = np.zeros(1, dtype=np.int32)
+            offsets = np.array([0, 1], dtype=np.int64)
         fparams = np.concatenate([[0.0, 0.0], self._fextra]).astype(np.float64)
         self.algorithm.train_chunk(self.w_in, self.w_out, tokens, offsets, 0, 0, self.keep, self.noise_prob,
                                    self.noise_alias, self.iparams, fparams, np.uint64(1),
                                    np.empty(1, dtype=np.int32), np.zeros(max(1, self._work_floats), np.float32))
+
+    def _diverged(self, epoch: int, what: str) -> ParvecError:
+        # Stop rather than hand back NaN vectors: a silent wrong result is worse than an error.
+        cfg = self.config
+        hint = f"lower alpha (now {cfg.alpha})"
+        if cfg.algo == "par":
+            b = "whole sentences" if cfg.par_batch == 0 else str(cfg.par_batch)
+            hint += (f" or par_batch (now {b}; long lines put thousands of gradient terms on each shared"
+                     " negative, keep it in the tens)")
+        return ParvecError(f"training diverged in epoch {epoch + 1} ({cfg.algo}): {what}; {hint}")
 
     @staticmethod
     def _stats_so_far(words, pairs, losses, first: int, end: int) -> TrainStats:

@@ -32,8 +32,10 @@ they are, with explicit zeros removed; an undirected read symmetrises with ``max
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,6 +229,19 @@ def _build_csr(
     src: np.ndarray, dst: np.ndarray, w: np.ndarray | None, n: int, directed: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Sort, merge duplicates (last wins) and lay out as CSR, all in numpy."""
+    if w is None:
+        # Unweighted: one int64 key per directed entry, sorted in place (the least memory).
+        key = src * n + dst
+        if not directed:
+            key = np.concatenate([key, dst * n + src])
+        key.sort()
+        uniq = key[np.concatenate([[True], key[1:] != key[:-1]])] if len(key) else key
+        del key
+        rows = uniq // n if n else uniq
+        indices = (uniq - rows * n).astype(np.int32)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+        return indptr, indices, None
     if not directed:
         # Interleave (u, v) and (v, u) per input edge so that position order == line order for both.
         src, dst = np.stack([src, dst], axis=1).ravel(), np.stack([dst, src], axis=1).ravel()
@@ -312,25 +327,81 @@ def read_edgelist(
     if implicit_ids:
         result = _fast_implicit(p, weighted, delimiter)
     else:
-        result = _fast_general(p, weighted, delimiter)
+        result = _fast_integer(p, weighted, delimiter)
+        if result is None:
+            result = _fast_general(p, weighted, delimiter)
     if result is None:
         # numpy refused the file: the line-by-line reader finds (and names) the bad line,
         # or reads a file numpy cannot (e.g. an unweighted list mixing 2 and 3 columns).
         result = _slow_parse(p, weighted, delimiter, implicit_ids)
     src, dst, w, node_ids = result
-    return Graph.from_edges(src, dst, w, node_ids=node_ids, directed=directed)
+    del result
+    graph = Graph.from_edges(src, dst, w, node_ids=node_ids, directed=directed)
+    del src, dst, w
+    release_freed_memory()
+    return graph
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by a parse back to the OS (glibc ``malloc_trim``; a no-op elsewhere).
+
+    glibc keeps freed blocks below the newest live allocation, so without this the parse's temporaries
+    (string objects, edge keys) stay in the process's RSS during the walks and training.
+
+    Example:
+        >>> release_freed_memory()
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes
+
+            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
 
 
 _Parsed = tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str]]
 
+# Lines parsed per numpy call: the string objects of one block are the reader's only per-edge Python
+# objects (~10 MB), so reading costs O(nodes + edges x 16 bytes), not O(edges) string objects.
+BLOCK_LINES = 1 << 16
 
-def _loadtxt(p: Path, dtype: type, delimiter: str | None) -> np.ndarray | None:
+
+def _loadtxt(lines: list[str], dtype: type, delimiter: str | None) -> np.ndarray | None:
+    """One block through numpy's C parser; an all-comment block is (0, 2); None if numpy refuses it."""
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error")  # "input contained no data" -> slow path reports it
-            return np.loadtxt(p, dtype=dtype, comments="#", delimiter=delimiter, ndmin=2, encoding="utf-8")
-    except (ValueError, UserWarning, UnicodeDecodeError):
+            warnings.simplefilter("error")  # "input contained no data" is a warning
+            return np.loadtxt(lines, dtype=dtype, comments="#", delimiter=delimiter, ndmin=2)
+    except UserWarning as exc:
+        return np.empty((0, 2), dtype=dtype) if "no data" in str(exc) else None
+    except ValueError:
         return None
+
+
+def _blocks(p: Path, dtype: type, delimiter: str | None):
+    """Yield each block's parsed array; None (and stop) when numpy refuses one or columns change."""
+    columns = 0
+    try:
+        with open(p, encoding="utf-8") as f:
+            while lines := list(itertools.islice(f, BLOCK_LINES)):
+                arr = _loadtxt(lines, dtype, delimiter)
+                if arr is not None and arr.shape[0]:
+                    if arr.shape[1] not in (2, 3) or columns not in (0, arr.shape[1]):
+                        arr = None
+                    else:
+                        columns = arr.shape[1]
+                yield arr
+                if arr is None:
+                    return
+    except UnicodeDecodeError:
+        yield None
 
 
 def _weights_ok(w: np.ndarray) -> bool:
@@ -338,47 +409,120 @@ def _weights_ok(w: np.ndarray) -> bool:
 
 
 def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
-    """All-numpy parse for files whose IDs are already ``0..n-1``."""
-    arr = _loadtxt(p, np.float64, delimiter)
-    if arr is None or arr.shape[0] == 0 or arr.shape[1] not in (2, 3) or (weighted and arr.shape[1] != 3):
-        return None
-    ids = arr[:, :2]
-    if not (np.isfinite(ids).all() and (ids >= 0).all() and (ids == np.floor(ids)).all() and ids.max() < 2**31):
-        return None
-    src, dst = ids[:, 0].astype(np.int64), ids[:, 1].astype(np.int64)
-    w = None
-    if weighted:
-        w = arr[:, 2]
-        if not _weights_ok(w):
+    """All-numpy parse, block by block, for files whose IDs are already ``0..n-1``."""
+    src, dst, ws = [], [], []
+    for arr in _blocks(p, np.float64, delimiter):
+        if arr is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
             return None
-    n = int(max(src.max(), dst.max())) + 1
-    return src, dst, w, [str(i) for i in range(n)]
+        ids = arr[:, :2]
+        if not (np.isfinite(ids).all() and (ids >= 0).all() and (ids == np.floor(ids)).all()
+                and (ids < 2**31).all()):  # fmt: skip
+            return None
+        src.append(ids[:, 0].astype(np.int32))
+        dst.append(ids[:, 1].astype(np.int32))
+        if weighted:
+            if not _weights_ok(arr[:, 2]):
+                return None
+            ws.append(arr[:, 2].copy())
+    if not src or not sum(len(a) for a in src):
+        return None
+    s, d = np.concatenate(src), np.concatenate(dst)
+    n = int(max(s.max(), d.max())) + 1
+    return s, d, (np.concatenate(ws) if weighted else None), [str(i) for i in range(n)]
+
+
+def _blocks_text(p: Path):
+    """The file as blocks of lines (None on invalid UTF-8)."""
+    try:
+        with open(p, encoding="utf-8") as f:
+            while lines := list(itertools.islice(f, BLOCK_LINES)):
+                yield lines
+    except UnicodeDecodeError:
+        yield None
+
+
+def _fast_integer(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
+    """Files whose IDs are integers in canonical form (SNAP style): no Python object per edge.
+
+    IDs are parsed by numpy as int64, then numbered densely in order of first appearance, so the
+    result equals the string reader's; an ID written non-canonically (``007``, ``+7``, ``-0``) would
+    not survive ``str(int(...))`` and sends the file to the string reader.
+    """
+    sep = r"\s" + (re.escape(delimiter) if delimiter else "")
+    odd = re.compile(rf"(?:^|[{sep}])(?:\+|-?0[0-9]|-0(?![0-9]))", re.M)
+    three = np.dtype([("u", np.int64), ("v", np.int64), ("w", np.float64)])
+    ids, ws = [], []
+    columns = 0
+    for lines in _blocks_text(p):
+        if lines is None or odd.search("".join(lines)):
+            return None
+        arr = None if weighted else _loadtxt(lines, np.int64, delimiter)
+        if arr is None:  # weighted, or an unweighted read of a file with (ignored) float weights
+            arr = _loadtxt(lines, three, delimiter)
+            if arr is None:
+                return None
+            if not weighted and arr.size:
+                if columns not in (0, 3):
+                    return None
+                columns = 3
+                ids.append(np.stack([arr.ravel()["u"], arr.ravel()["v"]], axis=1).ravel())
+                continue
+        if not arr.size:
+            continue
+        if weighted:
+            arr = arr.ravel()
+            ids.append(np.stack([arr["u"], arr["v"]], axis=1).ravel())
+            if not _weights_ok(arr["w"]):
+                return None
+            ws.append(arr["w"].copy())
+        else:
+            if arr.shape[1] not in (2, 3) or columns not in (0, arr.shape[1]):
+                return None
+            columns = arr.shape[1]
+            ids.append(arr[:, :2].ravel())
+    if not ids:
+        return None
+    flat = np.concatenate(ids)
+    del ids
+    if not len(flat):
+        return None
+    uniq, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    del flat
+    order = np.argsort(first, kind="stable")  # first-seen order, as the string reader numbers IDs
+    rank = np.empty(len(uniq), dtype=np.int32)
+    rank[order] = np.arange(len(uniq), dtype=np.int32)
+    codes = rank[inverse]
+    node_ids = [str(v) for v in uniq[order].tolist()]
+    return codes[0::2], codes[1::2], (np.concatenate(ws) if weighted else None), node_ids
 
 
 def _fast_general(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
-    """numpy splits the file (in C); one dict pass maps string IDs to ints in first-seen order."""
-    arr = _loadtxt(p, object, delimiter)
-    if arr is None or arr.shape[0] == 0 or arr.shape[1] not in (2, 3) or (weighted and arr.shape[1] != 3):
+    """numpy splits each block (in C); a dict maps string IDs to ints in first-seen order."""
+    lookup: dict[str, int] = {}
+    codes, ws = [], []
+    for arr in _blocks(p, object, delimiter):
+        if arr is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
+            return None
+        ends = arr[:, :2].ravel().tolist()
+        if delimiter is not None:
+            ends = [e.strip() for e in ends]
+            if not all(ends):
+                return None
+        for e in ends:  # new IDs in first-seen order (dict.setdefault is one C call per token)
+            lookup.setdefault(e, len(lookup))
+        codes.append(np.fromiter(map(lookup.__getitem__, ends), dtype=np.int32, count=len(ends)))
+        if weighted:
+            try:
+                w = arr[:, 2].astype(np.float64)
+            except ValueError:
+                return None
+            if not _weights_ok(w):
+                return None
+            ws.append(w)
+    if not codes or not sum(len(c) for c in codes):
         return None
-    ends = arr[:, :2].ravel()
-    if delimiter is not None:
-        ends = np.array([s.strip() for s in ends], dtype=object)
-        if not all(ends):
-            return None
-    # dict.fromkeys dedupes in first-seen order in C; map(dict.__getitem__) avoids a Python-level loop body.
-    tokens = ends.tolist()
-    node_ids = list(dict.fromkeys(tokens))
-    lookup = {node: i for i, node in enumerate(node_ids)}
-    codes = np.array(list(map(lookup.__getitem__, tokens)), dtype=np.int64)
-    w = None
-    if weighted:
-        try:
-            w = arr[:, 2].astype(np.float64)
-        except ValueError:
-            return None
-        if not _weights_ok(w):
-            return None
-    return codes[0::2], codes[1::2], w, node_ids
+    c = np.concatenate(codes)
+    return c[0::2], c[1::2], (np.concatenate(ws) if weighted else None), list(lookup)
 
 
 def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bool) -> _Parsed:
