@@ -44,28 +44,27 @@ GRAPHS = {
 }
 
 
-def _rss_mb() -> float:
-    """Current resident set size (MB) from /proc (0 where unavailable)."""
+def _status_mb(field: str) -> float | None:
+    """A size field of /proc/self/status in MB (None where unavailable)."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return 0.0
+    return None
+
+
+def _rss_mb() -> float:
+    """Current resident set size (MB) from /proc (0 where unavailable)."""
+    return _status_mb("VmRSS") or 0.0
 
 
 def _peak_mb() -> float:
     """Peak RSS (MB) since the start or the last :func:`_reset_peak`."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    peak = _status_mb("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def _reset_peak() -> float:

@@ -222,6 +222,8 @@ class Node2Vec:
         self.timings["train"] = time.perf_counter() - t1
         self.timings["walks_cached"] = float(cached is not None)
         w_in = trainer.w_in
+        del trainer, make_parts  # the output vectors and the cached walks go before the copy below
+        cached = None
         self.node_vectors = w_in[ranking.rank]
         return w_in, ranking
 

@@ -35,6 +35,7 @@ Streaming
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -344,6 +345,19 @@ class _Prepared:
         self.identity = np.arange(max(graph.n_nodes, 1), dtype=np.int32)
 
 
+def _returnable_array(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """An uninitialised array in its own anonymous pages (from 1 MiB up), unmapped as soon as it is freed.
+
+    Walk batches are streamed: one is made while the trainer still holds the previous one.  From
+    ``np.empty``, glibc serves such blocks from the walking thread's heap once its mmap threshold has
+    risen (after the first large free) and keeps them there when freed: 7 MB of RSS on BlogCatalog.
+    """
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if nbytes < 1 << 20:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+
+
 def walk_batch(
     graph: Graph,
     starts: np.ndarray,
@@ -370,7 +384,7 @@ def walk_batch(
     node_map = prep.identity if node_map is None else np.ascontiguousarray(node_map, dtype=np.int32)
     n = len(starts)
     L = int(spec.walk_length)
-    out = np.empty((n, L), dtype=np.int32)
+    out = _returnable_array((n, L), np.int32)
     lengths = np.empty(n, dtype=np.int64)
     if n:
         _walk_kernel(
@@ -380,7 +394,7 @@ def walk_batch(
         )  # fmt: skip
     if n == 0 or lengths.min() == L:
         return out.reshape(-1), np.arange(n + 1, dtype=np.int64) * L
-    tokens = np.empty(int(lengths.sum()), dtype=np.int32)
+    tokens = _returnable_array((int(lengths.sum()),), np.int32)
     offsets = np.empty(n + 1, dtype=np.int64)
     _compact(out, lengths, tokens, offsets)
     return tokens, offsets
