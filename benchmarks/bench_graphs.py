@@ -1,7 +1,8 @@
 """Graph benchmark: parvec node2vec end to end vs PecanPy (SparseOTF walks) + gensim Word2Vec, one run.
 
 For every graph, (p, q) setting and thread count, each system runs in its own subprocess, so peak
-memory (``ru_maxrss``: numpy/numba allocations included, which tracemalloc misses) is per system:
+memory (``VmHWM`` from /proc, numpy/numba allocations included, which tracemalloc misses; reset after
+reading, so reading and walks + training get a peak each) is per system:
 
 * ``parvec``: ``read_graph`` -> ``Node2Vec.fit_vectors`` (walks in numba, streamed into parvec's
   trainer with ``--algo``);
