@@ -145,3 +145,14 @@ def test_console_script_runs(tmp_path):
     assert out.returncode == 0
     for cmd in ("train", "similar", "analogy", "eval", "demo"):
         assert cmd in out.stdout
+
+
+def test_python_m_parvec_and_a_diverging_run_exit_2_without_output(tiny_corpus, tmp_path):
+    out = tmp_path / "v.txt"
+    r = subprocess.run([sys.executable, "-m", "parvec", "train", str(tiny_corpus), "-o", str(out), "--alpha", "1e6",
+                        "--epochs", "1", "--threads", "1", "--min-count", "1", "--dim", "8"],
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "training diverged in epoch 1" in r.stderr and "lower alpha" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not out.exists()
