@@ -23,7 +23,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,7 +213,12 @@ class Trainer:
         # The first part is taken now so the kernel is compiled (or loaded from numba's cache) for its
         # exact array types before the clock starts: a read-only memory-mapped corpus is a different
         # numba signature from a writable one.
-        first_parts = iter(make_parts(start_epoch))
+        max_len = cfg.max_sentence_length
+
+        def split_parts(epoch: int) -> Iterator[Part]:
+            return ((tokens, split_long_sentences(offsets, max_len)) for tokens, offsets in make_parts(epoch))
+
+        first_parts = split_parts(start_epoch)
         first = next(first_parts, None)
         self._warm_up(first)
         n_threads = cfg.threads
@@ -236,10 +241,9 @@ class Trainer:
                 for epoch in range(start_epoch, epochs):
                     position = 0
                     chunk_index = 0
-                    parts = make_parts(epoch) if epoch != start_epoch else (
+                    parts = split_parts(epoch) if epoch != start_epoch else (
                         first_parts if first is None else itertools.chain([first], first_parts))
                     for tokens, offsets in parts:
-                        offsets = split_long_sentences(offsets, cfg.max_sentence_length)
                         bounds = chunk_bounds(offsets, cfg.chunk_words)
                         for c in range(len(bounds) - 1):
                             lo, hi = int(bounds[c]), int(bounds[c + 1])
@@ -335,9 +339,9 @@ class Trainer:
     # ------------------------------------------------------------------ helpers
     def _warm_up(self, part: Part | None = None) -> None:
         # Compile (or load the cached kernel) before the clock starts: an empty chunk trains nothing.
-        if part is not None:  # the same array types the producer will hand the kernel
-            tokens = part[0][:1]
-            offsets = split_long_sentences(part[1], self.config.max_sentence_length)
+        # ``part`` (tokens, offsets already split) gives the array types the producer will pass.
+        if part is not None:
+            tokens, offsets = part
         else:
             tokens = np.zeros(1, dtype=np.int32)
             offsets = np.array([0, 1], dtype=np.int64)
