@@ -35,6 +35,7 @@ they are, with explicit zeros removed; an undirected read symmetrises with ``max
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -354,19 +355,19 @@ def release_freed_memory() -> None:
     Example:
         >>> release_freed_memory()
     """
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes
-
-            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
-_malloc_trim = None
+@functools.cache
+def _malloc_trim():
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 _Parsed = tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str]]
@@ -388,23 +389,29 @@ def _loadtxt(lines: list[str], dtype: type, delimiter: str | None) -> np.ndarray
         return None
 
 
-def _blocks(p: Path, dtype: type, delimiter: str | None):
-    """Yield each block's parsed array; None (and stop) when numpy refuses one or columns change."""
-    columns = 0
+def _blocks_text(p: Path):
+    """The file as blocks of ``BLOCK_LINES`` lines (None on invalid UTF-8)."""
     try:
         with open(p, encoding="utf-8") as f:
             while lines := list(itertools.islice(f, BLOCK_LINES)):
-                arr = _loadtxt(lines, dtype, delimiter)
-                if arr is not None and arr.shape[0]:
-                    if arr.shape[1] not in (2, 3) or columns not in (0, arr.shape[1]):
-                        arr = None
-                    else:
-                        columns = arr.shape[1]
-                yield arr
-                if arr is None:
-                    return
+                yield lines
     except UnicodeDecodeError:
         yield None
+
+
+def _blocks(p: Path, dtype: type, delimiter: str | None):
+    """Yield each block's parsed array; None (and stop) when numpy refuses one or columns change."""
+    columns = 0
+    for lines in _blocks_text(p):
+        arr = None if lines is None else _loadtxt(lines, dtype, delimiter)
+        if arr is not None and arr.shape[0]:
+            if arr.shape[1] not in (2, 3) or columns not in (0, arr.shape[1]):
+                arr = None
+            else:
+                columns = arr.shape[1]
+        yield arr
+        if arr is None:
+            return
 
 
 class _Column:
@@ -458,16 +465,6 @@ def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | 
     return s, d, (ws.array() if weighted else None), [str(i) for i in range(n)]
 
 
-def _blocks_text(p: Path):
-    """The file as blocks of lines (None on invalid UTF-8)."""
-    try:
-        with open(p, encoding="utf-8") as f:
-            while lines := list(itertools.islice(f, BLOCK_LINES)):
-                yield lines
-    except UnicodeDecodeError:
-        yield None
-
-
 def _fast_integer(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
     """Files whose IDs are integers in canonical form (SNAP style): no Python object per edge.
 
@@ -483,26 +480,25 @@ def _fast_integer(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | N
     for lines in _blocks_text(p):
         if lines is None or odd.search("".join(lines)):
             return None
-        arr = None if weighted else _loadtxt(lines, np.int64, delimiter)
-        if arr is None:  # weighted, or an unweighted read of a file with (ignored) float weights
+        # Two integer columns (or three) parse as int64; weights, or an unweighted read of a file
+        # with (ignored) float weights, as (u, v, w) records.
+        arr = None if weighted or columns == 3 else _loadtxt(lines, np.int64, delimiter)
+        if arr is None:
             arr = _loadtxt(lines, three, delimiter)
             if arr is None:
                 return None
-            if not weighted and arr.size:
-                if columns not in (0, 3):
-                    return None
-                columns = 3
-                ids.extend(np.stack([arr.ravel()["u"], arr.ravel()["v"]], axis=1).ravel())
-                continue
-        if not arr.size:
-            continue
-        if weighted:
             arr = arr.ravel()
-            ids.extend(np.stack([arr["u"], arr["v"]], axis=1).ravel())
-            if not _weights_ok(arr["w"]):
+            if not arr.size:
+                continue
+            if columns == 2:
                 return None
-            ws.extend(arr["w"])
-        else:
+            columns = 3
+            ids.extend(np.stack([arr["u"], arr["v"]], axis=1).ravel())
+            if weighted:
+                if not _weights_ok(arr["w"]):
+                    return None
+                ws.extend(arr["w"])
+        elif arr.size:
             if arr.shape[1] not in (2, 3) or columns not in (0, arr.shape[1]):
                 return None
             columns = arr.shape[1]
