@@ -231,22 +231,36 @@ def shared_negatives(c_rep: int, negative: int, h_factor: float) -> int:
 
 
 @njit(inline="always")
-def _positive_pair(w_in, ctx, co, alpha, dim):
-    """One attraction pair (classic's label-1 update; ``co`` holds the center's output row).
+def _attraction_gradient(f, alpha):
+    """Gradient and loss of one attraction pair with score ``f`` (classic's label-1 step).
 
-    Returns the pair's ``-log sigmoid(f)`` split as (``max(-f, 0) + log 2``, ``1 + |tanh(f/2)|``): the
-    caller subtracts the log of the product of the second parts once per center.
+    Returns ``(g, lin, fac)``: the pair's ``-log sigmoid(f)`` is split as ``lin`` (``max(-f, 0) + log 2``)
+    and ``fac`` (``1 + |tanh(f/2)|``); the caller subtracts the log of the product of the ``fac`` once
+    per center.
     """
-    f = np.float32(0.0)
-    for d in range(dim):
-        f += w_in[ctx, d] * co[d]
     t = _tanh(np.float32(0.5) * f)
     g = (np.float32(1.0) - _sigmoid(f, t)) * alpha
+    return g, min(max(-f, np.float32(0.0)), LOSS_CLAMP) + LN2, np.float32(1.0) + abs(t)
+
+
+@njit(inline="always")
+def _pull_together(w_in, ctx, co, g, dim):
+    """Both rows of a pair move by ``g`` times the other's pre-update value."""
     for d in range(dim):
         c = co[d]
         co[d] = c + g * w_in[ctx, d]
         w_in[ctx, d] += g * c
-    return min(max(-f, np.float32(0.0)), LOSS_CLAMP) + LN2, np.float32(1.0) + abs(t)
+
+
+@njit(inline="always")
+def _positive_pair(w_in, ctx, co, alpha, dim):
+    """One attraction pair (``co`` holds the center's output row); returns ``(lin, fac)``, see above."""
+    f = np.float32(0.0)
+    for d in range(dim):
+        f += w_in[ctx, d] * co[d]
+    g, lin, fac = _attraction_gradient(f, alpha)
+    _pull_together(w_in, ctx, co, g, dim)
+    return lin, fac
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
@@ -280,8 +294,6 @@ def attract_center(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, i: int
 @njit(inline="always")
 def _attract_two(w_in, w_out, sent, ia, loa, hia, alpha_a, ib, lob, hib, alpha_b, work, dim):
     zero = np.float32(0.0)
-    one = np.float32(1.0)
-    half = np.float32(0.5)
     co_a = work[:dim]
     co_b = work[dim:2 * dim]
     c0_b = work[2 * dim:3 * dim]
@@ -309,21 +321,13 @@ def _attract_two(w_in, w_out, sent, ia, loa, hia, alpha_a, ib, lob, hib, alpha_b
         for d in range(dim):
             fa += w_in[xa, d] * co_a[d]
             fb += w_in[xb, d] * co_b[d]
-        ta = _tanh(half * fa)
-        tb = _tanh(half * fb)
-        ga = (one - _sigmoid(fa, ta)) * alpha_a
-        gb = (one - _sigmoid(fb, tb)) * alpha_b
-        loss += (min(max(-fa, zero), LOSS_CLAMP) + min(max(-fb, zero), LOSS_CLAMP)) + 2 * LN2
-        prod *= (one + abs(ta)) * (one + abs(tb))
-        # Separate loops: if xa == xb the second update reads the first one's result.
-        for d in range(dim):
-            c = co_a[d]
-            co_a[d] = c + ga * w_in[xa, d]
-            w_in[xa, d] += ga * c
-        for d in range(dim):
-            c = co_b[d]
-            co_b[d] = c + gb * w_in[xb, d]
-            w_in[xb, d] += gb * c
+        ga, lin_a, fac_a = _attraction_gradient(fa, alpha_a)
+        gb, lin_b, fac_b = _attraction_gradient(fb, alpha_b)
+        loss += lin_a + lin_b
+        prod *= fac_a * fac_b
+        # One after the other: if xa == xb the second update reads the first one's result.
+        _pull_together(w_in, xa, co_a, ga, dim)
+        _pull_together(w_in, xb, co_b, gb, dim)
         ja += 1
         jb += 1
     for j in range(ja, hia):
