@@ -176,7 +176,7 @@ def main() -> None:
         for system in (s for s in ns.systems if s in PARVEC_ALGOS):
             cfg = TrainConfig(algo=system, dim=ns.dim, window=ns.window, negative=ns.negative, epochs=1,
                               progress=False, **json.loads(ns.extra or "{}"))
-            Trainer(cfg, enc.vocab.counts)._warm_up((enc.tokens, enc.offsets))
+            Trainer(cfg, enc.vocab.counts).warm_up((enc.tokens, enc.offsets))
     runs: list[dict] = []
     speed: dict[tuple[str, int], list[dict]] = {}
     for r in range(ns.rounds):

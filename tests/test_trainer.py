@@ -104,7 +104,7 @@ def test_warm_up_compiles_for_the_corpus_array_types(small_corpus):
     tokens.setflags(write=False)
     cfg = TrainConfig(algo="classic", dim=16, epochs=1, threads=1, progress=False)
     tr = Trainer(cfg, small_corpus.vocab.counts)
-    tr._warm_up((tokens, small_corpus.offsets))
+    tr.warm_up((tokens, small_corpus.offsets))
     assert any(not sig[2].mutable for sig in tr.algorithm.train_chunk.signatures)
 
 

@@ -220,7 +220,7 @@ class Trainer:
 
         first_parts = split_parts(start_epoch)
         first = next(first_parts, None)
-        self._warm_up(first)
+        self.warm_up(first)
         n_threads = cfg.threads
         jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=4 * n_threads)
         stop = threading.Event()
@@ -337,9 +337,16 @@ class Trainer:
         return stats
 
     # ------------------------------------------------------------------ helpers
-    def _warm_up(self, part: Part | None = None) -> None:
-        # Compile (or load the cached kernel) before the clock starts: an empty chunk trains nothing.
-        # ``part`` (tokens, offsets already split) gives the array types the producer will pass.
+    def warm_up(self, part: Part | None = None) -> None:
+        """Compile the kernel (or load it from numba's cache) for ``part``'s array types; trains nothing.
+
+        Training calls this before its clock starts; call it yourself to fill the cache ahead of time
+        (e.g. before a benchmark).  ``part`` is ``(tokens, offsets)`` as training will see them: a
+        read-only memory-mapped corpus is a different compiled signature from a writable one.
+
+        Example:
+            >>> trainer.warm_up((corpus.tokens, corpus.offsets))  # doctest: +SKIP
+        """
         if part is not None:
             tokens, offsets = part
         else:
