@@ -263,6 +263,20 @@ def _positive_pair(w_in, ctx, co, alpha, dim):
     return lin, fac
 
 
+@njit(inline="always")
+def _attract_run(w_in, sent, lo, hi, skip, co, alpha, dim):
+    """Pairs of ``sent[lo:hi]`` (position ``skip``, the center, excluded) with the output row ``co``, in
+    order; returns (sum of ``lin``, product of ``fac``) as :func:`_attraction_gradient` splits them."""
+    loss = 0.0
+    prod = 1.0
+    for j in range(lo, hi):
+        if j != skip:
+            lin, fac = _positive_pair(w_in, sent[j], co, alpha, dim)
+            loss += lin
+            prod *= fac
+    return loss, prod
+
+
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
 def attract_center(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, i: int, lo: int, hi: int,
                    alpha: np.float32, co: np.ndarray) -> float:
@@ -279,13 +293,7 @@ def attract_center(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, i: int
     center = sent[i]
     for d in range(dim):
         co[d] = w_out[center, d]
-    loss = 0.0
-    prod = 1.0  # one log per center instead of one per pair
-    for j in range(lo, hi):
-        if j != i:
-            lin, fac = _positive_pair(w_in, sent[j], co, alpha, dim)
-            loss += lin
-            prod *= fac
+    loss, prod = _attract_run(w_in, sent, lo, hi, i, co, alpha, dim)  # one log per center, not per pair
     for d in range(dim):
         w_out[center, d] = co[d]
     return loss - np.log(prod)
@@ -330,16 +338,11 @@ def _attract_two(w_in, w_out, sent, ia, loa, hia, alpha_a, ib, lob, hib, alpha_b
         _pull_together(w_in, xb, co_b, gb, dim)
         ja += 1
         jb += 1
-    for j in range(ja, hia):
-        if j != ia:
-            lin, fac = _positive_pair(w_in, sent[j], co_a, alpha_a, dim)
-            loss += lin
-            prod *= fac
-    for j in range(jb, hib):
-        if j != ib:
-            lin, fac = _positive_pair(w_in, sent[j], co_b, alpha_b, dim)
-            loss += lin
-            prod *= fac
+    # Whichever window still has pairs finishes them as one chain.
+    la, pa = _attract_run(w_in, sent, ja, hia, ia, co_a, alpha_a, dim)
+    lb, pb = _attract_run(w_in, sent, jb, hib, ib, co_b, alpha_b, dim)
+    loss += la + lb
+    prod *= pa * pb
     # Write back without a branch (a branch here makes numba keep an atomic reference-count update of
     # w_out per call, a cache line the threads would fight over).  B's row gets B's result plus
     # whatever changed since B read it: nothing, or A's delta when both centers are the same word.
