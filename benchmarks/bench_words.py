@@ -112,11 +112,12 @@ def run_one(args: argparse.Namespace) -> dict:
 
 
 def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Namespace, corpus: Path,
-          extra: str = "") -> dict:
+          extra: str = "", seed: int | None = None) -> dict:
     cmd = [sys.executable, __file__, "--run-one", "--system", system, "--threads", str(threads),
            "--epochs", str(epochs), "--dim", str(ns.dim), "--window", str(ns.window),
            "--negative", str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count),
-           "--seed", str(ns.seed), "--corpus", str(corpus), "--cache-dir", str(ns.work / "cache")]
+           "--seed", str(ns.seed if seed is None else seed), "--corpus", str(corpus),
+           "--cache-dir", str(ns.work / "cache")]
     if quality:
         cmd.append("--quality")
     if extra:
@@ -137,6 +138,38 @@ def fmt_quality(q: dict | None) -> str:
     return f"| {ws:.3f} | {sl:.3f} | {100 * an:.1f}% |"
 
 
+def _scores(q: dict) -> tuple[float, float, float]:
+    return q["ws353"]["spearman"], q["simlex"]["spearman"], 100 * q["analogies"]["3cosadd"]
+
+
+def seed_table(per_seed: dict[str, dict[int, dict]], seeds: list[int]) -> str:
+    """Quality per seed, mean and sd per system, and each system's gap to classic: on the means and the
+    widest same-seed gap (one run against one run is what a single benchmark run compares)."""
+    head = "| system | " + " | ".join(f"seed {s}" for s in seeds) + " | mean (sd) |"
+    lines = [f"Quality over seeds (WS-353 / SimLex-999 / analogy %), {len(seeds)} runs per system:", "", head,
+             "|" + " --- |" * (len(seeds) + 2)]
+    for system, by_seed in per_seed.items():
+        rows = [_scores(by_seed[s]) for s in seeds]
+        cells = [f"{w:.3f} / {x:.3f} / {a:.1f}" for w, x, a in rows]
+        stats = [(statistics.mean(c), statistics.stdev(c)) for c in zip(*rows, strict=True)]
+        mean = " / ".join(f"{m:.{p}f} ({sd:.{p}f})" for (m, sd), p in zip(stats, (3, 3, 1), strict=True))
+        lines.append(f"| {system} | " + " | ".join(cells) + f" | {mean} |")
+    if "classic" in per_seed:
+        lines += ["", "Gap to classic (system − classic): mean over seeds; widest same-seed gap:", ""]
+        ref = {s: _scores(per_seed["classic"][s]) for s in seeds}
+        for system, by_seed in per_seed.items():
+            if system == "classic":
+                continue
+            gaps = [[o - r for o, r in zip(_scores(by_seed[s]), ref[s], strict=True)] for s in seeds]
+            parts = []
+            for k, name in enumerate(("WS-353", "SimLex-999", "analogy")):
+                col = [g[k] for g in gaps]
+                p = 1 if k == 2 else 3
+                parts.append(f"{name} {statistics.mean(col):+.{p}f} (widest {max(col, key=abs):+.{p}f})")
+            lines.append(f"- {system}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
@@ -155,6 +188,9 @@ def main() -> None:
     ap.add_argument("--sample", type=float, default=1e-4)
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--quality-seeds", type=int, nargs="+", default=None,
+                    help="train the quality runs once per seed (systems interleaved per seed) and report "
+                         "each run, the mean and sd, and the gap to classic (default: --seed only)")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--cache-dir", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench")
@@ -189,12 +225,19 @@ def main() -> None:
                 print(f"round {r} {system:12s} {threads}t {res['words_per_sec'] / 1e6:.3f}M words/s "
                       f"peak {res['peak_rss_bytes'] / 2**20:.0f} MiB", file=sys.stderr, flush=True)
     quality: dict[str, dict] = {}
+    per_seed: dict[str, dict[int, dict]] = {}
+    seeds = ns.quality_seeds or [ns.seed]
     if ns.quality_epochs:
-        for system in ns.systems:
-            res = spawn(system, ns.quality_threads, ns.quality_epochs, True, ns, corpus, ns.extra)
-            runs.append(res)
-            quality[system] = res
-            print(f"quality {system:12s} {fmt_quality(res.get('quality'))}", file=sys.stderr, flush=True)
+        for seed in seeds:
+            for system in ns.systems:
+                res = spawn(system, ns.quality_threads, ns.quality_epochs, True, ns, corpus, ns.extra, seed)
+                res["seed"] = seed
+                runs.append(res)
+                per_seed.setdefault(system, {})[seed] = res["quality"]
+                if seed == seeds[0]:
+                    quality[system] = res
+                print(f"quality seed {seed} {system:12s} {fmt_quality(res.get('quality'))}", file=sys.stderr,
+                      flush=True)
     base = {t: statistics.median(r["words_per_sec"] for r in speed.get(("gensim-file", t), [])) if
             speed.get(("gensim-file", t)) else None for t in ns.threads}
     lines = [f"Corpus {ns.corpus.name}; dim {ns.dim}, window {ns.window}, negative {ns.negative}, sample "
@@ -214,6 +257,8 @@ def main() -> None:
             q = quality.get(system, {}).get("quality") if threads == ns.quality_threads else None
             lines.append(f"| {system} | {threads} | {med / 1e6:.3f}M ({min(wps) / 1e6:.2f}–{max(wps) / 1e6:.2f}) | "
                          f"{ratio} | {peak:.0f} MiB {fmt_quality(q)}")
+    if len(seeds) > 1:
+        lines += ["", seed_table(per_seed, seeds)]
     table = "\n".join(lines)
     print(table)
     if ns.out:
