@@ -257,6 +257,11 @@ def main() -> None:
             q = quality.get(system, {}).get("quality") if threads == ns.quality_threads else None
             lines.append(f"| {system} | {threads} | {med / 1e6:.3f}M ({min(wps) / 1e6:.2f}–{max(wps) / 1e6:.2f}) | "
                          f"{ratio} | {peak:.0f} MiB {fmt_quality(q)}")
+        if system in quality and not speed.get((system, ns.quality_threads)):
+            # Quality without a speed run at these threads (e.g. --rounds 0): its own row, not a lost result.
+            res = quality[system]
+            lines.append(f"| {system} | {ns.quality_threads} | – | – | {res['peak_rss_bytes'] / 2**20:.0f} MiB "
+                         f"{fmt_quality(res.get('quality'))}")
     if len(seeds) > 1:
         lines += ["", seed_table(per_seed, seeds)]
     table = "\n".join(lines)
