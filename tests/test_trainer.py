@@ -114,3 +114,29 @@ def test_divergence_stops_with_an_error_not_nan_vectors(small_corpus, algo, extr
     tr = Trainer(cfg, small_corpus.vocab.counts)
     with pytest.raises(ParvecError, match=r"diverged in epoch 1 .*lower alpha \(now 1000000.0\)"):
         tr.train(small_corpus)
+
+
+def test_warm_up_sees_offsets_as_training_splits_them(small_corpus):
+    # Training hands the kernel a split (new, writable) copy of the offsets when sentences exceed
+    # max_sentence_length; a warm-up on the read-only originals would compile the wrong signature.
+    tokens = small_corpus.tokens.copy()
+    offsets = np.array([0, len(tokens)], dtype=np.int64)  # one long sentence
+    tokens.setflags(write=False)
+    offsets.setflags(write=False)
+    cfg = TrainConfig(algo="classic", dim=16, epochs=1, threads=1, progress=False, max_sentence_length=50)
+    tr = Trainer(cfg, small_corpus.vocab.counts)
+    seen = []
+    kernel = tr.algorithm.train_chunk
+
+    class Spy:
+        params = tr.algorithm.params
+
+        @staticmethod
+        def train_chunk(*args):
+            seen.append(args[3])
+            return kernel(*args)
+
+    tr.algorithm = Spy
+    tr.warm_up((tokens, offsets))
+    (got,) = seen
+    assert got.flags.writeable and len(got) == -(-len(tokens) // 50) + 1

@@ -220,7 +220,7 @@ class Trainer:
 
         first_parts = split_parts(start_epoch)
         first = next(first_parts, None)
-        self.warm_up(first)
+        self._compile_for(first)  # already split
         n_threads = cfg.threads
         jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=4 * n_threads)
         stop = threading.Event()
@@ -340,13 +340,21 @@ class Trainer:
     def warm_up(self, part: Part | None = None) -> None:
         """Compile the kernel (or load it from numba's cache) for ``part``'s array types; trains nothing.
 
-        Training calls this before its clock starts; call it yourself to fill the cache ahead of time
-        (e.g. before a benchmark).  ``part`` is ``(tokens, offsets)`` as training will see them: a
-        read-only memory-mapped corpus is a different compiled signature from a writable one.
+        Training does this before its clock starts; call it yourself to fill the cache ahead of time
+        (e.g. before a benchmark).  ``part`` is ``(tokens, offsets)`` as given to training; its long
+        sentences are split as training splits them, since the array types are what counts: a read-only
+        memory-mapped corpus is a different compiled signature from a writable one, and so is a split
+        copy of its offsets.
 
         Example:
             >>> trainer.warm_up((corpus.tokens, corpus.offsets))  # doctest: +SKIP
         """
+        if part is not None:
+            part = (part[0], split_long_sentences(part[1], self.config.max_sentence_length))
+        self._compile_for(part)
+
+    def _compile_for(self, part: Part | None) -> None:
+        # An empty range of sentences trains nothing but compiles for the arrays' exact types.
         if part is not None:
             tokens, offsets = part
         else:
