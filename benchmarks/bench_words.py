@@ -129,17 +129,18 @@ def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Na
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _scores(q: dict) -> tuple[float, float, float]:
+    """(WS-353 Spearman, SimLex-999 Spearman, analogy 3CosAdd in %) of one quality result (NaN if absent)."""
+    nan = float("nan")
+    return (q.get("ws353", {}).get("spearman", nan), q.get("simlex", {}).get("spearman", nan),
+            100 * q.get("analogies", {}).get("3cosadd", nan))
+
+
 def fmt_quality(q: dict | None) -> str:
     if not q:
         return "| – | – | – |"
-    ws = q.get("ws353", {}).get("spearman", float("nan"))
-    sl = q.get("simlex", {}).get("spearman", float("nan"))
-    an = q.get("analogies", {}).get("3cosadd", float("nan"))
-    return f"| {ws:.3f} | {sl:.3f} | {100 * an:.1f}% |"
-
-
-def _scores(q: dict) -> tuple[float, float, float]:
-    return q["ws353"]["spearman"], q["simlex"]["spearman"], 100 * q["analogies"]["3cosadd"]
+    ws, sl, an = _scores(q)
+    return f"| {ws:.3f} | {sl:.3f} | {an:.1f}% |"
 
 
 def seed_table(per_seed: dict[str, dict[int, dict]], seeds: list[int]) -> str:
