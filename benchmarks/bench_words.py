@@ -129,6 +129,10 @@ def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Na
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+SCORE_NAMES = ("WS-353", "SimLex-999", "analogy")
+SCORE_DIGITS = (3, 3, 1)  # decimals each score is shown with (analogy in %)
+
+
 def _scores(q: dict) -> tuple[float, float, float]:
     """(WS-353 Spearman, SimLex-999 Spearman, analogy 3CosAdd in %) of one quality result (NaN if absent)."""
     nan = float("nan")
@@ -153,7 +157,7 @@ def seed_table(per_seed: dict[str, dict[int, dict]], seeds: list[int]) -> str:
         rows = [_scores(by_seed[s]) for s in seeds]
         cells = [f"{w:.3f} / {x:.3f} / {a:.1f}" for w, x, a in rows]
         stats = [(statistics.mean(c), statistics.stdev(c)) for c in zip(*rows, strict=True)]
-        mean = " / ".join(f"{m:.{p}f} ({sd:.{p}f})" for (m, sd), p in zip(stats, (3, 3, 1), strict=True))
+        mean = " / ".join(f"{m:.{p}f} ({sd:.{p}f})" for (m, sd), p in zip(stats, SCORE_DIGITS, strict=True))
         lines.append(f"| {system} | " + " | ".join(cells) + f" | {mean} |")
     if "classic" in per_seed:
         lines += ["", "Gap to classic (system − classic): mean over seeds; widest same-seed gap:", ""]
@@ -163,9 +167,7 @@ def seed_table(per_seed: dict[str, dict[int, dict]], seeds: list[int]) -> str:
                 continue
             gaps = [[o - r for o, r in zip(_scores(by_seed[s]), ref[s], strict=True)] for s in seeds]
             parts = []
-            for k, name in enumerate(("WS-353", "SimLex-999", "analogy")):
-                col = [g[k] for g in gaps]
-                p = 1 if k == 2 else 3
+            for name, p, col in zip(SCORE_NAMES, SCORE_DIGITS, zip(*gaps, strict=True), strict=True):
                 parts.append(f"{name} {statistics.mean(col):+.{p}f} (widest {max(col, key=abs):+.{p}f})")
             lines.append(f"- {system}: " + "; ".join(parts))
     return "\n".join(lines)

@@ -213,10 +213,8 @@ class Trainer:
         # The first part is taken now so the kernel is compiled (or loaded from numba's cache) for its
         # exact array types before the clock starts: a read-only memory-mapped corpus is a different
         # numba signature from a writable one.
-        max_len = cfg.max_sentence_length
-
         def split_parts(epoch: int) -> Iterator[Part]:
-            return ((tokens, split_long_sentences(offsets, max_len)) for tokens, offsets in make_parts(epoch))
+            return (self._as_trained(part) for part in make_parts(epoch))
 
         first_parts = split_parts(start_epoch)
         first = next(first_parts, None)
@@ -349,9 +347,12 @@ class Trainer:
         Example:
             >>> trainer.warm_up((corpus.tokens, corpus.offsets))  # doctest: +SKIP
         """
-        if part is not None:
-            part = (part[0], split_long_sentences(part[1], self.config.max_sentence_length))
-        self._compile_for(part)
+        self._compile_for(None if part is None else self._as_trained(part))
+
+    def _as_trained(self, part: Part) -> Part:
+        # The one place a part becomes what the kernel sees: long sentences cut into pieces.
+        tokens, offsets = part
+        return tokens, split_long_sentences(offsets, self.config.max_sentence_length)
 
     def _compile_for(self, part: Part | None) -> None:
         # An empty range of sentences trains nothing but compiles for the arrays' exact types.
