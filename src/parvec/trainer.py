@@ -210,12 +210,12 @@ class Trainer:
             raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
         if words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
-        # The first part is taken now so the kernel is compiled (or loaded from numba's cache) for its
-        # exact array types before the clock starts: a read-only memory-mapped corpus is a different
-        # numba signature from a writable one.
         def split_parts(epoch: int) -> Iterator[Part]:
             return (self._as_trained(part) for part in make_parts(epoch))
 
+        # The first part is taken now so the kernel is compiled (or loaded from numba's cache) for its
+        # exact array types before the clock starts: a read-only memory-mapped corpus is a different
+        # numba signature from a writable one.
         first_parts = split_parts(start_epoch)
         first = next(first_parts, None)
         self._compile_for(first)  # already split
