@@ -10,6 +10,7 @@ from parvec.errors import ParvecError
 
 ALGORITHMS = ("classic", "hogbatch", "par")
 DEFAULT_ALGO = "hogbatch"
+DEVICES = ("cpu", "cuda")
 
 
 def default_threads() -> int:
@@ -58,6 +59,8 @@ class TrainConfig:
     chunk_words: int = 10000
     compute_loss: bool = True
     progress: bool | None = None  # None: a bar when stderr is a terminal
+    # Where the kernels run: "cpu" (the numba CPU kernels) or "cuda" (parvec.gpu, the [gpu] extra).
+    device: str = "cpu"
 
     @property
     def final_alpha(self) -> float:
@@ -66,6 +69,8 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         """Raise :class:`ParvecError` naming the first bad parameter; returns self."""
+        if self.device not in DEVICES:
+            raise ParvecError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
         if self.algo not in ALGORITHMS:
             raise ParvecError(f"algo must be one of {', '.join(ALGORITHMS)}; got {self.algo!r}")
         for name in ("dim", "window", "negative", "epochs", "threads", "max_sentence_length", "chunk_words"):

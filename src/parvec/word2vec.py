@@ -80,6 +80,8 @@ class Word2Vec:
         sg: int = 1,
         hs: int = 0,
         checkpoint_dir: str | os.PathLike[str] | None = None,
+        device: str = "cpu",
+        cluster: Any = None,
     ) -> None:
         if sg != 1 or hs != 0:
             raise ParvecError("parvec trains skip-gram with negative sampling only (sg=1, hs=0)")
@@ -87,8 +89,17 @@ class Word2Vec:
             algo=algo, dim=vector_size, window=window, negative=negative, sample=sample, alpha=alpha,
             min_alpha=min_alpha, epochs=epochs, threads=workers or default_threads(), seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
-            par_batch=par_batch, compute_loss=compute_loss, progress=progress,
+            par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,
         ).validate()
+        # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
+        self.cluster = None
+        if cluster is not None:
+            from parvec.distributed.cluster import as_cluster
+
+            self.cluster = as_cluster(cluster)
+            if device != "cpu":
+                raise ParvecError("cluster= and device='cuda' cannot be combined yet: choose one")
+        self.run_report: dict[str, Any] = {}  # the last run's driver figures (cluster/GPU), for --report
         self.read_options = ReadOptions(
             min_count=min_count, max_vocab_size=max_vocab_size, max_final_vocab=max_final_vocab,
             max_sentence_length=max_sentence_length, lowercase=lowercase, unicode_errors=unicode_errors,
@@ -223,7 +234,7 @@ class Word2Vec:
                 return TrainStats()
         if total_epochs < 1:
             raise ParvecError(f"epochs must be a positive integer, got {total_epochs}")
-        trainer = Trainer(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg)
+        trainer = self._make_trainer()
         callbacks = list(callbacks)
         base_epochs = 0 if resume else self.epochs_trained
 
@@ -240,7 +251,23 @@ class Word2Vec:
         self.raw_words = encoded.raw_words
         self.wv.fill_norms(force=True)  # vectors changed in place: drop cached unit vectors
         self.stats = stats
+        self.run_report = trainer.report() if hasattr(trainer, "report") else {}
         return stats
+
+    def _make_trainer(self) -> Any:
+        # The one choice of driver: this process's CPU Trainer, the GPU driver, or a cluster driver.
+        # Each trains self.wv.vectors / self.syn1neg in place and returns TrainStats.
+        assert self.vocab is not None and self.wv is not None and self.syn1neg is not None
+        args = (self.config, self.vocab.counts, self.wv.vectors, self.syn1neg)
+        if self.cluster is not None:
+            from parvec.distributed import make_trainer
+
+            return make_trainer(self.cluster, *args)
+        if self.config.device == "cuda":
+            from parvec.gpu import make_trainer as make_gpu_trainer
+
+            return make_gpu_trainer(*args)
+        return Trainer(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -57,6 +57,44 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-loss", dest="compute_loss", action="store_false", help="do not compute the loss")
     p.add_argument("--progress", dest="progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar (default: when stderr is a terminal)")
+    g = p.add_argument_group("where to train (GPU, Ray cluster)")
+    g.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu (default) or cuda: an NVIDIA GPU through numba-cuda (pip install 'parvec[gpu]')")
+    g.add_argument("--cluster", dest="cluster", default=None, metavar="SPEC",
+                   help="train on Ray (pip install 'parvec[ray]'): local:N starts a local Ray with N CPUs, "
+                   "ray://HOST:PORT or auto joins a running cluster")
+    g.add_argument("--mode", dest="cluster_mode", choices=("replicas", "sharded"), default="replicas",
+                   help="replicas: data-parallel copies of the model with frequency-ranked sync (Ji et al.); "
+                   "sharded: column-sharded parameter servers for vocabularies too big for one machine "
+                   "(Ordentlich et al.)")
+    g.add_argument("--replicas", type=int, default=None, help="replica actors (default: N of local:N)")
+    g.add_argument("--shards", type=int, default=None, help="sharded mode: parameter-server shards")
+    g.add_argument("--clients", type=int, default=None, help="sharded mode: client actors")
+    g.add_argument("--sync-words", dest="sync_words", type=int, default=200_000,
+                   help="replicas: average the hottest rows every this many trained words per replica (200000)")
+    g.add_argument("--min-sync-words", dest="min_sync_words", type=int, default=1024,
+                   help="replicas: rows averaged at the smallest sync (1024); sync j averages 2^ctz(j) times that")
+    g.add_argument("--full-sync-times", dest="full_sync_times", type=int, default=0,
+                   help="replicas: extra evenly spaced full-model syncs per epoch (0)")
+
+
+def cluster_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`parvec.Cluster` the flags describe, or None without ``--cluster``.
+
+    Example:
+        >>> cluster_from_args(argparse.Namespace(cluster=None)) is None
+        True
+    """
+    if not getattr(args, "cluster", None):
+        for flag in ("replicas", "shards", "clients"):
+            if getattr(args, flag, None) is not None:
+                raise ParvecError(f"--{flag} needs --cluster (e.g. --cluster local:2)")
+        return None
+    from parvec.distributed.cluster import Cluster
+
+    return Cluster(args.cluster, mode=args.cluster_mode, replicas=args.replicas, shards=args.shards,
+                   clients=args.clients, sync_words=args.sync_words, min_sync_words=args.min_sync_words,
+                   full_sync_times=args.full_sync_times)
 
 
 def register(subparsers: Any) -> None:
@@ -174,6 +212,7 @@ def run_train(args: argparse.Namespace) -> int:
             batch_size=args.batch_size, par_batch=args.par_batch, compute_loss=args.compute_loss,
             progress=args.progress, cache_dir=cache_dir, lowercase=args.lowercase,
             unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
+            device=args.device, cluster=cluster_from_args(args),
         )
         encoded = model.encode(corpus_file=source)
     read_seconds = time.perf_counter() - t0
@@ -236,7 +275,9 @@ def run_train(args: argparse.Namespace) -> int:
             "raw_words_per_sec": raw_per_sec,
             "loss_per_epoch": stats.loss_per_epoch,
             "peak_memory_bytes": peak_memory_bytes(),
-        }
+            "device": model.config.device,
+            "cluster": model.cluster.to_dict() if model.cluster is not None else None,
+        } | model.run_report
         with atomic_output(args.report, "w") as f:
             json.dump(report, f, indent=1)
     return 0

@@ -1,0 +1,35 @@
+"""Training on an NVIDIA GPU with numba-cuda: a driver over the same corpus, config and model.
+
+``pip install 'parvec[gpu]'`` adds numba-cuda.  The kernels (FULL-W2V, Randall et al.; PAR-Word2Vec's GPU
+kernel, Moon et al.) live beside each other in this package; :func:`make_trainer` returns the driver,
+shaped like :class:`parvec.trainer.Trainer` (``train(corpus, epochs=, on_epoch_end=, start_epoch=)``
+returns :class:`~parvec.trainer.TrainStats` and leaves the vectors in ``w_in``/``w_out``).
+
+Example:
+    >>> from parvec.gpu import make_trainer
+    >>> trainer = make_trainer(TrainConfig(device="cuda", algo="full-w2v"), counts, w_in, w_out)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from parvec.config import TrainConfig
+from parvec.errors import ParvecError
+
+
+def make_trainer(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> Any:
+    """The GPU driver, or a :class:`ParvecError` naming what is missing (the extra, or a device).
+
+    Example:
+        >>> stats = make_trainer(config, counts, w_in, w_out).train(corpus)  # doctest: +SKIP
+    """
+    try:
+        from parvec.gpu.driver import GpuTrainer
+    except ImportError as exc:
+        if "numba.cuda" in str(exc) or "numba_cuda" in str(exc) or "cuda" in (exc.name or ""):
+            raise ParvecError("--device cuda needs numba-cuda, an optional extra: pip install 'parvec[gpu]'") from None
+        raise
+    return GpuTrainer(config, counts, w_in, w_out)
