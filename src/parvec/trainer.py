@@ -172,6 +172,9 @@ class Trainer:
         self.noise_prob, self.noise_alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
         self.iparams, self._fextra, self._work_floats = self.algorithm.params(config)
         self.stats = TrainStats()
+        # Called a few times a second with the running totals (t, words, pairs, loss_sum, lr, epoch) of the
+        # run in progress, and once at its end: parvec.runlog.RunLog.progress records a report's time series.
+        self.on_progress: Callable[..., None] | None = None
 
     # ------------------------------------------------------------------ public
     def train(
@@ -316,6 +319,8 @@ class Trainer:
                 producer.join(timeout=0.25)
                 if bar is not None:
                     self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + start_epoch * words_per_epoch))
+                if self.on_progress is not None:
+                    self.on_progress(self._totals(words, pairs, losses, start, alpha_at, start_epoch * words_per_epoch))
         except KeyboardInterrupt:
             stop.set()
             for th in threads:
@@ -327,6 +332,9 @@ class Trainer:
         for th in threads:
             th.join()
         seconds = time.perf_counter() - start
+        if self.on_progress is not None and not errors:
+            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, start_epoch * words_per_epoch),
+                             force=True)
         if errors:
             raise errors[0]
         stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
@@ -365,6 +373,16 @@ class Trainer:
         self.algorithm.train_chunk(self.w_in, self.w_out, tokens, offsets, 0, 0, self.keep, self.noise_prob,
                                    self.noise_alias, self.iparams, fparams, np.uint64(1),
                                    np.empty(1, dtype=np.int32), np.zeros(max(1, self._work_floats), np.float32))
+
+    @staticmethod
+    def _totals(words, pairs, losses, start: float, alpha_at, words_before: int) -> dict[str, Any]:
+        # The running totals of this call, for on_progress: a few small sums, no locks (Hogwild counters).
+        per_epoch = pairs.sum(axis=0)
+        current = np.flatnonzero(per_epoch)
+        done = int(words.sum())
+        return {"t": time.perf_counter() - start, "words": done, "pairs": int(per_epoch.sum()),
+                "loss_sum": float(losses.sum()), "lr": alpha_at(done + words_before),
+                "epoch": int(current[-1]) if len(current) else 0}
 
     def _diverged(self, epoch: int, what: str) -> ParvecError:
         # Stop rather than hand back NaN vectors: a silent wrong result is worse than an error.
