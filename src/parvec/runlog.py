@@ -64,7 +64,7 @@ class RunLog:
         self._last: dict[str, Any] | None = None
         self._word_base = 0  # words of earlier train() calls, so several calls make one curve
         self._t_base = 0.0
-        self._call_end: dict[str, Any] | None = None
+        self._paused = 0.0  # seconds of this call spent outside training (evaluation between epochs)
 
     def new_call(self) -> None:
         """Start a new ``train`` call: its counters restart at zero, the curves continue."""
@@ -72,13 +72,25 @@ class RunLog:
             self._word_base += int(self._last["words"])
             self._t_base += float(self._last["t"])
         self._last = None
+        self._paused = 0.0
+
+    def pause(self, seconds: float) -> None:
+        """Take ``seconds`` spent outside training (an evaluation) off this call's clock."""
+        self._paused += float(seconds)
 
     def progress(self, totals: dict[str, Any], force: bool = False) -> None:
         """Offer the trainer's running totals; a sample is kept every ``interval_s`` seconds."""
+        totals = dict(totals, t=max(0.0, float(totals["t"]) - self._paused))
         last = self._last
         if last is not None and not force and totals["t"] - last["t"] < self.interval_s:
             return
-        if last is not None and totals["words"] == last["words"] and not force:
+        if last is not None and totals["words"] == last["words"]:
+            return  # nothing trained since the last sample (the final call after the last one, a pause)
+        if last is None and totals["words"] == 0:  # the start: the learning rate, nothing trained yet
+            self.timeline.append({"t": round(self._t_base, 4), "epoch": int(totals["epoch"]) + 1,
+                                  "words": self._word_base, "words_per_sec": None, "lr": float(totals["lr"]),
+                                  "loss": None, "rss_bytes": rss_bytes()})
+            self._last = dict(totals, t=0.0)
             return
         if last is None:
             last = {"t": 0.0, "words": 0, "pairs": 0, "loss_sum": 0.0}
@@ -92,7 +104,8 @@ class RunLog:
             "words": self._word_base + int(totals["words"]),
             "words_per_sec": dw / dt if dt > 0 else None,
             "lr": float(totals["lr"]),
-            "loss": _finite_or_none(dl / dp) if dp > 0 else None,
+            # A kernel told not to compute the loss adds nothing: no loss is not a loss of 0.
+            "loss": _finite_or_none(dl / dp) if dp > 0 and dl != 0 else None,
             "rss_bytes": rss_bytes(),
         })
         self._last = dict(totals)
@@ -121,7 +134,7 @@ def headline_scores(result: dict[str, Any]) -> dict[str, float | None]:
     """The three numbers a quality curve shows, from :func:`parvec.evaluation.evaluate`'s result.
 
     Example:
-        >>> headline_scores({"ws353": {"spearman": 0.66}, "analogies": {"3cosadd": 0.35}})
+        >>> headline_scores({"ws353": {"spearman": 0.66}, "analogies": {"3cosadd": 0.35, "covered": 10}})
         {'ws353': 0.66, 'analogy': 0.35}
     """
     out: dict[str, float | None] = {}
@@ -129,5 +142,6 @@ def headline_scores(result: dict[str, Any]) -> dict[str, float | None]:
         if name in result:
             out[name] = result[name].get("spearman")
     if "analogies" in result:
-        out["analogy"] = result["analogies"].get("3cosadd")
+        a = result["analogies"]
+        out["analogy"] = a.get("3cosadd") if a.get("covered") else None  # no question covered: no score
     return out

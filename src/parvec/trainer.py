@@ -311,12 +311,17 @@ class Trainer:
         producer = threading.Thread(target=produce, name="parvec-producer", daemon=True)
         bar = self._progress_bar(todo_words)
         start = time.perf_counter()
+        if self.on_progress is not None:  # the curves start at word 0, at the starting learning rate
+            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, start_epoch * words_per_epoch))
         for th in threads:
             th.start()
         producer.start()
         try:
             while producer.is_alive() or any(th.is_alive() for th in threads):
-                producer.join(timeout=0.25)
+                # Wait on a thread still running (the producer, else a worker finishing the last chunks),
+                # so this loop wakes every 0.25 s and never spins.
+                waiting = producer if producer.is_alive() else next((th for th in threads if th.is_alive()), producer)
+                waiting.join(timeout=0.25)
                 if bar is not None:
                     self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + start_epoch * words_per_epoch))
                 if self.on_progress is not None:

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,10 @@ class Word2Vec:
             if device != "cpu":
                 raise ParvecError("cluster= and device='cuda' cannot be combined yet: choose one")
         self.run_report: dict[str, Any] = {}  # the last run's driver figures (cluster/GPU), for --report
+        # A parvec.runlog.RunLog here records the time series and epoch records `parvec report` draws;
+        # with eval_every_epoch the word-similarity and analogy sets are scored after every epoch.
+        self.run_log: Any = None
+        self.eval_every_epoch = False
         self.read_options = ReadOptions(
             min_count=min_count, max_vocab_size=max_vocab_size, max_final_vocab=max_final_vocab,
             max_sentence_length=max_sentence_length, lowercase=lowercase, unicode_errors=unicode_errors,
@@ -237,9 +242,33 @@ class Word2Vec:
         trainer = self._make_trainer()
         callbacks = list(callbacks)
         base_epochs = 0 if resume else self.epochs_trained
+        eval_files = self._eval_files() if self.eval_every_epoch else None
+        run_log = self.run_log
+        if run_log is not None:
+            run_log.new_call()
+            if hasattr(trainer, "on_progress"):
+                trainer.on_progress = run_log.progress
+        eval_seconds = 0.0
+        started = time.perf_counter()
 
         def on_epoch_end(epoch: int, stats: TrainStats) -> None:
+            nonlocal eval_seconds
             self.epochs_trained = base_epochs + epoch + 1
+            if run_log is not None:
+                scores, t_eval = None, None
+                if eval_files is not None:
+                    t0 = time.perf_counter()
+                    scores = self._epoch_scores(eval_files)
+                    t_eval = time.perf_counter() - t0
+                    eval_seconds += t_eval
+                    run_log.pause(t_eval)
+                # The schedule's rate at this epoch's end (a resumed run's epochs count from the first).
+                done = (epoch + 1) / total_epochs
+                lr = self.config.alpha - (self.config.alpha - self.config.final_alpha) * min(1.0, done)
+                run_log.epoch_end(epoch=base_epochs + epoch, words=stats.words_per_epoch[-1] if stats.words_per_epoch
+                                  else 0, loss=stats.loss_per_epoch[-1] if stats.loss_per_epoch else None,
+                                  seconds=time.perf_counter() - started - eval_seconds, lr=lr, scores=scores,
+                                  eval_seconds=t_eval)
             if self.checkpoint_dir is not None:
                 self.save(Path(self.checkpoint_dir) / "checkpoint")
             for cb in callbacks:
@@ -250,9 +279,31 @@ class Word2Vec:
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
         self.wv.fill_norms(force=True)  # vectors changed in place: drop cached unit vectors
+        if eval_seconds:
+            stats.seconds = max(0.0, stats.seconds - eval_seconds)  # words/s is training's, not evaluation's
         self.stats = stats
         self.run_report = trainer.report() if hasattr(trainer, "report") else {}
         return stats
+
+    def _eval_files(self) -> dict[str, Path]:
+        # Checked before training: a run asked to evaluate every epoch must not find out at epoch 1.
+        from parvec.evaluation import EVAL_FILES, default_eval_paths
+
+        files = default_eval_paths()
+        if not files:
+            raise ParvecError(
+                "eval_every_epoch: no evaluation files found (looked for "
+                f"{', '.join(EVAL_FILES.values())} in $PARVEC_EVAL_DIR and shared/data/eval)"
+            )
+        return files
+
+    def _epoch_scores(self, files: dict[str, Path]) -> dict[str, float | None]:
+        from parvec.evaluation import evaluate
+        from parvec.runlog import headline_scores
+
+        assert self.wv is not None
+        self.wv.fill_norms(force=True)  # the vectors moved since the norms were cached
+        return headline_scores(evaluate(self.wv, **{k: str(v) for k, v in files.items()}))
 
     def _make_trainer(self) -> Any:
         # The one choice of driver: this process's CPU Trainer, the GPU driver, or a cluster driver.

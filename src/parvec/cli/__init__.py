@@ -14,7 +14,8 @@ import sys
 from parvec.errors import ParvecError
 
 # Modules that add sub-commands; each has register(subparsers).
-_COMMAND_MODULES = ("parvec.cli.train", "parvec.cli.vectors", "parvec.cli.graph", "parvec.cli.demo")
+_COMMAND_MODULES = ("parvec.cli.train", "parvec.cli.vectors", "parvec.cli.graph", "parvec.cli.demo",
+                    "parvec.cli.report")
 
 
 def build_parser() -> argparse.ArgumentParser:

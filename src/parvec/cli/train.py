@@ -129,7 +129,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--save-model", dest="save_model", help="also save the full model (directory) to continue training")
     p.add_argument("--checkpoint-dir", dest="checkpoint_dir", help="save the model here after every epoch")
     p.add_argument("--resume", dest="resume", help="finish the run saved in this model/checkpoint directory")
-    p.add_argument("--report", dest="report", help="write a JSON report of the run to this file")
+    p.add_argument("--report", dest="report", help="write a JSON report of the run to this file, with its time "
+                   "series (words/s, loss, learning rate, memory); draw it with `parvec report`")
+    p.add_argument("--report-interval", dest="report_interval", type=float, default=2.0,
+                   help="seconds between the report's time-series samples (2)")
+    p.add_argument("--eval-every-epoch", dest="eval_every_epoch", action="store_true",
+                   help="score WS-353, SimLex-999 and the Google analogies after every epoch (files from "
+                   "$PARVEC_EVAL_DIR or shared/data/eval); the scores go into --report and on stderr")
     p.add_argument("-save-vocab", "--save-vocab", dest="save_vocab", help="write 'word count' lines")
     p.add_argument("-cbow", dest="cbow", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("-hs", dest="hs", type=int, default=0, help=argparse.SUPPRESS)
@@ -237,12 +243,24 @@ def run_train(args: argparse.Namespace) -> int:
         with atomic_output(args.save_vocab, "w") as f:
             for w, c in zip(vocab.words, vocab.counts.tolist(), strict=True):
                 f.write(f"{w} {c}\n")
+    if args.report or args.eval_every_epoch:
+        from parvec.runlog import RunLog
+
+        if not args.report_interval > 0:
+            raise ParvecError(f"--report-interval must be positive, got {args.report_interval}")
+        model.run_log = RunLog(interval_s=args.report_interval)
+        model.eval_every_epoch = bool(args.eval_every_epoch)
     if args.resume:
         stats = model.train(corpus=encoded, resume=True)
     else:
         model.build_vocab(corpus=encoded)
         stats = model.train(corpus=encoded)
     raw_per_sec = encoded.raw_words * stats.epochs / stats.seconds if stats.seconds else 0.0
+    if args.eval_every_epoch:
+        for rec in model.run_log.epochs:
+            scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in rec["scores"].items())
+            print(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else format(rec['loss'], '.4f')}; "
+                  f"{scores}", file=sys.stderr)
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     print(
         f"trained {stats.words:,} words ({stats.epochs} epochs, {model.config.algo}, {model.config.threads} threads) "
@@ -275,9 +293,12 @@ def run_train(args: argparse.Namespace) -> int:
             "raw_words_per_sec": raw_per_sec,
             "loss_per_epoch": stats.loss_per_epoch,
             "peak_memory_bytes": peak_memory_bytes(),
+            "kind": "words",
+            "output": os.path.abspath(args.output) if args.output else None,
+            "output_binary": binary,
             "device": model.config.device,
             "cluster": model.cluster.to_dict() if model.cluster is not None else None,
-        } | model.run_report
+        } | model.run_report | (model.run_log.to_dict() if model.run_log is not None else {})
         with atomic_output(args.report, "w") as f:
             json.dump(report, f, indent=1)
     return 0

@@ -1,0 +1,445 @@
+"""Pictures of a run: ``parvec report RUN.json [RUN2.json ...] -o report.html``.
+
+Reads the JSON that ``parvec train --report`` (and ``parvec node2vec --report``) writes, or a benchmark's
+``--out`` JSON, and draws with matplotlib:
+
+- loss and learning rate over words trained (one line per run; the loss of each window of chunks, and
+  each epoch's mean loss as a marker);
+- words/s over time, several runs overlaid (compare algorithms or thread counts);
+- quality per epoch (WS-353, SimLex-999, analogy) for runs made with ``--eval-every-epoch``;
+- a 2-D PCA projection (scikit-learn) of chosen words' vectors (``--words``) or of the most frequent ones,
+  read from the run's output vectors (or ``--vectors``);
+- for graph runs with labels, micro- and macro-F1 against the training fraction;
+- for a benchmark's JSON, words/s per system and thread count as bars, quality beside;
+- a table of every run's parameters.
+
+The HTML file is self-contained (images embedded as base64 PNG); the same PNGs are written beside it in
+``<name>_files/``.  Every file is written to a temporary name and renamed into place.
+
+Example:
+    >>> paths = write_report(["run.json"], "report.html")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parvec.errors import ParvecError
+
+SCORE_TITLES = {"ws353": "WS-353 (Spearman)", "simlex": "SimLex-999 (Spearman)", "analogy": "Google analogy (3CosAdd)"}
+
+
+@dataclass
+class Run:
+    """One report JSON as read: its label, kind (``words``, ``graph`` or ``benchmark``) and data."""
+
+    path: Path
+    label: str
+    kind: str
+    data: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def timeline(self) -> list[dict[str, Any]]:
+        return self.data.get("timeline") or []
+
+    @property
+    def epochs(self) -> list[dict[str, Any]]:
+        return self.data.get("epochs") or []
+
+
+def _label(data: dict[str, Any], path: Path) -> str:
+    p = data.get("parameters") or {}
+    if not p:
+        return path.stem
+    bits = [str(p.get("algo", "")), f"{p.get('threads', '?')}t", f"d{p.get('dim', '?')}"]
+    cluster = data.get("cluster")
+    if isinstance(cluster, dict) and cluster.get("mode"):
+        bits.append(f"{cluster['mode']}×{cluster.get('replicas') or cluster.get('shards') or '?'}")
+    if data.get("device") and data.get("device") != "cpu":
+        bits.append(str(data["device"]))
+    return " ".join(b for b in bits if b)
+
+
+def read_run(path: str | os.PathLike[str]) -> Run:
+    """Read one report or benchmark JSON; a :class:`ParvecError` names the file and what is wrong.
+
+    Example:
+        >>> read_run("run.json").kind  # doctest: +SKIP
+        'words'
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ParvecError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ParvecError(f"{p}: not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise ParvecError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ParvecError(f"{p}: not a parvec report (expected a JSON object)")
+    if isinstance(data.get("runs"), list):
+        return Run(p, p.stem, "benchmark", data)
+    if "parameters" not in data and "timeline" not in data and "epochs" not in data:
+        raise ParvecError(
+            f"{p}: not a parvec run report (no parameters, timeline or epochs); write one with "
+            "`parvec train ... --report RUN.json`"
+        )
+    kind = str(data.get("kind") or "words")
+    run = Run(p, _label(data, p), kind, data)
+    if not run.timeline and not run.epochs:
+        run.notes.append(f"{p.name}: no time series (written by an older parvec?): only the table is drawn")
+    return run
+
+
+# ---------------------------------------------------------------------- figures
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    _plt().close(fig)
+    return buf.getvalue()
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="#555555",
+            wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def figure_loss_lr(runs: Sequence[Run]) -> bytes:
+    """Loss (per window of chunks, and per epoch as markers) and learning rate over words trained."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    ax2 = ax.twinx()
+    drawn = False
+    for i, run in enumerate(runs):
+        color = f"C{i % 10}"
+        pts = [(s["words"], s["loss"]) for s in run.timeline if _finite(s.get("loss"))]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), color=color, lw=1.4, label=f"{run.label} loss")
+            drawn = True
+        words, ends = 0, []
+        for e in run.epochs:
+            words += int(e.get("words") or 0)
+            if _finite(e.get("loss")):
+                ends.append((words, e["loss"]))
+        if ends:
+            ax.plot(*zip(*ends, strict=True), "o", color=color, ms=5, label=f"{run.label} epoch mean")
+            drawn = True
+        lr = [(s["words"], s["lr"]) for s in run.timeline if _finite(s.get("lr"))]
+        if lr:
+            ax2.plot(*zip(*lr, strict=True), color=color, lw=1, ls="--", alpha=0.7)
+    if not drawn:
+        _empty(ax, "no finite loss recorded (run with the loss on, and --report)")
+    ax.set_xlabel("words trained")
+    ax.set_ylabel("SGNS loss per positive pair")
+    ax2.set_ylabel("learning rate (dashed)")
+    ax.set_title("Loss and learning rate")
+    if drawn:
+        ax.legend(fontsize=8, loc="upper right")
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def figure_throughput(runs: Sequence[Run]) -> bytes:
+    """Words/s over training time, one line per run."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    drawn = False
+    for i, run in enumerate(runs):
+        pts = [(s["t"], s["words_per_sec"] / 1e6) for s in run.timeline if _finite(s.get("words_per_sec"))]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker=".", color=f"C{i % 10}", label=run.label)
+            drawn = True
+    if drawn:
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    else:
+        _empty(ax, "no throughput samples (the run was shorter than one sampling interval)")
+    ax.set_xlabel("seconds of training")
+    ax.set_ylabel("M words/s")
+    ax.set_title("Throughput")
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def figure_quality(runs: Sequence[Run]) -> bytes:
+    """WS-353, SimLex-999 and analogy accuracy after each epoch."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.8), layout="constrained")
+    any_scores = False
+    for name, ax in zip(SCORE_TITLES, axes, strict=True):
+        drawn = False
+        for i, run in enumerate(runs):
+            pts = [(e["epoch"], e["scores"][name]) for e in run.epochs
+                   if isinstance(e.get("scores"), dict) and _finite(e["scores"].get(name))]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", color=f"C{i % 10}", label=run.label)
+                drawn = True
+        if drawn:
+            any_scores = True
+            ax.set_xlabel("epoch")
+            ax.grid(alpha=0.3)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        else:
+            _empty(ax, "no scores")
+        ax.set_title(SCORE_TITLES[name], fontsize=10)
+    if any_scores:
+        axes[0].legend(fontsize=8)
+    fig.suptitle("Quality per epoch" + ("" if any_scores else " (train with --eval-every-epoch to record it)"))
+    return _png(fig)
+
+
+def figure_projection(vectors: Any, words: Sequence[str] | None, top: int = 40) -> tuple[bytes, list[str]]:
+    """A 2-D PCA projection of ``words`` (or the ``top`` most frequent) and the words not found.
+
+    ``vectors`` is a :class:`~parvec.keyedvectors.KeyedVectors`; its rows are in frequency order.
+    """
+    import numpy as np
+    from sklearn.decomposition import PCA
+
+    keys = list(vectors.index_to_key)
+    index = {k: i for i, k in enumerate(keys)}
+    missing: list[str] = []
+    if words:
+        chosen = [w for w in words if w in index]
+        missing = [w for w in words if w not in index]
+    else:
+        chosen = keys[:top]
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 6))
+    if len(chosen) < 2:
+        _empty(ax, "fewer than two of the chosen words have vectors")
+    else:
+        x = np.asarray(vectors.vectors, dtype=np.float64)[[index[w] for w in chosen]]
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        x = x / np.where(norms > 0, norms, 1.0)  # cosine geometry, as the queries use
+        xy = PCA(n_components=2, random_state=0).fit_transform(x)
+        ax.scatter(xy[:, 0], xy[:, 1], s=14, color="C0")
+        for (px, py), w in zip(xy, chosen, strict=True):
+            ax.annotate(w, (px, py), fontsize=8, xytext=(3, 2), textcoords="offset points")
+        ax.set_xlabel("PC 1")
+        ax.set_ylabel("PC 2")
+        ax.grid(alpha=0.3)
+    ax.set_title(f"PCA of {len(chosen)} word vectors" + (" (most frequent)" if not words else ""))
+    return _png(fig), missing
+
+
+def figure_node_classification(runs: Sequence[Run]) -> bytes | None:
+    """Micro- and macro-F1 against the training fraction, for graph runs evaluated with labels."""
+    series = [(i, r, r.data.get("node_classification")) for i, r in enumerate(runs)]
+    series = [(i, r, nc) for i, r, nc in series if isinstance(nc, list) and nc]
+    if not series:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for i, run, nc in series:
+        pts = sorted((float(e["fraction"]), e.get("micro_f1"), e.get("macro_f1")) for e in nc)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i % 10}",
+                label=f"{run.label} micro-F1")
+        ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="s", ls="--", color=f"C{i % 10}",
+                label=f"{run.label} macro-F1")
+    ax.set_xlabel("training fraction of labelled nodes")
+    ax.set_ylabel("F1")
+    ax.set_title("Node classification")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def benchmark_speeds(data: dict[str, Any]) -> dict[tuple[str, int], float]:
+    """Median words/s per (system, threads) of a benchmark JSON's speed runs.
+
+    Example:
+        >>> benchmark_speeds({"runs": [{"system": "a", "threads": 1, "words_per_sec": 2.0},
+        ...                            {"system": "a", "threads": 1, "words_per_sec": 4.0}]})
+        {('a', 1): 3.0}
+    """
+    by: dict[tuple[str, int], list[float]] = {}
+    for r in data.get("runs", []):
+        if not isinstance(r, dict) or r.get("quality") or not _finite(r.get("words_per_sec")):
+            continue  # quality runs are timed too, but at other settings: speed comes from speed runs
+        by.setdefault((str(r.get("system")), int(r.get("threads") or 0)), []).append(float(r["words_per_sec"]))
+    return {k: statistics.median(v) for k, v in by.items()}
+
+
+def figure_benchmark(run: Run) -> bytes:
+    """Words/s per system, grouped by thread count (a benchmark JSON's speed runs)."""
+    import numpy as np
+
+    speeds = benchmark_speeds(run.data)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    if not speeds:
+        _empty(ax, "no speed runs in this benchmark")
+    else:
+        systems = sorted({s for s, _ in speeds}, key=lambda s: max(v for (x, _), v in speeds.items() if x == s))
+        threads = sorted({t for _, t in speeds})
+        width = 0.8 / len(threads)
+        for j, t in enumerate(threads):
+            vals = [speeds.get((s, t), 0.0) / 1e6 for s in systems]
+            bars = ax.bar(np.arange(len(systems)) + j * width, vals, width, label=f"{t} thread{'s' * (t != 1)}")
+            ax.bar_label(bars, fmt="%.2f", fontsize=7)
+        ax.set_xticks(np.arange(len(systems)) + width * (len(threads) - 1) / 2, systems)
+        ax.legend(fontsize=8)
+    ax.set_ylabel("M words/s (median of rounds)")
+    ax.set_title(f"Speed: {run.label}")
+    ax.grid(alpha=0.3, axis="y")
+    return _png(fig)
+
+
+# ---------------------------------------------------------------------- HTML
+def _parameters_table(runs: Sequence[Run]) -> str:
+    rows: dict[str, list[str]] = {}
+    facts = ("vocab_size", "corpus_words", "words_trained", "epochs", "training_seconds", "words_per_sec",
+             "peak_memory_bytes", "cache_used", "device")
+    for j, run in enumerate(runs):
+        items = dict(run.data.get("parameters") or {})
+        items |= {k: run.data[k] for k in facts if k in run.data}
+        if run.kind == "benchmark":
+            items |= {f"args.{k}": v for k, v in (run.data.get("args") or {}).items()}
+        for k, v in items.items():
+            rows.setdefault(k, [""] * len(runs))[j] = _fmt_value(v)
+    head = "".join(f"<th>{html.escape(r.label)}<br><small>{html.escape(r.path.name)}</small></th>" for r in runs)
+    body = "".join(f"<tr><th>{html.escape(k)}</th>" + "".join(f"<td>{html.escape(v)}</td>" for v in vals) + "</tr>"
+                   for k, vals in rows.items())
+    return f"<table><tr><th>parameter</th>{head}</tr>{body}</table>"
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else f"{v:.6g}"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)[:200]
+    return "" if v is None else str(v)
+
+
+def _benchmark_table(run: Run) -> str:
+    speeds = benchmark_speeds(run.data)
+    rows = "".join(f"<tr><td>{html.escape(s)}</td><td>{t}</td><td>{v / 1e6:.3f}</td></tr>"
+                   for (s, t), v in sorted(speeds.items()))
+    quality = [r for r in run.data.get("runs", []) if isinstance(r, dict) and isinstance(r.get("quality"), dict)]
+    qrows = ""
+    for r in quality:
+        q = r["quality"]
+        cells = []
+        for name, key in (("ws353", "spearman"), ("simlex", "spearman"), ("analogies", "3cosadd")):
+            v = q.get(name, {}).get(key) if isinstance(q.get(name), dict) else None
+            cells.append("n/a" if not _finite(v) else f"{v:.4f}")
+        qrows += (f"<tr><td>{html.escape(str(r.get('system')))}</td><td>{html.escape(str(r.get('seed', '')))}</td>"
+                  + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out = f"<table><tr><th>system</th><th>threads</th><th>M words/s</th></tr>{rows}</table>"
+    if qrows:
+        out += ("<h3>Quality runs</h3><table><tr><th>system</th><th>seed</th><th>WS-353</th><th>SimLex-999</th>"
+                f"<th>analogy</th></tr>{qrows}</table>")
+    return out
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0}table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#f3f3f3}.note{color:#a05a00}"""
+
+
+def write_report(
+    paths: Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    words: Sequence[str] | None = None,
+    vectors: str | os.PathLike[str] | None = None,
+    top: int = 40,
+) -> list[Path]:
+    """Draw the report of one or more runs into ``output`` (HTML) and PNGs beside it; returns the files.
+
+    Example:
+        >>> write_report(["hogbatch.json", "par.json"], "report.html", words=["king", "queen"])  # doctest: +SKIP
+    """
+    from parvec.formats import atomic_output
+
+    if not paths:
+        raise ParvecError("parvec report: give at least one RUN.json")
+    out = Path(output)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ParvecError(f"-o {out}: the report is an HTML file (name it .html)")
+    if not out.parent.is_dir():
+        raise ParvecError(f"-o {out}: the directory {out.parent} does not exist")
+    runs = [read_run(p) for p in paths]
+    for run in runs:
+        if run.path.resolve() == out.resolve() or (out.exists() and os.path.samefile(run.path, out)):
+            raise ParvecError(f"-o {out} is the input {run.path}: refusing to overwrite it")
+    trained = [r for r in runs if r.kind != "benchmark"]
+    benches = [r for r in runs if r.kind == "benchmark"]
+    figures: list[tuple[str, str, bytes]] = []  # (file stem, title, png)
+    notes = [n for r in runs for n in r.notes]
+    if trained:
+        figures.append(("loss", "Loss and learning rate over words", figure_loss_lr(trained)))
+        figures.append(("throughput", "Words/s over time", figure_throughput(trained)))
+        figures.append(("quality", "Quality per epoch", figure_quality(trained)))
+        nc = figure_node_classification(trained)
+        if nc is not None:
+            figures.append(("node_classification", "Node classification", nc))
+        vec_path, binary = (Path(vectors), None) if vectors else (None, None)
+        if vec_path is None:
+            source = next((r for r in trained if r.data.get("output")), None)
+            if source is not None:
+                vec_path, binary = Path(source.data["output"]), source.data.get("output_binary")
+        if vec_path is not None and vec_path.exists():
+            from parvec.keyedvectors import load_vectors
+
+            kv = load_vectors(str(vec_path), binary=binary if vec_path.suffix != ".npy" else None)
+            png, missing = figure_projection(kv, words, top=top)
+            figures.append(("projection", f"PCA projection ({vec_path.name})", png))
+            if missing:
+                notes.append(f"not in {vec_path.name}: {', '.join(missing)}")
+        elif vectors is not None:
+            raise ParvecError(f"--vectors {vectors}: no such file")
+        else:
+            notes.append("no vectors file found for the projection (give --vectors FILE)")
+    for i, run in enumerate(benches):
+        figures.append((f"benchmark{i + 1}" if len(benches) > 1 else "benchmark", f"Benchmark {run.label}",
+                        figure_benchmark(run)))
+    files_dir = out.with_name(out.stem + "_files")
+    files_dir.mkdir(exist_ok=True)
+    written: list[Path] = []
+    for stem, _, png in figures:
+        target = files_dir / f"{stem}.png"
+        with atomic_output(target, "wb") as f:
+            f.write(png)
+        written.append(target)
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>parvec report</title><style>{_CSS}</style>"
+             f"</head><body><h1>parvec report</h1><p>{len(runs)} run(s): "
+             + ", ".join(html.escape(f"{r.label} ({r.path.name})") for r in runs) + "</p>"]
+    parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
+    for stem, title, png in figures:
+        b64 = base64.b64encode(png).decode("ascii")
+        parts.append(f"<h2>{html.escape(title)}</h2><img id='{stem}' alt='{html.escape(title)}' "
+                     f"src='data:image/png;base64,{b64}'>")
+    for run in benches:
+        parts.append(f"<h2>Benchmark table: {html.escape(run.label)}</h2>{_benchmark_table(run)}")
+    parts.append(f"<h2>Parameters</h2>{_parameters_table(runs)}</body></html>")
+    with atomic_output(out, "w") as f:
+        f.write("".join(parts))
+    return [out, *written]

@@ -1,0 +1,227 @@
+"""`parvec train --report` time series and `parvec report`: figures of a real run, odd runs, errors, a browser."""
+
+from __future__ import annotations
+
+import base64
+import json
+import lzma
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parvec.cli import main
+from parvec.evaluation import default_eval_paths
+from parvec.runlog import RunLog
+
+DEMO = Path(__file__).resolve().parents[1] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+
+
+def _png_pixels(data: bytes) -> np.ndarray:
+    import io
+
+    import matplotlib.image as mpimg
+
+    return mpimg.imread(io.BytesIO(data), format="png")
+
+
+def _not_blank(pixels: np.ndarray) -> bool:
+    rgb = pixels[..., :3]
+    # A blank image is one colour; a figure has axes, lines and text: many pixels far from the background.
+    background = np.median(rgb.reshape(-1, 3), axis=0)
+    far = np.abs(rgb - background).sum(axis=-1) > 0.3
+    return bool(far.mean() > 0.01)
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("report") / "small.txt"
+    with lzma.open(DEMO, "rt", encoding="utf-8") as f:
+        text = f.read(1_500_000)
+    path.write_text(text[: text.rfind("\n") + 1] if "\n" in text else text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def real_run(small_corpus: Path, tmp_path_factory) -> tuple[Path, Path]:
+    if not default_eval_paths():
+        pytest.fail("the evaluation files (shared/data/eval) are missing: CI must have them beside the checkout")
+    out = tmp_path_factory.mktemp("run")
+    report = out / "run.json"
+    code = main(["train", str(small_corpus), "-o", str(out / "vec.txt"), "--epochs", "3", "--dim", "32",
+                 "--threads", "1", "--min-count", "3", "--report", str(report), "--eval-every-epoch",
+                 "--report-interval", "0.01", "--no-cache", "--no-progress"])
+    assert code == 0
+    return report, out / "vec.txt"
+
+
+def test_report_json_has_time_series_and_epoch_scores(real_run):
+    report, _ = real_run
+    d = json.loads(report.read_text())
+    tl = d["timeline"]
+    assert tl[0]["words"] == 0 and tl[0]["lr"] == pytest.approx(d["parameters"]["alpha"])
+    assert len(tl) >= 3
+    words = [s["words"] for s in tl]
+    assert words == sorted(words) and words[-1] == d["words_trained"]
+    lrs = [s["lr"] for s in tl]
+    assert lrs == sorted(lrs, reverse=True) and lrs[-1] < 0.01 * lrs[0]
+    assert all(s["loss"] is None or 0 < s["loss"] < 10 for s in tl)
+    assert any(s["words_per_sec"] for s in tl)
+    assert [e["epoch"] for e in d["epochs"]] == [1, 2, 3]
+    for e in d["epochs"]:
+        assert set(e["scores"]) == {"ws353", "simlex", "analogy"}
+        assert e["loss"] == pytest.approx(d["loss_per_epoch"][e["epoch"] - 1])
+    # Training seconds exclude the evaluations between epochs.
+    assert d["training_seconds"] < d["training_seconds"] + sum(e["eval_seconds"] for e in d["epochs"])
+    assert d["output"].endswith("vec.txt")
+
+
+def test_report_draws_every_figure(real_run, tmp_path):
+    report, _ = real_run
+    html_path = tmp_path / "report.html"
+    assert main(["report", str(report), "-o", str(html_path), "--words", "one", "two", "three", "four",
+                 "nosuchword"]) == 0
+    html = html_path.read_text()
+    images = dict(re.findall(r"<img id='(\w+)'[^>]*src='data:image/png;base64,([^']+)'", html))
+    assert set(images) == {"loss", "throughput", "quality", "projection"}
+    for name, b64 in images.items():
+        png = base64.b64decode(b64)
+        assert (tmp_path / "report_files" / f"{name}.png").read_bytes() == png
+        assert _not_blank(_png_pixels(png)), name
+    assert "nosuchword" in html  # the missing word is named, not silently dropped
+    assert "<h2>Parameters</h2>" in html and "hogbatch" in html
+
+
+def test_nan_loss_and_single_epoch_still_render(tmp_path):
+    run = {"parameters": {"algo": "par", "threads": 2, "dim": 8, "alpha": 0.025}, "kind": "words",
+           "loss_per_epoch": [float("nan")],
+           "timeline": [{"t": 0.0, "epoch": 1, "words": 0, "words_per_sec": None, "lr": 0.025, "loss": None},
+                        {"t": 1.0, "epoch": 1, "words": 100, "words_per_sec": 100.0, "lr": 0.0, "loss": float("nan")}],
+           "epochs": [{"epoch": 1, "words": 100, "loss": float("nan"), "seconds": 1.0, "lr": 0.0}]}
+    path = tmp_path / "nan.json"
+    path.write_text(json.dumps(run))  # json writes NaN, as Python's report writer does
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "id='loss'" in html and "id='quality'" in html
+    assert "no vectors file" in html
+    loss = _png_pixels((tmp_path / "r_files" / "loss.png").read_bytes())
+    assert _not_blank(loss)
+
+
+def test_several_runs_are_overlaid(real_run, tmp_path):
+    report, _ = real_run
+    other = json.loads(report.read_text())
+    other["parameters"]["algo"] = "par"
+    for s in other["timeline"]:
+        if s["words_per_sec"]:
+            s["words_per_sec"] *= 1.9
+    p2 = tmp_path / "par.json"
+    p2.write_text(json.dumps(other))
+    assert main(["report", str(report), str(p2), "-o", str(tmp_path / "both.html")]) == 0
+    html = (tmp_path / "both.html").read_text()
+    assert "hogbatch 1t d32" in html and "par 1t d32" in html
+
+
+def test_benchmark_json_becomes_a_bar_chart(tmp_path):
+    bench = {"args": {"corpus": "x"}, "runs": [
+        {"system": "hogbatch", "threads": 1, "words_per_sec": 1.4e6, "round": 0},
+        {"system": "hogbatch", "threads": 1, "words_per_sec": 1.6e6, "round": 1},
+        {"system": "gensim-file", "threads": 1, "words_per_sec": 0.26e6, "round": 0},
+        {"system": "hogbatch", "threads": 2, "words_per_sec": 4.0e5, "quality": {"ws353": {"spearman": 0.67},
+                                                                              "simlex": {"spearman": 0.30},
+                                                                              "analogies": {"3cosadd": 0.37}}}]}
+    p = tmp_path / "words.json"
+    p.write_text(json.dumps(bench))
+    assert main(["report", str(p), "-o", str(tmp_path / "b.html")]) == 0
+    html = (tmp_path / "b.html").read_text()
+    assert "id='benchmark'" in html and "<td>1.500</td>" in html and "0.6700" in html
+    assert _not_blank(_png_pixels((tmp_path / "b_files" / "benchmark.png").read_bytes()))
+
+
+def test_errors_name_the_file(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"parameters": {\n  "algo": }')
+    assert main(["report", str(bad), "-o", str(tmp_path / "r.html")]) == 2
+    assert f"{bad}:2: not valid JSON" in capsys.readouterr().err
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    assert main(["report", str(other), "-o", str(tmp_path / "r.html")]) == 2
+    assert "not a parvec run report" in capsys.readouterr().err
+    good = tmp_path / "good.json"
+    good.write_text('{"parameters": {}, "epochs": []}')
+    assert main(["report", str(good), "-o", str(tmp_path / "r.png")]) == 2
+    assert "HTML" in capsys.readouterr().err
+    assert main(["report", str(good), "-o", str(tmp_path / "missing" / "r.html")]) == 2
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_refuses_to_overwrite_its_input(tmp_path, capsys):
+    good = tmp_path / "good.html"
+    good.write_text('{"parameters": {}, "epochs": []}')
+    before = good.read_bytes()
+    assert main(["report", str(good), "-o", str(good)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert good.read_bytes() == before
+
+
+def test_runlog_windows_and_pauses():
+    log = RunLog(interval_s=1.0)
+    log.progress({"t": 0.0, "words": 0, "pairs": 0, "loss_sum": 0.0, "lr": 0.025, "epoch": 0})
+    log.progress({"t": 0.5, "words": 50, "pairs": 100, "loss_sum": 300.0, "lr": 0.02, "epoch": 0})  # too soon
+    log.progress({"t": 2.0, "words": 200, "pairs": 400, "loss_sum": 1000.0, "lr": 0.01, "epoch": 0})
+    log.pause(10.0)  # an evaluation: not training time
+    log.progress({"t": 14.0, "words": 400, "pairs": 800, "loss_sum": 1400.0, "lr": 0.0, "epoch": 1})
+    assert [s["words"] for s in log.timeline] == [0, 200, 400]
+    assert log.timeline[1]["loss"] == pytest.approx(2.5) and log.timeline[1]["words_per_sec"] == pytest.approx(100)
+    # The window's loss, not the running mean: (1400 - 1000) / (800 - 400).
+    assert log.timeline[2]["loss"] == pytest.approx(1.0)
+    assert log.timeline[2]["t"] == pytest.approx(4.0) and log.timeline[2]["words_per_sec"] == pytest.approx(100)
+    # A kernel that computes no loss adds nothing: no loss, not a loss of 0.
+    log.progress({"t": 20.0, "words": 500, "pairs": 900, "loss_sum": 1400.0, "lr": 0.0, "epoch": 1}, force=True)
+    assert log.timeline[3]["loss"] is None and math.isclose(log.timeline[3]["words_per_sec"], 100 / 6)
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    if os.geteuid() == 0 and shutil.which("apt-get"):  # the test set-up installs Debian's package when missing
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, timeout=300)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], capture_output=True, timeout=600,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        return shutil.which("chromium")
+    return None
+
+
+def test_report_opens_in_headless_chromium(real_run, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium and not root to install Debian's chromium package")
+    report, _ = real_run
+    html_path = tmp_path / "report.html"
+    assert main(["report", str(report), "-o", str(html_path)]) == 0
+    shot = tmp_path / "shot.png"
+    profile = tmp_path / "profile"
+    proc = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=1200,2400",
+         "--hide-scrollbars", html_path.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert shot.exists(), proc.stderr[-2000:]
+    pixels = _png_pixels(shot.read_bytes())
+    assert pixels.shape[0] >= 2000 and pixels.shape[1] >= 1000
+    assert _not_blank(pixels)
+    # The embedded figures were decoded and drawn: the top of the page holds the first figure's plot area.
+    assert _not_blank(pixels[: pixels.shape[0] // 3])
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
