@@ -265,6 +265,162 @@ def test_unwritable_keys(tmp_path, bad):
     assert _listing(tmp_path) == []
 
 
+# ---------------------------------------------------------------------- layout detection and header checks
+def test_text_with_a_wrong_header_dimension_is_text(tmp_path, sample):
+    vectors, words = sample
+    path = tmp_path / "v.txt"
+    write_word2vec(path, vectors, words)
+    for dim in (12, 14, 4, 1000):
+        path.write_bytes(f"50 {dim}".encode() + path.read_bytes()[path.read_bytes().index(b"\n") :])
+        assert not detect_binary(path)
+        with pytest.raises(ParvecError, match=rf"v\.txt:2: dimension mismatch: 13 values, but the header says {dim}$"):
+            read_word2vec(path, binary=None)
+
+
+def test_binary_whose_first_vector_spells_a_number_is_binary(tmp_path):
+    # "w 1\n" is a text row, but the line ends inside the first vector and the rest is not text.
+    v = np.frombuffer(b"1\n\x00\x80" + b"\x01\x02\x03\xbf", dtype="<f4").reshape(1, 2)
+    v = np.vstack([v, [[0.5, -2.0]]]).astype(np.float32)
+    path = tmp_path / "v.bin"
+    write_word2vec(path, v, ["w", "x"], binary=True)
+    assert path.read_bytes().startswith(b"2 2\nw 1\n")
+    assert detect_binary(path)
+    got, words = read_word2vec(path, binary=None)
+    assert words == ["w", "x"]
+    np.testing.assert_array_equal(got.view(np.uint32), v.view(np.uint32))
+
+
+def test_binary_rows_keep_one_layout(tmp_path):
+    v = np.arange(4, dtype=np.float32)
+    path = tmp_path / "v.bin"
+    path.write_bytes(b"3 4\n" + _bin_entry("a", v, True) + _bin_entry("b", v, False) + _bin_entry("c", v, True))
+    start = 4 + len(_bin_entry("a", v, True)) + len(_bin_entry("b", v, False))
+    with pytest.raises(ParvecError, match=rf"vector 3 at byte {start}: no newline after the previous vector"):
+        read_word2vec(path, binary=True)
+    path.write_bytes(b"3 4\n" + _bin_entry("a", v, False) + _bin_entry("b", v, False) + _bin_entry("\nc", v, False))
+    with pytest.raises(ParvecError, match="vector 3 at byte 40: a newline after the previous vector, unlike"):
+        read_word2vec(path, binary=True)  # gensim's layout (no newlines), then one
+    path.write_bytes(b"2 4\n" + _bin_entry("a", v, False) + _bin_entry(" b", v, False))
+    with pytest.raises(ParvecError, match="vector 2 at byte 22: an empty word"):
+        read_word2vec(path, binary=True)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_only_whitespace_may_follow_the_vectors(tmp_path, sample, binary):
+    vectors, words = sample
+    path = tmp_path / "v"
+    write_word2vec(path, vectors, words, binary=binary)
+    path.write_bytes(path.read_bytes() + b"\n \r\n\n")
+    got, got_words = read_word2vec(path, binary=binary)
+    assert got_words == words
+    np.testing.assert_array_equal(got, vectors)
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes() + b"extra")
+    where = ":55: the header promises 50 vectors, but more lines follow" if not binary else f"byte {size}: data after"
+    with pytest.raises(ParvecError, match=where):
+        read_word2vec(path, binary=binary)
+    got, _ = read_word2vec(path, binary=binary, limit=49)  # a limit below the count reads no further
+    np.testing.assert_array_equal(got, vectors[:49])
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_huge_header_numbers_fail_on_the_data_not_on_memory(tmp_path, binary):
+    v = np.ones((2, 3), dtype=np.float32)
+    path = tmp_path / "v"
+    write_word2vec(path, v, ["a", "b"], binary=binary)
+    body = path.read_bytes()[4:]
+    path.write_bytes(b"999999999999 3\n" + body)
+    with pytest.raises(ParvecError, match="the header promises 999999999999 vectors but only 2 follow"):
+        read_word2vec(path, binary=binary)
+    path.write_bytes(b"2 99999999999\n" + body)
+    fragment = "truncated vector: expected 399999999996 bytes" if binary else ":2: dimension mismatch: 3 values"
+    with pytest.raises(ParvecError, match=fragment):
+        read_word2vec(path, binary=binary)
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"2 2\n a 1 \nb 2 3 \n", ":2: the line starts with a space"),
+        (b"2 2\na 1 2 \nb 3 4", ":3: the last line ends without a newline"),
+        (b"2 2\na 1 2 \nb 3", ":3: dimension mismatch: 1 values, but the header says 2 \\(the file ends on this line"),
+        (b"1 2\na 1 2 \n\n\nb 3 4 \n", ":5: the header promises 1 vectors, but more lines follow \\('b 3 4'\\)"),
+    ],
+)
+def test_more_text_errors(tmp_path, content, fragment):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(content)
+    with pytest.raises(ParvecError, match=fragment):
+        read_word2vec(path, binary=None)
+
+
+def test_last_line_with_trailing_space_but_no_newline_is_complete(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_bytes(b"2 2\na 1 2 \nb 3 4 ")  # word2vec.c's trailing space: the last value is whole
+    assert read_word2vec(path)[0].tolist() == [[1, 2], [3, 4]]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (gzip.compress(b"1 2\na 1 2 \n"), "gzip-compressed: give it a .gz name"),
+        (b"the 0.1 0.2\nof 0.3 0.4\n", "line 1 looks like a vector \\(a word and 2 numbers\\).*no_header=True"),
+        (b"\x93NUMPY\x01\x00", "a .npy array"),
+        (b"2 0\n", "the dimension must be at least 1"),
+    ],
+)
+def test_malformed_header_says_what_the_file_is(tmp_path, content, fragment):
+    path = tmp_path / "v.txt"
+    path.write_bytes(content)
+    with pytest.raises(ParvecError, match=":1: malformed header.*" + fragment):
+        read_word2vec(path, binary=None)
+
+
+def test_numpy_reads_whitespace_as_minus_one_and_we_do_not():
+    assert formats._text_values(b" \t ").size == 0  # np.fromstring(b" ", sep=" ") gives [-1.0]
+    assert formats._text_values(b"1 x") is None
+    assert formats._text_values(b"1 2\x00") is None
+
+
+def test_binary_shifted_by_a_wrong_dimension_names_the_right_one(tmp_path):
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal((30, 6)).astype(np.float32)
+    words = [f"word{i}" for i in range(30)]
+    path = tmp_path / "v.bin"
+    write_word2vec(path, v, words, binary=True)
+    for wrong in (5, 7, 12):
+        path.write_bytes(f"30 {wrong}".encode() + path.read_bytes()[path.read_bytes().index(b"\n") :])
+        with pytest.raises(ParvecError, match=rf"fit dimension 6, not the header's dimension {wrong}"):
+            read_word2vec(path, binary=None)
+
+
+# ---------------------------------------------------------------------- files without a header
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_no_header(tmp_path, sample, suffix):
+    vectors, words = sample
+    path = tmp_path / f"glove.txt{suffix}"
+    write_word2vec(path, vectors, words, write_header=False)
+    got, got_words = read_word2vec(path, no_header=True)
+    assert got_words == words
+    np.testing.assert_array_equal(got, vectors)
+    got, got_words = read_word2vec(path, no_header=True, limit=5)
+    assert got_words == words[:5] and got.shape == (5, 13)
+    with pytest.raises(ParvecError, match=r":1: malformed header.*no_header=True"):
+        read_word2vec(path)
+
+
+def test_no_header_errors(tmp_path):
+    path = tmp_path / "glove.txt"
+    path.write_bytes(b"\xef\xbb\xbfa 1 2\r\nb 3 4\r\n\r\n")
+    assert read_word2vec(path, no_header=True)[1] == ["a", "b"]  # BOM, CRLF and a blank last line
+    path.write_bytes(b"a 1 2\n\nb 3 4\n")
+    with pytest.raises(ParvecError, match=r"glove\.txt:2: dimension mismatch: 0 values, but line 1 has 2"):
+        read_word2vec(path, no_header=True)
+    path.write_bytes(b"just words here\n")
+    with pytest.raises(ParvecError, match=r"glove\.txt:1: not a vector line"):
+        read_word2vec(path, no_header=True)
+
+
 # ---------------------------------------------------------------------- atomic writes
 def test_atomic_output_failure_keeps_the_old_file(tmp_path):
     path = tmp_path / "out.txt"
@@ -375,6 +531,45 @@ def test_npy_errors(tmp_path, sample):
     (tmp_path / "w.vocab.txt").write_text("a\n")
     with pytest.raises(ParvecError, match=r"w\.npy: not a readable \.npy"):
         load_npy(tmp_path / "w")
+
+
+def test_npy_damaged_files(tmp_path, sample):
+    vectors, words = sample
+    save_npy(tmp_path / "v", vectors, words, np.arange(50))
+    (tmp_path / "v.counts.npy").write_bytes(b"\x93NUMPY garbage")
+    with pytest.raises(ParvecError, match=r"v\.counts\.npy: not a readable \.npy array"):
+        load_npy(tmp_path / "v")
+    np.save(tmp_path / "v.counts.npy", np.linspace(0, 1, 50))
+    with pytest.raises(ParvecError, match=r"v\.counts\.npy: expected 50 integer counts, got float64"):
+        load_npy(tmp_path / "v")
+    np.save(tmp_path / "v.counts.npy", -np.arange(50))
+    with pytest.raises(ParvecError, match=r"v\.counts\.npy: negative count at row 1"):
+        load_npy(tmp_path / "v")
+    (tmp_path / "v.counts.npy").unlink()
+    keys = words[:3] + [""] + words[4:]
+    (tmp_path / "v.vocab.txt").write_text("".join(w + "\n" for w in keys))
+    with pytest.raises(ParvecError, match=r"v\.vocab\.txt:4: empty key"):
+        load_npy(tmp_path / "v")
+    (tmp_path / "v.vocab.txt").write_text("".join(w + "\n" for w in words[:49]) + "the\n")
+    with pytest.raises(ParvecError, match=r"v\.vocab\.txt:50: duplicate key 'the' \(first on line 1\)"):
+        load_npy(tmp_path / "v")
+    save_npy(tmp_path / "z", np.zeros((2, 0), dtype=np.float32), ["a", "b"])
+    with pytest.raises(ParvecError, match=r"z\.npy: expected a 2-D float array with at least one column"):
+        load_npy(tmp_path / "z")
+    save_npy(tmp_path / "v", vectors, words)
+    data = (tmp_path / "v.npy").read_bytes()
+    (tmp_path / "v.npy").write_bytes(data[:-7])
+    for mmap in (False, True):
+        with pytest.raises(ParvecError, match=r"v\.npy: 2593 bytes of data, but .* shape \(50, 13\) needs 2600"):
+            load_npy(tmp_path / "v", mmap=mmap)
+    # np.load alone reads a header shrunk by one digit as a smaller array, ignoring the bytes after it.
+    (tmp_path / "v.npy").write_bytes(data.replace(b"(50, 13)", b"(40, 13)"))
+    with pytest.raises(ParvecError, match=r"v\.npy: 2600 bytes of data, but .* shape \(40, 13\) needs 2080"):
+        load_npy(tmp_path / "v")
+    (tmp_path / "v.npy").write_bytes(data)
+    (tmp_path / "v.vocab.txt").write_bytes((tmp_path / "v.vocab.txt").read_bytes()[:-2])  # "w44\n" cut to "w4"
+    with pytest.raises(ParvecError, match=r"v\.vocab\.txt:50: the last line has no newline"):
+        load_npy(tmp_path / "v")
 
 
 # ---------------------------------------------------------------------- speed

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from parvec import formats
 from parvec.errors import ParvecError
+from parvec.formats import write_word2vec
 from parvec.keyedvectors import KeyedVectors, load_vectors
 
 SHARED_EVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "eval"
@@ -336,6 +339,178 @@ def test_npy_round_trip(toy, tmp_path):
     assert limited.index_to_key == toy.index_to_key[:3] and limited.counts.tolist() == [9, 8, 7]
     with pytest.raises(ParvecError, match="nothere.npy: no such file"):
         load_vectors(tmp_path / "nothere.npy")
+
+
+# ---------------------------------------------------------------------- malformed word2vec files
+# Issue 11, item 3: a file whose header disagrees with its rows must never be read as the other layout.
+# Every case is read with binary unset (gensim's default, text), None (detect), True and False.
+MW_WORDS = ["man", "woman", "king", "queen", "prince", "princess", "apple", "pear"]
+MW_VECTORS = np.array(
+    [
+        [0.0, 0.1, 1.0, 0.0],
+        [0.0, 0.1, 0.0, 1.0],
+        [0.0, 1.0, 1.0, 0.0],
+        [0.0, 1.0, 0.0, 1.0],
+        [0.3, 0.8, 1.0, 0.0],
+        [0.3, 0.8, 0.0, 1.0],
+        [1.0, 0.0, 0.0, -0.5],
+        [0.9, 0.0, 0.3, 0.25],  # the last value has digits to cut
+    ],
+    dtype=np.float32,
+)
+MODES = {"unset": {}, "detect": {"binary": None}, "binary": {"binary": True}, "text": {"binary": False}}
+LOOKS_TEXT = [r":2: this looks like a text word2vec file", r"binary=False / --text"]
+LOOKS_BINARY = [r":2: ", r"binary=True / --binary"]
+
+
+def _valid(binary: bool) -> bytes:
+    def values(v: np.ndarray) -> bytes:
+        return v.astype("<f4").tobytes() if binary else "".join(f"{x:.9g} " for x in v).encode()
+
+    return b"8 4\n" + b"".join(w.encode() + b" " + values(v) + b"\n" for w, v in zip(MW_WORDS, MW_VECTORS, strict=True))
+
+
+def _row_start(i: int) -> int:
+    """Byte offset of binary row ``i`` (0-based) in the valid binary file."""
+    return 4 + sum(len(w.encode()) + 2 + 16 for w in MW_WORDS[:i])
+
+
+def _header(new: bytes):
+    return lambda d: new + d[d.index(b"\n") :]
+
+
+def _line(index: int, edit):
+    def mutate(d: bytes) -> bytes:
+        lines = d.split(b"\n")
+        lines[index] = edit(lines[index])
+        return b"\n".join(lines)
+
+    return mutate
+
+
+# name: (layout of the valid file, mutation, error fragments when read in that layout (None: reads correctly),
+#        error fragments when read as the other layout)
+MALFORMED = {
+    "text header dim larger": (
+        "text", _header(b"8 5"), [r":2: dimension mismatch: 4 values, but the header says 5"],
+        LOOKS_TEXT + [r"the header says dimension 5"],
+    ),
+    "text header dim smaller": (
+        "text", _header(b"8 3"), [r":2: dimension mismatch: 4 values, but the header says 3"],
+        LOOKS_TEXT + [r"the header says dimension 3"],
+    ),
+    "text header count larger": (
+        "text", _header(b"9 4"), [r":10: truncated file: the header promises 9 vectors but only 8 follow"], LOOKS_TEXT,
+    ),
+    "text header count smaller": (
+        "text", _header(b"7 4"), [r":9: the header promises 7 vectors, but more lines follow"], LOOKS_TEXT,
+    ),
+    "text row missing a value": (
+        "text", _line(3, lambda l: l.rsplit(b" ", 2)[0] + b" "),
+        [r":4: dimension mismatch: 3 values, but the header says 4"], LOOKS_TEXT,
+    ),
+    "text row with an extra value": (
+        "text", _line(3, lambda l: l + b"7 "), [r":4: dimension mismatch: 5 values, but the header says 4"], LOOKS_TEXT,
+    ),
+    "text non-numeric value": (
+        "text",
+        _line(3, lambda l: l.replace(b" 1 ", b" x ", 1)),
+        [r":4: non-numeric value 'x' in the vector of 'king'"],
+        LOOKS_TEXT,
+    ),
+    "text cut inside the last value": (
+        "text", lambda d: d[:-4], [r":9: the last line ends without a newline.*truncated"], LOOKS_TEXT,
+    ),
+    "text CRLF": ("text", lambda d: d.replace(b"\n", b"\r\n"), None, LOOKS_TEXT),
+    "text UTF-8 BOM": ("text", lambda d: b"\xef\xbb\xbf" + d, None, LOOKS_TEXT),
+    "header-less text": (
+        "text", lambda d: d[d.index(b"\n") + 1 :], [r":1: malformed header", r"no_header=True / --no-header"],
+        [r":1: malformed header", r"no_header=True / --no-header"],
+    ),
+    "empty file": ("text", lambda d: b"", [r"the file is empty"], [r"the file is empty"]),
+    "binary cut inside a vector": (
+        "binary", lambda d: d[: _row_start(2) + 10],
+        [rf"vector 3 at byte {_row_start(2)}: truncated vector: expected 16 bytes, found 5"], LOOKS_BINARY,
+    ),
+    "binary header dim larger": (
+        "binary", _header(b"8 5"), [r"vector \d+ at byte \d+: ", r"header's dimension 5", r"fit dimension 4"],
+        LOOKS_BINARY,
+    ),
+    "binary header dim smaller": (
+        "binary", _header(b"8 3"), [r"vector \d+ at byte \d+: ", r"header's dimension 3", r"fit dimension 4"],
+        LOOKS_BINARY,
+    ),
+    "binary header count larger": (
+        "binary", _header(b"9 4"),
+        [rf"vector 9 at byte {_row_start(8)}: the file ends: the header promises 9 vectors but only 8 follow"],
+        LOOKS_BINARY,
+    ),
+    "binary header count smaller": (
+        "binary", _header(b"7 4"), [rf"byte {_row_start(7)}: data after the 7 vectors the header promises"],
+        LOOKS_BINARY,
+    ),
+    "binary UTF-8 BOM": ("binary", lambda d: b"\xef\xbb\xbf" + d, None, LOOKS_BINARY),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_word2vec_files(tmp_path, case, mode):
+    layout, mutate, own_errors, other_errors = MALFORMED[case]
+    path = tmp_path / ("v.bin" if layout == "binary" else "v.txt")
+    path.write_bytes(mutate(_valid(layout == "binary")))
+    kwargs = MODES[mode]
+    binary = kwargs.get("binary", False)
+    own_layout = binary is None or binary == (layout == "binary")
+    expected = own_errors if own_layout else other_errors
+    if expected is None:
+        kv = KeyedVectors.load_word2vec_format(path, **kwargs)
+        assert kv.index_to_key == MW_WORDS
+        np.testing.assert_array_equal(kv.vectors, MW_VECTORS)
+        return
+    with pytest.raises(ParvecError) as exc:
+        KeyedVectors.load_word2vec_format(path, **kwargs)
+    msg = str(exc.value)
+    assert msg.startswith(str(path)), msg
+    for fragment in expected:
+        assert re.search(fragment, msg), (fragment, msg)
+    wrong = "--binary" if layout == "text" else "--text"
+    assert wrong not in msg, msg  # never a suggestion of the wrong layout
+
+
+@pytest.mark.parametrize("header", [b"100 49", b"100 51"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_text_header_dimension_off_by_one_is_never_read_as_binary(tmp_path, header, mode):
+    # The issue's reproduction: 100 x 50 values; detection used to read this as binary garbage.
+    rng = np.random.default_rng(0)
+    path = tmp_path / "v.txt"
+    write_word2vec(path, rng.standard_normal((100, 50)).astype(np.float32), [f"w{i}" for i in range(100)])
+    path.write_bytes(header + path.read_bytes()[path.read_bytes().index(b"\n") :])
+    with pytest.raises(ParvecError) as exc:
+        KeyedVectors.load_word2vec_format(path, **MODES[mode])
+    msg = str(exc.value)
+    dim = int(header.split()[1])
+    if MODES[mode].get("binary"):
+        assert f"{path}:2: this looks like a text word2vec file" in msg and f"the header says dimension {dim}" in msg
+    else:
+        assert f"{path}:2: dimension mismatch: 50 values, but the header says {dim}" in msg
+    assert "--binary" not in msg
+    assert not formats.detect_binary(path)
+
+
+def test_header_less_text_with_no_header(tmp_path):
+    path = tmp_path / "glove.txt"
+    path.write_bytes(_valid(False).split(b"\n", 1)[1])
+    kv = KeyedVectors.load_word2vec_format(path, no_header=True)
+    assert kv.index_to_key == MW_WORDS
+    np.testing.assert_array_equal(kv.vectors, MW_VECTORS)
+    assert load_vectors(path, no_header=True, limit=3).index_to_key == MW_WORDS[:3]
+    with pytest.raises(ParvecError, match="no_header.*text"):
+        KeyedVectors.load_word2vec_format(path, binary=True, no_header=True)
+    with_header = tmp_path / "v.txt"
+    with_header.write_bytes(_valid(False))
+    with pytest.raises(ParvecError, match=r"v\.txt:2: dimension mismatch: 4 values, but line 1 has 1.*header"):
+        KeyedVectors.load_word2vec_format(with_header, no_header=True)
 
 
 # ---------------------------------------------------------------------- against gensim

@@ -10,8 +10,14 @@ word2vec format (what ``word2vec.c -output`` writes and gensim reads):
 * binary: ``word`` + a space + ``dimension`` little-endian float32 values + ``\\n``.  Some writers
   (gensim 4) omit the ``\\n``; the reader accepts both.
 
-Files ending in ``.gz``, ``.bz2`` or ``.xz`` are (de)compressed by extension.  Every reading problem
-raises :class:`ParvecError` naming the file and the line (text) or vector number (binary).
+Files ending in ``.gz``, ``.bz2`` or ``.xz`` are (de)compressed by extension.  Reading is strict: the
+header must agree with the file (every text line a word and exactly ``dimension`` numbers, binary rows
+that fit ``dimension`` float32 values with one separator layout throughout, exactly ``count`` vectors,
+then only whitespace), and every problem raises :class:`ParvecError` naming the file and the line (text)
+or the vector and byte offset (binary) and what disagrees.  Layout detection (``binary=None``) never turns
+a malformed text file into a binary one: a first vector line of a word and numbers is text; binary needs
+the first rows to parse as binary (see :func:`detect_binary`).  A UTF-8 BOM and CRLF line ends are read;
+a text file without the header (GloVe's layout) needs ``no_header=True``, as in gensim.
 
 ``.npy`` format: ``save_npy("out/vec", ...)`` writes ``out/vec.npy`` (the float32 matrix),
 ``out/vec.vocab.txt`` (one UTF-8 key per line, in row order, each line ended by ``\\n``) and, when
@@ -25,16 +31,21 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import dataclasses
 import gzip
 import io
+import itertools
 import logging
 import lzma
+import math
 import os
+import re
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
@@ -60,7 +71,22 @@ _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lz
 _READ_BLOCK = 1 << 22  # binary reader refill size (4 MiB)
 _MAX_WORD_BYTES = 1 << 20  # a "word" longer than this means the file is not what we think
 _SNIFF_BYTES = 1 << 20
+_SNIFF_ROWS = 8  # binary rows layout detection parses
+_MAX_GUESS_DIM = 4096  # largest dimension tried when saying which one a binary file's rows fit
 _UNICODE_ERRORS = ("strict", "replace", "ignore")
+_READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
+# What np.load raises on a damaged .npy (its header is parsed with ast.literal_eval and np.dtype).
+_NPY_ERRORS = (OSError, ValueError, EOFError, TypeError, SyntaxError, MemoryError, OverflowError, KeyError)
+_BOM = b"\xef\xbb\xbf"
+_WHITESPACE = b" \t\n\r\x0b\x0c"
+# Bytes no UTF-8 text holds: C0 controls other than whitespace, DEL, and bytes UTF-8 never uses.
+_NOT_TEXT = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f\xc0\xc1\xf5-\xff]")
+_MAGIC = (
+    (b"\x1f\x8b", "is gzip-compressed: give it a .gz name"),
+    (b"\xfd7zXZ\x00", "is xz-compressed: give it a .xz name"),
+    (b"BZh", "looks bzip2-compressed: give it a .bz2 name"),
+    (b"\x93NUMPY", "is a .npy array: give its .npy name (with its .vocab.txt beside it)"),
+)
 
 
 def _read_umask() -> int:
@@ -183,23 +209,73 @@ def open_input(path: PathLike) -> IO[bytes]:
     return open(p, "rb")
 
 
-def _read_header(f: IO[bytes], path: Path) -> tuple[int, int]:
-    line = f.readline(4096)
-    if not line:
-        raise ParvecError(f"{path}: the file is empty (expected a '<count> <dimension>' header)")
-    fields = line.split()
+@contextlib.contextmanager
+def _strict_numbers() -> Iterator[None]:
+    """Make numpy's text parser raise on trailing junk (older numpy only warned)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        yield
+
+
+_NO_VALUES = np.empty(0, dtype=np.float32)
+
+
+def _text_values(rest: bytes) -> np.ndarray | None:
+    """The numbers of a text row after its word; None when a field is not a number (call under _strict_numbers)."""
+    if not rest.strip():
+        return _NO_VALUES  # np.fromstring reads a string of only whitespace as [-1.0]
     try:
-        count, dim = (int(x) for x in fields)
-        ok = count >= 0 and dim > 0 and line.endswith(b"\n")
-    except ValueError:
-        ok = False
-    if not ok:
-        shown = line[:60].decode("utf-8", "replace").rstrip("\n")
-        raise ParvecError(
-            f"{path}:1: malformed header {shown!r}: expected '<count> <dimension>' as word2vec writes "
-            "(files without a header, such as GloVe's, need one added)"
+        return np.fromstring(rest, dtype=np.float32, sep=" ")
+    except (ValueError, DeprecationWarning):
+        return None
+
+
+def _text_row(line: bytes) -> tuple[bytes, np.ndarray] | None:
+    """``(word, values)`` when ``line`` is a word followed by at least one number, else None."""
+    word, _, rest = line.rstrip().partition(b" ")
+    if not word:
+        return None
+    with _strict_numbers():
+        values = _text_values(rest)
+    return (word, values) if values is not None and values.size else None
+
+
+def _shown(raw: bytes, width: int = 60) -> str:
+    return raw[:width].decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _header_hint(raw: bytes, line: bytes) -> str:
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            return f"the file {what}"
+    fields = line.split()
+    if len(fields) == 2 and all(x.isdigit() for x in fields):
+        return "the dimension must be at least 1"
+    row = _text_row(line)
+    if row is not None and (row[1].size >= 2 or not row[0].isdigit()):
+        return (
+            f"line 1 looks like a vector (a word and {row[1].size} numbers), not a header: for a file without a "
+            "header (GloVe's layout) use no_header=True / --no-header"
         )
-    return count, dim
+    return "a file without a header (GloVe's layout) needs no_header=True / --no-header"
+
+
+def _read_header(f: IO[bytes], path: Path) -> tuple[int, int, int]:
+    """Parse the ``count dimension`` line; return ``(count, dimension, bytes it takes)``.  A UTF-8 BOM is skipped."""
+    raw = f.readline(4096)
+    if not raw:
+        raise ParvecError(f"{path}: the file is empty (expected a '<count> <dimension>' header)")
+    line = raw[len(_BOM) :] if raw.startswith(_BOM) else raw
+    fields = line.split()
+    ended = raw.endswith(b"\n") or len(raw) < 4096  # no newline only when the file ends there
+    if ended and len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() and int(fields[1]) > 0:
+        return int(fields[0]), int(fields[1]), len(raw)
+    if not ended:
+        line += f.readline(1 << 20)  # the rest of a long first line, to say what it is
+    raise ParvecError(
+        f"{path}:1: malformed header {_shown(line)!r}: expected '<count> <dimension>' as word2vec writes; "
+        + _header_hint(raw, line)
+    )
 
 
 def _check_options(limit: int | None, unicode_errors: str) -> None:
@@ -209,142 +285,449 @@ def _check_options(limit: int | None, unicode_errors: str) -> None:
         raise ParvecError(f"unicode_errors must be 'strict', 'replace' or 'ignore', got {unicode_errors!r}")
 
 
-def _parse_text_values(rest: bytes, dim: int) -> np.ndarray | None:
-    """Parse one text row's values; None when it is not exactly ``dim`` numbers."""
-    try:
-        # fromstring parses in C; with the warnings filter (set by the caller) trailing junk raises.
-        values = np.fromstring(rest, dtype=np.float32, sep=" ")
-    except (DeprecationWarning, ValueError):
-        return None
-    return values if values.size == dim else None
+# ---------------------------------------------------------------------- binary rows
+# A problem found while scanning binary rows: (row index, offset in the buffer, kind, what).  kind is "end" (the
+# data ends where a row should start), "truncated" (it ends inside a row) or "structure" (the bytes do not fall
+# into word, space, vector, separator: a wrong dimension in the header, or a damaged file).
+_Problem = tuple[int, int, str, str]
 
 
-def _looks_like_text(body: bytes, dim: int) -> bool:
-    """Whether the first vector of a word2vec body is a text row of ``dim`` numbers."""
-    line, newline, _ = body.partition(b"\n")
-    if not newline and len(body) >= _SNIFF_BYTES:
-        return False
-    _, space, rest = line.rstrip().partition(b" ")
-    if not space:
-        return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        return _parse_text_values(rest, dim) is not None
+def _scan_binary(
+    buf: bytes, pos: int, dim: int, max_rows: int, newline: bool | None, at_eof: bool, row: int
+) -> tuple[list[tuple[int, int]], int, bool | None, _Problem | None]:
+    """Parse binary rows of ``buf[pos:]``: word, space, ``dim`` little-endian float32, then word2vec.c's newline.
+
+    gensim 4 writes no newline after a vector; a file uses one layout throughout, fixed by the byte after its
+    first vector (``newline``: None until seen).  Words are non-empty and hold no newline.  Returns the
+    ``(word start, word end)`` of each complete row (the vector follows the space at word end), the position
+    after the last one, the layout and the first problem.  Without a problem the scan stops after ``max_rows``
+    rows, or before a row ``buf`` does not hold whole (a problem only when ``at_eof``).  ``row`` is the index of
+    the first row scanned.
+    """
+    vec = 4 * dim
+    spans: list[tuple[int, int]] = []
+    n = len(buf)
+    while len(spans) < max_rows:
+        start = pos
+        if row > 0:  # the separator between the previous vector and this row
+            if pos >= n:
+                if at_eof:
+                    return spans, start, newline, (row, start, "end", "")
+                break
+            sep = buf[pos] == 10
+            if newline is None:
+                newline = sep
+            if sep != newline:
+                what = (
+                    "no newline after the previous vector, unlike the vectors before it"
+                    if newline
+                    else "a newline after the previous vector, unlike the vectors before it"
+                )
+                return spans, start, newline, (row, start, "structure", what)
+            pos += sep
+        sp = buf.find(b" ", pos, pos + _MAX_WORD_BYTES + 1)
+        if sp < 0:
+            if not at_eof and n - pos <= _MAX_WORD_BYTES:
+                pos = start
+                break
+            if at_eof and not buf[pos:].strip():
+                return spans, start, newline, (row, pos, "end", "")
+            if at_eof:
+                return spans, start, newline, (row, pos, "truncated", "truncated file: a word without its vector")
+            what = f"no space after the word within {_MAX_WORD_BYTES} bytes"
+            return spans, start, newline, (row, pos, "structure", what)
+        if sp == pos or buf.find(b"\n", pos, sp) >= 0:
+            what = "an empty word" if sp == pos else "a newline inside the word"
+            return spans, start, newline, (row, pos, "structure", what)
+        if sp + 1 + vec > n:
+            if not at_eof:
+                pos = start
+                break
+            what = f"truncated vector: expected {vec} bytes, found {n - sp - 1}"
+            return spans, start, newline, (row, pos, "truncated", what)
+        spans.append((pos, sp))
+        pos = sp + 1 + vec
+        row += 1
+    return spans, pos, newline, None
 
 
-def _sniff(path: Path) -> tuple[int, int, bool]:
+def _sniff_size(dim: int) -> int:
+    return min(64 << 20, max(_SNIFF_BYTES, (_SNIFF_ROWS + 1) * (4 * dim + 1024)))
+
+
+def _read_start(path: Path) -> tuple[int, int, int, bytes, bool]:
+    """``(count, dim, header bytes, the bytes after the header (a few rows' worth), whether that is all)``."""
     try:
         with open_input(path) as f:
-            count, dim = _read_header(f, path)
-            body = f.read(_SNIFF_BYTES)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+            count, dim, header_len = _read_header(f, path)
+            want = _sniff_size(dim)
+            body = f.read(want)
+            at_eof = len(body) < want or not f.read(1)
+    except _READ_ERRORS as exc:
         raise ParvecError(f"{path}: cannot read: {exc}") from None
-    return count, dim, bool(body) and not _looks_like_text(body, dim)
+    return count, dim, header_len, body, at_eof
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sniff:
+    kind: str  # "text"/"binary": the first rows are that layout; "text?"/"binary?": neither parses, a guess
+    values: int  # how many numbers the first body line holds when kind is "text"
+    dim: int
+
+
+def _classify(body: bytes, count: int, dim: int, at_eof: bool) -> _Sniff:
+    """Tell the layout from the bytes after the header.
+
+    A first line that is a word and numbers makes the file text, whatever the header says, so that a text
+    file with a wrong header is reported as such.  Binary needs more: the first rows parse as word, space,
+    ``dim`` float32 values and separator, and their vector bytes hold bytes no text file holds (or the rows
+    are the whole file).  The one overlap, a binary first vector whose bytes happen to spell a number up to a
+    newline byte, is binary when that line ends inside where the first vector would be.
+    """
+    if not body.strip():
+        return _Sniff("empty", 0, dim)
+    nl = body.find(b"\n")
+    line = body[:nl] if nl >= 0 else (body if at_eof else b"")
+    row = _text_row(line) if line else None
+    spans, end, _, problem = _scan_binary(body, 0, dim, max(1, min(count, _SNIFF_ROWS)), None, at_eof, 0)
+    parses = problem is None and bool(spans)
+    not_text = parses and any(_NOT_TEXT.search(body, we + 1, we + 1 + 4 * dim) for _, we in spans)
+    if row is not None:
+        line_end = nl if nl >= 0 else len(body)
+        if parses and not_text and line_end < len(row[0]) + 1 + 4 * dim:
+            return _Sniff("binary", 0, dim)
+        return _Sniff("text", row[1].size, dim)
+    values_part = (line or body[:256]).partition(b" ")[2]
+    printable = _NOT_TEXT.search(values_part) is None
+    whole = parses and at_eof and len(spans) == count and not body[end:].strip()
+    if parses and (not_text or whole or not printable):
+        return _Sniff("binary", 0, dim)
+    return _Sniff("text?" if printable else "binary?", 0, dim)
+
+
+def _sniff(path: Path) -> _Sniff:
+    count, dim, _, body, at_eof = _read_start(path)
+    return _classify(body, count, dim, at_eof)
 
 
 def detect_binary(path: PathLike) -> bool:
-    """Whether a word2vec file is in the binary layout (False: text), judged from its first vector.
+    """Whether a word2vec file is in the binary layout (False: text), judged from its first rows.
+
+    A file is binary only when the bytes after its header parse as binary vectors (word, space,
+    ``dimension`` float32 values, separator); a file whose first vector line is a word and numbers is text,
+    even when its header disagrees with that line (reading it then says so).
 
     Example:
         >>> detect_binary("GoogleNews-vectors-negative300.bin.gz")  # doctest: +SKIP
         True
     """
-    return _sniff(Path(path))[2]
+    return _sniff(Path(path)).kind.startswith("binary")
 
 
-def _decode_word(raw: bytes, unicode_errors: str, path: Path, where: str) -> str:
+def _dims_that_fit(path: Path, count: int) -> list[int]:
+    """The dimensions (up to ``_MAX_GUESS_DIM``) with which the file's first binary rows parse cleanly."""
+    try:
+        _, _, _, body, at_eof = _read_start(path)
+    except ParvecError:
+        return []
+    rows = max(1, min(count, _SNIFF_ROWS))
+    fits = []
+    for d in range(1, min(_MAX_GUESS_DIM, len(body) // 4) + 1):
+        spans, end, _, problem = _scan_binary(body, 0, d, rows, None, at_eof, 0)
+        if problem is not None or len(spans) < rows:
+            continue
+        if any(not _is_utf8(body[a:b]) for a, b in spans):
+            continue
+        if at_eof:  # the whole file is here: all of it must parse
+            spans, end, _, problem = _scan_binary(body, 0, d, count, None, True, 0)
+            if problem is not None or body[end:].strip():
+                continue
+        fits.append(d)
+        if len(fits) > 1:
+            break
+    return fits
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _dim_note(path: Path, count: int, dim: int) -> str:
+    fits = _dims_that_fit(path, count)
+    if len(fits) == 1 and fits[0] != dim:
+        return f" (the first vectors fit dimension {fits[0]}, not the header's dimension {dim}: fix the header)"
+    return ""
+
+
+def _binary_error(path: Path, problem: _Problem, base: int, count: int, dim: int) -> ParvecError:
+    row, offset, kind, what = problem
+    if kind == "end":
+        what = f"the file ends: the header promises {count} vectors but only {row} follow"
+    elif kind == "structure":
+        what = f"{what}: the rows do not fit the header's dimension {dim}, or the file is damaged"
+    return ParvecError(f"{path}: vector {row + 1} at byte {base + offset}: {what}{_dim_note(path, count, dim)}")
+
+
+def _decode_word(raw: bytes, unicode_errors: str, path: Path, where: str, note: str = "") -> str:
     try:
         return raw.decode("utf-8", errors=unicode_errors)
     except UnicodeDecodeError as exc:
+        fix = note or "; use --unicode-errors replace (unicode_errors='replace') to read it anyway"
+        raise ParvecError(f"{path}:{where}: invalid UTF-8 in word {raw[:60]!r} ({exc.reason}){fix}") from None
+
+
+def _allocate(n: int, dim: int, path: Path, count: int, size: int | None) -> np.ndarray:
+    # Each row takes at least 2 * dim + 1 bytes, so an uncompressed file's size bounds the rows it can hold:
+    # a header promising more is caught when the rows run out, not by allocating what it promises.
+    rows = n if size is None else min(n, size // (2 * dim + 1) + 1)
+    try:
+        return np.empty((rows, dim), dtype=np.float32)
+    except (MemoryError, ValueError):
         raise ParvecError(
-            f"{path}:{where}: invalid UTF-8 in word {raw!r} ({exc.reason}); "
-            "use --unicode-errors replace (unicode_errors='replace') to read it anyway"
+            f"{path}:1: the header asks for {count} x {dim} float32 values, which do not fit in memory; "
+            "use limit= to read fewer vectors (or fix the header if it is wrong)"
         ) from None
 
 
-def _read_text_body(
-    f: IO[bytes], path: Path, count: int, dim: int, out: np.ndarray, unicode_errors: str, promised: int
-) -> list[str]:
+def _read_binary_rows(
+    f: IO[bytes], path: Path, n: int, count: int, dim: int, unicode_errors: str, header_len: int, size: int | None
+) -> tuple[np.ndarray, list[str]]:
     words: list[str] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        i = 0
-        for line in f:
-            if i == count:
-                break
-            line_no = i + 2
-            word_raw, _, rest = line.rstrip().partition(b" ")
-            words.append(_decode_word(word_raw, unicode_errors, path, str(line_no)))
-            values = _parse_text_values(rest, dim)
-            if values is None:
-                _text_row_error(path, line_no, word_raw, rest, dim)
-            out[i] = values
-            i += 1
-    if i < count:
-        raise ParvecError(f"{path}:{i + 2}: truncated file: the header promises {promised} vectors but only {i} follow")
-    return words
-
-
-def _text_row_error(path: Path, line_no: int, word_raw: bytes, rest: bytes, dim: int) -> None:
-    fields = rest.split()
-    hint = ""
-    if _sniff(path)[2]:
-        hint = " (this looks like a binary word2vec file: use binary=True / --binary)"
-    for field in fields:
-        try:
-            float(field)
-        except ValueError:
-            shown = field[:30].decode("utf-8", "replace")
-            raise ParvecError(
-                f"{path}:{line_no}: non-numeric value {shown!r} in the vector of "
-                f"{word_raw[:50].decode('utf-8', 'replace')!r}{hint}"
-            ) from None
-    raise ParvecError(f"{path}:{line_no}: dimension mismatch: {len(fields)} values, but the header says {dim}{hint}")
-
-
-def _read_binary_body(
-    f: IO[bytes], path: Path, count: int, dim: int, out: np.ndarray, unicode_errors: str, promised: int
-) -> list[str]:
-    words: list[str] = []
-    vec_bytes = 4 * dim
-    buf = b""
-    pos = 0
-    base = 0  # file offset (after the header) of buf[0], for messages
-    eof = False
+    out: np.ndarray | None = None
+    buf, pos, base, eof, newline, i = b"", 0, header_len, False, None, 0
     little = np.dtype("<f4")
-    for i in range(count):
-        # Fill until the word's terminating space and the whole vector after it are in buf.
-        while True:
-            sp = buf.find(b" ", pos)
-            if sp >= 0 and sp + 1 + vec_bytes <= len(buf):
-                break
-            if eof:
-                where = f"vector {i + 1} (byte {base + pos} after the header)"
-                if sp < 0:
-                    if buf[pos:].strip(b"\n"):
-                        raise ParvecError(f"{path}: {where}: truncated file: a word without its vector")
-                    raise ParvecError(
-                        f"{path}: {where}: truncated file: the header promises {promised} vectors but only {i} follow"
-                    )
-                raise ParvecError(
-                    f"{path}: {where}: truncated vector: expected {vec_bytes} bytes, found {len(buf) - sp - 1}"
-                )
-            if sp < 0 and len(buf) - pos > _MAX_WORD_BYTES:
-                raise ParvecError(
-                    f"{path}: vector {i + 1}: no space after the word within {_MAX_WORD_BYTES} bytes; "
-                    "is this really a binary word2vec file?"
-                )
+    while i < n:
+        spans, end, newline, problem = _scan_binary(buf, pos, dim, n - i, newline, eof, i)
+        if spans and out is None:
+            out = _allocate(n, dim, path, count, size)
+        for ws, we in spans:
+            try:
+                words.append(buf[ws:we].decode("utf-8", errors=unicode_errors))
+            except UnicodeDecodeError:
+                # A wrong dimension in the header shifts words into vector bytes: say that, not "use replace".
+                where = f" vector {i + 1} at byte {base + ws}"
+                words.append(_decode_word(buf[ws:we], unicode_errors, path, where, _dim_note(path, count, dim)))
+            assert out is not None
+            out[i] = np.frombuffer(buf, dtype=little, count=dim, offset=we + 1)
+            i += 1
+        if problem is not None:
+            raise _binary_error(path, problem, base, count, dim)
+        pos = end
+        if i < n:
             block = f.read(_READ_BLOCK)
             eof = not block
             base += pos
             buf = buf[pos:] + block
             pos = 0
-        # word2vec.c writes "\n" after each vector, gensim 4 does not: skip it when present.
-        word_raw = buf[pos:sp].lstrip(b"\n")
-        words.append(_decode_word(word_raw, unicode_errors, path, f" vector {i + 1}"))
-        out[i] = np.frombuffer(buf, dtype=little, count=dim, offset=sp + 1)
-        pos = sp + 1 + vec_bytes
-    return words
+    if n == count:
+        _check_binary_tail(f, path, buf[pos:], base + pos, newline, count, dim)
+    return (out if out is not None else np.empty((0, dim), dtype=np.float32)), words
+
+
+def _check_binary_tail(
+    f: IO[bytes], path: Path, rest: bytes, offset: int, newline: bool | None, count: int, dim: int
+) -> None:
+    """After the last vector the header promises: word2vec.c's newline, then only whitespace."""
+    if not rest:
+        rest = f.read(_READ_BLOCK)
+    if newline is not False and rest[:1] == b"\n":
+        rest, offset = rest[1:], offset + 1
+    while rest:
+        data = rest.lstrip()
+        if data:
+            raise ParvecError(
+                f"{path}: byte {offset + len(rest) - len(data)}: data after the {count} vectors the header promises "
+                f"(is its count right?){_dim_note(path, count, dim)}"
+            )
+        offset += len(rest)
+        rest = f.read(_READ_BLOCK)
+
+
+# ---------------------------------------------------------------------- text rows
+def _layout_hint(path: Path, sniff: _Sniff | None) -> str:
+    try:
+        kind = (sniff or _sniff(path)).kind
+    except ParvecError:
+        return ""
+    if kind == "binary":
+        return " (this looks like a binary word2vec file: use binary=True / --binary)"
+    if kind == "binary?":
+        return " (its bytes are not text: a binary word2vec file? try binary=True / --binary)"
+    return ""
+
+
+def _read_text_rows(
+    lines: Iterable[bytes],
+    path: Path,
+    n: int,
+    count: int,
+    dim: int,
+    unicode_errors: str,
+    size: int | None,
+    *,
+    first_line: int,
+    source: str,
+    check_tail: bool,
+    mismatch_note: str = "",
+) -> tuple[np.ndarray, list[str]]:
+    """Read ``n`` rows ``word v1 .. v_dim`` from ``lines`` (line numbers from ``first_line``).
+
+    ``source`` says where ``dim`` comes from ("the header says").  Every row must have exactly ``dim``
+    numbers and end in whitespace (a last line cut inside a number has neither newline nor trailing space);
+    with ``check_tail`` only blank lines may follow the ``count`` rows.
+    """
+    words: list[str] = []
+    out: np.ndarray | None = None
+    i = 0
+    line_no = first_line - 1
+    it = iter(lines)
+    with _strict_numbers():
+        for line in it if n else ():
+            line_no += 1
+            word_raw, _, rest = line.rstrip().partition(b" ")
+            values = _text_values(rest) if word_raw else None
+            if values is None or values.size != dim or line[-1] not in _WHITESPACE:
+                _text_row_error(path, line_no, line, word_raw, rest, values, dim, source, mismatch_note)
+            words.append(_decode_word(word_raw, unicode_errors, path, str(line_no)))
+            if out is None:
+                out = _allocate(n, dim, path, count, size)
+            out[i] = values
+            i += 1
+            if i == n:
+                break
+    if i < n:
+        raise ParvecError(
+            f"{path}:{line_no + 1}: truncated file: the header promises {count} vectors but only {i} follow"
+        )
+    if check_tail:
+        for line in it:
+            line_no += 1
+            if line.strip():
+                raise ParvecError(
+                    f"{path}:{line_no}: the header promises {count} vectors, but more lines follow "
+                    f"({_shown(line.strip(), 40)!r}): is its count right?"
+                )
+    return (out if out is not None else np.empty((0, dim), dtype=np.float32)), words
+
+
+def _text_row_error(
+    path: Path,
+    line_no: int,
+    line: bytes,
+    word_raw: bytes,
+    rest: bytes,
+    values: np.ndarray | None,
+    dim: int,
+    source: str,
+    mismatch_note: str,
+) -> NoReturn:
+    if not line.strip():
+        what = f"dimension mismatch: 0 values, but {source} {dim} (an empty line)"
+    elif not word_raw:
+        what = "the line starts with a space: no word before the values"
+    elif values is None:
+        bad = next((x for x in rest.split() if _text_values(x) is None), rest.strip())
+        what = f"non-numeric value {_shown(bad, 30)!r} in the vector of {_shown(word_raw, 50)!r}"
+    elif values.size != dim:
+        what = f"dimension mismatch: {values.size} values, but {source} {dim}{mismatch_note}"
+    else:
+        what = (
+            "the last line ends without a newline: the file looks truncated (its last value may be cut short); "
+            "add the newline if the file is complete"
+        )
+    if line[-1] not in _WHITESPACE and values is not None and values.size != dim:
+        what += " (the file ends on this line: truncated?)"
+    raise _TextRowError(f"{path}:{line_no}: {what}")
+
+
+class _TextRowError(ParvecError):
+    """A text row that does not parse (the reader adds the layout hint when it is the first row)."""
+
+
+def _read_text_file(
+    f: IO[bytes],
+    path: Path,
+    n: int,
+    count: int,
+    dim: int,
+    unicode_errors: str,
+    size: int | None,
+    sniff: _Sniff | None,
+) -> tuple[np.ndarray, list[str]]:
+    try:
+        return _read_text_rows(
+            f,
+            path,
+            n,
+            count,
+            dim,
+            unicode_errors,
+            size,
+            first_line=2,
+            source="the header says",
+            check_tail=n == count,
+        )
+    except _TextRowError as exc:
+        msg = str(exc)
+        if msg.startswith(f"{path}:2: "):
+            msg += _layout_hint(path, sniff)
+        raise ParvecError(msg) from None
+
+
+def _read_headerless(path: Path, limit: int | None, unicode_errors: str) -> tuple[np.ndarray, list[str]]:
+    """A text file without the header line (GloVe's layout): a first pass counts the rows, as gensim does."""
+
+    def first_line(f: IO[bytes]) -> bytes:
+        line = f.readline()
+        return line[len(_BOM) :] if line.startswith(_BOM) else line
+
+    with open_input(path) as f:
+        first = first_line(f)
+        row = _text_row(first)
+        if row is None:
+            raise ParvecError(
+                f"{path}:1: not a vector line {_shown(first)!r}: a file without a header has a word and its "
+                "numbers on every line"
+            )
+        dim = row[1].size
+        rows, line_no = 1, 1
+        for line in f:
+            if limit is not None and rows >= limit:
+                break
+            line_no += 1
+            if line.strip():
+                rows = line_no  # blank lines count only before a vector (and are errors there)
+    n = rows if limit is None else min(rows, limit)
+    fields = first.split()
+    header_like = len(fields) == 2 and all(x.isdigit() for x in fields)
+    note = " (line 1 looks like a '<count> <dimension>' header: leave out no_header=True / --no-header)"
+    with open_input(path) as f:
+        lines = itertools.chain([first_line(f)], f)
+        try:
+            return _read_text_rows(
+                lines,
+                path,
+                n,
+                rows,
+                dim,
+                unicode_errors,
+                _plain_size(path),
+                first_line=1,
+                source="line 1 has",
+                check_tail=False,
+                mismatch_note=note if header_like else "",
+            )
+        except _TextRowError as exc:
+            raise ParvecError(str(exc)) from None
+
+
+def _plain_size(path: Path) -> int | None:
+    """The size of an uncompressed file (it bounds how many rows the file can hold)."""
+    return None if path.suffix.lower() in _COMPRESSED else path.stat().st_size
 
 
 def read_word2vec(
@@ -353,39 +736,52 @@ def read_word2vec(
     limit: int | None = None,
     unicode_errors: str = "strict",
     datatype: Any = np.float32,
+    no_header: bool = False,
 ) -> tuple[np.ndarray, list[str]]:
     """Read a word2vec text or binary file; return ``(vectors [n, dim], words)``.
 
-    ``binary=None`` detects the layout from the first vector.  ``limit`` reads only the first
-    ``limit`` vectors (word2vec files are sorted by descending frequency).  ``unicode_errors`` is
-    passed to ``bytes.decode`` for the words.  A word that occurs twice keeps its first vector, as
-    gensim does.  Bad input raises :class:`ParvecError` naming the file and line or vector.
+    ``binary=None`` detects the layout (see :func:`detect_binary`); ``binary=True`` on a file whose first
+    vector line is text, or ``False`` on binary bytes, is an error that says which layout to use.  The header
+    must agree with the file: every text line holds a word and exactly ``dimension`` numbers, binary rows fit
+    ``dimension`` float32 values, and the file holds exactly ``count`` vectors (blank lines may follow).
+    A UTF-8 BOM and CRLF line ends are accepted.  ``no_header=True`` reads a text file without the header
+    line (GloVe's layout), counting its lines first, as gensim does.  ``limit`` reads only the first
+    ``limit`` vectors (word2vec files are sorted by descending frequency) and does not look further.
+    ``unicode_errors`` is passed to ``bytes.decode`` for the words.  A word that occurs twice keeps its first
+    vector, as gensim does.  Bad input raises :class:`ParvecError` naming the file and the line (text) or the
+    vector and byte offset (binary), and what disagrees.
 
     Example:
         >>> vectors, words = read_word2vec("vectors.bin", binary=True, limit=100000)  # doctest: +SKIP
     """
     p = Path(path)
     _check_options(limit, unicode_errors)
-    if binary is None:
-        binary = detect_binary(p)
-    elif binary:
-        _, _, is_binary = _sniff(p)
-        if not is_binary:
-            raise ParvecError(f"{p}: this looks like a text word2vec file: use binary=False / --text")
+    if no_header and binary:
+        raise ParvecError(f"{p}: no_header=True / --no-header is for text files; binary word2vec files have a header")
     try:
-        with open_input(p) as f:
-            count, dim = _read_header(f, p)
-            n = count if limit is None else min(count, limit)
-            try:
-                out = np.empty((n, dim), dtype=np.float32)
-            except (MemoryError, ValueError):
-                raise ParvecError(
-                    f"{p}:1: the header asks for {count} x {dim} float32 values, which do not fit in "
-                    "memory; use limit= to read fewer vectors"
-                ) from None
-            reader = _read_binary_body if binary else _read_text_body
-            words = reader(f, p, n, dim, out, unicode_errors, count)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+        if no_header:
+            out, words = _read_headerless(p, limit, unicode_errors)
+        else:
+            sniff = None
+            if binary is None or binary:
+                sniff = _sniff(p)
+                if binary is None:
+                    binary = sniff.kind.startswith("binary")
+                elif sniff.kind == "text":
+                    note = f"; the header says dimension {sniff.dim}" if sniff.values != sniff.dim else ""
+                    raise ParvecError(
+                        f"{p}:2: this looks like a text word2vec file (a word and {sniff.values} numbers{note}): "
+                        "use binary=False / --text"
+                    )
+            with open_input(p) as f:
+                count, dim, header_len = _read_header(f, p)
+                n = count if limit is None else min(count, limit)
+                size = _plain_size(p)
+                if binary:
+                    out, words = _read_binary_rows(f, p, n, count, dim, unicode_errors, header_len, size)
+                else:
+                    out, words = _read_text_file(f, p, n, count, dim, unicode_errors, size, sniff)
+    except _READ_ERRORS as exc:
         raise ParvecError(f"{p}: cannot read: {exc}") from None
     if len(set(words)) != len(words):
         words, out = _drop_duplicates(words, out, p)
@@ -505,10 +901,38 @@ def save_npy(path_prefix: PathLike, vectors: np.ndarray, keys: Sequence[str], co
     return vec_path
 
 
+def _load_array(path: Path, mmap: bool = False) -> np.ndarray:
+    """``np.load``, strict: the file must hold exactly the bytes its header's shape and dtype need.
+
+    (``np.load`` ignores bytes after the array, so a damaged shape in the header could read as a
+    smaller array.)
+    """
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    try:
+        with open(path, "rb") as f:
+            read_header = readers.get(np.lib.format.read_magic(f))
+            if read_header is not None:
+                shape, _, dtype = read_header(f)
+                have = os.fstat(f.fileno()).st_size - f.tell()
+                need = math.prod(shape) * dtype.itemsize
+                if have != need and not dtype.hasobject:
+                    raise ParvecError(
+                        f"{path}: {have} bytes of data, but its header's {dtype} array of shape {shape} needs {need} "
+                        "(a damaged or truncated file)"
+                    )
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except _NPY_ERRORS as exc:
+        raise ParvecError(f"{path}: not a readable .npy array: {exc}") from None
+
+
 def load_npy(path_prefix: PathLike, mmap: bool = False) -> tuple[np.ndarray, list[str], np.ndarray | None]:
     """Load what :func:`save_npy` wrote: ``(vectors, keys, counts or None)``.
 
-    ``mmap=True`` memory-maps the vectors read-only instead of reading them.
+    ``mmap=True`` memory-maps the vectors read-only instead of reading them.  The vectors must be a 2-D
+    float array with at least one column (and exactly the bytes its header needs), the vocabulary one
+    non-empty, distinct UTF-8 key per row, each line ended by a newline, and the counts (if present) one
+    non-negative integer per row; anything else raises :class:`ParvecError` naming the file (and the line
+    of the vocabulary).
 
     Example:
         >>> vectors, keys, counts = load_npy("out/vec.npy")  # doctest: +SKIP
@@ -517,28 +941,40 @@ def load_npy(path_prefix: PathLike, mmap: bool = False) -> tuple[np.ndarray, lis
     for p in (vec_path, vocab_path):
         if not p.is_file():
             raise ParvecError(f"{p}: no such file (a .npy vector file needs {vocab_path.name} next to it)")
+    vectors = _load_array(vec_path, mmap)
+    if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating) or vectors.shape[1] == 0:
+        raise ParvecError(
+            f"{vec_path}: expected a 2-D float array with at least one column, got {vectors.dtype} {vectors.shape}"
+        )
     try:
-        vectors = np.load(vec_path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise ParvecError(f"{vec_path}: not a readable .npy array: {exc}") from None
-    if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating):
-        raise ParvecError(f"{vec_path}: expected a 2-D float array, got {vectors.dtype} {vectors.shape}")
-    raw = vocab_path.read_bytes()
+        raw = vocab_path.read_bytes()
+    except OSError as exc:
+        raise ParvecError(f"{vocab_path}: cannot read: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise ParvecError(f"{vocab_path}:{line}: invalid UTF-8 ({exc.reason})") from None
+    if text and not text.endswith("\n"):
+        raise ParvecError(
+            f"{vocab_path}:{text.count(chr(10)) + 1}: the last line has no newline: the file looks truncated "
+            "(every key ends with a newline)"
+        )
     keys = text.split("\n")
-    if keys and keys[-1] == "":
-        keys.pop()  # every key ends with "\n"; the split leaves one empty string after the last
+    keys.pop()  # every key ends with "\n"; the split leaves one empty string after the last
     if len(keys) != len(vectors):
         raise ParvecError(f"{vocab_path}: {len(keys)} keys, but {vec_path.name} has {len(vectors)} vectors")
-    if len(set(keys)) != len(keys):
-        raise ParvecError(f"{vocab_path}: duplicate keys")
+    first_line: dict[str, int] = {}
+    for line, key in enumerate(keys, 1):
+        if not key:
+            raise ParvecError(f"{vocab_path}:{line}: empty key")
+        if first_line.setdefault(key, line) != line:
+            raise ParvecError(f"{vocab_path}:{line}: duplicate key {key!r} (first on line {first_line[key]})")
     counts = None
     if counts_path.is_file():
-        counts = np.load(counts_path, allow_pickle=False)
-        if counts.shape != (len(keys),):
-            raise ParvecError(f"{counts_path}: {counts.shape} counts for {len(keys)} keys")
+        counts = _load_array(counts_path)
+        if counts.shape != (len(keys),) or not np.issubdtype(counts.dtype, np.integer):
+            raise ParvecError(f"{counts_path}: expected {len(keys)} integer counts, got {counts.dtype} {counts.shape}")
+        if counts.size and counts.min() < 0:
+            raise ParvecError(f"{counts_path}: negative count at row {int(np.flatnonzero(counts < 0)[0])}")
     return vectors, keys, counts

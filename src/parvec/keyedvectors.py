@@ -463,14 +463,19 @@ class KeyedVectors:
         limit: int | None = None,
         unicode_errors: str = "strict",
         datatype: Any = np.float32,
+        no_header: bool = False,
     ) -> KeyedVectors:
         """Read a word2vec text or binary file (``binary=None``: detect); see :func:`formats.read_word2vec`.
 
+        The header must agree with the file (a wrong count or dimension is a :class:`ParvecError` naming
+        the line or byte); ``no_header=True`` reads a text file without one (GloVe's layout), as in gensim.
+
         Example:
             >>> kv = KeyedVectors.load_word2vec_format("vectors.bin", binary=True)  # doctest: +SKIP
+            >>> glove = KeyedVectors.load_word2vec_format("glove.6B.100d.txt", no_header=True)  # doctest: +SKIP
         """
         vectors, words = formats.read_word2vec(
-            path, binary=binary, limit=limit, unicode_errors=unicode_errors, datatype=datatype
+            path, binary=binary, limit=limit, unicode_errors=unicode_errors, datatype=datatype, no_header=no_header
         )
         return cls(vectors, words)
 
@@ -499,8 +504,11 @@ def load_vectors(
     binary: bool | None = None,
     unicode_errors: str = "strict",
     limit: int | None = None,
+    no_header: bool = False,
 ) -> KeyedVectors:
     """Load vectors from ``.npy`` (+ vocab) or a word2vec file, detecting text vs binary unless given.
+
+    ``no_header=True``: a word2vec text file without the ``count dimension`` line (GloVe's layout).
 
     Example:
         >>> kv = load_vectors("vectors.txt.gz")  # doctest: +SKIP
@@ -515,4 +523,6 @@ def load_vectors(
                 kv.vectors[:limit], kv.index_to_key[:limit], None if kv.counts is None else kv.counts[:limit]
             )
         return kv
-    return KeyedVectors.load_word2vec_format(p, binary=binary, limit=limit, unicode_errors=unicode_errors)
+    return KeyedVectors.load_word2vec_format(
+        p, binary=binary, limit=limit, unicode_errors=unicode_errors, no_header=no_header
+    )

@@ -1,7 +1,8 @@
 """``parvec similar``, ``parvec analogy`` and ``parvec eval``: queries and evaluation of saved vectors.
 
 VECTORS may be a ``.npy`` file (with its ``.vocab.txt``) or a word2vec file, text or binary
-(detected from the first vector unless ``--binary``/``--text`` is given), optionally compressed.
+(detected from the first vectors unless ``--binary``/``--text`` is given), optionally compressed.
+The rules for reading it are in ``READING_RULES``, printed by each command's ``--help``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,15 @@ from typing import Any
 from parvec.errors import ParvecError
 from parvec.evaluation import EVAL_FILES, default_eval_paths, evaluate, format_report
 from parvec.keyedvectors import KeyedVectors, load_vectors
+
+READING_RULES = (
+    "Reading VECTORS: a .npy file needs its .vocab.txt beside it.  A word2vec file is read as binary only when "
+    "the bytes after its header parse as binary vectors (word, space, DIM float32 values); a file whose first "
+    "vector line is a word and numbers is text.  The 'COUNT DIM' header must agree with the file: a line with "
+    "another number of values, a value that is not a number, more or fewer vectors than COUNT, or a truncated "
+    "file is an error naming the line (text) or the vector and byte (binary), with exit code 2.  A UTF-8 BOM and "
+    "CRLF line ends are fine; a file without the header (GloVe's layout) needs --no-header."
+)
 
 
 def _positive_int(text: str) -> int:
@@ -35,14 +45,19 @@ def _add_vector_options(p: argparse.ArgumentParser) -> None:
         action="store_const",
         const=True,
         default=None,
-        help="VECTORS is word2vec binary (default: detect)",
+        help="VECTORS is word2vec binary (default: detect; see below)",
     )
     layout.add_argument(
         "--text",
         dest="binary",
         action="store_const",
         const=False,
-        help="VECTORS is word2vec text (default: detect)",
+        help="VECTORS is word2vec text (default: detect; see below)",
+    )
+    p.add_argument(
+        "--no-header",
+        action="store_true",
+        help="VECTORS is word2vec text without the 'COUNT DIM' first line (GloVe's layout)",
     )
     p.add_argument(
         "--unicode-errors",
@@ -70,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """
     p = subparsers.add_parser(
         "similar",
+        epilog=READING_RULES,
         help="the words closest to a word",
         description="Print the K words most similar (cosine) to WORD.",
     )
@@ -80,6 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "analogy",
+        epilog=READING_RULES,
         help="A is to B as C is to ?",
         description="Solve 'A is to B as C is to ?' (3CosAdd: B - A + C).",
     )
@@ -92,6 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "eval",
+        epilog=READING_RULES,
         help="WS-353, SimLex-999 and Google analogy scores",
         description="Evaluate vectors on word-pair similarity and analogy files.  Without file options, "
         f"{', '.join(EVAL_FILES.values())} are looked up in $PARVEC_EVAL_DIR and shared/data/eval.",
@@ -112,7 +130,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load(args: argparse.Namespace) -> KeyedVectors:
-    return load_vectors(args.vectors, binary=args.binary, unicode_errors=args.unicode_errors, limit=args.limit)
+    return load_vectors(
+        args.vectors,
+        binary=args.binary,
+        unicode_errors=args.unicode_errors,
+        limit=args.limit,
+        no_header=args.no_header,
+    )
 
 
 def _check_word(kv: KeyedVectors, word: str, source: str) -> str:
