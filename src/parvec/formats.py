@@ -41,6 +41,7 @@ import math
 import os
 import re
 import tempfile
+import tokenize
 import warnings
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -75,8 +76,10 @@ _SNIFF_ROWS = 8  # binary rows layout detection parses
 _MAX_GUESS_DIM = 4096  # largest dimension tried when saying which one a binary file's rows fit
 _UNICODE_ERRORS = ("strict", "replace", "ignore")
 _READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
-# What np.load raises on a damaged .npy (its header is parsed with ast.literal_eval and np.dtype).
-_NPY_ERRORS = (OSError, ValueError, EOFError, TypeError, SyntaxError, MemoryError, OverflowError, KeyError)
+# What np.load raises on a damaged .npy: its header is parsed with tokenize, ast.literal_eval and np.dtype.
+_NPY_ERRORS = (
+    OSError, ValueError, EOFError, TypeError, SyntaxError, MemoryError, OverflowError, KeyError, tokenize.TokenError
+)
 _BOM = b"\xef\xbb\xbf"
 _WHITESPACE = b" \t\n\r\x0b\x0c"
 # Bytes no UTF-8 text holds: C0 controls other than whitespace, DEL, and bytes UTF-8 never uses.
@@ -373,34 +376,46 @@ class _Sniff:
     kind: str  # "text"/"binary": the first rows are that layout; "text?"/"binary?": neither parses, a guess
     values: int  # how many numbers the first body line holds when kind is "text"
     dim: int
+    whole_binary: bool = False  # the whole (small) file also parses exactly as binary rows
 
 
 def _classify(body: bytes, count: int, dim: int, at_eof: bool) -> _Sniff:
     """Tell the layout from the bytes after the header.
 
     A first line that is a word and numbers makes the file text, whatever the header says, so that a text
-    file with a wrong header is reported as such.  Binary needs more: the first rows parse as word, space,
-    ``dim`` float32 values and separator, and their vector bytes hold bytes no text file holds (or the rows
-    are the whole file).  The one overlap, a binary first vector whose bytes happen to spell a number up to a
-    newline byte, is binary when that line ends inside where the first vector would be.
+    file with a wrong header is reported as such.  Binary needs the first rows to parse as word, space,
+    ``dim`` float32 values and separator, and bytes no text holds where the first vector lies.  The one
+    overlap, a binary first vector whose bytes spell a number up to a newline byte, is binary when that line
+    ends inside the first vector, non-text bytes follow within it, and the next line is not a text row like
+    the first.  A file matching neither (damaged in its first row) is guessed from its first line's bytes.
     """
     if not body.strip():
         return _Sniff("empty", 0, dim)
     nl = body.find(b"\n")
     line = body[:nl] if nl >= 0 else (body if at_eof else b"")
+    line_end = nl if nl >= 0 else len(body)
     row = _text_row(line) if line else None
-    spans, end, _, problem = _scan_binary(body, 0, dim, max(1, min(count, _SNIFF_ROWS)), None, at_eof, 0)
+    spans, _, _, problem = _scan_binary(body, 0, dim, max(1, min(count, _SNIFF_ROWS)), None, at_eof, 0)
     parses = problem is None and bool(spans)
-    not_text = parses and any(_NOT_TEXT.search(body, we + 1, we + 1 + 4 * dim) for _, we in spans)
+    word_end = spans[0][1] if parses else 0
+    vector_end = word_end + 1 + 4 * dim  # where the first vector ends, read as binary
+    past_line = parses and line_end < vector_end and _NOT_TEXT.search(body, line_end, vector_end) is not None
+    if past_line:
+        next_nl = body.find(b"\n", line_end + 1)
+        following = body[line_end + 1 : next_nl if next_nl >= 0 else len(body)]
+        next_row = _text_row(following)
+        past_line = bool(following.strip()) and (next_row is None or row is None or next_row[1].size != row[1].size)
     if row is not None:
-        line_end = nl if nl >= 0 else len(body)
-        if parses and not_text and line_end < len(row[0]) + 1 + 4 * dim:
+        if past_line:
             return _Sniff("binary", 0, dim)
-        return _Sniff("text", row[1].size, dim)
+        whole = False
+        if parses and at_eof:  # a tiny binary file can also read as text: say so, binary=True then reads it
+            spans, end, _, problem = _scan_binary(body, 0, dim, count, None, True, 0)
+            whole = problem is None and not body[end:].strip()
+        return _Sniff("text", row[1].size, dim, whole)
     values_part = (line or body[:256]).partition(b" ")[2]
-    printable = _NOT_TEXT.search(values_part) is None
-    whole = parses and at_eof and len(spans) == count and not body[end:].strip()
-    if parses and (not_text or whole or not printable):
+    printable = _NOT_TEXT.search(values_part) is None and _is_utf8(values_part, cut_ok=not line)
+    if parses and (not printable or past_line):
         return _Sniff("binary", 0, dim)
     return _Sniff("text?" if printable else "binary?", 0, dim)
 
@@ -448,11 +463,12 @@ def _dims_that_fit(path: Path, count: int) -> list[int]:
     return fits
 
 
-def _is_utf8(raw: bytes) -> bool:
+def _is_utf8(raw: bytes, cut_ok: bool = False) -> bool:
+    """Whether ``raw`` is valid UTF-8 (``cut_ok``: but for a character cut short at its end)."""
     try:
         raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
+    except UnicodeDecodeError as exc:
+        return cut_ok and exc.reason == "unexpected end of data"
     return True
 
 
@@ -767,7 +783,7 @@ def read_word2vec(
                 sniff = _sniff(p)
                 if binary is None:
                     binary = sniff.kind.startswith("binary")
-                elif sniff.kind == "text":
+                elif sniff.kind == "text" and not sniff.whole_binary:
                     note = f"; the header says dimension {sniff.dim}" if sniff.values != sniff.dim else ""
                     raise ParvecError(
                         f"{p}:2: this looks like a text word2vec file (a word and {sniff.values} numbers{note}): "
