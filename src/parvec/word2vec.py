@@ -86,9 +86,13 @@ class Word2Vec:
     ) -> None:
         if sg != 1 or hs != 0:
             raise ParvecError("parvec trains skip-gram with negative sampling only (sg=1, hs=0)")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int | np.integer)
+                                    or workers < 1):
+            raise ParvecError(f"workers must be a positive integer, got {workers!r} (None, the default, uses all "
+                              f"cores: {default_threads()} here)")
         self.config = TrainConfig(
             algo=algo, dim=vector_size, window=window, negative=negative, sample=sample, alpha=alpha,
-            min_alpha=min_alpha, epochs=epochs, threads=workers or default_threads(), seed=seed,
+            min_alpha=min_alpha, epochs=epochs, threads=default_threads() if workers is None else workers, seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
             par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,
         ).validate()

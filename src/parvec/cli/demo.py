@@ -9,6 +9,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from parvec.cli.outputs import OutputPlan, Use, check_paths
+from parvec.cli.train import threads_arg
 from parvec.config import ALGORITHMS, DEFAULT_ALGO, default_threads
 
 DEMO_WORDS = ("king", "france", "computer", "music", "three", "war", "paris", "water")
@@ -33,18 +35,33 @@ def register(subparsers: Any) -> None:
     p.add_argument("--algo", choices=ALGORITHMS, default=DEFAULT_ALGO)
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--dim", type=int, default=100)
-    p.add_argument("--threads", type=int, default=default_threads())
+    p.add_argument("--threads", type=threads_arg, default=default_threads(),
+                   help=f"worker threads, at least 1 (default: all cores, {default_threads()} here)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("-o", "--output", help="also write the vectors here (word2vec text format)")
+    p.add_argument("-o", "--output", help="also write the vectors here (word2vec text format); checked, and its "
+                   "temporary file created, before training")
     p.set_defaults(func=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
     """Run ``parvec demo``."""
+    path = demo_corpus_path()
+    with OutputPlan() as plan:
+        pending = None
+        if args.output:
+            check_paths([Use("the demo corpus", path)], [Use("-o", Path(args.output))])
+            pending = plan.file("-o", args.output)  # an unwritable -o fails now, not after training
+        _demo(args, path, pending)
+        plan.commit()
+    if args.output:
+        print(f"\nwrote the vectors to {args.output}")
+    return 0
+
+
+def _demo(args: argparse.Namespace, path: Path, pending: Any) -> None:
     from parvec.evaluation import default_eval_paths, evaluate, format_report
     from parvec.word2vec import Word2Vec
 
-    path = demo_corpus_path()
     print(f"parvec demo: training {args.algo} on {path.name} (2M tokens of English Wikipedia), "
           f"dim {args.dim}, {args.epochs} epochs, {args.threads} threads", flush=True)
     t0 = time.perf_counter()
@@ -72,7 +89,5 @@ def run_demo(args: argparse.Namespace) -> int:
     else:
         print("\n(evaluation sets not found; set PARVEC_EVAL_DIR to a folder with wordsim353.tsv, "
               "simlex999.txt and questions-words.txt)", file=sys.stderr)
-    if args.output:
-        wv.save_word2vec_format(args.output)
-        print(f"\nwrote the vectors to {args.output}")
-    return 0
+    if pending is not None:
+        pending.write(wv.save_word2vec_format)

@@ -176,21 +176,24 @@ def _model(graph, args: argparse.Namespace):
 
 def _cmd_embed(args: argparse.Namespace) -> int:
     out = Path(args.output)
-    if not out.parent.is_dir():  # fail before the (long) training, not after
-        raise ParvecError(f"{out}: cannot write: output directory {out.parent} does not exist")
+    is_npy = out.suffix.lower() == ".npy"
+    # Before reading (parvec.cli.outputs): -o must not be the graph, and its temporary is made now, so an
+    # unwritable path fails before the (long) walks and training; parvec's main removes it on failure.
+    from parvec.cli.outputs import OutputPlan, Use, check_paths, vector_outputs
+
+    check_paths([Use("the graph", Path(args.graph))], vector_outputs("-o", out, npy=is_npy))
+    plan = OutputPlan()
+    pending = plan.file("-o", out, npy=is_npy)
     t0 = time.perf_counter()
     graph = _read(args)
     t_read = time.perf_counter() - t0
-    is_npy = out.suffix.lower() == ".npy"
     bad = next((k for k in graph.node_ids if "\n" in k or (not is_npy and any(c.isspace() for c in k))), None)
     if bad is not None:  # word2vec files separate key and values by a space: refuse before training
         raise ParvecError(f"{args.graph}: node ID {bad!r} contains whitespace; write .npy output instead")
     model = _model(graph, args)
     kv = model.fit()
-    if is_npy:
-        kv.save(out)
-    else:
-        kv.save_word2vec_format(out, binary=args.binary)
+    pending.write(lambda tmp: kv.save(tmp) if is_npy else kv.save_word2vec_format(tmp, binary=args.binary))
+    plan.commit()
     if not args.quiet:
         tm = model.timings
         print(

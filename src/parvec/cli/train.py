@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from parvec.cli.outputs import OutputPlan, check_paths
 from parvec.config import ALGORITHMS, DEFAULT_ALGO, default_threads
 from parvec.errors import ParvecError
 
@@ -34,6 +35,24 @@ def default_cache_dir() -> Path:
     return Path(base) / "parvec"
 
 
+def threads_arg(text: str) -> int:
+    """``--threads`` value: a positive integer (0 is refused, not read as "all cores": that is the default).
+
+    Example:
+        >>> threads_arg("2")
+        2
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1, got {value} (leave --threads out to use all cores: {default_threads()} here)"
+        )
+    return value
+
+
 def add_training_arguments(p: argparse.ArgumentParser) -> None:
     """Flags shared by every command that trains word vectors (train; the graph commands add theirs)."""
     p.add_argument("--dim", "-size", "--size", dest="dim", type=int, default=100, help="vector dimension (100)")
@@ -45,8 +64,8 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", "-alpha", dest="alpha", type=float, default=0.025, help="starting learning rate (0.025)")
     p.add_argument("--min-alpha", dest="min_alpha", type=float, default=None,
                    help="final learning rate (alpha * 1e-4, as word2vec.c)")
-    p.add_argument("--threads", "-threads", "--workers", dest="threads", type=int, default=default_threads(),
-                   help=f"worker threads (all cores: {default_threads()})")
+    p.add_argument("--threads", "-threads", "--workers", dest="threads", type=threads_arg, default=default_threads(),
+                   help=f"worker threads, at least 1 (default: all cores, {default_threads()} here)")
     p.add_argument("--seed", dest="seed", type=int, default=1, help="random seed (1)")
     p.add_argument("--algo", choices=ALGORITHMS, default=DEFAULT_ALGO,
                    help=f"training algorithm ({DEFAULT_ALGO}); classic = word2vec.c's Hogwild SGNS")
@@ -103,9 +122,15 @@ def register(subparsers: Any) -> None:
         "train",
         help="train word vectors on a text file",
         description="Train skip-gram negative-sampling word vectors on a text file (one sentence per line; "
-        ".gz/.bz2/.xz read directly). word2vec.c's flags are accepted too.",
+        ".gz/.bz2/.xz read directly; - reads standard input). word2vec.c's flags are accepted too.",
+        epilog="Outputs: before the corpus is read, every output (-o, --report, --save-vocab, --save-model) gets a "
+        "temporary file in its directory and --checkpoint-dir is created, so a path that cannot be written fails at "
+        "once; the outputs are renamed into place only when the run succeeds. An output that is an input (the "
+        "corpus, a --resume model, under any name or hard link) or another output is refused. A closed standard "
+        "output or error (e.g. `2>&1 | head`) does not stop the run. Exit status: 0 when every output was written, "
+        "2 on an error (the message names the file or flag), 130 when interrupted.",
     )
-    p.add_argument("input", nargs="?", help="training text (or -train FILE)")
+    p.add_argument("input", nargs="?", help="training text; - reads standard input (or -train FILE)")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
                    ".bin (with --binary), .npy (NumPy + vocab file)")
@@ -127,7 +152,8 @@ def register(subparsers: Any) -> None:
                    help=f"cache of encoded corpora ({default_cache_dir()})")
     p.add_argument("--no-cache", dest="no_cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--save-model", dest="save_model", help="also save the full model (directory) to continue training")
-    p.add_argument("--checkpoint-dir", dest="checkpoint_dir", help="save the model here after every epoch")
+    p.add_argument("--checkpoint-dir", dest="checkpoint_dir", help="save the model here (DIR/checkpoint) after every "
+                   "epoch; DIR is created if its parent exists")
     p.add_argument("--resume", dest="resume", help="finish the run saved in this model/checkpoint directory")
     p.add_argument("--report", dest="report", help="write a JSON report of the run to this file, with its time "
                    "series (words/s, loss, learning rate, memory); draw it with `parvec report`")
@@ -143,12 +169,54 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_train)
 
 
-def _check_output_path(path: str, flag: str) -> None:
-    parent = Path(path).resolve().parent
-    if not parent.is_dir():
-        raise ParvecError(f"{flag} {path}: the directory {parent} does not exist")
-    if Path(path).is_dir():
-        raise ParvecError(f"{flag} {path}: is a directory")
+def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
+    """Every file ``parvec train`` reads: the corpus (unless ``-``), the resumed model's files, evaluation files.
+
+    Example:
+        >>> [u.label for u in train_inputs(argparse.Namespace(resume=None, eval_every_epoch=False), "c.txt")]
+        ['the training corpus']
+    """
+    from parvec.cli.outputs import Use, directory_inputs
+
+    uses = [] if source == "-" else [Use("the training corpus", Path(source))]
+    if args.resume:
+        uses += directory_inputs("the resumed model --resume", args.resume)
+    if getattr(args, "eval_every_epoch", False):
+        from parvec.evaluation import default_eval_paths
+
+        uses += [Use("the evaluation file of --eval-every-epoch", p) for p in default_eval_paths().values()]
+    return uses
+
+
+def train_outputs(args: argparse.Namespace) -> list[Any]:
+    """Every path ``parvec train`` writes, by flag (``-o`` of a ``.npy`` is three files).
+
+    Example:
+        >>> ns = argparse.Namespace(output="v.txt", report=None, save_vocab=None, save_model="m", checkpoint_dir=None)
+        >>> [u.describe() for u in train_outputs(ns)]
+        ['-o v.txt', '--save-model m']
+    """
+    from parvec.cli.outputs import Use, vector_outputs
+
+    uses = vector_outputs("-o", args.output) if args.output else []
+    uses += [Use(flag, Path(path)) for flag, path in (("--report", args.report), ("--save-vocab", args.save_vocab))
+             if path]
+    if args.save_model:
+        uses.append(Use("--save-model", Path(args.save_model), tree=True))
+    if args.checkpoint_dir:
+        uses.append(Use("--checkpoint-dir", Path(args.checkpoint_dir) / "checkpoint", tree=True,
+                        given=Path(args.checkpoint_dir)))
+    return uses
+
+
+def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, cache_dir: Any) -> str:
+    if cache_used:
+        return f"encoded-corpus cache: used ({cache_dir})"
+    if cache_used is False:
+        return f"encoded-corpus cache: not used (no cached encoding of this input and these options in {cache_dir})"
+    why = ("--no-cache" if args.no_cache else "standard input" if source == "-"
+           else "a resumed run encodes with the model's vocabulary" if args.resume else "no cache for this input")
+    return f"encoded-corpus cache: not used ({why})"
 
 
 def _human_bytes(n: float) -> str:
@@ -179,9 +247,6 @@ def save_vectors(kv: Any, output: str, binary: bool) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Run ``parvec train``."""
-    from parvec.trainer import available_memory, estimate_memory
-    from parvec.word2vec import Word2Vec
-
     if args.cbow:
         raise ParvecError("-cbow 1: parvec trains skip-gram only; use -cbow 0")
     if args.hs:
@@ -193,12 +258,36 @@ def run_train(args: argparse.Namespace) -> int:
         raise ParvecError("no training file: parvec train INPUT -o OUTPUT")
     if not args.output and not args.save_model:
         raise ParvecError("no output: give -o OUTPUT (and/or --save-model DIR)")
-    for flag in ("output", "report", "save_vocab"):
-        if getattr(args, flag):
-            _check_output_path(getattr(args, flag), "--" + flag.replace("_", "-"))
     binary = bool(args.binary) if args.binary is not None else str(args.output or "").endswith(".bin")
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
 
+    # Before anything is read: no output may be an input or another output, and every output gets its
+    # temporary file (or directory) in its target directory now, so an unwritable path fails at once.
+    check_paths(train_inputs(args, source), train_outputs(args))
+    with OutputPlan() as plan:
+        out = {
+            "output": plan.file("-o", args.output, npy=args.output.endswith(".npy")) if args.output else None,
+            "report": plan.file("--report", args.report) if args.report else None,
+            "save_vocab": plan.file("--save-vocab", args.save_vocab) if args.save_vocab else None,
+            "save_model": plan.directory("--save-model", args.save_model) if args.save_model else None,
+        }
+        if args.checkpoint_dir:
+            plan.checkpoint_dir("--checkpoint-dir", args.checkpoint_dir, entry="checkpoint")
+        done = _train_and_write(args, source, binary, cache_dir, out)
+        plan.commit()
+    for line in done:
+        print(line, file=sys.stderr)
+    return 0
+
+
+def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_dir: Any,
+                     out: dict[str, Any]) -> list[str]:
+    # Reads, trains and writes every output into its reserved temporary; returns the lines to print
+    # once run_train has renamed them into place.
+    from parvec.trainer import available_memory, estimate_memory
+    from parvec.word2vec import Word2Vec
+
+    done: list[str] = []
     t0 = time.perf_counter()
     if args.resume:
         model = Word2Vec.load(args.resume)
@@ -225,8 +314,10 @@ def run_train(args: argparse.Namespace) -> int:
     vocab = encoded.vocab
     need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)
     avail = available_memory()
+    cache_used = getattr(encoded, "cache_used", None)
+    name = "standard input" if source == "-" else source
     print(
-        f"{source}: {encoded.raw_words:,} words, vocabulary {len(vocab):,} (min-count {args.min_count}), "
+        f"{name}: {encoded.raw_words:,} words, vocabulary {len(vocab):,} (min-count {args.min_count}), "
         f"{encoded.n_tokens:,} in-vocabulary tokens in {encoded.n_sentences:,} sentences "
         f"[read in {read_seconds:.1f} s]",
         file=sys.stderr,
@@ -237,12 +328,18 @@ def run_train(args: argparse.Namespace) -> int:
         + (f" of {_human_bytes(avail)} available" if avail else ""),
         file=sys.stderr,
     )
+    print(_cache_line(cache_used, args, source, cache_dir), file=sys.stderr)
     if args.save_vocab:
-        from parvec.formats import atomic_output
 
-        with atomic_output(args.save_vocab, "w") as f:
-            for w, c in zip(vocab.words, vocab.counts.tolist(), strict=True):
-                f.write(f"{w} {c}\n")
+        def write_vocab(path: Path) -> None:
+            from parvec.formats import atomic_output
+
+            with atomic_output(path, "w") as f:
+                for w, c in zip(vocab.words, vocab.counts.tolist(), strict=True):
+                    f.write(f"{w} {c}\n")
+
+        out["save_vocab"].write(write_vocab)
+        done.append(f"wrote the vocabulary ({len(vocab):,} words) to {args.save_vocab}")
     if args.report or args.eval_every_epoch:
         from parvec.runlog import RunLog
 
@@ -268,14 +365,12 @@ def run_train(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.output:
-        save_vectors(model.wv, args.output, binary)
-        print(f"wrote {len(vocab):,} vectors of {model.config.dim} to {args.output}", file=sys.stderr)
+        out["output"].write(lambda path: save_vectors(model.wv, str(path), binary))
+        done.append(f"wrote {len(vocab):,} vectors of {model.config.dim} to {args.output}")
     if args.save_model:
-        model.save(args.save_model)
-        print(f"saved the model to {args.save_model}", file=sys.stderr)
+        out["save_model"].write(model.save)
+        done.append(f"saved the model to {args.save_model}")
     if args.report:
-        from parvec.formats import atomic_output
-
         report = {
             "parameters": model.config.to_dict() | {
                 "min_count": args.min_count, "max_vocab_size": args.max_vocab_size,
@@ -298,7 +393,15 @@ def run_train(args: argparse.Namespace) -> int:
             "output_binary": binary,
             "device": model.config.device,
             "cluster": model.cluster.to_dict() if model.cluster is not None else None,
+            "cache_used": cache_used,
         } | model.run_report | (model.run_log.to_dict() if model.run_log is not None else {})
-        with atomic_output(args.report, "w") as f:
-            json.dump(report, f, indent=1)
-    return 0
+
+        def write_report(path: Path) -> None:
+            from parvec.formats import atomic_output
+
+            with atomic_output(path, "w") as f:
+                json.dump(report, f, indent=1)
+
+        out["report"].write(write_report)
+        done.append(f"wrote the report to {args.report}")
+    return done
