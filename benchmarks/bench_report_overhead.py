@@ -53,11 +53,11 @@ def main() -> None:
             inside = [0.0, 0]
             log = RunLog(interval_s=ns.interval)
             if recording:
-                def timed(totals, force=False, _log=log):
+                def timed(totals, force=False, _log=log, _inside=inside):
                     t0 = time.perf_counter()
                     _log.progress(totals, force=force)
-                    inside[0] += time.perf_counter() - t0
-                    inside[1] += 1
+                    _inside[0] += time.perf_counter() - t0
+                    _inside[1] += 1
 
                 trainer.on_progress = timed
             stats = trainer.train(enc)

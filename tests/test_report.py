@@ -73,12 +73,13 @@ def test_report_json_has_time_series_and_epoch_scores(real_run):
     assert lrs == sorted(lrs, reverse=True) and lrs[-1] < 0.01 * lrs[0]
     assert all(s["loss"] is None or 0 < s["loss"] < 10 for s in tl)
     assert any(s["words_per_sec"] for s in tl)
-    assert [e["epoch"] for e in d["epochs"]] == [1, 2, 3]
-    for e in d["epochs"]:
+    assert d["epochs"] == 3
+    assert [e["epoch"] for e in d["epoch_log"]] == [1, 2, 3]
+    for e in d["epoch_log"]:
         assert set(e["scores"]) == {"ws353", "simlex", "analogy"}
         assert e["loss"] == pytest.approx(d["loss_per_epoch"][e["epoch"] - 1])
     # Training seconds exclude the evaluations between epochs.
-    assert d["training_seconds"] < d["training_seconds"] + sum(e["eval_seconds"] for e in d["epochs"])
+    assert d["training_seconds"] < d["training_seconds"] + sum(e["eval_seconds"] for e in d["epoch_log"])
     assert d["output"].endswith("vec.txt")
 
 
@@ -103,7 +104,7 @@ def test_nan_loss_and_single_epoch_still_render(tmp_path):
            "loss_per_epoch": [float("nan")],
            "timeline": [{"t": 0.0, "epoch": 1, "words": 0, "words_per_sec": None, "lr": 0.025, "loss": None},
                         {"t": 1.0, "epoch": 1, "words": 100, "words_per_sec": 100.0, "lr": 0.0, "loss": float("nan")}],
-           "epochs": [{"epoch": 1, "words": 100, "loss": float("nan"), "seconds": 1.0, "lr": 0.0}]}
+           "epochs": 1, "epoch_log": [{"epoch": 1, "words": 100, "loss": float("nan"), "seconds": 1.0, "lr": 0.0}]}
     path = tmp_path / "nan.json"
     path.write_text(json.dumps(run))  # json writes NaN, as Python's report writer does
     assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 0
@@ -154,7 +155,7 @@ def test_errors_name_the_file(tmp_path, capsys):
     assert main(["report", str(other), "-o", str(tmp_path / "r.html")]) == 2
     assert "not a parvec run report" in capsys.readouterr().err
     good = tmp_path / "good.json"
-    good.write_text('{"parameters": {}, "epochs": []}')
+    good.write_text('{"parameters": {}, "epoch_log": []}')
     assert main(["report", str(good), "-o", str(tmp_path / "r.png")]) == 2
     assert "HTML" in capsys.readouterr().err
     assert main(["report", str(good), "-o", str(tmp_path / "missing" / "r.html")]) == 2
@@ -163,7 +164,7 @@ def test_errors_name_the_file(tmp_path, capsys):
 
 def test_report_refuses_to_overwrite_its_input(tmp_path, capsys):
     good = tmp_path / "good.html"
-    good.write_text('{"parameters": {}, "epochs": []}')
+    good.write_text('{"parameters": {}, "epoch_log": []}')
     before = good.read_bytes()
     assert main(["report", str(good), "-o", str(good)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err

@@ -55,7 +55,8 @@ class Run:
 
     @property
     def epochs(self) -> list[dict[str, Any]]:
-        return self.data.get("epochs") or []
+        log = self.data.get("epoch_log")
+        return log if isinstance(log, list) else []
 
 
 def _label(data: dict[str, Any], path: Path) -> str:
@@ -91,7 +92,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
         raise ParvecError(f"{p}: not a parvec report (expected a JSON object)")
     if isinstance(data.get("runs"), list):
         return Run(p, p.stem, "benchmark", data)
-    if "parameters" not in data and "timeline" not in data and "epochs" not in data:
+    if "parameters" not in data and "timeline" not in data and "epoch_log" not in data:
         raise ParvecError(
             f"{p}: not a parvec run report (no parameters, timeline or epochs); write one with "
             "`parvec train ... --report RUN.json`"

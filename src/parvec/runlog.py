@@ -53,7 +53,7 @@ class RunLog:
     Example:
         >>> log = RunLog(interval_s=0.0)
         >>> log.epoch_end(epoch=0, words=1000, loss=2.5, seconds=1.0, lr=0.01, scores={"ws353": 0.6})
-        >>> log.to_dict()["epochs"][0]["scores"]
+        >>> log.to_dict()["epoch_log"][0]["scores"]
         {'ws353': 0.6}
     """
 
@@ -126,8 +126,8 @@ class RunLog:
         self.epochs.append(record)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``timeline`` and ``epochs`` entries of the report JSON."""
-        return {"timeline_interval_s": self.interval_s, "timeline": self.timeline, "epochs": self.epochs}
+        """The ``timeline`` and ``epoch_log`` entries of the report JSON (``epochs`` stays the epoch count)."""
+        return {"timeline_interval_s": self.interval_s, "timeline": self.timeline, "epoch_log": self.epochs}
 
 
 def headline_scores(result: dict[str, Any]) -> dict[str, float | None]:
