@@ -241,7 +241,6 @@ def checkpoint(corpus, tmp_path, capsys):
         ("--report", "{m}/model.json"),
         ("--save-vocab", "{m}/vocab.json"),
         ("--save-model", "{m}"),
-        ("--checkpoint-dir", "{parent}"),  # would write {parent}/checkpoint, the resumed model
     ],
 )
 def test_outputs_must_not_overwrite_the_resumed_model(flag, target, corpus, checkpoint, tmp_path, capsys):
@@ -256,6 +255,25 @@ def test_outputs_must_not_overwrite_the_resumed_model(flag, target, corpus, chec
     assert code == 2, err
     assert flag in err and "--resume" in err and "resuming" not in err
     assert {p.name: p.read_bytes() for p in model.iterdir()} == files
+
+
+def test_resuming_keeps_checkpointing_where_the_run_was_checkpointed(corpus, checkpoint, tmp_path, capsys):
+    # --checkpoint-dir D with --resume D/checkpoint: the new checkpoints supersede the resumed one (a later
+    # state of the same run, written atomically after the model was read whole); other outputs stay refused.
+    from parvec.word2vec import Word2Vec
+
+    model = tmp_path / "ck" / "checkpoint"
+    model.parent.mkdir()
+    checkpoint.rename(model)
+    done = Word2Vec.load(model).epochs_trained
+    meta = json.loads((model / "model.json").read_text())
+    meta["config"]["epochs"] = done + 1  # one more epoch to run
+    (model / "model.json").write_text(json.dumps(meta))
+    code, _, err = run(["train", corpus, "--resume", model, "--checkpoint-dir", model.parent, "-o",
+                        tmp_path / "v.txt", "--threads", "1", "--no-cache"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert Word2Vec.load(model).epochs_trained == done + 1
+    assert (tmp_path / "v.txt").exists()
 
 
 def test_eval_files_read_every_epoch_are_inputs(corpus, tmp_path, capsys, monkeypatch):

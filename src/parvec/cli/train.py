@@ -203,10 +203,23 @@ def train_outputs(args: argparse.Namespace) -> list[Any]:
              if path]
     if args.save_model:
         uses.append(Use("--save-model", Path(args.save_model), tree=True))
-    if args.checkpoint_dir:
+    if args.checkpoint_dir and not _continues_checkpoint(args):
         uses.append(Use("--checkpoint-dir", Path(args.checkpoint_dir) / "checkpoint", tree=True,
                         given=Path(args.checkpoint_dir)))
     return uses
+
+
+def _continues_checkpoint(args: argparse.Namespace) -> bool:
+    # `--resume D/checkpoint --checkpoint-dir D` keeps checkpointing a run where it was checkpointed: the
+    # resumed model is read whole before training and each new checkpoint replaces it atomically with a
+    # later state of the same run, so this one output may supersede that one input.
+    if not (getattr(args, "resume", None) and args.checkpoint_dir):
+        return False
+    target, resumed = Path(args.checkpoint_dir) / "checkpoint", Path(args.resume)
+    try:
+        return target.exists() and os.path.samefile(target, resumed)
+    except OSError:
+        return False
 
 
 def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, cache_dir: Any) -> str:
