@@ -84,3 +84,23 @@ def test_classic_learns_related_words_on_real_text(demo_slice):
 
     ranks = [rank(a, b) for a, b in related]
     assert np.median(ranks) < 0.05 * len(w), ranks  # top 5% of ~8,700 words; untrained vectors: ~50%
+
+
+def test_a_diverging_classic_run_stops_with_the_divergence_error(tmp_path):
+    # With fastmath, a NaN dot product made numba's Python error model raise ZeroDivisionError inside the
+    # kernel (a traceback); the kernel now follows numpy's error model as hogbatch and par do, so the
+    # trainer sees the NaN loss and says what to lower.
+    import pytest
+
+    from parvec.errors import ParvecError
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(30)]
+    lines = [" ".join(rng.choice(words, 20)) for _ in range(300)]
+    path = tmp_path / "c.txt"
+    path.write_text("\n".join(lines) + "\n")
+    corpus = EncodedCorpus.from_file(path, ReadOptions(min_count=1))
+    trainer = Trainer(TrainConfig(algo="classic", alpha=1e6, epochs=1, threads=1, progress=False, dim=16),
+                      corpus.vocab.counts)
+    with pytest.raises(ParvecError, match="diverged.*lower alpha"):
+        trainer.train(corpus)

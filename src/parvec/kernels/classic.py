@@ -54,7 +54,7 @@ def _train_pair(w_in, w_out, ctx, target, label, alpha, neu1e):
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def classic_update(w_in, w_out, ctx, targets, labels, alpha, neu1e):
     """One context word against a fixed list of targets (center first, then negatives).
 
@@ -73,7 +73,7 @@ def classic_update(w_in, w_out, ctx, targets, labels, alpha, neu1e):
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
                 iparams, fparams, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract)."""
