@@ -13,6 +13,7 @@ from parvec.graph.walks import (
     WalkSpec,
     generate_walks,
     iter_walk_batches,
+    mark_paired,
     rank_nodes,
     start_order,
     walk_batch,
@@ -215,3 +216,22 @@ def test_bad_parameters_raise_parvec_error():
         DeepWalk(g, p=2)
     with pytest.raises(ParvecError, match="weighted=True"):
         Node2Vec(g, weighted=True)
+
+
+def test_mark_paired_matches_a_python_reference_and_sees_sinks():
+    # directed: 0 -> 1 -> 2 (2 is a sink, reached), 3 isolated, 4 -> 4 only, 5 -> 4 (4 meets 5 that way)
+    g = Graph.from_edges([0, 1, 4, 5], [1, 2, 4, 4], n_nodes=7, directed=True)  # 6: no edge at all
+    spec = WalkSpec(walk_length=5, num_walks=3, seed=2)
+    paired = np.zeros(7, dtype=bool)
+    expected = set()
+    for tokens, offsets in iter_walk_batches(g, spec, batch_walks=2):
+        mark_paired(tokens, offsets, paired)
+        for i in range(len(offsets) - 1):
+            walk = tokens[offsets[i] : offsets[i + 1]].tolist()
+            expected |= {v for a, b in zip(walk, walk[1:], strict=False) if a != b for v in (a, b)}
+    assert paired.tolist() == [v in expected for v in range(7)] == [True, True, True, False, True, True, False]
+    model = Node2Vec(g, walk_length=5, num_walks=3, seed=2, workers=1, dimensions=4)
+    model.count_pass()
+    assert model.paired.tolist() == paired.tolist()
+    # a walk's last node is not paired with the next walk's first
+    assert not mark_paired(np.array([0, 1, 1], np.int32), np.array([0, 1, 3]), np.zeros(2, bool)).any()

@@ -4,12 +4,17 @@ Example:
     parvec node2vec karate.edgelist -o karate.emb --dimensions 16 --p 0.25 --q 4
     parvec node-eval karate.emb --labels karate.labels --json
     parvec link-eval ppi.edgelist --p 4 --q 1 --json
+
+Warnings that parvec logs while a command runs (nodes that learn nothing, labelled nodes without a
+vector, an ignored weight column, ...) are printed to stderr as ``parvec: warning: ...``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -44,7 +49,12 @@ def _add_graph_input(p: argparse.ArgumentParser) -> None:
         "graph", metavar="GRAPH", help="edge list ('u v' or 'u v w' lines), .npz or .mat (variable 'network')"
     )
     p.add_argument("--weighted", action="store_true", help="read edge weights (third column) and walk by them")
-    p.add_argument("--unweighted", dest="weighted", action="store_false", help="ignore weights (default)")
+    p.add_argument(
+        "--unweighted",
+        dest="weighted",
+        action="store_false",
+        help="ignore weights (default; a warning counts the lines that have one, which must still be a number)",
+    )
     p.add_argument("--directed", action="store_true", help="edges are directed (walks never go against one)")
     p.add_argument("--undirected", dest="directed", action="store_false", help="edges are undirected (default)")
     p.add_argument(
@@ -63,7 +73,7 @@ def _add_graph_input(p: argparse.ArgumentParser) -> None:
 
 def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     g = p.add_argument_group("walks")
-    g.add_argument("--walk-length", type=int, default=80, help="nodes per walk (default 80)")
+    g.add_argument("--walk-length", type=int, default=80, help="nodes per walk, at least 2 (default 80)")
     g.add_argument("--num-walks", type=int, default=10, help="walks per node (default 10)")
     if with_pq:
         g.add_argument("--p", type=float, default=1.0, help="return parameter (default 1)")
@@ -101,7 +111,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--output",
             required=True,
             metavar="EMB",
-            help="output: word2vec text keyed by node ID, or PREFIX.npy (+ .vocab.txt)",
+            help="output: word2vec text keyed by node ID, or PREFIX.npy (+ .vocab.txt); every node gets a vector, "
+            "and nodes that never meet another in a walk keep their random initial one (a warning counts them)",
         )
         p.add_argument("--binary", action="store_true", help="write word2vec binary instead of text")
         _add_walk_train(p, with_pq)
@@ -115,7 +126,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "random splits, top-k labels per node (DeepWalk/node2vec protocol).",
     )
     p.add_argument("embeddings", metavar="EMB", help="word2vec text/binary file or PREFIX.npy")
-    p.add_argument("--labels", required=True, help="label file: 'node label' lines")
+    p.add_argument(
+        "--labels",
+        required=True,
+        help="label file: 'node label [label ...]' lines; labelled nodes without a vector are left out (a warning "
+        "counts them); labels must tell nodes apart (a single class is refused)",
+    )
     p.add_argument(
         "--train-fractions",
         type=_fractions,
@@ -138,7 +154,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "non-edges with Hadamard features and logistic regression.",
     )
     _add_graph_input(p)
-    p.add_argument("--fraction", type=float, default=0.5, help="fraction of edges to hide (default 0.5)")
+    p.add_argument(
+        "--fraction",
+        type=float,
+        default=0.5,
+        help="fraction of edges to hide (default 0.5); edges needed to keep the graph connected are never hidden",
+    )
     p.add_argument("--eval-seed", type=int, default=0, help="seed of the edge split and non-edges (default 0)")
     p.add_argument("--method", choices=("node2vec", "deepwalk"), default="node2vec")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -174,6 +195,25 @@ def _model(graph, args: argparse.Namespace):
     )  # fmt: skip
 
 
+def _warnings_to_stderr(command):
+    """Wrap a command so that parvec's logged warnings reach stderr as ``parvec: warning: ...`` lines."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        handler = logging.StreamHandler(sys.stderr)  # the stream of this run (pytest's capture, a wrapper)
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("parvec: warning: %(message)s"))
+        logger = logging.getLogger("parvec")
+        logger.addHandler(handler)
+        try:
+            return command(args)
+        finally:
+            logger.removeHandler(handler)
+
+    return run
+
+
+@_warnings_to_stderr
 def _cmd_embed(args: argparse.Namespace) -> int:
     out = Path(args.output)
     is_npy = out.suffix.lower() == ".npy"
@@ -212,6 +252,7 @@ def _load_vectors(path: str) -> tuple[Any, list[str]]:
     return kv.vectors, kv.index_to_key
 
 
+@_warnings_to_stderr
 def _cmd_node_eval(args: argparse.Namespace) -> int:
     from parvec.graph.evaluation import DEFAULT_FRACTIONS, align_labels, node_classification, read_labels
 
@@ -222,8 +263,9 @@ def _cmd_node_eval(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise ParvecError(f"workers must be a positive integer, got {args.workers}")
     result = node_classification(
-        vectors[rows], y, fractions, repeats=args.repeats, seed=args.seed, C=args.C, workers=args.workers
-    )
+        vectors[rows], y, fractions, repeats=args.repeats, seed=args.seed, C=args.C, workers=args.workers,
+        source=args.labels, label_names=labels.label_names,
+    )  # fmt: skip
     result["n_labelled_without_vector"] = len(labels.node_ids) - len(rows)
     result["embeddings"] = args.embeddings
     result["labels"] = args.labels
@@ -234,8 +276,6 @@ def _cmd_node_eval(args: argparse.Namespace) -> int:
         f"{result['n_nodes']} labelled nodes with vectors, {result['n_labels']} labels, "
         f"{args.repeats} random splits per fraction"
     )
-    if result["n_labelled_without_vector"]:
-        print(f"({result['n_labelled_without_vector']} labelled nodes have no vector and are left out)")
     print("| train | micro-F1 | macro-F1 |")
     print("| ---: | --- | --- |")
     for r in result["results"]:
@@ -246,6 +286,7 @@ def _cmd_node_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+@_warnings_to_stderr
 def _cmd_link_eval(args: argparse.Namespace) -> int:
     from parvec.graph.evaluation import link_prediction
 

@@ -9,10 +9,16 @@ Link prediction follows node2vec's protocol: hide a fraction of the edges (only 
 spanning forest, so the residual graph keeps the original connectivity), embed the residual graph,
 build Hadamard features ``x_u * x_v``, train logistic regression on residual edges versus as many
 sampled non-edges, and report ROC-AUC on the hidden edges versus as many other non-edges.
+
+Inputs that make a score meaningless are a :class:`ParvecError` naming the file or parameter (labels that
+tell no node apart, a graph with nothing to hide or too few non-edges, non-finite vectors); inputs that only
+weaken it are logged as warnings with counts (labelled nodes without a vector, a label on a single node or
+on every node, training splits missing a label, fewer hidden edges than asked for).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -23,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import ParvecError
-from parvec.graph.graph_io import Graph
+from parvec.graph.graph_io import Graph, not_utf8_error
 
 __all__ = [
     "Labels",
@@ -38,6 +44,13 @@ __all__ = [
 ]
 
 DEFAULT_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+log = logging.getLogger(__name__)
+
+
+def _examples(names: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (", ..." if len(names) > limit else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,8 +125,8 @@ def read_labels(path: str | os.PathLike[str], delimiter: str | None = None) -> L
                 if len(parts) < 2:
                     raise ParvecError(f"{p}:{line_no}: expected 'node label [label ...]', got {raw.rstrip()!r}")
                 pairs.extend((parts[0], lab) for lab in parts[1:])
-    except UnicodeDecodeError as exc:
-        raise ParvecError(f"{p}: not UTF-8 text ({exc.reason})") from None
+    except UnicodeDecodeError:
+        raise not_utf8_error(p) from None
     if not pairs:
         raise ParvecError(f"{p}: no labels (empty file or only comments)")
     return Labels.from_pairs(pairs)
@@ -122,7 +135,8 @@ def read_labels(path: str | os.PathLike[str], delimiter: str | None = None) -> L
 def align_labels(keys: Sequence[str], labels: Labels, source: str = "labels") -> tuple[np.ndarray, Any]:
     """Rows of the embedding (``keys``) for each labelled node, and the label matrix in that order.
 
-    Labelled nodes without a vector are dropped; raises if none is left.
+    Labelled nodes without a vector are dropped, with a warning saying how many; raises if none is left.
+    ``source`` (the label file) starts the messages.
 
     Example:
         >>> rows, y = align_labels(["b", "a"], Labels.from_pairs([("a", "x"), ("c", "y")]))
@@ -131,8 +145,18 @@ def align_labels(keys: Sequence[str], labels: Labels, source: str = "labels") ->
     """
     index = {k: i for i, k in enumerate(keys)}
     found = [(i, index[n]) for i, n in enumerate(labels.node_ids) if n in index]
+    n_labelled = len(labels.node_ids)
     if not found:
-        raise ParvecError(f"{source}: none of the {len(labels.node_ids)} labelled nodes has a vector")
+        like = f" (the labels name nodes like {labels.node_ids[0]!r}" + (
+            f", the vectors are keyed like {keys[0]!r})" if len(keys) else "; there are no vectors)"
+        )
+        raise ParvecError(f"{source}: none of the {n_labelled} labelled nodes has a vector{like}")
+    if len(found) < n_labelled:
+        missing = [n for n in labels.node_ids if n not in index]
+        log.warning(
+            "%s: %d of the %d labelled nodes have no vector (e.g. %s) and are left out of the evaluation",
+            source, len(missing), n_labelled, _examples(missing),
+        )
     lab_rows = np.array([a for a, _ in found], dtype=np.int64)
     emb_rows = np.array([b for _, b in found], dtype=np.int64)
     return emb_rows, labels.matrix[lab_rows]
@@ -159,12 +183,21 @@ def node_classification(
     seed: int = 0,
     C: float = 1.0,
     workers: int = 1,
+    *,
+    source: str = "labels",
+    label_names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Multi-label classification scores of ``vectors`` (rows aligned with ``labels``' rows).
 
     ``labels`` is a 0/1 matrix (dense or scipy sparse, ``(n, n_labels)``); nodes without any label
     should be left out. Returns ``{"results": [{"train_fraction", "micro_f1_mean", "micro_f1_std",
     "macro_f1_mean", "macro_f1_std", "micro_f1", "macro_f1"}, ...], "n_nodes", "n_labels", ...}``.
+
+    Labels that tell no node apart (every node has every label, e.g. a single class) raise
+    :class:`ParvecError`, as do non-finite vectors.  A label no node has is left out; a label on a single
+    node (its F1 is 0 in every split) or on every node (always right), and training splits that miss a
+    label, are logged as warnings with counts.  ``source`` (the label file) and ``label_names`` are
+    used in those messages.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -180,37 +213,67 @@ def node_classification(
     from sklearn.multiclass import OneVsRestClassifier
 
     x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2:
+        raise ParvecError(f"vectors must be a 2-D array (nodes x dimensions), got shape {x.shape}")
     y = sp.csr_matrix(labels).astype(np.int8)
+    y.eliminate_zeros()
     n, n_labels = y.shape
     if len(x) != n:
         raise ParvecError(f"{len(x)} vectors but {n} labelled nodes")
     if n < 2:
-        raise ParvecError("node classification needs at least 2 labelled nodes")
-    if repeats < 1:
+        raise ParvecError(f"{source}: node classification needs at least 2 labelled nodes, got {n}")
+    if not isinstance(repeats, int | np.integer) or repeats < 1:
         raise ParvecError(f"repeats must be a positive integer, got {repeats}")
-    k_true = np.diff(y.indptr)
-    if (k_true == 0).any():
-        raise ParvecError(f"{int((k_true == 0).sum())} rows have no label; leave unlabelled nodes out")
-    y_dense = y.toarray()
-    results = []
-    for frac in train_fractions:
+    if not (isinstance(C, int | float | np.number) and np.isfinite(C) and C > 0):
+        raise ParvecError(f"C must be a positive number, got {C}")
+    if not isinstance(workers, int | np.integer) or workers < 1:
+        raise ParvecError(f"workers must be a positive integer, got {workers}")
+    fractions = [float(f) for f in train_fractions]
+    if not fractions:
+        raise ParvecError("train_fractions is empty")
+    for frac in fractions:
         if not 0 < frac < 1:
             raise ParvecError(f"training fractions must be in (0, 1), got {frac}")
+    bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
+    if len(bad):
+        raise ParvecError(f"vectors: {len(bad)} of the {n} vectors hold NaN or inf (e.g. row {int(bad[0])})")
+    k_true = np.diff(y.indptr)
+    if (k_true == 0).any():
+        raise ParvecError(f"{source}: {int((k_true == 0).sum())} rows have no label; leave unlabelled nodes out")
+    names = [str(j) for j in range(n_labels)] if label_names is None else [str(v) for v in label_names]
+    if len(names) != n_labels:
+        raise ParvecError(f"label_names has {len(names)} names for {n_labels} labels")
+    y, names = _check_label_columns(y, names, source)
+    n_labels = len(names)
+    y_dense = y.toarray()
+    results = []
+    short: list[str] = []  # fractions whose training splits missed some label
+    for frac in fractions:
         n_train = min(n - 1, max(1, int(round(frac * n))))
         micro, macro = [], []
+        missed_splits, missed_most = 0, 0
         for rep in range(repeats):
             rng = np.random.default_rng([seed, rep])  # same splits for every fraction's repeat `rep`
             perm = rng.permutation(n)
             tr, te = perm[:n_train], perm[n_train:]
+            missed = n_labels - int(np.count_nonzero(y_dense[tr].any(axis=0)))
+            if missed:
+                missed_splits += 1
+                missed_most = max(missed_most, missed)
             clf = OneVsRestClassifier(LogisticRegression(solver="liblinear", C=C), n_jobs=workers)
             with warnings.catch_warnings():
-                # a label absent from a small training split only triggers sklearn warnings
+                # a label absent from a training split only triggers sklearn warnings (counted above instead)
                 warnings.simplefilter("ignore")
                 clf.fit(x[tr], y_dense[tr])
                 scores = clf.predict_proba(x[te])
                 pred = _top_k_predictions(scores, k_true[te])
                 micro.append(f1_score(y_dense[te], pred, average="micro", zero_division=0))
                 macro.append(f1_score(y_dense[te], pred, average="macro", zero_division=0))
+        if missed_splits:
+            short.append(
+                f"train fraction {frac:g} ({n_train} of {n} nodes): {missed_splits} of {repeats} splits had up to "
+                f"{missed_most} of the {n_labels} labels without a training example"
+            )
         results.append(
             {
                 "train_fraction": float(frac),
@@ -222,6 +285,11 @@ def node_classification(
                 "macro_f1": [float(v) for v in macro],
             }
         )
+    if short:
+        log.warning(
+            "%s: a label without a training example is never learned, so it is not predicted and lowers both "
+            "F1 scores (a larger training fraction avoids it): %s", source, "; ".join(short),
+        )
     return {
         "n_nodes": int(n),
         "n_labels": int(n_labels),
@@ -229,6 +297,46 @@ def node_classification(
         "seed": int(seed),
         "results": results,
     }
+
+
+def _check_label_columns(y: Any, names: list[str], source: str) -> tuple[Any, list[str]]:
+    """Refuse labels that tell no node apart; drop labels no node has; warn about labels on one or all nodes."""
+    n, n_labels = y.shape
+    per_label = np.bincount(y.indices, minlength=n_labels)
+    empty = np.flatnonzero(per_label == 0)
+    if len(empty):
+        log.warning("%s: %s no labelled node (%s) and %s left out", source,
+                    _of_labels(len(empty), n_labels, "has", "have"), _examples([names[j] for j in empty]),
+                    "is" if len(empty) == 1 else "are")  # fmt: skip
+        keep = per_label > 0
+        y, per_label = y[:, keep], per_label[keep]
+        names = [nm for nm, k in zip(names, keep.tolist(), strict=True) if k]
+        n_labels = len(names)
+    full = np.flatnonzero(per_label == n)
+    if len(full) == n_labels:
+        if n_labels == 1:
+            raise ParvecError(
+                f"{source}: every labelled node has the same single label {names[0]!r}: there is nothing to "
+                "classify (node classification needs at least 2 labels)"
+            )
+        raise ParvecError(
+            f"{source}: every labelled node has every one of the {n_labels} labels: there is nothing to classify"
+        )
+    if len(full):
+        log.warning("%s: %s every labelled node (%s): always predicted right whatever the vectors, which raises "
+                    "both F1 scores", source, _of_labels(len(full), n_labels, "is held by", "are held by"),
+                    _examples([names[j] for j in full]))  # fmt: skip
+    single = np.flatnonzero(per_label == 1)
+    if len(single):
+        log.warning("%s: %s a single node (%s): in a split it is either in the training or the test part, never "
+                    "both, so its F1 is 0 in every split, which lowers macro-F1", source,
+                    _of_labels(len(single), n_labels, "is held by", "are held by"),
+                    _examples([names[j] for j in single]))  # fmt: skip
+    return y, names
+
+
+def _of_labels(k: int, total: int, one: str, many: str) -> str:
+    return f"{k} of the {total} labels {one if k == 1 else many}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +368,8 @@ def _pair_keys(u: np.ndarray, v: np.ndarray, n: int, directed: bool) -> np.ndarr
 def split_edges(graph: Graph, fraction: float = 0.5, seed: int = 0) -> EdgeSplit:
     """Hide ``fraction`` of the (non-self-loop) edges, never one of a random spanning forest.
 
-    If fewer edges lie outside the forest than requested, only those are hidden.
+    If fewer edges lie outside the forest than requested, only those are hidden (with a warning); a graph
+    with none (a forest) or a fraction that rounds to no edge raises :class:`ParvecError`.
 
     Example:
         >>> g = Graph.from_edges([0, 0, 1], [1, 2, 2], n_nodes=3)
@@ -273,11 +382,13 @@ def split_edges(graph: Graph, fraction: float = 0.5, seed: int = 0) -> EdgeSplit
     if not 0 < fraction < 1:
         raise ParvecError(f"the fraction of edges to hide must be in (0, 1), got {fraction}")
     n = graph.n_nodes
+    where = graph.where()
     src, dst, w = graph.edge_list()
     loop = src == dst
     cand = np.flatnonzero(~loop)
     if len(cand) == 0:
-        raise ParvecError("the graph has no edges (other than self-loops) to hide")
+        raise ParvecError(f"{where}the graph has no edge between two different nodes to hide (link prediction "
+                          "needs some)")  # fmt: skip
     rng = np.random.default_rng([seed, 0x11CE])
     # Random spanning forest: MST of the undirected skeleton under random weights in (1, 2).
     u, v = np.minimum(src[cand], dst[cand]), np.maximum(src[cand], dst[cand])
@@ -286,15 +397,24 @@ def split_edges(graph: Graph, fraction: float = 0.5, seed: int = 0) -> EdgeSplit
     forest = minimum_spanning_tree(skeleton).tocoo()
     protected = np.isin(_pair_keys(u, v, n, False), _pair_keys(forest.row, forest.col, n, False))
     removable = cand[~protected]
-    n_hide = min(int(round(fraction * len(cand))), len(removable))
-    if n_hide < 1:
-        raise ParvecError("every edge is needed to keep the graph connected: nothing to hide")
+    asked = int(round(fraction * len(cand)))
+    if len(removable) == 0:
+        raise ParvecError(f"{where}all {len(cand)} edges are needed to keep the graph connected (it has no cycle): "
+                          "nothing to hide; link prediction needs a graph with cycles")  # fmt: skip
+    if asked < 1:
+        raise ParvecError(f"{where}hiding fraction {fraction:g} of {len(cand)} edges rounds to none: raise the "
+                          "fraction (--fraction)")  # fmt: skip
+    n_hide = min(asked, len(removable))
+    if n_hide < asked:
+        log.warning("%shid %d of the %d edges asked for (fraction %g of %d): the other %d are needed to keep the "
+                    "graph connected", where, n_hide, asked, fraction, len(cand), len(cand) - n_hide)  # fmt: skip
     hide = np.sort(rng.choice(removable, size=n_hide, replace=False))
     keep = np.ones(len(src), dtype=bool)
     keep[hide] = False
     residual = Graph.from_edges(
         src[keep], dst[keep], None if w is None else w[keep], node_ids=graph.node_ids, directed=graph.directed
     )
+    residual.source = graph.source
     return EdgeSplit(residual, np.stack([src[hide], dst[hide]], axis=1))
 
 
@@ -362,18 +482,28 @@ def link_prediction(
     rng = np.random.default_rng([seed, 0x5EED])
     n = graph.n_nodes
     test_pos = split.hidden
-    test_neg = sample_non_edges(graph, len(test_pos), rng)
     r_src, r_dst, _ = split.residual.edge_list()
     nonloop = np.flatnonzero(r_src != r_dst)
     n_train = min(len(nonloop), len(test_pos))
+    m = graph.n_other_edges()
+    possible = n * (n - 1) // (1 if graph.directed else 2) - m
+    if possible < len(test_pos) + n_train:
+        raise ParvecError(
+            f"{graph.where()}link prediction needs {len(test_pos) + n_train} non-edges ({len(test_pos)} to test "
+            f"against the hidden edges, {n_train} to train on) but the graph ({n} nodes, {m} edges) has only "
+            f"{possible}: it is too dense; hide a smaller fraction (--fraction)"
+        )
+    test_neg = sample_non_edges(graph, len(test_pos), rng)
     pick = rng.choice(nonloop, size=n_train, replace=False)
     train_pos = np.stack([r_src[pick], r_dst[pick]], axis=1)
     train_neg = sample_non_edges(
         graph, n_train, rng, exclude=_pair_keys(test_neg[:, 0], test_neg[:, 1], n, graph.directed)
     )
     vectors = np.asarray(embed(split.residual), dtype=np.float64)
-    if vectors.shape[0] != n:
-        raise ParvecError(f"embed returned {vectors.shape[0]} vectors for {n} nodes")
+    if vectors.ndim != 2 or vectors.shape[0] != n:
+        raise ParvecError(f"embed returned an array of shape {vectors.shape} for {n} nodes")
+    if not np.isfinite(vectors).all():
+        raise ParvecError("embed returned vectors holding NaN or inf")
 
     def features(pairs: np.ndarray) -> np.ndarray:
         return vectors[pairs[:, 0]] * vectors[pairs[:, 1]]

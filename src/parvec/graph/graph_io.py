@@ -4,13 +4,14 @@ A :class:`Graph` is three numpy arrays, the layout the numba walk kernels read d
 ``indptr`` (int64, n+1), ``indices`` (int32, the out-neighbours of node ``i`` are
 ``indices[indptr[i]:indptr[i+1]]``, **sorted ascending** so membership is a binary search) and
 ``data`` (float32 edge weights, or ``None`` for an unweighted graph), plus ``node_ids``, the original
-node IDs (strings) in dense-index order.
+node IDs (strings) in dense-index order, and ``source``, the file it was read from (for messages).
 
 How edge lists are read (decisions, matching node2vec's networkx reader and PecanPy):
 
 * One edge per line: ``u v`` or ``u v w``, split on whitespace or on ``delimiter``; ``#`` starts a
-  comment (so IDs cannot contain ``#``); blank lines are skipped. Unweighted reading ignores a third
-  column; weighted reading requires it.
+  comment (so IDs cannot contain ``#``); blank lines are skipped. Weighted reading requires the third
+  column; unweighted reading ignores it, with a warning counting the lines that have one, but it must
+  still be a number (``a b c`` is more likely an adjacency-list line than an edge, and is refused).
 * Node IDs are arbitrary strings, mapped once to dense ints in order of first appearance.  Files whose
   IDs are all integers in canonical form (SNAP style) are parsed by numpy as int64 in blocks of lines,
   with no Python object per edge (BlogCatalog: 0.4 s, 8 MB kept after reading); other files go through
@@ -26,7 +27,8 @@ How edge lists are read (decisions, matching node2vec's networkx reader and Peca
 * Weights must be finite and non-negative; an edge whose final weight is 0 is dropped (no edge), as
   PecanPy drops non-positive weights. Its nodes still exist.
 * Every problem is a :class:`parvec.errors.ParvecError` naming the file and line, e.g.
-  ``graph.txt:12: expected 'u v' or 'u v w', got 'a'``.
+  ``graph.txt:12: expected 'u v' or 'u v w', got 'a'`` (and the token, for a bad weight or third column).
+  The graph remembers the file it came from (``Graph.source``), so later errors can name it too.
 
 Matrices (``.npz`` written by ``scipy.sparse.save_npz`` or PecanPy's CSR ``.npz`` with ``IDs``;
 ``.mat`` with the adjacency matrix in variable ``network``, as BlogCatalog and PPI ship) are read as
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import math
 import os
 import re
@@ -53,6 +56,8 @@ if TYPE_CHECKING:
     import scipy.sparse
 
 __all__ = ["Graph", "read_graph", "read_edgelist", "read_npz", "read_mat"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -71,6 +76,25 @@ class Graph:
     node_ids: list[str]
     directed: bool = False
     _index: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    source: str | None = field(default=None, repr=False, compare=False)  # the file it was read from
+
+    def where(self) -> str:
+        """``"<source>: "`` for messages about this graph, or ``""`` when it was not read from a file.
+
+        Example:
+            >>> Graph.from_edges([0], [1], n_nodes=2).where()
+            ''
+        """
+        return f"{self.source}: " if self.source else ""
+
+    def n_other_edges(self) -> int:
+        """Number of edges joining two different nodes (:attr:`n_edges` without the self-loops).
+
+        Example:
+            >>> Graph.from_edges([0, 1], [0, 2], n_nodes=3).n_other_edges()
+            1
+        """
+        return self.n_edges - self.n_self_loops
 
     def __post_init__(self) -> None:
         self.indptr = np.ascontiguousarray(self.indptr, dtype=np.int64)
@@ -317,7 +341,7 @@ def read_edgelist(
     """Read an edge list (``u v`` or ``u v w`` per line, ``#`` comments) into a :class:`Graph`.
 
     ``delimiter=None`` splits on any whitespace. See the module docstring for duplicates,
-    self-loops and weights.
+    self-loops and weights. An unweighted read logs a warning when lines carry a (then ignored) weight.
 
     Example:
         >>> g = read_edgelist("friends.txt", weighted=True)  # doctest: +SKIP
@@ -338,9 +362,15 @@ def read_edgelist(
         # numpy refused the file: the line-by-line reader finds (and names) the bad line,
         # or reads a file numpy cannot (e.g. an unweighted list mixing 2 and 3 columns).
         result = _slow_parse(p, weighted, delimiter, implicit_ids)
-    src, dst, w, node_ids = result
+    src, dst, w, node_ids, n_third = result
     del result
+    if n_third and not weighted:
+        log.warning(
+            "%s: %d of %d edge lines have a weight column, ignored by an unweighted read "
+            "(read with weighted=True, --weighted, to walk by the weights)", p, n_third, len(src)
+        )
     graph = Graph.from_edges(src, dst, w, node_ids=node_ids, directed=directed)
+    graph.source = str(p)
     del src, dst, w
     release_freed_memory()
     return graph
@@ -370,7 +400,8 @@ def _malloc_trim():
         return None
 
 
-_Parsed = tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str]]
+# (src, dst, weights or None, node IDs, number of lines with a third column)
+_Parsed = tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str], int]
 
 # Lines parsed per numpy call: the string objects of one block are the reader's only per-edge Python
 # objects (~10 MB), so reading costs O(nodes + edges x 16 bytes), not O(edges) string objects.
@@ -445,9 +476,11 @@ def _weights_ok(w: np.ndarray) -> bool:
 def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
     """All-numpy parse, block by block, for files whose IDs are already ``0..n-1``."""
     src, dst, ws = _Column(np.int32), _Column(np.int32), _Column(np.float64)
+    columns = 0
     for arr in _blocks(p, np.float64, delimiter):
         if arr is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
             return None
+        columns = arr.shape[1] if arr.shape[0] else columns
         ids = arr[:, :2]
         if not (np.isfinite(ids).all() and (ids >= 0).all() and (ids == np.floor(ids)).all()
                 and (ids < 2**31).all()):  # fmt: skip
@@ -462,7 +495,7 @@ def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | 
         return None
     s, d = src.array(), dst.array()
     n = int(max(s.max(), d.max())) + 1
-    return s, d, (ws.array() if weighted else None), [str(i) for i in range(n)]
+    return s, d, (ws.array() if weighted else None), [str(i) for i in range(n)], (len(s) if columns == 3 else 0)
 
 
 def _fast_integer(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
@@ -514,16 +547,24 @@ def _fast_integer(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | N
     rank[order] = np.arange(len(uniq), dtype=np.int32)
     codes = rank[inverse]
     node_ids = [str(v) for v in uniq[order].tolist()]
-    return codes[0::2], codes[1::2], (ws.array() if weighted else None), node_ids
+    n_third = len(codes) // 2 if columns == 3 else 0
+    return codes[0::2], codes[1::2], (ws.array() if weighted else None), node_ids, n_third
 
 
 def _fast_general(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
     """numpy splits each block (in C); a dict maps string IDs to ints in first-seen order."""
     lookup: dict[str, int] = {}
     codes, ws = _Column(np.int32), _Column(np.float64)
+    columns = 0
     for arr in _blocks(p, object, delimiter):
         if arr is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
             return None
+        columns = arr.shape[1] if arr.shape[0] else columns
+        if not weighted and columns == 3:  # an ignored weight must still be a number (the slow reader names it)
+            try:
+                arr[:, 2].astype(np.float64)
+            except ValueError:
+                return None
         ends = arr[:, :2].ravel().tolist()
         if delimiter is not None:
             ends = [e.strip() for e in ends]
@@ -543,7 +584,7 @@ def _fast_general(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | N
     if not codes.n:
         return None
     c = codes.array()
-    return c[0::2], c[1::2], (ws.array() if weighted else None), list(lookup)
+    return c[0::2], c[1::2], (ws.array() if weighted else None), list(lookup), (len(c) // 2 if columns == 3 else 0)
 
 
 def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bool) -> _Parsed:
@@ -553,6 +594,8 @@ def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bo
     dst: list[int] = []
     ws: list[float] = []
     max_id = -1
+    n_third = 0
+    columns = f" (columns separated by {delimiter!r})" if delimiter else ""
     try:
         with open(p, encoding="utf-8") as f:
             for line_no, raw in enumerate(f, start=1):
@@ -562,9 +605,19 @@ def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bo
                 parts = [t.strip() for t in line.split(delimiter)] if delimiter else line.split()
                 shown = raw.rstrip("\r\n")
                 if len(parts) not in (2, 3) or not all(parts):
-                    raise ParvecError(f"{p}:{line_no}: expected 'u v' or 'u v w', got {shown!r}")
+                    raise ParvecError(f"{p}:{line_no}: expected 'u v' or 'u v w', got {shown!r}{columns}")
                 if weighted and len(parts) != 3:
-                    raise ParvecError(f"{p}:{line_no}: weighted graph needs 'u v w', got {shown!r}")
+                    raise ParvecError(f"{p}:{line_no}: weighted graph needs 'u v w', got {shown!r}{columns}")
+                if len(parts) == 3 and not weighted:
+                    try:  # ignored, but a weight all the same: 'a b c' is an adjacency-list line, not an edge
+                        float(parts[2])
+                    except ValueError:
+                        raise ParvecError(
+                            f"{p}:{line_no}: third column {parts[2]!r} is not a number: expected 'u v' or 'u v w' "
+                            f"(an unweighted read ignores w), got {shown!r}; an adjacency list ('u v1 v2 ...') "
+                            "is not an edge list"
+                        ) from None
+                    n_third += 1
                 if implicit_ids:
                     ends = []
                     for t in parts[:2]:
@@ -590,13 +643,33 @@ def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bo
                     if not math.isfinite(wt) or wt < 0:
                         raise ParvecError(f"{p}:{line_no}: weight must be finite and >= 0, got {parts[2]!r}")
                     ws.append(wt)
-    except UnicodeDecodeError as exc:
-        raise ParvecError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except UnicodeDecodeError:
+        raise not_utf8_error(p) from None
     if not src:
         raise ParvecError(f"{p}: no edges (empty file or only comments)")
     node_ids = [str(i) for i in range(max_id + 1)] if implicit_ids else list(lookup)
     w = np.array(ws, dtype=np.float64) if weighted else None
-    return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), w, node_ids
+    return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), w, node_ids, n_third
+
+
+def not_utf8_error(path: str | os.PathLike[str]) -> ParvecError:
+    """The error for a text file that is not UTF-8, naming its first undecodable line and byte.
+
+    Text-mode reading decodes in blocks, so the ``UnicodeDecodeError`` it raises cannot say which line;
+    this reads the file again, line by line as bytes (only on that error path).
+
+    Example:
+        >>> not_utf8_error("graph.txt")  # doctest: +SKIP
+        ParvecError("graph.txt:3: not UTF-8 text (invalid start byte at byte 3 of the line)")
+    """
+    p = Path(path)
+    with open(p, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return ParvecError(f"{p}:{line_no}: not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)")
+    return ParvecError(f"{p}: not UTF-8 text")
 
 
 def _from_matrix(matrix, p: Path, weighted: bool, directed: bool, node_ids: list[str] | None) -> Graph:
@@ -621,7 +694,7 @@ def _from_matrix(matrix, p: Path, weighted: bool, directed: bool, node_ids: list
     elif len(node_ids) != n:
         raise ParvecError(f"{p}: {len(node_ids)} node IDs for a {n}x{n} matrix")
     data = a.data.astype(np.float32) if weighted else None
-    return Graph(a.indptr.astype(np.int64), a.indices.astype(np.int32), data, node_ids, directed)
+    return Graph(a.indptr.astype(np.int64), a.indices.astype(np.int32), data, node_ids, directed, source=str(p))
 
 
 def read_npz(path: str | os.PathLike[str], *, weighted: bool = False, directed: bool = False) -> Graph:

@@ -14,12 +14,24 @@ The pipeline, and why:
 4. The input vectors come back as a :class:`parvec.keyedvectors.KeyedVectors` keyed by the original
    node IDs, most frequent node first.
 
+Nodes that learn nothing.  The counting pass also marks the nodes that stand next to a different node in
+some walk (:func:`parvec.graph.walks.mark_paired`; the window is never narrower than 1, so these are the
+nodes that meet another node in a training window).  The others learn nothing from the graph, and keep
+their random initial vectors: an isolated node's walks have no pair, so word2vec.c and PecanPy leave
+its vector as initialised too; parvec also puts back the initial vector of a node whose only updates
+came from pairing with itself (a self-loop) or from PAR's repulsion (which moves every walk's nodes), so
+the rule holds for every algorithm.  They stay in the output (every node of the graph has a vector) and
+a warning counts them; when no node meets another (no edge between two different nodes: only
+self-loops, or only zero-weight edges, which are dropped when read; or ``walk_length`` 1) training is
+refused with a :class:`ParvecError` before it starts.
+
 Defaults follow node2vec's reference implementation (dimensions 128, walk length 80, 10 walks per
 node, window 10, 1 epoch, gensim's ``sample=1e-3``, ``alpha=0.025``, negative 5).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -35,6 +47,7 @@ from parvec.graph.walks import (
     count_nodes,
     default_batch_walks,
     iter_walk_batches,
+    mark_paired,
     rank_nodes,
 )
 
@@ -43,6 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Node2Vec", "DeepWalk"]
 
+log = logging.getLogger(__name__)
+
 
 class Node2Vec:
     """node2vec embeddings (Grover & Leskovec 2016): biased second-order walks + skip-gram.
@@ -50,6 +65,9 @@ class Node2Vec:
     ``graph`` is a :class:`Graph` or a path (read with ``weighted``, ``directed``, ``delimiter``,
     ``implicit_ids``). For a :class:`Graph`, ``weighted=False`` ignores its weights.
     Extra keyword arguments go to :class:`parvec.config.TrainConfig` (e.g. ``chunk_words``).
+    A graph without an edge between two different nodes, or ``walk_length`` 1, is refused; nodes that
+    never meet another node in a walk keep their random initial vectors, with a warning counting them
+    (module docstring).
 
     Example:
         >>> g = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 0], n_nodes=4)
@@ -94,7 +112,7 @@ class Node2Vec:
             if weighted is True and not graph.weighted:
                 raise ParvecError("weighted=True but the graph has no weights (read it with weighted=True)")
             if weighted is False and graph.weighted:
-                graph = Graph(graph.indptr, graph.indices, None, graph.node_ids, graph.directed)
+                graph = Graph(graph.indptr, graph.indices, None, graph.node_ids, graph.directed, source=graph.source)
         else:
             graph = read_graph(
                 graph,
@@ -108,6 +126,11 @@ class Node2Vec:
         self.graph = graph
         self.spec = WalkSpec(walk_length=walk_length, num_walks=num_walks, p=p, q=q, seed=seed)
         self.spec.validate()
+        if walk_length < 2:
+            raise ParvecError(
+                f"walk_length (--walk-length) is {walk_length}: a walk of one node has no neighbour to learn "
+                "from, so nothing would be trained; use 2 or more (node2vec's default is 80)"
+            )
         from parvec.config import DEFAULT_ALGO, TrainConfig, default_threads
 
         self.workers = int(workers) if workers else default_threads()
@@ -138,7 +161,16 @@ class Node2Vec:
         if cache_walks_mb < 0:
             raise ParvecError(f"cache_walks_mb must be >= 0, got {cache_walks_mb}")
         self.cache_walks_mb = cache_walks_mb
+        if graph.n_other_edges() == 0:
+            loops = graph.n_self_loops
+            what = f"only {loops} self-loop{'s' if loops != 1 else ''}" if loops else "no edges"
+            raise ParvecError(
+                f"{graph.where()}no edge joins two different nodes ({graph.n_nodes} nodes, {what}; edges of weight "
+                "0 are dropped when read): walks never leave their start node, so there is nothing to learn"
+            )
         self.ranking: NodeRanking | None = None
+        # after the counting pass: which nodes meet a different node in some walk (graph node order)
+        self.paired: np.ndarray | None = None
         self.node_vectors: np.ndarray | None = None  # (n_nodes, dim), rows in graph node order
         self.timings: dict[str, float] = {}
         self.train_stats = None
@@ -153,6 +185,8 @@ class Node2Vec:
     def count_pass(self) -> tuple[NodeRanking, list[tuple[np.ndarray, np.ndarray]] | None]:
         """Walk once to count node frequencies; returns the ranking and (if it fits) the walks in rank ids.
 
+        Also sets ``paired``: which nodes stand next to a different node in some walk.
+
         Example:
             >>> g = Graph.from_edges([0, 1], [1, 2], n_nodes=3)
             >>> ranking, cached = Node2Vec(g, walk_length=4, num_walks=2, workers=1).count_pass()
@@ -163,9 +197,11 @@ class Node2Vec:
         expected = n * self.spec.num_walks * self.spec.walk_length * 4 + n * self.spec.num_walks * 8
         keep = expected <= self.cache_walks_mb * (1 << 20)
         counts = np.zeros(n, dtype=np.int64)
+        paired = np.zeros(n, dtype=bool)
         cached: list[tuple[np.ndarray, np.ndarray]] | None = [] if keep else None
         for tokens, offsets in self._batches(None):
             count_nodes(tokens, n, counts)
+            mark_paired(tokens, offsets, paired)
             if cached is not None:
                 cached.append((tokens, offsets))
         ranking = rank_nodes(counts)
@@ -174,7 +210,30 @@ class Node2Vec:
             for tokens, _ in cached:
                 np.take(rank, tokens, out=tokens)  # in place: node ids -> vocabulary ranks
         self.n_tokens = int(counts.sum())
+        self.paired = paired
         return ranking, cached
+
+    def _check_paired(self) -> None:
+        """Refuse to train when no node meets another in a walk; warn with the count when some do not."""
+        paired = self.paired
+        assert paired is not None
+        where = self.graph.where()
+        if not paired.any():
+            raise ParvecError(
+                f"{where}no walk reached a second node (walk_length={self.spec.walk_length}, "
+                f"num_walks={self.spec.num_walks}), so there is nothing to learn; raise walk_length or num_walks"
+            )
+        alone = np.flatnonzero(~paired)
+        if len(alone):
+            ids = self.graph.node_ids
+            examples = ", ".join(repr(ids[i]) for i in alone[:3].tolist()) + (", ..." if len(alone) > 3 else "")
+            log.warning(
+                "%s%d of %d nodes never share a walk with another node (e.g. %s): they have no edge to another "
+                "node (isolated, only self-loops or zero-weight edges), so they learn nothing from the graph and "
+                "keep their random initial vectors, as isolated nodes do in word2vec.c and PecanPy; leave them out "
+                "of evaluations",
+                where, len(alone), len(paired), examples,
+            )
 
     def fit(self) -> KeyedVectors:
         """Walk, train, and return the node vectors keyed by the original node IDs.
@@ -210,6 +269,7 @@ class Node2Vec:
         ranking, cached = self.count_pass()
         self.timings["walks"] = time.perf_counter() - t0
         self.ranking = ranking
+        self._check_paired()
 
         def make_parts(epoch: int):
             if cached is not None:
@@ -217,11 +277,15 @@ class Node2Vec:
             return self._batches(ranking.rank)
 
         trainer = Trainer(self.config, ranking.counts)
+        assert self.paired is not None
+        alone = ranking.rank[~self.paired]  # nodes that meet no other node: their rows are put back after training
+        initial = trainer.w_in[alone].copy()
         t1 = time.perf_counter()
         self.train_stats = trainer.train_parts(make_parts, words_per_epoch=self.n_tokens)
         self.timings["train"] = time.perf_counter() - t1
         self.timings["walks_cached"] = float(cached is not None)
         w_in = trainer.w_in
+        w_in[alone] = initial
         del trainer, make_parts  # the output vectors and the cached walks go before the copy below
         cached = None
         self.node_vectors = w_in[ranking.rank]

@@ -53,6 +53,7 @@ __all__ = [
     "iter_walk_batches",
     "generate_walks",
     "count_nodes",
+    "mark_paired",
     "rank_nodes",
     "start_order",
     "walk_seed",
@@ -492,6 +493,29 @@ def count_nodes(tokens: np.ndarray, n_nodes: int, counts: np.ndarray | None = No
         return c
     counts += c
     return counts
+
+
+def mark_paired(tokens: np.ndarray, offsets: np.ndarray, paired: np.ndarray) -> np.ndarray:
+    """Set ``paired[v]`` for every node ``v`` next to a different node in one of the walks.
+
+    Skip-gram's window is never narrower than 1, so these are the nodes that meet another node in some
+    training window; the others (isolated nodes, nodes with only a self-loop, ``walk_length`` 1) learn
+    nothing from the graph.  A node meets a different node in a walk exactly when it is next to one
+    somewhere in it, so neighbouring positions are enough.  Returns ``paired`` (bool, updated in place).
+
+    Example:
+        >>> tokens = np.array([0, 1, 2, 2, 3], dtype=np.int32)  # walks [0, 1], [2, 2], [3]
+        >>> mark_paired(tokens, np.array([0, 2, 4, 5]), np.zeros(4, dtype=bool)).tolist()
+        [True, True, False, False]
+    """
+    if paired.all() or len(tokens) < 2:
+        return paired
+    step = tokens[1:] != tokens[:-1]
+    inner = np.asarray(offsets[1:-1], dtype=np.int64) - 1  # the step from one walk's end to the next's start
+    step[inner[(inner >= 0) & (inner < len(step))]] = False
+    paired[tokens[:-1][step]] = True
+    paired[tokens[1:][step]] = True
+    return paired
 
 
 @dataclass(frozen=True)
