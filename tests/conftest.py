@@ -1,9 +1,11 @@
-"""Shared fixtures: where the shared data lives, and small real corpora."""
+"""Shared fixtures: a temporary parvec cache for the whole session, where the shared data lives, and small
+real corpora."""
 
 from __future__ import annotations
 
 import lzma
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("PARVEC_SHARED_DATA", REPO.parent / "shared" / "data"))
 DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_parvec_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Keep every test (and every process a test starts) off the real ``~/.cache/parvec``: the encoded-corpus
+    cache of ``parvec train`` goes to ``$PARVEC_CACHE_DIR``, here a temporary directory, and
+    ``$XDG_CACHE_HOME`` (the fallback) points into one too."""
+    base = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("PARVEC_CACHE_DIR", str(base / "parvec"))
+        m.setenv("XDG_CACHE_HOME", str(base / "xdg"))
+        yield base / "parvec"
 
 
 @pytest.fixture(scope="session")

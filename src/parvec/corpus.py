@@ -1,27 +1,49 @@
 """The encoded corpus: a vocabulary, a flat int32 token array and int64 sentence offsets.
 
-Every trainer reads only this.  Text files (plain, .gz, .bz2, .xz), restartable iterables of token
-lists, ready numpy arrays and graph walks all become an :class:`EncodedCorpus`.
+Every trainer reads only this.  Text files (plain, .gz, .bz2, .xz), streams (standard input ``-``, a
+FIFO, bash's ``<(...)``), restartable iterables of token lists, ready numpy arrays and graph walks all
+become an :class:`EncodedCorpus`.
 
 Reading follows word2vec.c and gensim's ``LineSentence``: one sentence per line, tokens split on
-whitespace, no lowercasing unless asked.  A line longer than ``max_sentence_length`` tokens is split
-into consecutive pieces (never truncated); the file is streamed in blocks, so a 100 MB single-line
-text8-style file is never read whole.  Out-of-vocabulary words are dropped from the token array, as
-word2vec.c skips them.
+whitespace (a NUL byte counts as whitespace, as word2vec.c's C strings end a word there), no lowercasing
+unless asked.  A line longer than ``max_sentence_length`` tokens is split into consecutive pieces (never
+truncated); the input is streamed in blocks, so a 100 MB single-line text8-style file is never read whole.
+Out-of-vocabulary words are dropped from the token array, as word2vec.c skips them.
 
-An encoded corpus can be cached on disk (``tokens.npy``, ``offsets.npy``, ``header.json``); a later run
-with the same input file (same path, size and modification time) and the same vocabulary settings
-memory-maps the cache instead of reading the text again.
+A file is read twice, as word2vec.c does: count the vocabulary, then encode.  A stream cannot be read
+twice, so it is encoded in one pass: every token gets a provisional id in first-seen order while the
+words are counted, then the vocabulary is sorted and pruned exactly as for a file and the provisional ids
+are remapped (pruned words dropped, sentence offsets fixed).  The result is the same as the two passes
+give.  Memory: besides what two passes hold (the counts of every distinct word, the encoded tokens) this
+holds the tokens of pruned words until the remap, at 4 bytes a token, and no copy of the text.  With
+``max_vocab_size`` (which bounds the words held while counting) one pass cannot keep that bound -- it
+would have to remember every pruned word in case it comes back -- so the stream is spooled to a
+temporary file (in the cache directory, or the system's temporary directory without one), read in two
+passes and deleted.
+
+An encoded corpus of a file can be cached on disk (``tokens.npy``, ``offsets.npy``, ``vocab.json``,
+``header.json``).  The cache entry is keyed on the file's path, device, inode, size, modification time
+and inode change time (ctime, in nanoseconds: no tool sets it back, so an in-place edit with the mtime
+restored, or a file replaced by a rename, is a new key), and on the reading options.  A file changed less
+than a few seconds before it was read (when an edit could still fall in the same clock tick) also has its
+content's SHA-256 checked before its entry is used.  An entry is written into a temporary directory
+renamed into place, and its files carry SHA-256 checksums in ``header.json``, so a killed run or damaged
+files are rebuilt, never trusted.  Streams are never cached.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import lzma
 import os
 import shutil
 import tempfile
+import time
+import tokenize
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,11 +52,26 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import ParvecError
-from parvec.formats import check_input, open_input
+from parvec.formats import STDIN, check_input, is_stream, open_input
 from parvec.vocab import Vocab, count_words
 
+log = logging.getLogger(__name__)
+
 _BLOCK_BYTES = 1 << 22  # 4 MiB of text per read
-CACHE_FORMAT_VERSION = 1
+_ENCODE_BLOCK = 1 << 20  # tokens encoded per numpy block
+CACHE_FORMAT_VERSION = 2
+# A file whose ctime is less than this before it is read may change again within the same tick of the
+# file system's clock (coarse, and up to 2 s on some file systems) without a new ctime: its cache entry
+# also records the content's SHA-256 and checks it before use (git's "racily clean" entries).
+_RACY_NS = 3_000_000_000
+_STALE_TEMPORARY_SECONDS = 24 * 3600  # a ".tmp-*" this old in the cache is a killed run's leftover
+_STDIN_NAME = "<stdin>"
+_READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
+# What reading a damaged cache entry can raise (np.load parses its header with tokenize and literal_eval).
+_DAMAGE_ERRORS = (
+    OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, EOFError, SyntaxError, MemoryError,
+    OverflowError, tokenize.TokenError,
+)
 
 
 @dataclass(frozen=True)
@@ -72,7 +109,9 @@ class EncodedCorpus:
     """Vocabulary + int32 tokens + int64 sentence offsets (``len(offsets) == sentences + 1``).
 
     Sentence ``i`` is ``tokens[offsets[i]:offsets[i + 1]]``; token ids index ``vocab.words``.
-    ``raw_words`` counts every token of the source, out-of-vocabulary ones included.
+    ``raw_words`` counts every token of the source, out-of-vocabulary ones included.  ``cache_used``
+    says where :meth:`from_file` got it: ``True`` from the cache, ``False`` read (a cache was consulted
+    and written), ``None`` no cache involved (no cache directory, a stream, or a given vocabulary).
 
     Example:
         >>> c = EncodedCorpus.from_sentences([["a", "b", "a"], ["b", "a"]], min_count=1)
@@ -85,6 +124,8 @@ class EncodedCorpus:
     offsets: np.ndarray
     raw_words: int = 0
     source: str = ""
+    # True: loaded from the cache; False: a cache was consulted and (re)built; None: no cache involved.
+    cache_used: bool | None = None
 
     def __post_init__(self) -> None:
         if self.tokens.dtype != np.int32:
@@ -126,27 +167,26 @@ class EncodedCorpus:
     ) -> EncodedCorpus:
         """Read and encode a text file (plain, .gz, .bz2 or .xz), using or filling a cache.
 
-        With ``vocab`` given, tokens are encoded against it (continued training) instead of
-        building a new vocabulary.
+        ``-`` is standard input; it, a FIFO and ``<(...)`` are read once as streams and never cached.
+        With ``vocab`` given, tokens are encoded against it (continued training) instead of building
+        a new vocabulary, and no cache is used.
 
         Example:
             >>> corpus = EncodedCorpus.from_file("corpus.txt.xz", ReadOptions(min_count=5))  # doctest: +SKIP
+            >>> corpus.cache_used  # doctest: +SKIP
+            None
         """
         options = options or ReadOptions()
         options.validate()
-        path = Path(path)
-        check_input(path)
-        key = None
-        if cache_dir is not None and vocab is None:
-            key = _cache_key(path, options)
-            cached = _load_cache(Path(cache_dir) / key)
-            if cached is not None:
-                return cached
-        reader = _TextSentences(path, options)
-        result = _encode(reader, options, vocab, source=str(path))
-        if key is not None:
-            _save_cache(result, Path(cache_dir) / key, path, options)  # type: ignore[arg-type]
-        return result
+        stdin = os.fspath(path) == STDIN
+        p = check_input(path, allow_stream=True)
+        if not stdin and str(p) == STDIN:
+            p = Path.cwd() / STDIN  # "./-" is a file named "-"
+        if stdin or is_stream(p):
+            return _read_stream(p, _STDIN_NAME if stdin else str(p), options, vocab, cache_dir)
+        if cache_dir is None or vocab is not None:
+            return _encode(_TextSentences(p, options), options, vocab, source=str(p))
+        return _read_cached(p, options, Path(cache_dir))
 
     @classmethod
     def from_sentences(
@@ -223,22 +263,42 @@ class EncodedCorpus:
 
 # ---------------------------------------------------------------------- reading text
 class _TextSentences:
-    """Restartable stream of token lists from a text file, in bounded memory."""
+    """Stream of token lists from a text file or stream, in bounded memory.
 
-    def __init__(self, path: Path, options: ReadOptions) -> None:
+    A file can be iterated again (each pass reopens it); a stream (``once=True``) only once.  With
+    ``digest=True`` each completed pass appends the SHA-256 of the (decompressed) bytes it read to
+    ``digests``.
+    """
+
+    def __init__(
+        self, path: Path, options: ReadOptions, name: str | None = None, once: bool = False, digest: bool = False
+    ) -> None:
         self.path = path
         self.options = options
+        self.name = str(path) if name is None else name
+        self.once = once
+        self.digest = digest
+        self.digests: list[str] = []
+        self._passes = 0
 
     def __iter__(self) -> Iterator[list[str]]:
+        if self.once and self._passes:
+            raise ParvecError(f"{self.name}: a stream can be read only once")
+        self._passes += 1
         max_len = self.options.max_sentence_length
+        hasher = hashlib.sha256() if self.digest else None
         line_no = 1
         current: list[str] = []
         carry = b""
         try:
-            with open_input(self.path) as f:
+            with open_input(self.path, allow_stream=True) as f:
                 while True:
                     block = f.read(_BLOCK_BYTES)
                     at_end = not block
+                    if hasher is not None:
+                        hasher.update(block)
+                    if b"\x00" in block:  # NUL is whitespace: it never becomes part of a word
+                        block = block.replace(b"\x00", b" ")
                     block = carry + block
                     if not at_end:
                         # Cut after the last whitespace so no word (or UTF-8 character) is split.
@@ -246,7 +306,7 @@ class _TextSentences:
                         if cut < 0:
                             carry = block
                             if len(carry) > 64 * _BLOCK_BYTES:
-                                raise ParvecError(f"{self.path}:{line_no}: a single token longer than 256 MB")
+                                raise ParvecError(f"{self.name}:{line_no}: a single token longer than 256 MB")
                             continue
                         carry, block = block[cut + 1 :], block[: cut + 1]
                     else:
@@ -270,10 +330,12 @@ class _TextSentences:
                             current = current[n_full:]
                     if at_end:
                         break
-        except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise ParvecError(f"{self.path}: cannot read: {exc}") from None
+        except _READ_ERRORS as exc:
+            raise ParvecError(f"{self.name}: cannot read: {exc}") from None
         if current:
             yield current
+        if hasher is not None:
+            self.digests.append(hasher.hexdigest())
 
     def _decode(self, block: bytes, line_no: int) -> str:
         try:
@@ -281,7 +343,7 @@ class _TextSentences:
         except UnicodeDecodeError as exc:
             line = line_no + block.count(b"\n", 0, exc.start)
             raise ParvecError(
-                f"{self.path}:{line}: invalid UTF-8 ({exc.reason}); "
+                f"{self.name}:{line}: invalid UTF-8 ({exc.reason}); "
                 "use --unicode-errors replace (or ignore) to read it anyway"
             ) from None
 
@@ -311,122 +373,339 @@ class _Lookup(dict):
         return -1
 
 
-def _encode(
-    sentences: Iterable[list[str]],
-    options: ReadOptions,
-    vocab: Vocab | None,
-    source: str,
+class _FirstSeen(dict):
+    """word -> provisional id: an unseen word gets the next id (first-seen order) when it is looked up."""
+
+    def __missing__(self, key: str) -> int:
+        value = self[key] = len(self)
+        return value
+
+
+class _Blocks:
+    """Token ids and sentence lengths gathered in numpy blocks of about ``_ENCODE_BLOCK`` tokens."""
+
+    def __init__(self, on_block: Any = None) -> None:
+        self.ids: list[np.ndarray] = []
+        self.lengths: list[np.ndarray] = []
+        self.raw_words = 0
+        self._ids: list[np.ndarray] = []
+        self._lengths: list[int] = []
+        self._pending = 0
+        self._on_block = on_block  # called with each block of ids as it is made
+
+    def add_all(self, sentences: Iterable[list[str]], lookup: dict[str, int]) -> None:
+        get = lookup.__getitem__
+        block = _ENCODE_BLOCK
+        for sentence in sentences:
+            n = len(sentence)
+            self._ids.append(np.fromiter(map(get, sentence), dtype=np.int32, count=n))
+            self._lengths.append(n)
+            self._pending += n
+            if self._pending >= block:
+                self.flush()
+        self.flush()
+
+    def flush(self) -> None:
+        if not self._ids:
+            return
+        ids = np.concatenate(self._ids)
+        self.raw_words += len(ids)
+        if self._on_block is not None:
+            self._on_block(ids)
+        self.ids.append(ids)
+        self.lengths.append(np.asarray(self._lengths, dtype=np.int64))
+        self._ids.clear()
+        self._lengths.clear()
+        self._pending = 0
+
+
+def _compact(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drop the ids < 0 (out-of-vocabulary words) and shorten each sentence's length to match."""
+    keep = ids >= 0
+    if not keep.all():
+        # Per-sentence count of kept tokens: cumulative sum read at sentence ends.
+        ends = np.cumsum(lengths)
+        kept_cum = np.concatenate(([0], np.cumsum(keep)))
+        lengths = kept_cum[ends] - kept_cum[np.concatenate(([0], ends[:-1]))]
+        ids = ids[keep]
+    return ids.astype(np.int32, copy=False), lengths
+
+
+def _assemble(
+    blocks: _Blocks, vocab: Vocab, raw_words: int, source: str, remap: np.ndarray | None = None
 ) -> EncodedCorpus:
-    """Two passes, as word2vec.c: count the vocabulary, then encode the tokens."""
-    raw_words = None
-    if vocab is None:
-        counter = count_words(sentences, options.max_vocab_size)
-        if counter.raw_words == 0:
-            raise ParvecError(f"{source}: the corpus has no words")
-        vocab = counter.finish(options.min_count, options.max_final_vocab)
-        raw_words = counter.raw_words
-        if len(vocab) == 0:
-            best = max(counter.counts.values()) if counter.counts else 0
-            raise ParvecError(
-                f"{source}: no word reaches min_count={options.min_count} "
-                f"(the most frequent word occurs {best} times); lower --min-count"
-            )
-    lookup = _Lookup(vocab.index)
+    """Join the blocks (each remapped through ``remap`` first, if given) into the encoded corpus."""
     token_blocks: list[np.ndarray] = []
     length_blocks: list[np.ndarray] = []
-    pending_ids: list[np.ndarray] = []
-    pending_lengths: list[int] = []
-    pending = 0
-    seen_raw = 0
-
-    def flush() -> None:
-        nonlocal pending
-        if not pending_ids:
-            return
-        ids = np.concatenate(pending_ids)
-        lengths = np.asarray(pending_lengths, dtype=np.int64)
-        keep = ids >= 0
-        if not keep.all():
-            # Per-sentence count of kept tokens: cumulative sum read at sentence ends.
-            ends = np.cumsum(lengths)
-            kept_cum = np.concatenate(([0], np.cumsum(keep)))
-            lengths = kept_cum[ends] - kept_cum[np.concatenate(([0], ends[:-1]))]
-            ids = ids[keep]
-        token_blocks.append(ids.astype(np.int32, copy=False))
+    for i in range(len(blocks.ids)):
+        ids, lengths = blocks.ids[i], blocks.lengths[i]
+        blocks.ids[i] = None  # type: ignore[call-overload]  # free each block as soon as it is done
+        if remap is not None:
+            ids = remap[ids]
+        ids, lengths = _compact(ids, lengths)
+        token_blocks.append(ids)
         length_blocks.append(lengths)
-        pending_ids.clear()
-        pending_lengths.clear()
-        pending = 0
-
-    get = lookup.__getitem__
-    for sentence in sentences:
-        n = len(sentence)
-        seen_raw += n
-        pending_ids.append(np.fromiter(map(get, sentence), dtype=np.int64, count=n))
-        pending_lengths.append(n)
-        pending += n
-        if pending >= 1 << 20:
-            flush()
-    flush()
     tokens = np.concatenate(token_blocks) if token_blocks else np.zeros(0, dtype=np.int32)
+    del token_blocks
     lengths = np.concatenate(length_blocks) if length_blocks else np.zeros(0, dtype=np.int64)
     lengths = lengths[lengths > 0]  # sentences made only of dropped words carry nothing
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if len(tokens) == 0:
         raise ParvecError(f"{source}: no token of the corpus is in the vocabulary")
-    return EncodedCorpus(vocab, tokens, offsets, raw_words=raw_words or seen_raw, source=source)
+    return EncodedCorpus(vocab, tokens, offsets, raw_words=raw_words, source=source)
+
+
+def _check_vocab(vocab: Vocab, raw_words: int, best: int, options: ReadOptions, source: str) -> None:
+    if raw_words == 0:
+        raise ParvecError(f"{source}: the corpus has no words")
+    if len(vocab) == 0:
+        raise ParvecError(
+            f"{source}: no word reaches min_count={options.min_count} "
+            f"(the most frequent word occurs {best} times); lower --min-count"
+        )
+
+
+def _encode(
+    sentences: Iterable[list[str]],
+    options: ReadOptions,
+    vocab: Vocab | None,
+    source: str,
+) -> EncodedCorpus:
+    """Two passes, as word2vec.c: count the vocabulary, then encode the tokens (one with ``vocab`` given)."""
+    raw_words = None
+    if vocab is None:
+        counter = count_words(sentences, options.max_vocab_size)
+        vocab = counter.finish(options.min_count, options.max_final_vocab)
+        raw_words = counter.raw_words
+        _check_vocab(vocab, raw_words, max(counter.counts.values(), default=0), options, source)
+    blocks = _Blocks()
+    blocks.add_all(sentences, _Lookup(vocab.index))
+    return _assemble(blocks, vocab, raw_words or blocks.raw_words, source)
+
+
+def _encode_one_pass(sentences: Iterable[list[str]], options: ReadOptions, source: str) -> EncodedCorpus:
+    """One pass (for a stream): provisional ids in first-seen order while counting, then the vocabulary
+    exactly as :func:`_encode` builds it, and every block remapped to it.  Needs ``max_vocab_size=None``."""
+    assert options.max_vocab_size is None
+    first_seen = _FirstSeen()
+    counts = np.zeros(1024, dtype=np.int64)
+
+    def count(ids: np.ndarray) -> None:
+        nonlocal counts
+        seen = np.bincount(ids)
+        if len(seen) > len(counts):
+            grown = np.zeros(max(len(seen), 2 * len(counts)), dtype=np.int64)
+            grown[: len(counts)] = counts
+            counts = grown
+        counts[: len(seen)] += seen
+
+    blocks = _Blocks(on_block=count)
+    blocks.add_all(sentences, first_seen)
+    counts = counts[: len(first_seen)]
+    # The same vocabulary as counting gives: the same counts, in the same first-seen order.
+    vocab = Vocab.from_counts(
+        dict(zip(first_seen, counts.tolist(), strict=True)), options.min_count, options.max_final_vocab
+    )
+    _check_vocab(vocab, blocks.raw_words, int(counts.max(initial=0)), options, source)
+    remap = np.full(len(first_seen), -1, dtype=np.int32)
+    remap[np.fromiter(map(first_seen.__getitem__, vocab.words), dtype=np.int64, count=len(vocab))] = np.arange(
+        len(vocab), dtype=np.int32
+    )
+    del first_seen, counts
+    return _assemble(blocks, vocab, blocks.raw_words, source, remap=remap)
+
+
+# ---------------------------------------------------------------------- streams
+def _read_stream(
+    path: Path, name: str, options: ReadOptions, vocab: Vocab | None, cache_dir: str | os.PathLike[str] | None
+) -> EncodedCorpus:
+    """Standard input, a FIFO or ``<(...)``: read once, never cached (``cache_used`` stays None)."""
+    reader = _TextSentences(path, options, name=name, once=True)
+    if vocab is not None:
+        return _encode(reader, options, vocab, source=name)  # encoding against a vocabulary is one pass
+    if options.max_vocab_size is None:
+        return _encode_one_pass(reader, options, source=name)
+    # max_vocab_size bounds the words held while counting; one pass would have to hold every pruned word.
+    spool_dir = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir())
+    with _spooled(path, name, spool_dir) as spool:
+        return _encode(_TextSentences(spool, options, name=name), options, None, source=name)
+
+
+@contextlib.contextmanager
+def _spooled(path: Path, name: str, directory: Path) -> Iterator[Path]:
+    """Copy a stream (decompressed) into a temporary file in ``directory``; removed afterwards."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=".tmp-spool-", suffix=".txt", dir=directory)
+    except OSError as exc:
+        raise ParvecError(f"{name}: cannot create a temporary copy in {directory} (max_vocab_size reads a "
+                          f"stream twice): {exc.strerror or exc}") from None  # fmt: skip
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out, open_input(path, allow_stream=True) as f:
+            while True:
+                try:
+                    block = f.read(_BLOCK_BYTES)
+                except _READ_ERRORS as exc:
+                    raise ParvecError(f"{name}: cannot read: {exc}") from None
+                if not block:
+                    break
+                try:
+                    out.write(block)
+                except OSError as exc:
+                    raise ParvecError(f"{name}: cannot copy it to {tmp} (max_vocab_size reads a stream twice): "
+                                      f"{exc.strerror or exc}") from None  # fmt: skip
+        yield tmp
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------- the cache
-def _cache_key(path: Path, options: ReadOptions) -> str:
+def _input_identity(path: Path) -> dict[str, Any]:
+    """What names this version of the file: nothing a user restores by accident (ctime is never set back)."""
     st = path.stat()
-    ident = {
+    return {
         "path": str(path.resolve()),
+        "dev": st.st_dev,
+        "ino": st.st_ino,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
-        "options": asdict(options),
-        "version": CACHE_FORMAT_VERSION,
+        "ctime_ns": st.st_ctime_ns,
     }
+
+
+def _cache_key(path: Path, identity: dict[str, Any], options: ReadOptions) -> str:
+    ident = {"input": identity, "options": asdict(options), "version": CACHE_FORMAT_VERSION}
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
     return f"{path.name}.{digest}"
 
 
-def _save_cache(corpus: EncodedCorpus, directory: Path, path: Path, options: ReadOptions) -> None:
-    """Write the cache to a temp directory, then rename it into place (never half-written)."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=directory.parent))
+def _input_digest(path: Path) -> str:
+    """SHA-256 of the file's (decompressed) bytes, as :class:`_TextSentences` digests them."""
+    hasher = hashlib.sha256()
+    with open_input(path) as f:
+        while block := f.read(_BLOCK_BYTES):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def _read_cached(path: Path, options: ReadOptions, root: Path) -> EncodedCorpus:
+    """The cached encoding of ``path`` if its entry is intact and current, else read it and cache it."""
+    now_ns = time.time_ns()
+    identity = _input_identity(path)
+    entry = root / _cache_key(path, identity, options)
+    cached = _load_cache(entry, path, identity, options)
+    if cached is not None:
+        cached.cache_used = True
+        return cached
+    verify = identity["ctime_ns"] >= now_ns - _RACY_NS
+    reader = _TextSentences(path, options, digest=verify)
+    result = _encode(reader, options, None, source=str(path))
+    result.cache_used = False
     try:
-        save_encoded(corpus, tmp, extra={"input": str(path.resolve()), "options": asdict(options)})
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(tmp, directory)
+        unchanged = _input_identity(path) == identity and len(set(reader.digests)) <= 1
     except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # a cache that can't be written is only a lost speed-up
+        unchanged = False
+    if not unchanged:
+        log.warning("%s changed while it was read: its encoded corpus is not cached", path)
+        return result
+    info = {**identity, "verify_content": verify, "sha256": reader.digests[-1] if verify else None}
+    _save_cache(result, entry, info, options)
+    return result
+
+
+def _save_cache(corpus: EncodedCorpus, entry: Path, info: dict[str, Any], options: ReadOptions) -> None:
+    """Write the entry to a temporary directory, then rename it into place (never half-written)."""
+    root = entry.parent
+    tmp: Path | None = None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(root)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+        save_encoded(corpus, tmp, extra={"input": info, "options": asdict(options)})
+        if entry.exists():  # a damaged entry under this key (or a concurrent run's)
+            shutil.rmtree(entry)
+        os.replace(tmp, entry)
+    except OSError as exc:
+        log.warning("cannot write the encoded-corpus cache in %s: %s", root, exc)  # only a lost speed-up
     finally:
-        if tmp.exists():
+        if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    _remove_superseded(root, entry, info["path"], options)
 
 
-def _load_cache(directory: Path) -> EncodedCorpus | None:
-    if not (directory / "header.json").exists():
+def _remove_stale_temporaries(root: Path) -> None:
+    """Remove what killed runs left (``.tmp-*`` older than a day; a recent one may still be written)."""
+    limit = time.time() - _STALE_TEMPORARY_SECONDS
+    for child in root.iterdir():
+        try:
+            if child.name.startswith(".tmp-") and child.lstat().st_mtime < limit:
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink()
+        except OSError:
+            pass
+
+
+def _remove_superseded(root: Path, entry: Path, input_path: str, options: ReadOptions) -> None:
+    """Remove the other entries of this file and these options: they encode an older version of it."""
+    wanted = asdict(options)
+    try:
+        siblings = [c for c in root.iterdir() if c.name.startswith(entry.name.rsplit(".", 1)[0] + ".")]
+    except OSError:
+        return
+    for child in siblings:
+        if child.name == entry.name or not child.is_dir():
+            continue
+        try:
+            header = json.loads((child / "header.json").read_text(encoding="utf-8"))
+            given = header.get("input")
+            if (given.get("path") if isinstance(given, dict) else given) == input_path and header.get(
+                "options"
+            ) == wanted:
+                shutil.rmtree(child, ignore_errors=True)
+        except (*_DAMAGE_ERRORS, ParvecError):
+            continue
+
+
+def _load_cache(entry: Path, path: Path, identity: dict[str, Any], options: ReadOptions) -> EncodedCorpus | None:
+    """The entry's corpus if it is intact and encodes this version of ``path`` with ``options``."""
+    if not entry.is_dir():
         return None
     try:
-        return load_encoded(directory)
-    except (OSError, ValueError, KeyError):
-        return None  # a damaged cache is rebuilt
+        corpus, header = _load(entry, mmap=True, verify=True)
+        info = header["input"]
+        if {k: info.get(k) for k in identity} != identity or header.get("options") != asdict(options):
+            return None
+        if info["verify_content"] and _input_digest(path) != info["sha256"]:
+            return None  # changed within the clock tick of its last change
+    except (*_DAMAGE_ERRORS, ParvecError) as exc:
+        log.warning("the encoded-corpus cache %s is damaged (%s): reading the corpus again", entry, exc)
+        return None
+    return corpus
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+_SAVED_FILES = ("tokens.npy", "offsets.npy", "vocab.json")
 
 
 def save_encoded(corpus: EncodedCorpus, directory: str | os.PathLike[str], extra: dict[str, Any] | None = None) -> None:
-    """Save an encoded corpus as ``tokens.npy``, ``offsets.npy``, ``vocab.json`` and ``header.json``.
+    """Save an encoded corpus as ``tokens.npy``, ``offsets.npy``, ``vocab.json`` and ``header.json``
+    (written last, with the SHA-256 of the other three, which :func:`load_encoded` checks).
 
     Example:
         >>> save_encoded(corpus, "cache/text8")  # doctest: +SKIP
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    np.save(directory / "tokens.npy", corpus.tokens)
-    np.save(directory / "offsets.npy", corpus.offsets)
+    np.save(directory / "tokens.npy", np.asarray(corpus.tokens))
+    np.save(directory / "offsets.npy", np.asarray(corpus.offsets))
     (directory / "vocab.json").write_text(corpus.vocab.to_json(), encoding="utf-8")
     header = {
         "format": "parvec-encoded-corpus",
@@ -436,25 +715,57 @@ def save_encoded(corpus: EncodedCorpus, directory: str | os.PathLike[str], extra
         "vocab_size": len(corpus.vocab),
         "raw_words": corpus.raw_words,
         "source": corpus.source,
+        "files": {name: _file_sha256(directory / name) for name in _SAVED_FILES},
         **(extra or {}),
     }
-    # header.json last: its presence marks a complete cache.
+    # header.json last: its presence marks a complete entry.
     (directory / "header.json").write_text(json.dumps(header, indent=1), encoding="utf-8")
 
 
-def load_encoded(directory: str | os.PathLike[str], mmap: bool = True) -> EncodedCorpus:
+def load_encoded(directory: str | os.PathLike[str], mmap: bool = True, verify: bool = True) -> EncodedCorpus:
     """Load a corpus saved by :func:`save_encoded`; tokens are memory-mapped by default.
+
+    With ``verify`` (the default) the files' checksums are checked (one read of each file) besides
+    their shapes, dtypes and id ranges; anything damaged raises :class:`ParvecError` naming it.
 
     Example:
         >>> corpus = load_encoded("cache/text8")  # doctest: +SKIP
     """
     directory = Path(directory)
+    try:
+        return _load(directory, mmap=mmap, verify=verify)[0]
+    except ParvecError:
+        raise
+    except _DAMAGE_ERRORS as exc:
+        raise ParvecError(f"{directory}: damaged encoded corpus ({type(exc).__name__}: {exc})") from None
+
+
+def _load(directory: Path, mmap: bool, verify: bool) -> tuple[EncodedCorpus, dict[str, Any]]:
     header = json.loads((directory / "header.json").read_text(encoding="utf-8"))
-    if header.get("format") != "parvec-encoded-corpus" or header.get("version") != CACHE_FORMAT_VERSION:
-        raise ValueError("not a parvec encoded corpus of this version")
-    tokens = np.load(directory / "tokens.npy", mmap_mode="r" if mmap else None)
-    offsets = np.load(directory / "offsets.npy")
+    if not isinstance(header, dict):
+        header = {}
+    version = header.get("version")
+    if header.get("format") != "parvec-encoded-corpus" or version not in (1, CACHE_FORMAT_VERSION):
+        raise ParvecError(f"{directory}: not a parvec encoded corpus (version 1 or {CACHE_FORMAT_VERSION})")
+    if verify and version == CACHE_FORMAT_VERSION:  # version 1 had no checksums
+        for name in _SAVED_FILES:
+            if _file_sha256(directory / name) != header["files"][name]:
+                raise ParvecError(f"{directory / name}: damaged (its SHA-256 differs from header.json's)")
+    tokens = np.load(directory / "tokens.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+    offsets = np.load(directory / "offsets.npy", allow_pickle=False)
     vocab = Vocab.from_json((directory / "vocab.json").read_text(encoding="utf-8"))
-    if len(tokens) != header["tokens"] or len(offsets) != header["sentences"] + 1:
-        raise ValueError("cache arrays do not match the header")
-    return EncodedCorpus(vocab, tokens, offsets, raw_words=header["raw_words"], source=header.get("source", ""))
+    problem = None
+    if tokens.dtype != np.int32 or tokens.ndim != 1 or offsets.dtype != np.int64 or offsets.ndim != 1:
+        problem = "arrays of the wrong type or shape"
+    elif len(tokens) != header["tokens"] or len(offsets) != header["sentences"] + 1 or len(vocab) != header[
+        "vocab_size"
+    ]:
+        problem = "arrays or vocabulary do not match the header"
+    elif offsets[0] != 0 or offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0):
+        problem = "sentence offsets out of order"
+    elif len(tokens) and (int(tokens.min()) < 0 or int(tokens.max()) >= len(vocab)):
+        problem = "token ids outside the vocabulary"
+    if problem:
+        raise ParvecError(f"{directory}: damaged encoded corpus: {problem}")
+    corpus = EncodedCorpus(vocab, tokens, offsets, raw_words=int(header["raw_words"]), source=header.get("source", ""))
+    return corpus, header

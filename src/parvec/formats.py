@@ -40,6 +40,7 @@ import lzma
 import math
 import os
 import re
+import stat
 import tempfile
 import tokenize
 import warnings
@@ -58,6 +59,7 @@ __all__ = [
     "load_npy",
     "npy_paths",
     "check_input",
+    "is_stream",
     "open_input",
     "read_word2vec",
     "save_npy",
@@ -177,13 +179,50 @@ def atomic_output(
 
 
 # ---------------------------------------------------------------------- reading helpers
-def check_input(path: PathLike) -> Path:
+STDIN = "-"  # as an input name: standard input
+
+
+def is_stream(path: PathLike) -> bool:
+    """True for ``-`` (standard input) and for inputs that are not regular files: a FIFO, bash's ``<(...)``
+    (``/dev/fd/N``, a pipe), a character device.  A stream can be read only once, from its start.
+
+    Example:
+        >>> is_stream("-"), is_stream("corpus.txt")  # doctest: +SKIP
+        (True, False)
+    """
+    if os.fspath(path) == STDIN:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def check_input(path: PathLike, *, allow_stream: bool = False) -> Path:
     """Raise :class:`ParvecError` naming ``path`` if it is missing, a directory, unreadable or empty.
+
+    With ``allow_stream=True`` (readers that read their input once, from its start), ``-`` means standard
+    input and a FIFO or ``<(...)`` pipe is accepted (whether it is empty shows only when it is read);
+    otherwise they are refused with a message saying why, never read as an empty file.
 
     Example:
         >>> check_input("corpus.txt")  # doctest: +SKIP
         PosixPath('corpus.txt')
     """
+    if os.fspath(path) == STDIN:
+        if not allow_stream:
+            raise ParvecError("standard input ('-') cannot be read here: give a file name")
+        try:
+            os.fstat(0)
+        except OSError:
+            raise ParvecError("standard input ('-') is closed") from None
+        if os.isatty(0):
+            raise ParvecError(
+                "standard input is a terminal: pipe the corpus in (e.g. `xzcat corpus.txt.xz | parvec train - "
+                "-o vectors.txt`) or give a file name"
+            )
+        return Path(STDIN)
     p = Path(path)
     if not p.exists():
         raise ParvecError(f"{p}: no such file")
@@ -191,21 +230,40 @@ def check_input(path: PathLike) -> Path:
         raise ParvecError(f"{p}: is a directory, expected a file")
     if not os.access(p, os.R_OK):
         raise ParvecError(f"{p}: not readable (permission denied)")
-    if p.stat().st_size == 0:
+    st = p.stat()
+    if not stat.S_ISREG(st.st_mode):
+        if allow_stream:
+            return p
+        kind = "a pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+        raise ParvecError(f"{p}: is {kind}, not a regular file: this reader reads its input more than once; "
+                          "give a file")  # fmt: skip
+    if st.st_size == 0:
         raise ParvecError(f"{p}: the file is empty")
     return p
 
 
-def open_input(path: PathLike) -> IO[bytes]:
+_STREAM_MAGIC = ((b"\x1f\x8b", gzip.open), (b"\xfd7zXZ\x00", lzma.open), (re.compile(rb"BZh[1-9]1AY&SY"), bz2.open))
+
+
+def open_input(path: PathLike, *, allow_stream: bool = False) -> IO[bytes]:
     """Open ``path`` for binary reading, decompressing ``.gz``/``.bz2``/``.xz`` by extension.
 
-    A missing, unreadable or empty file raises :class:`ParvecError` naming it.
+    A missing, unreadable or empty file raises :class:`ParvecError` naming it.  With ``allow_stream=True``,
+    ``-`` opens standard input (left open when the returned file is closed; gzip, xz or bzip2 data is
+    recognised by its magic bytes and decompressed) and a FIFO or ``<(...)`` pipe is opened as a stream.
 
     Example:
         >>> with open_input("vectors.txt.gz") as f:  # doctest: +SKIP
         ...     header = f.readline()
     """
-    p = check_input(path)
+    p = check_input(path, allow_stream=allow_stream)
+    if os.fspath(path) == STDIN:
+        stdin = open(0, "rb", closefd=False)  # noqa: SIM115 - returned to the caller
+        head = stdin.peek(16)[:16]
+        for magic, opener in _STREAM_MAGIC:
+            if head.startswith(magic) if isinstance(magic, bytes) else magic.match(head):
+                return opener(stdin, "rb")
+        return stdin
     opener = _COMPRESSED.get(p.suffix.lower())
     if opener is not None:
         return opener(p, "rb")

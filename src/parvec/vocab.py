@@ -18,6 +18,8 @@ import numpy as np
 
 from parvec.errors import ParvecError
 
+_COUNT_BLOCK = 1 << 20  # tokens counted per Counter update (and the granularity of max_vocab_size pruning)
+
 
 @dataclass
 class Vocab:
@@ -142,7 +144,7 @@ def count_words(
     block: list[str] = []
     for sentence in sentences:
         block.extend(sentence)
-        if len(block) >= 1 << 20:
+        if len(block) >= _COUNT_BLOCK:
             counter.update(block)
             block = []
     if block:
