@@ -276,3 +276,38 @@ def test_node2vec_command_names_the_bad_third_column(tmp_path, capsys):
     graph = write(tmp_path, "adj.txt", "a b\nb c d\n")  # an adjacency-list line, not an edge
     assert main(["node2vec", str(graph), "-o", str(tmp_path / "x.emb"), *FAST]) == 2
     assert f"{graph}:2: third column 'd' is not a number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ids", [("a", "b", "c"), ("1", "2", "3")])
+def test_a_utf8_bom_is_not_part_of_the_first_node_id(tmp_path, weighted, ids):
+    from parvec.graph.graph_io import read_graph
+
+    a, b, c = ids
+    path = tmp_path / "bom.edgelist"
+    rows = [f"{a} {b} 1.0", f"{b} {c} 2.0", f"{c} {a} 1.5"] if weighted else [f"{a} {b}", f"{b} {c}", f"{c} {a}"]
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(rows).encode() + b"\n")
+    graph = read_graph(path, weighted=weighted)
+    assert sorted(graph.node_ids) == sorted(ids)
+    assert graph.n_edges == 3
+
+
+def test_a_utf8_bom_is_not_part_of_the_first_labelled_node(tmp_path):
+    from parvec.graph.evaluation import read_labels
+
+    path = tmp_path / "bom.labels"
+    path.write_bytes(b"\xef\xbb\xbf" + b"a x\nb y\n")
+    labels = read_labels(path)
+    assert labels.node_ids == ["a", "b"]
+
+
+@pytest.mark.parametrize("workers", [0, -1])
+def test_node2vec_workers_zero_is_refused_not_all_cores(workers, capsys, tmp_path):
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0], node_ids=["a", "b", "c"])
+    with pytest.raises(ParvecError, match="workers must be a positive integer"):
+        Node2Vec(g, workers=workers)
+    path = tmp_path / "g.edgelist"
+    path.write_text("a b\nb c\nc a\n")
+    assert main(["node2vec", str(path), "-o", str(tmp_path / "v.txt"), "--workers", str(workers)]) == 2
+    assert "workers" in capsys.readouterr().err
+    assert not (tmp_path / "v.txt").exists()

@@ -115,7 +115,7 @@ def read_labels(path: str | os.PathLike[str], delimiter: str | None = None) -> L
         raise ParvecError(f"{p}: is a directory, expected a label file")
     pairs: list[tuple[str, str]] = []
     try:
-        with open(p, encoding="utf-8") as f:
+        with open(p, encoding="utf-8-sig") as f:  # a leading BOM is not part of the first ID
             for line_no, raw in enumerate(f, start=1):
                 line = raw.split("#", 1)[0]
                 if not line.strip():

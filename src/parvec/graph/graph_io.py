@@ -423,7 +423,7 @@ def _loadtxt(lines: list[str], dtype: type, delimiter: str | None) -> np.ndarray
 def _blocks_text(p: Path):
     """The file as blocks of ``BLOCK_LINES`` lines (None on invalid UTF-8)."""
     try:
-        with open(p, encoding="utf-8") as f:
+        with open(p, encoding="utf-8-sig") as f:  # a leading BOM is not part of the first ID
             while lines := list(itertools.islice(f, BLOCK_LINES)):
                 yield lines
     except UnicodeDecodeError:
@@ -597,7 +597,7 @@ def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bo
     n_third = 0
     columns = f" (columns separated by {delimiter!r})" if delimiter else ""
     try:
-        with open(p, encoding="utf-8") as f:
+        with open(p, encoding="utf-8-sig") as f:  # a leading BOM is not part of the first ID
             for line_no, raw in enumerate(f, start=1):
                 line = raw.split("#", 1)[0]
                 if not line.strip():

@@ -133,9 +133,9 @@ class Node2Vec:
             )
         from parvec.config import DEFAULT_ALGO, TrainConfig, default_threads
 
-        self.workers = int(workers) if workers else default_threads()
-        if self.workers < 1:
-            raise ParvecError(f"workers must be a positive integer, got {workers}")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise ParvecError(f"workers must be a positive integer (None = all cores), got {workers!r}")
+        self.workers = workers if workers is not None else default_threads()
         self.config = TrainConfig(
             algo=algo or DEFAULT_ALGO,
             dim=dimensions,
