@@ -8,9 +8,22 @@ from typing import Any
 
 from parvec.errors import ParvecError
 
-ALGORITHMS = ("classic", "hogbatch", "par")
+ALGORITHMS = ("classic", "hogbatch", "par")  # the CPU algorithms (parvec.kernels)
 DEFAULT_ALGO = "hogbatch"
 DEVICES = ("cpu", "cuda")
+GPU_ALGORITHMS = ("full-w2v", "par")  # what --device cuda runs (parvec.gpu)
+DEFAULT_GPU_ALGO = "full-w2v"
+ALL_ALGORITHMS = ("classic", "hogbatch", "par", "full-w2v")  # every name --algo accepts
+
+
+def default_algo(device: str) -> str:
+    """The algorithm a device trains with when none is named: hogbatch on cpu, full-w2v on cuda.
+
+    Example:
+        >>> default_algo("cpu"), default_algo("cuda")
+        ('hogbatch', 'full-w2v')
+    """
+    return DEFAULT_GPU_ALGO if device == "cuda" else DEFAULT_ALGO
 
 
 def default_threads() -> int:
@@ -38,7 +51,7 @@ class TrainConfig:
         50
     """
 
-    algo: str = DEFAULT_ALGO
+    algo: str | None = None  # None: hogbatch on device "cpu", full-w2v on "cuda" (default_algo)
     dim: int = 100
     window: int = 5
     negative: int = 5
@@ -62,6 +75,10 @@ class TrainConfig:
     # Where the kernels run: "cpu" (the numba CPU kernels) or "cuda" (parvec.gpu, the [gpu] extra).
     device: str = "cpu"
 
+    def __post_init__(self) -> None:
+        if self.algo is None:
+            self.algo = default_algo(self.device)
+
     @property
     def final_alpha(self) -> float:
         """The learning rate at the end of training."""
@@ -71,8 +88,14 @@ class TrainConfig:
         """Raise :class:`ParvecError` naming the first bad parameter; returns self."""
         if self.device not in DEVICES:
             raise ParvecError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
-        if self.algo not in ALGORITHMS:
-            raise ParvecError(f"algo must be one of {', '.join(ALGORITHMS)}; got {self.algo!r}")
+        if self.algo not in ALL_ALGORITHMS:
+            raise ParvecError(f"algo must be one of {', '.join(ALL_ALGORITHMS)}; got {self.algo!r}")
+        if self.device == "cpu" and self.algo not in ALGORITHMS:
+            raise ParvecError(f"algo {self.algo!r} runs on the GPU only: add --device cuda (device='cuda'), "
+                              f"or choose one of {', '.join(ALGORITHMS)} for the CPU")
+        if self.device == "cuda" and self.algo not in GPU_ALGORITHMS:
+            raise ParvecError(f"algo {self.algo!r} runs on the CPU only: with --device cuda (device='cuda') choose "
+                              f"{' or '.join(GPU_ALGORITHMS)} ({DEFAULT_GPU_ALGO} is the default there)")
         for name in ("dim", "window", "negative", "epochs", "threads", "max_sentence_length", "chunk_words"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

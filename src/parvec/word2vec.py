@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from parvec.config import TrainConfig, default_threads
+from parvec.config import TrainConfig, default_algo, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
 from parvec.keyedvectors import KeyedVectors
-from parvec.trainer import Trainer, TrainStats, available_memory, estimate_memory
+from parvec.trainer import Trainer, TrainStats, available_memory, estimate_memory, init_input_vectors
 from parvec.vocab import Vocab
 
 MODEL_FORMAT = "parvec-word2vec"
@@ -34,7 +34,8 @@ MODEL_VERSION = 1
 
 
 class Word2Vec:
-    """Skip-gram with negative sampling, trained by ``classic``, ``hogbatch`` (default) or ``par``.
+    """Skip-gram with negative sampling, trained by ``classic``, ``hogbatch`` (default) or ``par``; with
+    ``device="cuda"`` on a GPU by ``full-w2v`` (the default there) or ``par`` (docs/gpu.md).
 
     Parameter names follow gensim's ``Word2Vec`` (``vector_size``, ``workers``, ``epochs``, ...).  Give
     ``corpus_file`` (a text file, one sentence per line; .gz/.bz2/.xz read directly), ``sentences``
@@ -68,7 +69,7 @@ class Word2Vec:
         min_alpha: float | None = None,
         workers: int | None = None,
         seed: int = 1,
-        algo: str = "hogbatch",
+        algo: str | None = None,
         ns_exponent: float = 0.75,
         max_sentence_length: int = 10000,
         batch_size: int = 0,
@@ -91,7 +92,8 @@ class Word2Vec:
             raise ParvecError(f"workers must be a positive integer, got {workers!r} (None, the default, uses all "
                               f"cores: {default_threads()} here)")
         self.config = TrainConfig(
-            algo=algo, dim=vector_size, window=window, negative=negative, sample=sample, alpha=alpha,
+            algo=algo or default_algo(device), dim=vector_size, window=window, negative=negative, sample=sample,
+            alpha=alpha,
             min_alpha=min_alpha, epochs=epochs, threads=default_threads() if workers is None else workers, seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
             par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,
@@ -187,8 +189,9 @@ class Word2Vec:
         encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
         self.vocab = encoded.vocab
         self.check_memory(encoded)
-        trainer = Trainer(self.config, self.vocab.counts)
-        self._set_vectors(trainer.w_in, trainer.w_out)
+        # word2vec.c's initial vectors, as every trainer starts from (the GPU's algorithms have no CPU Trainer)
+        n, dim = len(self.vocab), self.config.dim
+        self._set_vectors(init_input_vectors(n, dim, self.config.seed), np.zeros((n, dim), dtype=np.float32))
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
         self.epochs_trained = 0
@@ -317,7 +320,9 @@ class Word2Vec:
         if self.cluster is not None:
             from parvec.distributed import make_trainer
 
-            return make_trainer(self.cluster, *args)
+            driver = make_trainer(self.cluster, *args)
+            driver.read_options = self.read_options  # how a node that cannot see the cache re-reads the input
+            return driver
         if self.config.device == "cuda":
             from parvec.gpu import make_trainer as make_gpu_trainer
 
@@ -389,7 +394,7 @@ class Word2Vec:
             min_alpha=config.min_alpha, workers=config.threads, seed=config.seed, algo=config.algo,
             ns_exponent=config.ns_exponent, max_sentence_length=config.max_sentence_length,
             batch_size=config.batch_size, par_batch=config.par_batch, compute_loss=config.compute_loss,
-            progress=config.progress, lowercase=opts.get("lowercase", False),
+            progress=config.progress, lowercase=opts.get("lowercase", False), device=config.device,
             unicode_errors=opts.get("unicode_errors", "strict"),
         )
         model.config.par_h_factor = config.par_h_factor

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from parvec.cli.outputs import OutputPlan, check_paths
-from parvec.config import ALGORITHMS, DEFAULT_ALGO, default_threads
+from parvec.config import ALL_ALGORITHMS, DEFAULT_ALGO, DEFAULT_GPU_ALGO, default_threads
 from parvec.errors import ParvecError
 
 
@@ -67,8 +67,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", "-threads", "--workers", dest="threads", type=threads_arg, default=default_threads(),
                    help=f"worker threads, at least 1 (default: all cores, {default_threads()} here)")
     p.add_argument("--seed", dest="seed", type=int, default=1, help="random seed (1)")
-    p.add_argument("--algo", choices=ALGORITHMS, default=DEFAULT_ALGO,
-                   help=f"training algorithm ({DEFAULT_ALGO}); classic = word2vec.c's Hogwild SGNS")
+    p.add_argument("--algo", choices=ALL_ALGORITHMS, default=None,
+                   help=f"training algorithm ({DEFAULT_ALGO} on cpu, {DEFAULT_GPU_ALGO} on --device cuda); classic = "
+                   "word2vec.c's Hogwild SGNS; full-w2v runs on the GPU only, par on both")
     p.add_argument("--batch-size", dest="batch_size", type=int, default=0,
                    help="hogbatch: context words sharing negatives (0 = 2*window+1)")
     p.add_argument("--par-batch", dest="par_batch", type=int, default=24,
@@ -95,6 +96,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help="replicas: rows averaged at the smallest sync (1024); sync j averages 2^ctz(j) times that")
     g.add_argument("--full-sync-times", dest="full_sync_times", type=int, default=0,
                    help="replicas: extra evenly spaced full-model syncs per epoch (0)")
+    g.add_argument("--replica-alpha-scale", dest="replica_alpha_scale", choices=("none", "sqrt", "linear"),
+                   default="none", help="replicas: multiply the starting learning rate by 1, sqrt(N) or N for N "
+                   "replicas (none; docs/distributed.md has the measurement)")
 
 
 def cluster_from_args(args: argparse.Namespace) -> Any:
@@ -113,7 +117,8 @@ def cluster_from_args(args: argparse.Namespace) -> Any:
 
     return Cluster(args.cluster, mode=args.cluster_mode, replicas=args.replicas, shards=args.shards,
                    clients=args.clients, sync_words=args.sync_words, min_sync_words=args.min_sync_words,
-                   full_sync_times=args.full_sync_times)
+                   full_sync_times=args.full_sync_times,
+                   alpha_scale=getattr(args, "replica_alpha_scale", "none"))
 
 
 def register(subparsers: Any) -> None:
@@ -273,6 +278,12 @@ def run_train(args: argparse.Namespace) -> int:
         raise ParvecError("no output: give -o OUTPUT (and/or --save-model DIR)")
     binary = bool(args.binary) if args.binary is not None else str(args.output or "").endswith(".bin")
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    if getattr(args, "device", "cpu") == "cuda":  # before reading the corpus: say now if there is no GPU
+        from parvec.config import TrainConfig
+        from parvec.gpu import require_device
+
+        TrainConfig(algo=args.algo or DEFAULT_GPU_ALGO, device="cuda").validate()  # a CPU-only --algo first
+        require_device()
 
     # Before anything is read: no output may be an input or another output, and every output gets its
     # temporary file (or directory) in its target directory now, so an unwritable path fails at once.

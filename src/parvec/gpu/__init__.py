@@ -3,7 +3,8 @@
 ``pip install 'parvec[gpu]'`` adds numba-cuda.  The kernels (FULL-W2V, Randall et al.; PAR-Word2Vec's GPU
 kernel, Moon et al.) live beside each other in this package; :func:`make_trainer` returns the driver,
 shaped like :class:`parvec.trainer.Trainer` (``train(corpus, epochs=, on_epoch_end=, start_epoch=)``
-returns :class:`~parvec.trainer.TrainStats` and leaves the vectors in ``w_in``/``w_out``).
+returns :class:`~parvec.trainer.TrainStats` and leaves the vectors in ``w_in``/``w_out``).  docs/gpu.md
+has the design.
 
 Example:
     >>> from parvec.gpu import make_trainer
@@ -12,12 +13,35 @@ Example:
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from parvec.config import TrainConfig
 from parvec.errors import ParvecError
+
+MISSING_EXTRA = "--device cuda needs numba-cuda, an optional extra: pip install 'parvec[gpu]'"
+
+
+def _driver() -> ModuleType:
+    try:
+        from parvec.gpu import driver
+    except ImportError as exc:
+        if "numba.cuda" in str(exc) or "numba_cuda" in str(exc) or "cuda" in (exc.name or ""):
+            raise ParvecError(MISSING_EXTRA) from None
+        raise
+    return driver
+
+
+def require_device() -> str:
+    """The CUDA device's name, or a :class:`ParvecError` naming what is missing (the extra, or a GPU).
+
+    Example:
+        >>> require_device()  # doctest: +SKIP
+        'NVIDIA H100 80GB HBM3'
+    """
+    return _driver().require_device()
 
 
 def make_trainer(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> Any:
@@ -26,10 +50,4 @@ def make_trainer(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_ou
     Example:
         >>> stats = make_trainer(config, counts, w_in, w_out).train(corpus)  # doctest: +SKIP
     """
-    try:
-        from parvec.gpu.driver import GpuTrainer
-    except ImportError as exc:
-        if "numba.cuda" in str(exc) or "numba_cuda" in str(exc) or "cuda" in (exc.name or ""):
-            raise ParvecError("--device cuda needs numba-cuda, an optional extra: pip install 'parvec[gpu]'") from None
-        raise
-    return GpuTrainer(config, counts, w_in, w_out)
+    return _driver().GpuTrainer(config, counts, w_in, w_out)

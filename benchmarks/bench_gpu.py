@@ -1,0 +1,562 @@
+"""GPU benchmark: parvec's FULL-W2V and PAR kernels against CPU HogBatch (every core) and a plain PyTorch SGNS,
+in one run, on the same data, with quality beside speed.
+
+    python benchmarks/bench_gpu.py --out bench_out/gpu.json            # on a machine with an NVIDIA GPU
+
+1. **Equivalence on the hardware**: ``pytest -m gpu tests/gpu`` (the kernels against their CPU references
+   at 1e-4, both reductions).
+2. **Speed** (words/s = raw corpus words x epochs / training seconds, compilation and reading excluded) at
+   each ``--dims`` (100, 128, 300; window 5, negative 5, sample 1e-4) on the shared corpus and on a corpus
+   of at least ``--big-words`` (100M) made by repeating it in memory (never written to disk): full-w2v and
+   par for every ``--threads-per-block`` x ``--reductions``, parvec's CPU hogbatch with every core of this
+   host, and a plain PyTorch SGNS (two ``nn.Embedding(sparse=True)``, center/context pairs with negatives,
+   ``torch.optim.SGD``) when torch imports with CUDA.
+3. **Quality** after ``--quality-epochs`` (5) per ``--seeds`` (at least 3): WS-353, SimLex-999 and the Google
+   analogies (top 30k) with parvec.evaluation, as benchmarks/bench_words.py scores them; each run, the
+   means and each system's gap to CPU hogbatch.
+4. **Bytes per trained word**: the counted model of docs/gpu.md (FULL-W2V ``8 d (negative + 2)``, 56 d at
+   negative 5, against word2vec.c's 336 d) times the measured trained words/s, against the device's peak
+   memory bandwidth; the kernel's registers, shared memory and the occupancy they allow; barriers per
+   trained word.  Run it under Nsight Compute (``ncu --metrics dram__bytes.sum``) for the profiler's figure.
+
+Prints tables (ratios to CPU hogbatch) and writes everything as JSON.  Without a GPU it stops at once with
+"no CUDA device".  ``--ptx`` needs no GPU: it compiles the kernels for sm_90 with NVVM and ptxas (CUDA
+toolkit) and reports registers, spills, shared memory and the occupancy they allow on an H100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+GPU_ALGOS = ("full-w2v", "par")
+# sm_90 (H100) limits for the static occupancy of --ptx: registers, shared memory (bytes), warps, blocks per SM
+SM90 = {"regs": 65536, "smem": 228 * 1024, "smem_block_reserved": 1024, "warps": 64, "blocks": 32}
+KERNEL_SIGNATURE = {
+    "full-w2v": "void(float32[:, ::1], float32[:, ::1], int32[::1], int64[::1], int64, int64, uint64, float64, "
+                "float64, int64, float32[::1], float32[::1], int32[::1], int32[:, ::1], int64, boolean, float64[::1], "
+                "int64[::1])",
+    "par": "void(float32[:, ::1], float32[:, ::1], int32[::1], int64[::1], int64, int64, uint64, float64, float64, "
+           "int64, float32[::1], float32[::1], int32[::1], int32[:, ::1], int64, float64, boolean, float64[::1], "
+           "int64[::1])",
+}
+
+
+def _bench_words():
+    """benchmarks/bench_words.py as a module (its score helpers are reused, not copied)."""
+    spec = importlib.util.spec_from_file_location("bench_words", Path(__file__).with_name("bench_words.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----------------------------------------------------------------------------------------------- pure parts
+def repeat_corpus(tokens: np.ndarray, offsets: np.ndarray, min_words: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The corpus repeated whole until it holds at least ``min_words`` tokens: (tokens, offsets, copies).
+
+    Example:
+        >>> t, o, k = repeat_corpus(np.arange(3, dtype=np.int32), np.array([0, 1, 3]), 7)
+        >>> k, t.tolist(), o.tolist()
+        (3, [0, 1, 2, 0, 1, 2, 0, 1, 2], [0, 1, 3, 4, 6, 7, 9])
+    """
+    n = len(tokens)
+    copies = max(1, -(-int(min_words) // max(n, 1)))
+    big_tokens = np.tile(np.asarray(tokens, dtype=np.int32), copies)
+    starts = np.asarray(offsets[:-1], dtype=np.int64)
+    big_offsets = np.concatenate([(starts[None, :] + n * np.arange(copies)[:, None]).ravel(), [n * copies]])
+    return big_tokens, big_offsets.astype(np.int64), copies
+
+
+def kept_fraction(counts: np.ndarray, sample: float) -> float:
+    """The expected share of tokens subsampling keeps (word2vec.c's rule, as the kernels apply it).
+
+    Example:
+        >>> kept_fraction(np.array([10, 10]), 0.0)
+        1.0
+    """
+    from parvec.sampling import keep_probabilities
+
+    counts = np.asarray(counts, dtype=np.float64)
+    return float((counts * keep_probabilities(counts, sample)).sum() / counts.sum())
+
+
+def occupancy(regs: int, smem: int, threads: int, limits: dict[str, int] = SM90) -> dict[str, Any]:
+    """Blocks and warps per SM that ``regs`` registers per thread and ``smem`` bytes of shared memory per block
+    allow for blocks of ``threads`` (register allocation in 256-register units per warp).
+
+    Example:
+        >>> occupancy(96, 18592, 64)["blocks_per_sm"]
+        10
+    """
+    warps = -(-threads // 32)
+    regs_per_warp = -(-max(regs, 1) * 32 // 256) * 256
+    by_regs = (limits["regs"] // regs_per_warp) // warps
+    by_smem = limits["smem"] // (smem + limits["smem_block_reserved"])
+    by_warps = limits["warps"] // warps
+    blocks = min(limits["blocks"], by_regs, by_smem, by_warps)
+    limiter = min((("registers", by_regs), ("shared memory", by_smem), ("warps", by_warps),
+                   ("blocks", limits["blocks"])), key=lambda kv: kv[1])[0]
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps, "occupancy": blocks * warps / limits["warps"],
+            "limited_by": limiter}
+
+
+def barriers_per_word(algo: str, window: int, threads: int, reduction: str) -> float:
+    """Block barriers per trained center word in the attraction/window pass (the kernels' counted model):
+    one reduction per context word (2 E[window - b] = window + 1 of them), each 1 + log2(threads) barriers for
+    the tree, 1 for the shuffle (0 in a one-warp block).  PAR's repulsion adds about 2 + 4 ceil(d / 32) per
+    minibatch, not counted here.
+
+    Example:
+        >>> barriers_per_word("full-w2v", 5, 64, "tree"), barriers_per_word("full-w2v", 5, 32, "shuffle")
+        (42.0, 0.0)
+    """
+    contexts = window + 1
+    if reduction == "tree":
+        per = 1 + math.log2(threads)
+    else:
+        per = 1.0 if threads > 32 else 0.0
+    return float(contexts * per)
+
+
+def ratio_table(rows: list[dict[str, Any]]) -> str:
+    """The speed table: words/s per (dim, corpus, system) and the ratio to CPU hogbatch of the same dim and
+    corpus; quality is in its own table.
+
+    Example:
+        >>> print(ratio_table([{"dim": 128, "corpus": "c", "system": "hogbatch-cpu", "words_per_sec": 1e6},
+        ...                    {"dim": 128, "corpus": "c", "system": "full-w2v", "words_per_sec": 5e6}]))
+        | dim | corpus | system | words/s | × CPU hogbatch | model GB/s | % of peak |
+        | --- | --- | --- | --- | --- | --- | --- |
+        | 128 | c | hogbatch-cpu | 1.00M | 1.00× | – | – |
+        | 128 | c | full-w2v | 5.00M | 5.00× | – | – |
+    """
+    base = {(r["dim"], r["corpus"]): r["words_per_sec"] for r in rows if r["system"] == "hogbatch-cpu"}
+    lines = ["| dim | corpus | system | words/s | × CPU hogbatch | model GB/s | % of peak |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        b = base.get((r["dim"], r["corpus"]))
+        ratio = f"{r['words_per_sec'] / b:.2f}×" if b else "–"
+        gbs = f"{r['model_bytes_per_sec'] / 1e9:.0f}" if r.get("model_bytes_per_sec") else "–"
+        peak = f"{100 * r['fraction_of_peak']:.0f}%" if r.get("fraction_of_peak") else "–"
+        lines.append(f"| {r['dim']} | {r['corpus']} | {r['system']} | {r['words_per_sec'] / 1e6:.2f}M | {ratio} | "
+                     f"{gbs} | {peak} |")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------- --ptx (no GPU needed)
+@contextlib.contextmanager
+def _offline_nvvm(cc: tuple[int, int]):
+    """Let numba-cuda compile to PTX with libnvvm on a machine with no GPU and no NVRTC: it asks the current
+    device for its compute capability and NVRTC for the architectures; both answers are given here."""
+    import numba.cuda.dispatcher as dispatcher
+    from numba.cuda import cuda_paths
+    from numba.cuda.cudadrv import nvrtc
+
+    class _Device:
+        compute_capability = cc
+
+    saved = (dispatcher.get_current_device, nvrtc.get_arch_option, cuda_paths._get_nvrtc_path)
+    dispatcher.get_current_device = lambda: _Device()
+    nvrtc.get_arch_option = lambda major, minor: f"compute_{major}{minor}"
+    cuda_paths._get_nvrtc_path = lambda: ("none", None)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device, nvrtc.get_arch_option, cuda_paths._get_nvrtc_path = saved
+
+
+def _ptxas() -> str | None:
+    for cand in (shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"):
+        if cand and Path(cand).exists():
+            return cand
+    return None
+
+
+def ptx_resources(algo: str, dim: int, window: int, negative: int, par_batch: int, threads: int, reduction: str,
+                  workdir: Path, cc: tuple[int, int] = (9, 0)) -> dict[str, Any]:
+    """Compile one kernel for ``sm_{cc}`` (NVVM, then ptxas -v) and return its resources and static occupancy."""
+    from numba import cuda
+
+    from parvec.config import TrainConfig
+    from parvec.gpu import full_w2v, par_gpu
+    from parvec.gpu.reference import par_batch_size, par_h_max
+
+    cfg = TrainConfig(device="cuda", algo=algo, dim=dim, window=window, negative=negative, par_batch=par_batch)
+    if algo == "par":
+        h_max = max(par_h_max(cfg), 1)
+        kernel = par_gpu.make_kernel(threads, dim, window, negative, par_batch_size(cfg), h_max, reduction)
+        smem_model = par_gpu.shared_bytes(threads, dim, window, par_batch_size(cfg), h_max)
+    else:
+        kernel = full_w2v.make_kernel(threads, dim, window, negative, reduction)
+        smem_model = full_w2v.shared_bytes(threads, dim, window, negative)
+    t0 = time.perf_counter()
+    with _offline_nvvm(cc):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, KERNEL_SIGNATURE[algo], cc=cc, fastmath=True)
+    name = f"{algo}-d{dim}-t{threads}-{reduction}"
+    path = workdir / f"{name}.ptx"
+    path.write_text(ptx, encoding="utf-8")
+    ptxas = _ptxas()
+    if ptxas is None:
+        raise RuntimeError("ptxas not found (CUDA toolkit): cannot assemble the PTX")
+    out = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", str(path), "-o", os.devnull], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"ptxas failed on {name}:\n{out.stderr[-2000:]}")
+    text = out.stderr
+
+    def grab(pattern: str) -> int:
+        m = re.search(pattern, text)
+        return int(m.group(1)) if m else 0
+
+    res = {"kernel": name, "algo": algo, "dim": dim, "threads": threads, "reduction": reduction,
+           "registers": grab(r"Used (\d+) registers"), "smem_bytes": grab(r"(\d+) bytes smem"),
+           "stack_bytes": grab(r"(\d+) bytes stack frame"), "spill_stores": grab(r"(\d+) bytes spill stores"),
+           "spill_loads": grab(r"(\d+) bytes spill loads"), "smem_model_bytes": smem_model,
+           "compile_seconds": time.perf_counter() - t0, "sm": f"sm_{cc[0]}{cc[1]}"}
+    res.update(occupancy(res["registers"], res["smem_bytes"], threads))
+    return res
+
+
+def _toolkit_missing(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(w in text for w in ("nvvm", "libdevice", "ptxas not found", "cuda toolkit", "dynamiclibnotfound"))
+
+
+def run_ptx(ns: argparse.Namespace) -> int:
+    """``--ptx``: compile every kernel asked for and print its resources; exit 3 without a CUDA toolkit."""
+    workdir = Path(ns.work) / "ptx"
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for algo in ns.algos:
+        for dim in ns.dims:
+            for threads in ns.threads_per_block or [None]:
+                from parvec.gpu.blocks import threads_for
+
+                t = threads or threads_for(dim)
+                for reduction in ns.reductions:
+                    if reduction == "shuffle" and t % 32 or ns.only and f"{algo}:{reduction}" not in ns.only:
+                        continue
+                    try:
+                        row = ptx_resources(algo, dim, ns.window, ns.negative, ns.par_batch, t, reduction, workdir)
+                    except Exception as exc:  # no libnvvm / ptxas here: say so, distinctly from a failure
+                        if _toolkit_missing(exc):
+                            print(f"cannot compile for sm_90 here (no CUDA toolkit): {exc}", file=sys.stderr)
+                            return 3
+                        raise
+                    rows.append(row)
+                    print(f"{row['kernel']}: {row['registers']} registers, {row['smem_bytes']} B shared, "
+                          f"{row['stack_bytes']} B stack, spills {row['spill_stores']}/{row['spill_loads']} B; "
+                          f"{row['blocks_per_sm']} blocks / {row['warps_per_sm']} warps per SM "
+                          f"({100 * row['occupancy']:.0f}%, by {row['limited_by']})", flush=True)
+    if ns.out:
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        ns.out.write_text(json.dumps({"ptx": rows}, indent=1), encoding="utf-8")
+    return 0
+
+
+# -------------------------------------------------------------------------------------------- the GPU run
+def device_facts() -> dict[str, Any]:
+    """Name, compute capability, SM count and peak memory bandwidth of the current GPU."""
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    facts: dict[str, Any] = {"name": name, "compute_capability": ".".join(map(str, dev.compute_capability))}
+    with contextlib.suppress(Exception):
+        facts["sms"] = int(dev.MULTIPROCESSOR_COUNT)
+    with contextlib.suppress(Exception):
+        # double data rate: 2 transfers per memory clock (kHz) over the bus width (bits)
+        facts["peak_bytes_per_sec"] = 2.0 * dev.MEMORY_CLOCK_RATE * 1e3 * dev.GLOBAL_MEMORY_BUS_WIDTH / 8
+    with contextlib.suppress(Exception):
+        facts["memory_bytes"] = int(cuda.current_context().get_memory_info().total)
+    return facts
+
+
+def cpu_facts() -> dict[str, Any]:
+    """The host CPU model and the cores this process may use."""
+    from parvec.config import default_threads
+
+    model = ""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"model": model, "cores": default_threads()}
+
+
+def train_gpu(corpus: Any, algo: str, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
+              threads: int | None = None, reduction: str = "tree") -> tuple[Any, Any, dict[str, Any]]:
+    from parvec.config import TrainConfig
+    from parvec.gpu.driver import GpuTrainer
+
+    cfg = TrainConfig(device="cuda", algo=algo, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
+                      epochs=epochs, seed=seed, par_batch=ns.par_batch, progress=False)
+    trainer = GpuTrainer(cfg, corpus.vocab.counts, threads_per_block=threads, reduction=reduction)
+    trainer.warm_up()
+    stats = trainer.train(corpus)
+    return trainer, stats, trainer.report()["gpu"]
+
+
+def train_cpu(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed: int) -> tuple[Any, Any]:
+    from parvec.config import TrainConfig, default_threads
+    from parvec.trainer import Trainer
+
+    cfg = TrainConfig(algo="hogbatch", dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
+                      epochs=epochs, seed=seed, threads=default_threads(), progress=False)
+    trainer = Trainer(cfg, corpus.vocab.counts)
+    trainer.warm_up((corpus.tokens, corpus.offsets))
+    return trainer, trainer.train(corpus)
+
+
+def torch_sgns(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
+               batch_tokens: int = 1 << 20) -> tuple[np.ndarray, float] | None:
+    """A plain PyTorch SGNS: two sparse embeddings, (center, context) pairs within word2vec.c's random window,
+    ``negative`` unigram^0.75 negatives per pair, SGD with the learning rate decaying linearly by words.
+    Returns (input vectors, training seconds), or None without torch/CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    from parvec.sampling import keep_probabilities, noise_distribution
+
+    dev = torch.device("cuda")
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    counts = corpus.vocab.counts
+    v = len(counts)
+    emb_in = torch.nn.Embedding(v, dim, sparse=True).to(dev)
+    emb_out = torch.nn.Embedding(v, dim, sparse=True).to(dev)
+    with torch.no_grad():
+        emb_in.weight.uniform_(-0.5 / dim, 0.5 / dim, generator=gen)
+        emb_out.weight.zero_()
+    opt = torch.optim.SGD(list(emb_in.parameters()) + list(emb_out.parameters()), lr=0.025)
+    keep = torch.as_tensor(keep_probabilities(counts, ns.sample), device=dev)
+    noise = torch.as_tensor(noise_distribution(np.maximum(counts, 0), 0.75), dtype=torch.float32, device=dev)
+    table = torch.multinomial(noise, 1 << 24, replacement=True, generator=gen)  # word2vec.c's unigram table
+    tokens = torch.as_tensor(np.asarray(corpus.tokens, dtype=np.int64), device=dev)
+    sent_id = torch.as_tensor(np.repeat(np.arange(corpus.n_sentences), np.diff(corpus.offsets)), device=dev)
+    n = len(tokens)
+    total = n * epochs
+    done = 0
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        for lo in range(0, n, batch_tokens):
+            tok = tokens[lo:lo + batch_tokens]
+            sid = sent_id[lo:lo + batch_tokens]
+            kept = torch.rand(len(tok), device=dev, generator=gen) < keep[tok]
+            tok, sid = tok[kept], sid[kept]
+            shrink = torch.randint(0, ns.window, (len(tok),), device=dev, generator=gen)
+            centers, contexts = [], []
+            for off in range(1, ns.window + 1):
+                for sign in (-1, 1):
+                    o = sign * off
+                    idx = torch.arange(max(0, -o), len(tok) - max(0, o), device=dev)
+                    ok = (sid[idx] == sid[idx + o]) & (off <= ns.window - shrink[idx])
+                    centers.append(tok[idx[ok]])
+                    contexts.append(tok[idx[ok] + o])
+            c = torch.cat(centers)
+            x = torch.cat(contexts)
+            negs = table[torch.randint(0, len(table), (len(c), ns.negative), device=dev, generator=gen)]
+            lr = max(0.025 * 1e-4, 0.025 * (1 - done / total))
+            for group in opt.param_groups:
+                group["lr"] = lr
+            u = emb_in(x)  # the context's input vector, trained against the center and the negatives
+            pos = (u * emb_out(c)).sum(-1)
+            neg = torch.bmm(emb_out(negs), u.unsqueeze(-1)).squeeze(-1)
+            loss = -(torch.nn.functional.logsigmoid(pos).sum() + torch.nn.functional.logsigmoid(-neg).sum())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            done += len(tokens[lo:lo + batch_tokens])
+    torch.cuda.synchronize()
+    return emb_in.weight.detach().cpu().numpy(), time.perf_counter() - t0
+
+
+def evaluate_vectors(w: np.ndarray, corpus: Any) -> dict[str, Any]:
+    from parvec.evaluation import default_eval_paths, evaluate
+    from parvec.keyedvectors import KeyedVectors
+
+    kv = KeyedVectors(np.ascontiguousarray(w), list(corpus.vocab.words), counts=corpus.vocab.counts)
+    return evaluate(kv, **default_eval_paths())
+
+
+def run_gpu(ns: argparse.Namespace) -> int:
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.errors import ParvecError
+    from parvec.gpu import require_device
+
+    try:
+        require_device()
+    except ParvecError as exc:
+        print(f"no CUDA device: {exc}", file=sys.stderr)
+        return 2
+    bw = _bench_words()
+    result: dict[str, Any] = {"device": device_facts(), "cpu": cpu_facts(), "args": {k: str(v) for k, v in
+                                                                                     vars(ns).items()}}
+    print(f"device: {result['device']}; host CPU: {result['cpu']}", file=sys.stderr, flush=True)
+    if not ns.no_tests:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
+                               str(REPO / "tests" / "gpu")], capture_output=True, text=True, cwd=REPO)
+        result["hardware_tests"] = {"rc": proc.returncode, "summary": proc.stdout.strip().splitlines()[-1:]}
+        print(f"hardware equivalence tests: rc {proc.returncode}: {result['hardware_tests']['summary']}",
+              file=sys.stderr, flush=True)
+    corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
+    big_tokens, big_offsets, copies = repeat_corpus(corpus.tokens, corpus.offsets, ns.big_words)
+    big = EncodedCorpus.from_arrays(big_tokens, big_offsets, corpus.vocab)
+    corpora = {ns.corpus.name: (corpus, corpus.raw_words), f"{ns.corpus.name} x{copies}": (big, corpus.raw_words *
+                                                                                             copies)}
+    keep_share = kept_fraction(corpus.vocab.counts, ns.sample)
+    peak = result["device"].get("peak_bytes_per_sec")
+    rows: list[dict[str, Any]] = []
+    for dim in ns.dims:
+        for cname, (enc, raw) in corpora.items():
+            for algo in ns.algos:
+                from parvec.gpu.blocks import threads_for
+                from parvec.gpu.driver import model_bytes_per_word
+
+                for threads in ns.threads_per_block or [threads_for(dim)]:
+                    for reduction in ns.reductions:
+                        if reduction == "shuffle" and threads % 32:
+                            continue
+                        try:
+                            trainer, stats, rep = train_gpu(enc, algo, dim, ns, ns.speed_epochs, ns.seeds[0], threads,
+                                                            reduction)
+                        except ParvecError as exc:
+                            print(f"{algo} d{dim} t{threads} {reduction}: {exc}", file=sys.stderr)
+                            continue
+                        wps = raw * ns.speed_epochs / stats.seconds
+                        bpw = model_bytes_per_word(trainer.config)
+                        row = {"dim": dim, "corpus": cname, "system": f"{algo} t{threads} {reduction}", "algo": algo,
+                               "threads": threads, "reduction": reduction, "words_per_sec": wps,
+                               "seconds": stats.seconds, "model_bytes_per_trained_word": bpw,
+                               "model_bytes_per_sec": wps * keep_share * bpw, "report": rep,
+                               "barriers_per_trained_word": barriers_per_word(algo, ns.window, threads, reduction)}
+                        if peak:
+                            row["fraction_of_peak"] = row["model_bytes_per_sec"] / peak
+                        regs = rep.get("registers_per_thread")
+                        if isinstance(regs, dict):
+                            regs = max(regs.values()) if regs else None
+                        if regs:
+                            row.update(occupancy(int(regs), rep["shared_bytes_per_block"], threads))
+                        rows.append(row)
+                        print(f"{cname} d{dim} {row['system']}: {wps / 1e6:.2f}M words/s", file=sys.stderr, flush=True)
+            if not ns.no_cpu:
+                _, stats = train_cpu(enc, dim, ns, ns.speed_epochs, ns.seeds[0])
+                rows.append({"dim": dim, "corpus": cname, "system": "hogbatch-cpu", "words_per_sec":
+                             raw * ns.speed_epochs / stats.seconds, "seconds": stats.seconds,
+                             "threads": result["cpu"]["cores"]})
+                print(f"{cname} d{dim} hogbatch-cpu: {rows[-1]['words_per_sec'] / 1e6:.2f}M words/s", file=sys.stderr,
+                      flush=True)
+            if not ns.no_torch:
+                out = torch_sgns(enc, dim, ns, ns.speed_epochs, ns.seeds[0])
+                if out is not None:
+                    rows.append({"dim": dim, "corpus": cname, "system": "torch-sgns", "words_per_sec":
+                                 raw * ns.speed_epochs / out[1], "seconds": out[1]})
+    result["speed"] = rows
+    # Quality: each GPU kernel and CPU hogbatch per seed, on the shared corpus.
+    quality: dict[str, dict[int, Any]] = {}
+    for dim in ns.quality_dims:
+        for seed in ns.seeds:
+            for algo in ns.algos:
+                trainer, stats, _ = train_gpu(corpus, algo, dim, ns, ns.quality_epochs, seed)
+                quality.setdefault(f"{algo} d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
+            if not ns.no_cpu:
+                trainer, _ = train_cpu(corpus, dim, ns, ns.quality_epochs, seed)
+                quality.setdefault(f"hogbatch-cpu d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
+            for system, by_seed in quality.items():
+                if seed in by_seed:
+                    print(f"quality seed {seed} {system}: {bw.fmt_quality(by_seed[seed])}", file=sys.stderr,
+                          flush=True)
+        if not ns.no_torch:
+            out = torch_sgns(corpus, dim, ns, ns.quality_epochs, ns.seeds[0])
+            if out is not None:
+                quality.setdefault(f"torch-sgns d{dim}", {})[ns.seeds[0]] = evaluate_vectors(out[0], corpus)
+    result["quality"] = {k: {str(s): q for s, q in v.items()} for k, v in quality.items()}
+    lines = [f"GPU {result['device'].get('name')} (cc {result['device'].get('compute_capability')}); CPU "
+             f"{result['cpu']['model']} ({result['cpu']['cores']} cores) for hogbatch; corpus {ns.corpus.name}; window "
+             f"{ns.window}, negative {ns.negative}, sample {ns.sample}; speed: {ns.speed_epochs} epoch(s); model bytes "
+             f"per trained word from docs/gpu.md x words/s x kept share {keep_share:.2f}.", "", ratio_table(rows)]
+    full = {k: v for k, v in quality.items() if len(v) == len(ns.seeds)}
+    if len(ns.seeds) > 1 and full:
+        lines += ["", bw.seed_table(full, ns.seeds)]
+        for dim in ns.quality_dims:
+            ref = full.get(f"hogbatch-cpu d{dim}")
+            if not ref:
+                continue
+            for system, by_seed in full.items():
+                if system.startswith("hogbatch"):
+                    continue
+                gaps = [statistics.mean(bw._scores(by_seed[s])[i] - bw._scores(ref[s])[i] for s in ns.seeds)
+                        for i in range(3)]
+                lines.append(f"- {system} − hogbatch-cpu d{dim} (means): WS-353 {gaps[0]:+.3f}, SimLex-999 "
+                             f"{gaps[1]:+.3f}, analogy {gaps[2]:+.1f} points")
+    for system, by_seed in quality.items():
+        if len(by_seed) < len(ns.seeds):
+            lines.append(f"- {system} (seed {next(iter(by_seed))}): {bw.fmt_quality(next(iter(by_seed.values())))}")
+    table = "\n".join(lines)
+    result["table"] = table
+    print(table)
+    if ns.out:
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--algos", nargs="+", default=list(GPU_ALGOS), choices=GPU_ALGOS)
+    ap.add_argument("--dims", nargs="+", type=int, default=[100, 128, 300])
+    ap.add_argument("--quality-dims", nargs="+", type=int, default=[128])
+    ap.add_argument("--window", type=int, default=5)
+    ap.add_argument("--negative", type=int, default=5)
+    ap.add_argument("--sample", type=float, default=1e-4)
+    ap.add_argument("--min-count", type=int, default=5)
+    ap.add_argument("--par-batch", type=int, default=24)
+    ap.add_argument("--speed-epochs", type=int, default=1)
+    ap.add_argument("--quality-epochs", type=int, default=5)
+    ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    ap.add_argument("--big-words", type=int, default=100_000_000,
+                    help="the repeated corpus holds at least this many words (100M)")
+    ap.add_argument("--threads-per-block", nargs="+", type=int, default=None,
+                    help="sweep these block sizes (default: parvec's choice per dim)")
+    ap.add_argument("--reductions", nargs="+", default=["tree", "shuffle"], choices=("tree", "shuffle"))
+    ap.add_argument("--no-tests", action="store_true", help="skip the hardware equivalence tests")
+    ap.add_argument("--no-cpu", action="store_true", help="skip CPU hogbatch")
+    ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch SGNS")
+    ap.add_argument("--ptx", action="store_true",
+                    help="compile the kernels for sm_90 (NVVM + ptxas, no GPU needed) and report their resources")
+    ap.add_argument("--only", nargs="+", default=None, metavar="ALGO:REDUCTION",
+                    help="--ptx: compile only these (e.g. full-w2v:shuffle par:tree)")
+    ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench-gpu")
+    ap.add_argument("--out", type=Path, help="write all results as JSON here")
+    ns = ap.parse_args(argv)
+    sys.path.insert(0, str(REPO / "src"))
+    if ns.ptx:
+        return run_ptx(ns)
+    if len(ns.seeds) < 3:
+        print("note: quality is judged on the mean over >= 3 seeds (--seeds)", file=sys.stderr)
+    return run_gpu(ns)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

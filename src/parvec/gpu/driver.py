@@ -1,0 +1,449 @@
+"""The GPU driver: :class:`GpuTrainer` trains with the FULL-W2V or PAR kernel, shaped like the CPU trainer.
+
+It is a :class:`parvec.trainer.Trainer` whose parts are trained by kernel launches instead of CPU threads:
+the same ``train``/``train_parts`` calls, :class:`~parvec.trainer.TrainStats`, progress bar,
+``on_progress`` totals (``--report``), epoch callbacks (checkpoints) and divergence check, the same
+learning-rate schedule (by words) and the same noise table and subsampling probabilities.
+
+- **Corpus on the device.**  A part whose tokens fit in device memory (the corpus, on every epoch) is
+  copied once and every launch reads its sentences there.  A part that does not fit (or node2vec's walk
+  batches, new each time) goes launch by launch through two pinned host buffers on two CUDA streams: the
+  copy of one launch's tokens overlaps the kernel of the previous one.
+- **Launches** of about :data:`parvec.gpu.plan.DEFAULT_WORDS_PER_LAUNCH` words, one block per sentence
+  (:mod:`parvec.gpu.plan`); the vectors stay on the device for the whole run and come back after every
+  epoch (for the callbacks, the divergence check and the caller).
+- **Reproducible.**  Every random choice is keyed by (seed, epoch, sentence, position)
+  (:mod:`parvec.gpu.rng`), so the draws never depend on scheduling; concurrent blocks still race on
+  shared rows (Hogwild), so runs on a GPU are not bit-identical, as multi-threaded CPU runs are not.
+
+Example:
+    >>> trainer = GpuTrainer(TrainConfig(device="cuda", algo="full-w2v"), corpus.vocab.counts)  # doctest: +SKIP
+    >>> stats = trainer.train(corpus); trainer.w_in.shape  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numba_cuda  # noqa: F401  -- the [gpu] extra; its absence is reported by parvec.gpu.make_trainer
+import numpy as np
+from numba import config as numba_config
+from numba import cuda
+
+from parvec.config import TrainConfig
+from parvec.errors import ParvecError
+from parvec.gpu import full_w2v, par_gpu
+from parvec.gpu.blocks import REDUCTIONS, threads_for
+from parvec.gpu.plan import (
+    DEFAULT_WORDS_PER_LAUNCH,
+    GPU_MAX_SENTENCE,
+    MAX_BLOCKS_PER_LAUNCH,
+    MIN_WORDS_PER_LAUNCH,
+    Launch,
+    epoch_launches,
+    schedule,
+)
+from parvec.gpu.reference import par_batch_size, par_h_max
+from parvec.sampling import alias_table, keep_probabilities, noise_distribution
+from parvec.trainer import Trainer, TrainStats, init_input_vectors
+
+Part = tuple[np.ndarray, np.ndarray]
+MEMORY_MARGIN = 256 << 20  # bytes of device memory left free when deciding whether a corpus fits
+
+
+def simulated() -> bool:
+    """Whether numba's CUDA simulator stands in for a GPU (``NUMBA_ENABLE_CUDASIM=1``).
+
+    Example:
+        >>> isinstance(simulated(), bool)
+        True
+    """
+    return bool(numba_config.ENABLE_CUDASIM)
+
+
+def require_device() -> str:
+    """The name of the CUDA device training will use, or a :class:`ParvecError` saying none is there.
+
+    Example:
+        >>> require_device()  # doctest: +SKIP
+        'NVIDIA H100 80GB HBM3'
+    """
+    if simulated():
+        return "numba CUDA simulator"
+    reason = ""
+    try:
+        if cuda.is_available():
+            name = cuda.get_current_device().name
+            return name.decode() if isinstance(name, bytes) else str(name)
+        cuda.get_current_device()  # raises, saying why (no driver, no device)
+    except Exception as exc:
+        reason = " ".join(str(exc).split()).rstrip(" :.")
+    raise ParvecError(f"--device cuda: no CUDA GPU is available ({reason or 'numba-cuda found no device'}). Train "
+                      "on the CPU (--device cpu), or on a machine with an NVIDIA GPU and its driver")
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ParvecError(f"{name} must be an integer, got {value!r}") from None
+
+
+@dataclass
+class _Slot:
+    """One of the two sets of launch buffers (streamed parts) and its stream."""
+
+    stream: Any
+    h_tokens: np.ndarray | None = None
+    h_offsets: np.ndarray | None = None
+    d_tokens: Any = None
+    d_offsets: Any = None
+    d_loss: Any = None
+    d_pairs: Any = None
+    h_loss: np.ndarray | None = None
+    h_pairs: np.ndarray | None = None
+
+
+class GpuTrainer(Trainer):
+    """Trains ``w_in``/``w_out`` on a CUDA GPU with ``config.algo`` ("full-w2v" or "par").
+
+    ``threads_per_block`` (a power of two; default :func:`parvec.gpu.blocks.threads_for`, or
+    ``$PARVEC_GPU_THREADS``), ``reduction`` ("tree" or "shuffle"; default tree, or ``$PARVEC_GPU_REDUCTION``),
+    ``words_per_launch`` (at least 100,000 on a GPU; default ~4.2M, or ``$PARVEC_GPU_WORDS_PER_LAUNCH``) and
+    ``resident`` (False streams every part) are tuning knobs for benchmarks and tests.
+
+    Example:
+        >>> trainer = GpuTrainer(TrainConfig(device="cuda"), corpus.vocab.counts)  # doctest: +SKIP
+        >>> trainer.train(corpus).words_per_sec  # doctest: +SKIP
+    """
+
+    def __init__(self, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None = None,
+                 w_out: np.ndarray | None = None, *, threads_per_block: int | None = None,
+                 reduction: str | None = None, words_per_launch: int | None = None,
+                 resident: bool | None = None) -> None:
+        self.config = config.validate()
+        if config.device != "cuda":
+            raise ParvecError(f"GpuTrainer trains on device 'cuda', the config says {config.device!r}")
+        self.device_name = require_device()
+        counts = np.asarray(counts, dtype=np.int64)
+        if len(counts) == 0:
+            raise ParvecError("the vocabulary is empty")
+        n = len(counts)
+        self.w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
+        self.w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
+        for name, w in (("w_in", self.w_in), ("w_out", self.w_out)):
+            if w.shape != (n, config.dim) or w.dtype != np.float32 or not w.flags.c_contiguous:
+                raise ParvecError(f"{name} must be C-contiguous float32 of shape ({n}, {config.dim})")
+        self.keep = keep_probabilities(counts, config.sample)
+        self.noise_prob, self.noise_alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
+        self.stats = TrainStats()
+        self.on_progress: Callable[..., None] | None = None
+
+        threads = threads_per_block or _env_int("PARVEC_GPU_THREADS") or threads_for(config.dim)
+        if threads < 1 or threads > 1024 or threads & (threads - 1):
+            raise ParvecError(f"threads per block must be a power of two in [1, 1024], got {threads}")
+        reduction = reduction or os.environ.get("PARVEC_GPU_REDUCTION") or "tree"
+        if reduction not in REDUCTIONS:
+            raise ParvecError(f"the GPU reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
+        if reduction == "shuffle" and (threads % 32 or simulated()):
+            raise ParvecError("the shuffle reduction needs a GPU (not the simulator) and a multiple of 32 threads "
+                              f"per block (got {threads})")
+        wpl = words_per_launch or _env_int("PARVEC_GPU_WORDS_PER_LAUNCH") or DEFAULT_WORDS_PER_LAUNCH
+        if wpl < MIN_WORDS_PER_LAUNCH and not simulated():
+            raise ParvecError(f"words per launch must be at least {MIN_WORDS_PER_LAUNCH:,} on a GPU, got {wpl:,}")
+        self.threads_per_block = threads
+        self.reduction = reduction
+        self.words_per_launch = int(wpl)
+        self.resident = resident
+        if config.algo == "par":
+            self.par_batch = par_batch_size(config)
+            self.h_max = max(par_h_max(config), 1)
+            self.kernel = par_gpu.make_kernel(threads, config.dim, config.window, config.negative, self.par_batch,
+                                              self.h_max, reduction)
+            self.shared_bytes = par_gpu.shared_bytes(threads, config.dim, config.window, self.par_batch, self.h_max)
+            neg_width = self.h_max
+        else:
+            self.kernel = full_w2v.make_kernel(threads, config.dim, config.window, config.negative, reduction)
+            self.shared_bytes = full_w2v.shared_bytes(threads, config.dim, config.window, config.negative)
+            neg_width = max(config.negative, 1)
+        self._neg_width = neg_width
+        self._launches = 0
+        self._uploaded_bytes = 0
+        self._modes: set[str] = set()
+        self._compiled = False
+        self._parts_repeat = False  # set by train(): the same corpus arrays every epoch
+
+    # ------------------------------------------------------------------ training
+    def train(self, corpus, epochs: int | None = None, on_epoch_end: Callable[[int, TrainStats], None] | None = None,
+              start_epoch: int = 0) -> TrainStats:
+        """Train on one encoded corpus (copied to the device once when it fits), as
+        :meth:`parvec.trainer.Trainer.train`.
+
+        Example:
+            >>> trainer.train(corpus, epochs=5)  # doctest: +SKIP
+        """
+        self._parts_repeat = True
+        try:
+            return super().train(corpus, epochs=epochs, on_epoch_end=on_epoch_end, start_epoch=start_epoch)
+        finally:
+            self._parts_repeat = False
+
+    def train_parts(
+        self,
+        make_parts: Callable[[int], Iterable[Part]],
+        words_per_epoch: int,
+        epochs: int | None = None,
+        on_epoch_end: Callable[[int, TrainStats], None] | None = None,
+        start_epoch: int = 0,
+    ) -> TrainStats:
+        """Train on parts streamed per epoch, as :meth:`parvec.trainer.Trainer.train_parts` (same schedule,
+        callbacks and statistics); ``make_parts(epoch)`` yields ``(tokens, offsets)``.
+
+        Example:
+            >>> trainer.train_parts(lambda epoch: walk_batches(epoch), words_per_epoch=n_tokens)  # doctest: +SKIP
+        """
+        cfg = self.config
+        epochs = cfg.epochs if epochs is None else epochs
+        if not 0 <= start_epoch < epochs:
+            raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
+        if words_per_epoch <= 0:
+            raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+        d = _DeviceState(self)
+        self._compile(d)  # before the clock, as the CPU trainer compiles its kernel
+        words = np.zeros((1, epochs), dtype=np.int64)
+        pairs = np.zeros((1, epochs), dtype=np.int64)
+        losses = np.zeros((1, epochs), dtype=np.float64)
+        alpha_at = schedule(cfg, words_per_epoch * epochs)
+        words_before = start_epoch * words_per_epoch
+        bar = self._progress_bar(words_per_epoch * (epochs - start_epoch))
+        start = time.perf_counter()
+        last_progress = start
+        if self.on_progress is not None:
+            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
+        pending: deque[tuple[Launch, _Slot, int]] = deque()
+
+        def collect() -> None:
+            launch, slot, n_blocks = pending.popleft()
+            slot.stream.synchronize()
+            loss = float(slot.h_loss[:n_blocks].sum())
+            if not math.isfinite(loss):
+                raise self._diverged(launch.epoch, f"the loss became {loss}")
+            words[0, launch.epoch] += launch.words
+            pairs[0, launch.epoch] += int(slot.h_pairs[:n_blocks].sum())
+            losses[0, launch.epoch] += loss
+
+        try:
+            for epoch in range(start_epoch, epochs):
+                for tokens, cut, launch in epoch_launches(cfg, make_parts(epoch), epoch, words_per_epoch, epochs,
+                                                          self.words_per_launch):
+                    n_blocks = launch.s_hi - launch.s_lo
+                    slot = d.slots[self._launches % 2]
+                    if len(pending) == 2:  # this slot's previous launch must be done before its buffers change
+                        collect()
+                    d_tokens, d_offsets, s_lo = d.stage(tokens, cut, launch, slot)
+                    self._launch(d, slot, d_tokens, d_offsets, s_lo, launch, n_blocks)
+                    self._launches += 1
+                    pending.append((launch, slot, n_blocks))
+                    if len(pending) == 2:  # keep one launch queued behind the one we wait for
+                        collect()
+                    now = time.perf_counter()
+                    if now - last_progress >= 0.25:
+                        last_progress = now
+                        if bar is not None:
+                            self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + words_before))
+                        if self.on_progress is not None:
+                            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
+                while pending:
+                    collect()
+                d.fetch_vectors()
+                if not np.isfinite(self.w_in.sum()):
+                    raise self._diverged(epoch, "the input vectors hold NaN or inf")
+                if on_epoch_end is not None:
+                    on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1))
+        finally:
+            if bar is not None:
+                self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + words_before))
+                bar.close()
+        seconds = time.perf_counter() - start
+        if self.on_progress is not None:
+            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before), force=True)
+        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
+        stats.seconds = seconds
+        self.stats = stats
+        return stats
+
+    def _launch(self, d: _DeviceState, slot: _Slot, d_tokens, d_offsets, s_lo: int, launch: Launch,
+                n_blocks: int) -> None:
+        cfg = self.config
+        common = (d.w_in, d.w_out, d_tokens, d_offsets, s_lo, launch.sentence_base, launch.key, launch.alpha0,
+                  launch.alpha1, launch.words, d.keep, d.prob, d.alias, d.no_negs, 0)
+        tail = (bool(cfg.compute_loss), slot.d_loss, slot.d_pairs)
+        args = common + ((float(cfg.par_h_factor),) if cfg.algo == "par" else ()) + tail
+        self.kernel[n_blocks, self.threads_per_block, slot.stream](*args)
+        slot.d_loss.copy_to_host(slot.h_loss, stream=slot.stream)
+        slot.d_pairs.copy_to_host(slot.h_pairs, stream=slot.stream)
+
+    def _compile(self, d: _DeviceState) -> None:
+        # One block over an empty sentence: compiles the kernel for the exact argument types and trains nothing.
+        if self._compiled:
+            return
+        slot = d.slots[0]
+        tokens = np.zeros(1, dtype=np.int32)
+        offsets = np.zeros(2, dtype=np.int64)
+        launch = Launch(0, 0, 1, 0, 0, 0.0, 0.0, np.uint64(1))
+        self._launch(d, slot, cuda.to_device(tokens, stream=slot.stream), cuda.to_device(offsets, stream=slot.stream),
+                     0, launch, 1)
+        slot.stream.synchronize()
+        self._compiled = True
+
+    def warm_up(self, part: Part | None = None) -> None:
+        """Compile the kernel before a run (training does it before its clock starts).
+
+        Example:
+            >>> trainer.warm_up()  # doctest: +SKIP
+        """
+        self._compile(_DeviceState(self))
+
+    # ------------------------------------------------------------------ reporting
+    def report(self) -> dict[str, Any]:
+        """The GPU figures of the last run, for ``parvec train --report``.
+
+        Example:
+            >>> trainer.report()["gpu"]["kernel"]  # doctest: +SKIP
+            'full-w2v'
+        """
+        cfg = self.config
+        device: dict[str, Any] = {"name": self.device_name, "simulator": simulated()}
+        if not simulated():
+            dev = cuda.get_current_device()
+            device["compute_capability"] = ".".join(map(str, dev.compute_capability))
+            try:
+                device["memory_bytes"] = int(cuda.current_context().get_memory_info().total)
+            except Exception:  # pragma: no cover - reporting only
+                pass
+        regs = None
+        try:
+            regs = self.kernel.get_regs_per_thread()
+            regs = int(regs) if not isinstance(regs, dict) else {str(k): int(v) for k, v in regs.items()}
+        except Exception:
+            regs = None
+        return {"gpu": {
+            "device": device,
+            "kernel": cfg.algo,
+            "threads_per_block": self.threads_per_block,
+            "reduction": self.reduction,
+            "registers_per_thread": regs,
+            "shared_bytes_per_block": self.shared_bytes,
+            "words_per_launch": self.words_per_launch,
+            "launches": self._launches,
+            "corpus": sorted(self._modes),
+            "bytes_uploaded": self._uploaded_bytes,
+            "model_bytes_per_trained_word": model_bytes_per_word(cfg),
+            "max_sentence_tokens": GPU_MAX_SENTENCE,
+        }}
+
+
+class _DeviceState:
+    """The device copies one training call uses: vectors, tables, the resident part, the two launch slots."""
+
+    def __init__(self, trainer: GpuTrainer) -> None:
+        self.trainer = trainer
+        self.w_in = cuda.to_device(trainer.w_in)
+        self.w_out = cuda.to_device(trainer.w_out)
+        self.keep = cuda.to_device(trainer.keep)
+        self.prob = cuda.to_device(trainer.noise_prob)
+        self.alias = cuda.to_device(trainer.noise_alias)
+        self.no_negs = cuda.device_array((0, trainer._neg_width), dtype=np.int32)
+        self.slots = [_Slot(cuda.stream()), _Slot(cuda.stream())]
+        for slot in self.slots:
+            slot.d_loss = cuda.device_array(MAX_BLOCKS_PER_LAUNCH, dtype=np.float64)
+            slot.d_pairs = cuda.device_array(MAX_BLOCKS_PER_LAUNCH, dtype=np.int64)
+            slot.h_loss = cuda.pinned_array(MAX_BLOCKS_PER_LAUNCH, dtype=np.float64)
+            slot.h_pairs = cuda.pinned_array(MAX_BLOCKS_PER_LAUNCH, dtype=np.int64)
+        self._resident: tuple[Any, Any] | None = None
+        self._resident_host: tuple[np.ndarray, np.ndarray] | None = None
+
+    def fetch_vectors(self) -> None:
+        cuda.synchronize()
+        self.w_in.copy_to_host(self.trainer.w_in)
+        self.w_out.copy_to_host(self.trainer.w_out)
+
+    def _keep_resident(self, nbytes: int) -> bool:
+        t = self.trainer
+        if t.resident is not None:
+            return t.resident
+        if not t._parts_repeat:  # node2vec's walk batches are new every time: stream them
+            return False
+        if simulated():
+            return True
+        try:
+            free = int(cuda.current_context().get_memory_info().free)
+        except Exception:  # pragma: no cover - no memory figure: stream
+            return False
+        return nbytes + MEMORY_MARGIN < free
+
+    def stage(self, tokens: np.ndarray, cut: np.ndarray, launch: Launch, slot: _Slot) -> tuple[Any, Any, int]:
+        """Device (tokens, offsets, first sentence) for a launch: the resident part's, or this launch's
+        sentences copied through the slot's pinned buffers on its stream."""
+        t = self.trainer
+        host = self._resident_host
+        if host is not None and tokens is host[0] and (cut is host[1] or np.array_equal(cut, host[1])):
+            return self._resident[0], self._resident[1], launch.s_lo
+        nbytes = tokens.nbytes + cut.nbytes
+        if self._keep_resident(nbytes):
+            self._resident = self._resident_host = None  # the previous part's copy goes first
+            d_tokens = cuda.to_device(np.ascontiguousarray(tokens, dtype=np.int32))
+            d_offsets = cuda.to_device(np.ascontiguousarray(cut, dtype=np.int64))
+            self._resident = (d_tokens, d_offsets)
+            self._resident_host = (tokens, cut)
+            t._uploaded_bytes += nbytes
+            t._modes.add("resident")
+            return d_tokens, d_offsets, launch.s_lo
+        t._modes.add("streamed")
+        lo = int(cut[launch.s_lo])
+        hi = int(cut[launch.s_hi])
+        n_tok = hi - lo
+        n_off = launch.s_hi - launch.s_lo + 1
+        cap = t.words_per_launch + GPU_MAX_SENTENCE
+        if slot.h_tokens is None or len(slot.h_tokens) < n_tok:
+            size = max(cap, n_tok)
+            slot.h_tokens = cuda.pinned_array(size, dtype=np.int32)
+            slot.d_tokens = cuda.device_array(size, dtype=np.int32)
+        if slot.h_offsets is None or len(slot.h_offsets) < n_off:
+            size = max(MAX_BLOCKS_PER_LAUNCH + 1, n_off)
+            slot.h_offsets = cuda.pinned_array(size, dtype=np.int64)
+            slot.d_offsets = cuda.device_array(size, dtype=np.int64)
+        slot.h_tokens[:n_tok] = tokens[lo:hi]
+        np.subtract(cut[launch.s_lo:launch.s_hi + 1], lo, out=slot.h_offsets[:n_off])
+        slot.d_tokens[:n_tok].copy_to_device(slot.h_tokens[:n_tok], stream=slot.stream)
+        slot.d_offsets[:n_off].copy_to_device(slot.h_offsets[:n_off], stream=slot.stream)
+        t._uploaded_bytes += 4 * n_tok + 8 * n_off
+        return slot.d_tokens, slot.d_offsets, 0
+
+
+def model_bytes_per_word(config: TrainConfig) -> int:
+    """Global-memory bytes one trained (kept) center word moves in the kernel's counted model
+    (docs/gpu.md): FULL-W2V ``8 d`` for the context row entering and leaving the ring plus ``8 d`` for each of
+    the ``negative + 1`` output rows read and added back, ``8 d (negative + 2)`` (56 d at negative 5);
+    PAR ``16 d`` for attraction (ring row and center row) plus ``8 d (B + E[H]) / B`` for repulsion.
+
+    Example:
+        >>> model_bytes_per_word(TrainConfig(device="cuda", algo="full-w2v", dim=100, negative=5))
+        5600
+    """
+    d = config.dim
+    if config.algo == "par":
+        batch = max(config.par_batch, 1)
+        mean_c_rep = (2 * config.window - 1) / 2  # a middle minibatch: C_rep uniform in [0, 2 window)
+        mean_h = config.par_h_factor * config.negative * mean_c_rep
+        return int(round(16 * d + 8 * d * (batch + mean_h) / batch))
+    return 8 * d * (config.negative + 2)

@@ -1,0 +1,139 @@
+"""How a GPU run is cut into kernel launches: the part of the driver with no GPU in it.
+
+The GPU driver (:mod:`parvec.gpu.driver`) and the reference driver (:func:`parvec.gpu.reference.reference_train`)
+walk the same plan, so the reference trains exactly what the kernels train:
+
+- every part (the corpus, or a batch of node2vec walks) has its sentences cut to at most
+  :data:`GPU_MAX_SENTENCE` tokens (``split_long_sentences``, the CPU trainer's function), so a sentence's
+  subsampled tokens fit in the block's shared memory;
+- consecutive sentences are grouped into launches of about ``words_per_launch`` raw words (at least
+  :data:`MIN_WORDS_PER_LAUNCH`, and at most :data:`MAX_BLOCKS_PER_LAUNCH` sentences), one thread block
+  per sentence;
+- each launch gets the learning rate at its first and last word from the CPU trainer's linear schedule
+  (by words, over all epochs); inside a launch a sentence's rate is interpolated at its first word;
+- each sentence's random numbers are keyed by (seed, epoch) and its index among the epoch's sentences
+  (:mod:`parvec.gpu.rng`).
+
+Example:
+    >>> launch_bounds(np.array([0, 3, 6, 9]), 6).tolist()
+    [0, 2, 3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from parvec.config import TrainConfig
+from parvec.gpu.rng import epoch_key
+from parvec.trainer import split_long_sentences
+
+GPU_MAX_SENTENCE = 1000  # tokens per sentence (or walk) on the GPU: the block's token buffer
+MIN_WORDS_PER_LAUNCH = 100_000
+DEFAULT_WORDS_PER_LAUNCH = 1 << 22  # ~4.2M words: thousands of blocks, several waves on an H100
+MAX_BLOCKS_PER_LAUNCH = 1 << 16
+
+Part = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch: sentences ``s_lo..s_hi`` of a part (after cutting), one block each.
+
+    ``sentence_base`` is the epoch-wide index of sentence ``s_lo`` (the RNG's sentence counter), ``words``
+    the raw words of the launch, ``alpha0``/``alpha1`` the schedule's rate at its first and last word.
+    """
+
+    epoch: int
+    s_lo: int
+    s_hi: int
+    sentence_base: int
+    words: int
+    alpha0: float
+    alpha1: float
+    key: np.uint64
+
+
+def launch_bounds(offsets: np.ndarray, words_per_launch: int, max_blocks: int = MAX_BLOCKS_PER_LAUNCH) -> np.ndarray:
+    """Sentence indices that cut a part into launches of about ``words_per_launch`` raw words (whole
+    sentences; at most ``max_blocks`` sentences each).
+
+    Example:
+        >>> launch_bounds(np.array([0, 1, 2, 3, 4, 5]), 100, max_blocks=2).tolist()
+        [0, 2, 4, 5]
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_sent = len(offsets) - 1
+    if n_sent <= 0:
+        return np.zeros(1, dtype=np.int64)
+    cuts = [0]
+    while cuts[-1] < n_sent:
+        lo = cuts[-1]
+        # the first sentence whose end passes lo's start + words_per_launch ends the launch
+        hi = int(np.searchsorted(offsets, offsets[lo] + words_per_launch, side="left"))
+        hi = min(max(hi, lo + 1), lo + max_blocks, n_sent)
+        cuts.append(hi)
+    return np.asarray(cuts, dtype=np.int64)
+
+
+def schedule(config: TrainConfig, total_words: int) -> Callable[[float], float]:
+    """The CPU trainer's learning-rate schedule: linear from ``alpha`` to the final rate over
+    ``total_words`` raw words (all epochs), then flat.
+
+    Example:
+        >>> rate = schedule(TrainConfig(alpha=0.025, min_alpha=0.0), 100)
+        >>> rate(0), rate(50), rate(200)
+        (0.025, 0.0125, 0.0)
+    """
+    a_start, a_end = config.alpha, config.final_alpha
+
+    def alpha_at(word_pos: float) -> float:
+        return max(a_end, a_start - (a_start - a_end) * min(1.0, word_pos / total_words))
+
+    return alpha_at
+
+
+def epoch_launches(config: TrainConfig, parts: Iterable[Part], epoch: int, words_per_epoch: int, epochs: int,
+                   words_per_launch: int) -> Iterator[tuple[np.ndarray, np.ndarray, Launch]]:
+    """The launches of one epoch: ``(tokens, cut_offsets, launch)`` for each, part after part.
+
+    ``words_per_epoch`` (the tokens one epoch's parts hold) and ``epochs`` set the schedule, as in
+    :meth:`parvec.trainer.Trainer.train_parts`; parts beyond ``words_per_epoch`` train at the final rate.
+
+    Example:
+        >>> cfg = TrainConfig(device="cuda", algo="full-w2v")
+        >>> [l.words for _, _, l in epoch_launches(cfg, [(np.zeros(5, np.int32), np.array([0, 2, 5]))],
+        ...                                         0, 5, 1, 100_000)]
+        [5]
+    """
+    alpha_at = schedule(config, words_per_epoch * epochs)
+    key = epoch_key(config.seed, epoch)
+    max_len = min(config.max_sentence_length, GPU_MAX_SENTENCE)
+    position = 0
+    sentence_base = 0
+    for tokens, offsets in parts:
+        cut = split_long_sentences(offsets, max_len)
+        bounds = launch_bounds(cut, max(words_per_launch, 1))
+        for c in range(len(bounds) - 1):
+            lo, hi = int(bounds[c]), int(bounds[c + 1])
+            words = int(cut[hi] - cut[lo])
+            base = epoch * words_per_epoch + position
+            yield tokens, cut, Launch(epoch, lo, hi, sentence_base + lo, words, alpha_at(base),
+                                      alpha_at(base + words), key)
+            position += words
+        sentence_base += len(cut) - 1
+
+
+def sentence_alpha(launch: Launch, offsets: np.ndarray, s: int) -> np.float32:
+    """The rate sentence ``s`` of a launch trains at: the launch's rates interpolated at its first word
+    (the kernels compute the same expression).
+
+    Example:
+        >>> l = Launch(0, 0, 2, 0, 10, 0.02, 0.01, np.uint64(1))
+        >>> float(sentence_alpha(l, np.array([0, 5, 10]), 1))  # doctest: +ELLIPSIS
+        0.015...
+    """
+    frac = float(offsets[s] - offsets[launch.s_lo]) / float(max(launch.words, 1))
+    return np.float32(launch.alpha0 + (launch.alpha1 - launch.alpha0) * frac)

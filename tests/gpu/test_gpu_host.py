@@ -1,0 +1,316 @@
+"""The GPU path's host side, on any machine: algorithm/device validation, the clear errors without a GPU or
+without the extra, the counter-based RNG, the launch plan and schedule, the shared-memory limits, the
+bytes model, the benchmark's pure parts, and (where a CUDA toolkit exists) the kernels compiled for sm_90."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+from parvec.config import ALGORITHMS, GPU_ALGORITHMS, TrainConfig, default_algo
+from parvec.errors import ParvecError
+from parvec.gpu import plan
+from parvec.gpu.rng import (
+    STREAM_NEGATIVE,
+    STREAM_SHRINK,
+    STREAM_SUBSAMPLE,
+    alias_draw,
+    counter_hash,
+    epoch_key,
+    hash_uniform,
+    keeps_token,
+    negative_sample,
+    par_c_rep,
+    window_shrink,
+)
+from parvec.sampling import alias_table, noise_distribution
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# ------------------------------------------------------------------------------------------ config / errors
+def test_algorithms_by_device():
+    assert ALGORITHMS == ("classic", "hogbatch", "par")  # config.ALGORITHMS stays the CPU ones
+    assert GPU_ALGORITHMS == ("full-w2v", "par")
+    assert default_algo("cpu") == "hogbatch" and default_algo("cuda") == "full-w2v"
+    assert TrainConfig().algo == "hogbatch" and TrainConfig(device="cuda").validate().algo == "full-w2v"
+    assert TrainConfig(device="cuda", algo="par").validate().algo == "par"
+    assert TrainConfig(algo="par").validate().device == "cpu"
+    cfg = TrainConfig(device="cuda")
+    assert TrainConfig.from_dict(cfg.to_dict()).algo == "full-w2v"
+
+
+@pytest.mark.parametrize(("algo", "device", "words"), [
+    ("full-w2v", "cpu", ["GPU only", "--device cuda"]),
+    ("hogbatch", "cuda", ["CPU only", "full-w2v or par"]),
+    ("classic", "cuda", ["CPU only", "full-w2v"]),
+    ("sgd", "cuda", ["algo must be one of", "full-w2v"]),
+])
+def test_wrong_algorithm_for_device_is_refused(algo, device, words):
+    with pytest.raises(ParvecError) as err:
+        TrainConfig(algo=algo, device=device).validate()
+    for w in words:
+        assert w in str(err.value)
+
+
+def _no_gpu_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PARVEC_CACHE_DIR"] = env.get("PARVEC_CACHE_DIR", "")
+    return env
+
+
+@functools.cache
+def _has_gpu() -> bool:
+    from numba import config, cuda
+
+    return bool(cuda.is_available()) and not config.ENABLE_CUDASIM
+
+
+def test_cli_without_gpu_exits_2_naming_the_device(tmp_path, capsys):
+    if _has_gpu():
+        pytest.skip("this machine has a CUDA GPU")
+    text = tmp_path / "t.txt"
+    text.write_text("a b c a b c\n" * 5, encoding="utf-8")
+    env = dict(_no_gpu_env(), PARVEC_CACHE_DIR=str(tmp_path / "cache"))
+    args = ["train", str(text), "-o", str(tmp_path / "v.txt"), "--min-count", "1", "--no-cache"]
+    out = subprocess.run([sys.executable, "-m", "parvec", *args, "--device", "cuda"], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 2, out.stderr
+    assert "--device cuda: no CUDA GPU is available" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "v.txt").exists()
+    # full-w2v without --device cuda, and a CPU algorithm with it: the configuration error, not a traceback
+    from parvec.cli import main
+
+    assert main([*args, "--algo", "full-w2v"]) == 2
+    assert "runs on the GPU only" in capsys.readouterr().err
+    assert main([*args, "--device", "cuda", "--algo", "hogbatch"]) == 2
+    assert "runs on the CPU only" in capsys.readouterr().err
+    assert not (tmp_path / "v.txt").exists()
+
+
+def test_word2vec_without_gpu_names_the_device():
+    if _has_gpu():
+        pytest.skip("this machine has a CUDA GPU")
+    from parvec.word2vec import Word2Vec
+
+    with pytest.raises(ParvecError, match="--device cuda: no CUDA GPU is available"):
+        Word2Vec(sentences=[["a", "b", "c"]] * 20, min_count=1, device="cuda", vector_size=8)
+
+
+def test_missing_extra_is_named(monkeypatch):
+    import parvec.gpu as gpu
+
+    monkeypatch.delitem(sys.modules, "parvec.gpu.driver", raising=False)
+    monkeypatch.delattr(gpu, "driver", raising=False)
+    monkeypatch.setitem(sys.modules, "numba_cuda", None)  # as if numba-cuda were not installed
+    with pytest.raises(ParvecError, match=r"pip install 'parvec\[gpu\]'"):
+        gpu.make_trainer(TrainConfig(device="cuda"), np.ones(3, np.int64), np.zeros((3, 100), np.float32),
+                         np.zeros((3, 100), np.float32))
+    with pytest.raises(ParvecError, match="numba-cuda"):
+        gpu.require_device()
+
+
+# ---------------------------------------------------------------------------------------------------- RNG
+def test_counter_hash_depends_on_every_coordinate():
+    key = epoch_key(1, 0)
+    base = counter_hash(key, 5, 9, STREAM_SHRINK)
+    assert base == counter_hash(key, 5, 9, STREAM_SHRINK)  # a pure function
+    others = {counter_hash(epoch_key(2, 0), 5, 9, STREAM_SHRINK), counter_hash(epoch_key(1, 1), 5, 9, STREAM_SHRINK),
+              counter_hash(key, 6, 9, STREAM_SHRINK), counter_hash(key, 5, 10, STREAM_SHRINK),
+              counter_hash(key, 5, 9, STREAM_SUBSAMPLE), counter_hash(key, 5, 9, STREAM_NEGATIVE)}
+    assert base not in others and len(others) == 6
+
+
+@njit(cache=True)
+def _draw_many(key, n_sent, n_pos, k, prob, alias, window):
+    negs = np.empty(n_sent * n_pos, np.int64)
+    shrink = np.empty(n_sent * n_pos, np.int64)
+    unif = np.empty(n_sent * n_pos, np.float64)
+    same = True
+    i = 0
+    for s in range(n_sent):
+        for p in range(n_pos):
+            negs[i] = negative_sample(key, s, p, k, prob, alias)
+            same &= negs[i] == alias_draw(counter_hash(key, s, p, STREAM_NEGATIVE + k), prob, alias)
+            shrink[i] = window_shrink(key, s, p, window)
+            unif[i] = hash_uniform(counter_hash(key, s, p, STREAM_SUBSAMPLE))
+            i += 1
+    return negs, shrink, unif, same
+
+
+def test_device_draws_follow_their_distributions():
+    counts = np.array([5000, 2000, 900, 400, 100, 30, 7, 1] * 4, dtype=np.int64)
+    p = noise_distribution(counts)
+    prob, alias = alias_table(p)
+    negs, shrink, unif, same = _draw_many(epoch_key(7, 3), 400, 500, 2, prob, alias, 5)
+    assert same  # negative_sample is alias_draw of the counter hash, as the kernels compute it
+    freq = np.bincount(negs, minlength=len(p)) / len(negs)
+    assert np.abs(freq - p).max() < 0.004  # 200,000 draws: ~0.001 standard error on the largest
+    assert sorted(set(shrink.tolist())) == [0, 1, 2, 3, 4]
+    assert abs(np.bincount(shrink).min() / len(shrink) - 0.2) < 0.01
+    assert 0 <= unif.min() and unif.max() < 1 and abs(unif.mean() - 0.5) < 0.005
+
+
+def test_subsampling_keeps_at_the_word2vec_rate():
+    keep = np.float32(0.3)
+
+    @njit
+    def kept(key, n):
+        c = 0
+        for p in range(n):
+            c += keeps_token(key, 1, p, keep)
+        return c
+
+    rate = kept(epoch_key(1, 0), 100_000) / 100_000
+    assert abs(rate - 0.3) < 0.01
+    assert kept(epoch_key(1, 0), 1000) == kept(epoch_key(1, 0), 1000)
+    assert keeps_token(epoch_key(1, 0), 0, 0, np.float32(1.0))  # keep >= 1: always
+
+
+def test_c_rep_rule():
+    key = epoch_key(1, 0)
+    edge = {par_c_rep(key, s, 0, 100, 5) for s in range(300)}
+    middle = {par_c_rep(key, s, 50, 100, 5) for s in range(300)}
+    assert edge == set(range(5)) and middle == set(range(10))
+    assert {par_c_rep(key, s, 96, 100, 5) for s in range(300)} == set(range(5))  # within 5 of the end
+
+
+# ------------------------------------------------------------------------------------------------- the plan
+def test_launch_bounds_cover_every_sentence_once():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 1000, 3000)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    b = plan.launch_bounds(offsets, 100_000, max_blocks=250)
+    assert b[0] == 0 and b[-1] == 3000 and (np.diff(b) > 0).all()
+    words = offsets[b[1:]] - offsets[b[:-1]]
+    blocks = np.diff(b)
+    assert (blocks <= 250).all()
+    # every launch but the last reaches the target or the block cap, and overshoots by less than a sentence
+    full = (words[:-1] >= 100_000) | (blocks[:-1] == 250)
+    assert full.all() and (words < 100_000 + 1000).all()
+
+
+def test_epoch_launches_cut_sentences_and_follow_the_cpu_schedule():
+    cfg = TrainConfig(device="cuda", alpha=0.04, min_alpha=0.001, epochs=3)
+    parts = [(np.zeros(2500, np.int32), np.array([0, 2500])), (np.zeros(700, np.int32), np.array([0, 300, 700]))]
+    launches = list(plan.epoch_launches(cfg, parts, 1, 3200, 3, 1000))
+    cut0 = launches[0][1]
+    assert cut0.tolist() == [0, 1000, 2000, 2500]  # a 2500-token sentence in pieces of <= 1000
+    ls = [launch for _, _, launch in launches]
+    assert [launch.words for launch in ls] == [1000, 1000, 500, 700]
+    assert [launch.sentence_base for launch in ls] == [0, 1, 2, 3]  # epoch-wide sentence numbers, across parts
+    rate = plan.schedule(cfg, 3200 * 3)
+    pos = 3200  # epoch 1 starts after one epoch's words
+    for launch in ls:
+        assert launch.alpha0 == pytest.approx(rate(pos)) and launch.alpha1 == pytest.approx(rate(pos + launch.words))
+        pos += launch.words
+    assert rate(0) == 0.04 and rate(9600) == pytest.approx(0.001) and rate(4800) == pytest.approx(0.0205)
+    assert all(launch.key == ls[0].key for launch in ls) and ls[0].key != next(iter(
+        plan.epoch_launches(cfg, parts, 2, 3200, 3, 1000)))[2].key
+
+
+def test_gpu_rate_schedule_is_the_cpu_trainers():
+    # The CPU trainer's chunk rates come from the same linear formula: check on a real run's first chunk.
+    from parvec.corpus import EncodedCorpus
+    from parvec.trainer import Trainer
+
+    cfg = TrainConfig(algo="classic", dim=4, epochs=2, threads=1, progress=False, chunk_words=50, alpha=0.05)
+    corpus = EncodedCorpus.from_sentences([["a", "b", "c", "d"] * 25] * 4, min_count=1)
+    seen = []
+    trainer = Trainer(cfg, corpus.vocab.counts)
+    kernel = trainer.algorithm.module.train_chunk
+
+    class Spy:  # the classic kernel module, recording each chunk's rates (fparams[0:2])
+        def train_chunk(self, *args):
+            if args[4] < args[5]:  # not the compile-only call over no sentences
+                seen.append((args[10][0], args[10][1]))
+            return kernel(*args)
+
+    trainer.algorithm = type(trainer.algorithm)(trainer.algorithm.name, Spy())
+    trainer.train(corpus)
+    rate = plan.schedule(TrainConfig(device="cuda", alpha=0.05, epochs=2), 2 * corpus.n_tokens)
+    assert seen[0][0] == pytest.approx(rate(0)) and seen[-1][1] == pytest.approx(rate(2 * corpus.n_tokens))
+    assert seen[1][0] == pytest.approx(rate(100))
+
+
+# -------------------------------------------------------------------------------- kernels' static properties
+def test_shared_memory_limits_are_clear_errors():
+    from parvec.gpu import full_w2v, par_gpu
+
+    full_w2v.check_shared(256, 300, 5, 5)  # fits: 2 x 11 x 300 floats of ring
+    with pytest.raises(ParvecError, match=r"window 10 at dim 300 needs .* lower --window or --dim"):
+        full_w2v.check_shared(128, 300, 10, 5)
+    par_gpu.check_shared(256, 300, 8, 24, 75)
+    with pytest.raises(ParvecError, match="lower --par-batch, --negative or --window"):
+        par_gpu.check_shared(128, 128, 10, 24, 475)  # negative 25, window 10
+    from parvec.gpu.reference import par_batch_size
+
+    with pytest.raises(ParvecError, match="par_batch must be >= 1"):
+        par_batch_size(TrainConfig(device="cuda", algo="par", par_batch=0))
+
+
+def test_bytes_model():
+    from parvec.gpu.driver import model_bytes_per_word
+
+    for d in (100, 128, 300):
+        assert model_bytes_per_word(TrainConfig(device="cuda", dim=d, negative=5)) == 56 * d
+    assert model_bytes_per_word(TrainConfig(device="cuda", dim=100, negative=10)) == 96 * 100
+    par = model_bytes_per_word(TrainConfig(device="cuda", algo="par", dim=100, negative=5, window=5, par_batch=24))
+    assert par == round(1600 + 800 * (24 + 22.5) / 24)
+
+
+# -------------------------------------------------------------------------------------------- the benchmark
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_gpu", REPO / "benchmarks" / "bench_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_repeats_the_corpus_and_reports_ratios(bench):
+    tokens = np.arange(10, dtype=np.int32)
+    offsets = np.array([0, 4, 10])
+    t, o, copies = bench.repeat_corpus(tokens, offsets, 25)
+    assert copies == 3 and len(t) == 30 and o.tolist() == [0, 4, 10, 14, 20, 24, 30]
+    assert (t[o[2]:o[3]] == tokens[:4]).all()
+    rows = [{"dim": 100, "corpus": "c", "system": "hogbatch-cpu", "words_per_sec": 2e6},
+            {"dim": 100, "corpus": "c", "system": "full-w2v t64 tree", "words_per_sec": 9e6,
+             "model_bytes_per_sec": 3e10, "fraction_of_peak": 0.01}]
+    table = bench.ratio_table(rows)
+    assert "| 100 | c | full-w2v t64 tree | 9.00M | 4.50× | 30 | 1% |" in table
+    assert bench.occupancy(96, 18592, 64) == {"blocks_per_sm": 10, "warps_per_sm": 20, "occupancy": 20 / 64,
+                                              "limited_by": "registers"}
+    assert bench.barriers_per_word("full-w2v", 5, 64, "tree") == 42
+    assert bench.kept_fraction(np.array([1000, 1]), 1e-3) < 1
+
+
+def test_bench_without_gpu_says_so():
+    if _has_gpu():
+        pytest.skip("this machine has a CUDA GPU")
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_gpu.py"), "--no-tests"],
+                         capture_output=True, text=True, env=_no_gpu_env())
+    assert out.returncode == 2 and out.stderr.startswith("no CUDA device"), out.stderr
+
+
+def test_kernels_compile_for_sm90_without_spills(ptx_run):
+    rc, text, folder = ptx_run
+    if rc == 3:
+        pytest.skip(f"no CUDA toolkit (libnvvm, ptxas) here: {text[-300:]}")
+    assert rc == 0, text[-3000:]
+    rows = json.loads((folder / "ptx.json").read_text(encoding="utf-8"))["ptx"]
+    assert {(r["algo"], r["reduction"]) for r in rows} == {("full-w2v", "shuffle"), ("par", "tree")}
+    for r in rows:
+        # the output rows stay in registers (no local-memory stack, no spills); shared memory is what we budget
+        assert r["stack_bytes"] == 0 and r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+        assert r["smem_bytes"] == r["smem_model_bytes"], r
+        assert 0 < r["registers"] <= 255 and r["blocks_per_sm"] >= 1, r
