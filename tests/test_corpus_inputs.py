@@ -93,6 +93,27 @@ def test_an_old_file_is_told_apart_by_its_ctime_alone(tmp_path, monkeypatch):
     assert header["input"]["verify_content"] is False
 
 
+def test_a_content_checked_entry_stops_being_checked_once_its_file_is_old(tmp_path, monkeypatch):
+    p = tmp_path / "c.txt"
+    p.write_text("cat dog cat\n" * 5)
+    cache = tmp_path / "cache"
+    EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache)  # just written: content recorded
+    header = entries(cache)[0] / "header.json"
+    assert json.loads(header.read_text())["input"]["verify_content"] is True
+    checked = []
+    real = corpus_mod._input_digest
+    monkeypatch.setattr(corpus_mod, "_input_digest", lambda path: checked.append(path) or real(path))
+    assert EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache).cache_used is True
+    assert checked == [p] and json.loads(header.read_text())["input"]["verify_content"] is True  # still recent
+    monkeypatch.setattr(corpus_mod, "_RACY_NS", 0)  # now the file counts as old
+    time.sleep(0.01)
+    assert EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache).cache_used is True
+    assert json.loads(header.read_text())["input"]["verify_content"] is False
+    assert EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache).cache_used is True
+    assert checked == [p, p]  # the last load trusted the stat key alone
+    assert [c.name for c in entries(cache)[0].iterdir() if c.name.startswith(".")] == []
+
+
 def test_a_file_replaced_by_rename_is_seen(tmp_path):
     p = tmp_path / "c.txt"
     p.write_text("cat dog cat\n" * 5)
