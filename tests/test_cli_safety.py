@@ -418,16 +418,6 @@ def test_help_says_dash_is_standard_input(capsys):
     assert "at least 1" in out
 
 
-def _corpus_source_mentions(word: str) -> bool:
-    import inspect
-
-    from parvec import corpus
-
-    return word in inspect.getsource(corpus)
-
-
-@pytest.mark.xfail(not _corpus_source_mentions("stdin"), strict=False,
-                   reason="EncodedCorpus.from_file does not read standard input ('-') yet (corpus engineer's part)")
 def test_train_reads_standard_input(corpus, tmp_path):
     out = tmp_path / "v.txt"
     with open(corpus, "rb") as f:
@@ -446,8 +436,6 @@ def test_report_says_whether_the_cache_was_used(corpus, tmp_path, capsys):
     assert "encoded-corpus cache: not used (--no-cache)" in err
 
 
-@pytest.mark.xfail(not _corpus_source_mentions("cache_used"), strict=False,
-                   reason="EncodedCorpus.cache_used is the corpus engineer's part, not there yet")
 def test_report_says_the_cache_was_used_on_the_second_run(corpus, tmp_path, capsys):
     args = ["train", corpus, "-o", tmp_path / "v.txt", "--report", tmp_path / "r.json", "--cache-dir",
             tmp_path / "cache", *[a for a in FAST if a != "--no-cache"]]
@@ -458,3 +446,14 @@ def test_report_says_the_cache_was_used_on_the_second_run(corpus, tmp_path, caps
         used.append(json.loads((tmp_path / "r.json").read_text())["cache_used"])
     assert used == [False, True]
     assert "encoded-corpus cache: used" in err
+
+
+def test_a_process_substitution_is_read_as_a_stream_and_said_not_cached(corpus, tmp_path):
+    # bash's <(...) is /dev/fd/N, a pipe: read once, never cached, and the run says so.
+    cmd = " ".join([*map(str, parvec_cmd()), "train", f"<(cat {corpus})", "-o", str(tmp_path / "v.txt"),
+                    *(str(a) for a in FAST if a != "--no-cache"), "--cache-dir", str(tmp_path / "cache")])
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "a stream (pipe or FIFO), read once, never cached" in proc.stderr
+    assert (tmp_path / "v.txt").exists()
+    assert not any((tmp_path / "cache").glob("**/*.npy"))

@@ -228,7 +228,10 @@ def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, 
         return f"encoded-corpus cache: used ({cache_dir})"
     if cache_used is False:
         return f"encoded-corpus cache: not used (no cached encoding of this input and these options in {cache_dir})"
-    why = ("--no-cache" if args.no_cache else "standard input" if source == "-"
+    from parvec.formats import is_stream
+
+    why = ("--no-cache" if args.no_cache else "standard input is read once, never cached" if source == "-"
+           else f"{source} is a stream (pipe or FIFO), read once, never cached" if is_stream(source)
            else "a resumed run encodes with the model's vocabulary" if args.resume else "no cache for this input")
     return f"encoded-corpus cache: not used ({why})"
 
