@@ -1,0 +1,552 @@
+"""The sharded minibatch algorithm without Ray: units of work, the client's minibatch loop, the
+one-process reference, and the bookkeeping every part of ``--mode sharded`` shares.
+
+- **Units.** Each epoch's corpus is cut (on sentence boundaries, after long sentences are split as the
+  one-process trainer splits them) into units of about ``unit_words`` tokens.  A unit is what a client
+  trains in one call and what is re-queued when a client dies.  Its random stream is
+  ``chunk_seed(seed, epoch, unit index)`` and its learning rate runs linearly over its global word
+  positions, as the one-process trainer's chunks do.
+- **Minibatches.** :class:`UnitRunner` forms minibatches of ``minibatch_words`` input words
+  (:func:`parvec.kernels.sharded.form_minibatch`) and drives them through a :class:`Step`: one call per
+  minibatch that adjusts the previous minibatch and computes the dot products of the next one (so a
+  call carries two minibatches' work), with the next minibatch formed while the call is in flight.
+  Each minibatch's negatives come from its own seed, derived from the unit's seed and its index.
+- **The reference.** :func:`reference_train` runs the same units and minibatches in this process against
+  the whole matrices (:class:`LocalStep`): what ``S`` shards with one client thread compute, up to the
+  rounding of summing ``S`` partial dot products.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from parvec.config import TrainConfig
+from parvec.errors import ParvecError
+from parvec.kernels import sharded as K
+from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution, splitmix64
+from parvec.trainer import TrainStats, chunk_bounds, init_input_vectors, split_long_sentences
+
+Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
+
+DEFAULT_MINIBATCH_WORDS = 1024
+DEFAULT_UNIT_WORDS = 100_000
+
+
+# --------------------------------------------------------------------------- units and schedule
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: sentences ``s_lo .. s_hi`` of part ``part`` (offsets already split), ``index``
+    within its epoch (the random stream) and ``base`` its first word's position in the epoch.
+
+    Example:
+        >>> Unit(part=0, s_lo=0, s_hi=3, index=0, base=0, words=30).words
+        30
+    """
+
+    part: int
+    s_lo: int
+    s_hi: int
+    index: int
+    base: int
+    words: int
+
+
+def plan_units(part_offsets: Sequence[np.ndarray], unit_words: int) -> list[Unit]:
+    """Cut every part (its split offsets) into units of about ``unit_words`` tokens, in corpus order.
+
+    Example:
+        >>> [(u.s_lo, u.s_hi, u.base) for u in plan_units([np.array([0, 3, 6, 9, 12])], 6)]
+        [(0, 2, 0), (2, 4, 6)]
+    """
+    units: list[Unit] = []
+    base = 0
+    for p, offsets in enumerate(part_offsets):
+        bounds = chunk_bounds(offsets, unit_words)
+        for c in range(len(bounds) - 1):
+            lo, hi = int(bounds[c]), int(bounds[c + 1])
+            words = int(offsets[hi] - offsets[lo])
+            units.append(Unit(p, lo, hi, len(units), base, words))
+            base += words
+    return units
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The learning rate by global word position, as :class:`parvec.trainer.Trainer`'s.
+
+    Example:
+        >>> Schedule(0.025, 0.0001, 100, 1).alpha_at(50)
+        0.01255
+    """
+
+    alpha: float
+    final_alpha: float
+    words_per_epoch: int
+    epochs: int
+
+    def alpha_at(self, position: float) -> float:
+        total = self.words_per_epoch * self.epochs
+        return max(self.final_alpha, self.alpha - (self.alpha - self.final_alpha) * min(1.0, position / total))
+
+    def unit_alphas(self, epoch: int, unit: Unit) -> tuple[float, float]:
+        """The rates at a unit's first word and just after its last."""
+        start = epoch * self.words_per_epoch + unit.base
+        return self.alpha_at(start), self.alpha_at(start + unit.words)
+
+
+def minibatch_seed(unit_seed: int, index: int) -> np.uint64:
+    """The seed of a unit's ``index``-th minibatch, from which every shard draws its negatives.
+
+    Example:
+        >>> minibatch_seed(5, 0) != minibatch_seed(5, 1)
+        True
+    """
+    s = splitmix64(int(unit_seed) ^ splitmix64(index + 1))
+    return np.uint64(s or 0x9E3779B97F4A7C15)
+
+
+def noise_tables(counts: np.ndarray, config: TrainConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The alias table (prob float32[V], alias int32[V]) every shard draws negatives from.
+
+    Example:
+        >>> noise_tables(np.array([3, 1]), TrainConfig())[1].dtype
+        dtype('int32')
+    """
+    return alias_table(noise_distribution(np.maximum(np.asarray(counts, dtype=np.int64), 0), config.ns_exponent))
+
+
+def client_keep(counts: np.ndarray, config: TrainConfig) -> np.ndarray:
+    """Subsampling keep probabilities, what a client needs to form minibatches.
+
+    Example:
+        >>> client_keep(np.array([1000, 1]), TrainConfig(sample=1e-3)).round(3).tolist()
+        [0.032, 1.0]
+    """
+    return keep_probabilities(np.asarray(counts, dtype=np.int64), config.sample)
+
+
+def prepare_part(tokens: np.ndarray, offsets: np.ndarray, max_sentence_length: int) -> Part:
+    """A part as the kernels see it: long sentences split as the one-process trainer splits them."""
+    return tokens, split_long_sentences(offsets, max_sentence_length)
+
+
+# --------------------------------------------------------------------------- one minibatch
+@dataclass
+class Minibatch:
+    """One minibatch as it travels: the kept-word runs (``seq``), one row per run (``seg``), each input's
+    window shrink, the negatives' seed; and, kept at the client, positives per input and learning rates.
+    """
+
+    seq: np.ndarray
+    seg: np.ndarray
+    shrink: np.ndarray
+    seed: np.uint64
+    n_ctx: np.ndarray
+    alpha: np.ndarray
+    pairs: int
+
+    @property
+    def inputs(self) -> int:
+        return len(self.shrink)
+
+
+_HEADER = 12  # int64 fields at the start of a packed call
+
+
+def _padded(nbytes: int) -> int:
+    return (nbytes + 7) // 8 * 8
+
+
+def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, negative: int) -> np.ndarray:
+    """One shard call as one byte array (one argument costs Ray far less than ten): a header of 12 int64
+    (for the previous minibatch: present, seed, seq/runs/inputs/coefficient counts; the same for the next,
+    with the number of dot products expected) and then the arrays, each 8-byte aligned.
+
+    Example:
+        >>> args = unpack_call(pack_call(None, None, 5)); args[0] is None and args[5] is None
+        True
+    """
+    arrays: list[np.ndarray] = []
+    header = np.zeros(_HEADER, dtype=np.int64)
+    for h, (mb, extra) in ((0, prev if prev is not None else (None, None)), (6, (nxt, None))):
+        if mb is None:
+            continue
+        header[h] = 1
+        header[h + 1] = np.int64(np.uint64(mb.seed).view(np.int64))
+        header[h + 2] = len(mb.seq)
+        header[h + 3] = len(mb.seg)
+        header[h + 4] = len(mb.shrink)
+        header[h + 5] = len(extra) if extra is not None else mb.pairs * (1 + negative)
+        arrays += [mb.seq, mb.seg, mb.shrink] + ([extra] if extra is not None else [])
+    total = _HEADER * 8 + sum(_padded(a.nbytes) for a in arrays)
+    buf = np.zeros(total, dtype=np.uint8)
+    buf[: _HEADER * 8] = header.view(np.uint8)
+    at = _HEADER * 8
+    for a in arrays:
+        buf[at: at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        at += _padded(a.nbytes)
+    return buf
+
+
+def call_bytes(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> int:
+    """The size of :func:`pack_call`'s array for these minibatches, without packing it.
+
+    Example:
+        >>> call_bytes(None, None)
+        96
+    """
+    total = _HEADER * 8
+    for mb, extra in ((prev if prev is not None else (None, None)), (nxt, None)):
+        if mb is not None:
+            total += sum(_padded(a.nbytes) for a in (mb.seq, mb.seg, mb.shrink))
+            total += _padded(extra.nbytes) if extra is not None else 0
+    return total
+
+
+def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
+    """The inverse of :func:`pack_call`: ``(p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink,
+    n_seed, n_out)`` as views into ``buf`` (None where a minibatch is absent)."""
+    buf = np.asarray(buf, dtype=np.uint8)
+    header = buf[: _HEADER * 8].view(np.int64)
+    at = _HEADER * 8
+    out: list[Any] = []
+    for h in (0, 6):
+        if not header[h]:
+            out += [None, None, None, np.uint64(0), None] if h == 0 else [None, None, None, np.uint64(0), 0]
+            continue
+        seed = np.int64(header[h + 1]).view(np.uint64)
+        n_seq, n_seg, n_in, n_extra = (int(x) for x in header[h + 2: h + 6])
+        seq = buf[at: at + 4 * n_seq].view(np.int32)
+        at += _padded(4 * n_seq)
+        seg = buf[at: at + 16 * n_seg].view(np.int32).reshape(n_seg, 4)
+        at += _padded(16 * n_seg)
+        shrink = buf[at: at + 2 * n_in].view(np.uint16)
+        at += _padded(2 * n_in)
+        if h == 0:
+            coef = buf[at: at + 4 * n_extra].view(np.float32)
+            at += _padded(4 * n_extra)
+            out += [seq, seg, shrink, seed, coef]
+        else:
+            out += [seq, seg, shrink, seed, n_extra]
+    return tuple(out)
+
+
+class Step:
+    """How a client reaches the shards: ``submit(prev, next)`` starts one call that adjusts ``prev`` (a
+    ``(Minibatch, coef)`` pair or None) and computes ``next``'s partial dot products; ``result`` waits for
+    it and returns one array per shard (empty when ``next`` is None).  ``sent`` is the size of the array
+    the last ``submit`` sent to each shard."""
+
+    shards = 1
+    sent = 0
+
+    def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
+        raise NotImplementedError
+
+    def result(self, handle: Any) -> list[np.ndarray]:
+        raise NotImplementedError
+
+
+class LocalStep(Step):
+    """The one-process step: the kernels on whole matrices, right away (the reference and tests).
+
+    Example:
+        >>> step = LocalStep(w_in, w_out, config, prob, alias)  # doctest: +SKIP
+    """
+
+    def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
+                 noise_alias: np.ndarray) -> None:
+        self.w_in, self.w_out = w_in, w_out
+        self.window, self.negative = config.window, config.negative
+        self.noise_prob, self.noise_alias = noise_prob, noise_alias
+
+    def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
+        out = []
+        self.sent = call_bytes(prev, nxt)  # what a shard would receive
+        if prev is not None:
+            mb, coef = prev
+            K.adjust(self.w_in, self.w_out, mb.seq, mb.seg, mb.shrink, self.window, self.negative,
+                     self.noise_prob, self.noise_alias, mb.seed, coef)
+        if nxt is not None:
+            f = np.empty(nxt.pairs * (1 + self.negative), dtype=np.float32)
+            K.dotprod(self.w_in, self.w_out, nxt.seq, nxt.seg, nxt.shrink, self.window, self.negative,
+                      self.noise_prob, self.noise_alias, nxt.seed, f)
+            out.append(f)
+        return out
+
+    def result(self, handle: Any) -> list[np.ndarray]:
+        return handle
+
+
+@dataclass
+class UnitStats:
+    """What training one unit did (summed into the run's figures)."""
+
+    words: int = 0
+    inputs: int = 0
+    pairs: int = 0
+    loss: float = 0.0
+    minibatches: int = 0
+    dropped: int = 0  # minibatches whose call failed (a shard was lost): their updates are not applied
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    index_bytes_sent: int = 0
+    acks: list[int] = field(default_factory=list)  # adjusts each shard confirmed
+    seconds: float = 0.0
+
+    def add(self, other: UnitStats) -> None:
+        for name in ("words", "inputs", "pairs", "loss", "minibatches", "dropped", "bytes_sent", "bytes_received",
+                     "index_bytes_sent", "seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if len(self.acks) < len(other.acks):
+            self.acks += [0] * (len(other.acks) - len(self.acks))
+        for s, a in enumerate(other.acks):
+            self.acks[s] += a
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> UnitStats:
+        return cls(**d)
+
+
+class ShardLost(Exception):
+    """A call to a shard failed (its process died); the client skips the minibatch and carries on."""
+
+
+class UnitRunner:
+    """Forms a unit's minibatches and drives them through a :class:`Step` (one per client thread).
+
+    Example:
+        >>> runner = UnitRunner(config, keep, minibatch_words=1024)  # doctest: +SKIP
+        >>> stats = runner.run(tokens, offsets, unit, epoch, schedule, LocalStep(...))  # doctest: +SKIP
+    """
+
+    def __init__(self, config: TrainConfig, keep: np.ndarray, minibatch_words: int) -> None:
+        if minibatch_words < 1:
+            raise ParvecError(f"minibatch_words must be a positive integer, got {minibatch_words}")
+        self.config = config
+        self.keep = keep
+        self.window = config.window
+        self.negative = config.negative
+        self.max_inputs = minibatch_words
+        self.sent_buf = np.empty(config.max_sentence_length, dtype=np.int32)
+        m = minibatch_words
+        self._seq = np.empty(m * (2 * self.window + 1), dtype=np.int32)
+        self._seg = np.empty((m, 4), dtype=np.int32)
+        # Each input's shrink fits 16 bits (window <= 65535 is checked by the driver).
+        self._shrink = np.empty(m, dtype=np.uint16)
+        self._n_ctx = np.empty(m, dtype=np.int32)
+        self._pos = np.empty(m, dtype=np.float64)
+
+    def _form(self, tokens, offsets, s_hi, cursor, rng, unit_seed, index, a0, a1, unit_words) -> Minibatch | None:
+        m, n_seq, n_seg, pairs = K.form_minibatch(tokens, offsets, s_hi, self.keep, self.window, self.max_inputs,
+                                                  cursor, rng, self.sent_buf, self._seq, self._seg, self._shrink,
+                                                  self._n_ctx, self._pos)
+        if m == 0:
+            return None
+        alpha = (a0 + (a1 - a0) * (self._pos[:m] / unit_words)).astype(np.float32)
+        return Minibatch(self._seq[:n_seq].copy(), self._seg[:n_seg].copy(), self._shrink[:m].copy(),
+                         minibatch_seed(unit_seed, index), self._n_ctx[:m].copy(), alpha, int(pairs))
+
+    def run(self, tokens: np.ndarray, offsets: np.ndarray, unit: Unit, epoch: int, schedule: Schedule,
+            step: Step, on_lost: Callable[[ShardLost], None] | None = None) -> UnitStats:
+        """Train one unit; ``offsets`` already split.  A :class:`ShardLost` from the step drops the
+        minibatch in flight (its pending adjust and its dot products) after ``on_lost`` (which waits for
+        the shard to come back or raises)."""
+        t0 = time.perf_counter()
+        stats = UnitStats(acks=[0] * step.shards)
+        unit_seed = int(chunk_seed(self.config.seed, epoch, unit.index))
+        cursor = np.array([unit.s_lo, 0, 0, 0, 0], dtype=np.int64)
+        rng = np.array([unit_seed], dtype=np.uint64)
+        a0, a1 = schedule.unit_alphas(epoch, unit)
+        unit_words = max(unit.words, 1)
+        negative = self.negative
+        index = 0
+
+        def form() -> Minibatch | None:
+            nonlocal index
+            mb = self._form(tokens, offsets, unit.s_hi, cursor, rng, unit_seed, index, a0, a1, unit_words)
+            index += 1
+            return mb
+
+        nxt = form()
+        pending: tuple[Minibatch, np.ndarray] | None = None
+        while nxt is not None or pending is not None:
+            lost: ShardLost | None = None
+            handle = None
+            try:
+                handle = step.submit(pending, nxt)
+            except ShardLost as exc:
+                lost = exc
+            following = form() if nxt is not None else None  # while the shards work
+            if lost is None:
+                try:
+                    partials = step.result(handle)
+                except ShardLost as exc:
+                    lost = exc
+            if lost is not None:
+                if on_lost is None:
+                    raise lost
+                on_lost(lost)  # returns once every shard answers again (or raises)
+                # The pending adjust may be missing on the lost shard; the next minibatch is never adjusted.
+                stats.dropped += (pending is not None) + (nxt is not None)
+                pending = None
+                nxt = following
+                continue
+            # The bytes of the one array sent to each shard: the indices, seeds and header, and the coefficients.
+            stats.bytes_sent += step.sent * step.shards
+            stats.index_bytes_sent += (step.sent - (pending[1].nbytes if pending is not None else 0)) * step.shards
+            if pending is not None:
+                for s in range(step.shards):
+                    stats.acks[s] += 1
+            if nxt is not None:
+                stats.bytes_received += sum(p.nbytes for p in partials)
+                f = partials[0] if len(partials) == 1 else np.sum(partials, axis=0, dtype=np.float32)
+                coef = np.empty(nxt.pairs * (1 + negative), dtype=np.float32)
+                stats.loss += K.coefficients(f, nxt.n_ctx, nxt.alpha, negative, coef)
+                stats.inputs += nxt.inputs
+                stats.pairs += nxt.pairs
+                stats.minibatches += 1
+                pending = (nxt, coef)
+                nxt = following
+            else:
+                pending = None
+        stats.words = unit.words
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+
+# --------------------------------------------------------------------------- the one-process reference
+def reference_train(
+    config: TrainConfig,
+    counts: np.ndarray,
+    parts: Sequence[Part],
+    minibatch_words: int = DEFAULT_MINIBATCH_WORDS,
+    unit_words: int = DEFAULT_UNIT_WORDS,
+    w_in: np.ndarray | None = None,
+    w_out: np.ndarray | None = None,
+    epochs: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, TrainStats]:
+    """The sharded minibatch algorithm in this process, one client thread, whole matrices.
+
+    ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
+
+    Example:
+        >>> w_in, w_out, stats = reference_train(TrainConfig(dim=16), corpus.vocab.counts,
+        ...                                      [(corpus.tokens, corpus.offsets)])  # doctest: +SKIP
+    """
+    config = config.validate()
+    counts = np.asarray(counts, dtype=np.int64)
+    n = len(counts)
+    w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
+    w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
+    prob, alias = noise_tables(counts, config)
+    prepared = [prepare_part(t, o, config.max_sentence_length) for t, o in parts]
+    units = plan_units([o for _, o in prepared], unit_words)
+    words_per_epoch = sum(u.words for u in units)
+    epochs = config.epochs if epochs is None else epochs
+    schedule = Schedule(config.alpha, config.final_alpha, words_per_epoch, epochs)
+    runner = UnitRunner(config, client_keep(counts, config), minibatch_words)
+    step = LocalStep(w_in, w_out, config, prob, alias)
+    stats = TrainStats()
+    t0 = time.perf_counter()
+    for epoch in range(epochs):
+        total = UnitStats(acks=[0])
+        for unit in units:
+            tokens, offsets = prepared[unit.part]
+            total.add(runner.run(tokens, offsets, unit, epoch, schedule, step))
+        stats.words += total.words
+        stats.pairs += total.pairs
+        stats.words_per_epoch.append(total.words)
+        stats.pairs_per_epoch.append(total.pairs)
+        stats.loss_per_epoch.append(total.loss / total.pairs if total.pairs else float("nan"))
+    stats.epochs = epochs
+    stats.seconds = time.perf_counter() - t0
+    return w_in, w_out, stats
+
+
+# --------------------------------------------------------------------------- memory
+def vm_data_bytes() -> int | None:
+    """This process's data segment now (``VmData``: private writable memory, what RLIMIT_DATA caps).
+
+    Example:
+        >>> vm_data_bytes() is None or vm_data_bytes() > 0
+        True
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process (ru_maxrss).
+
+    Example:
+        >>> peak_rss_bytes() > 0
+        True
+    """
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def cap_memory(limit_bytes: int, what: str) -> None:
+    """Cap this process's data segment (RLIMIT_DATA: every private writable mapping, numpy arrays
+    included) at ``limit_bytes``; an allocation beyond it then fails with ``MemoryError``.
+
+    Example:
+        >>> cap_memory(64 * 2**30, "this test")  # doctest: +SKIP
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY and limit_bytes > hard:
+        raise ParvecError(f"{what}: memory cap {limit_bytes} bytes is above the hard limit {hard}")
+    now = vm_data_bytes()
+    if now is not None and now >= limit_bytes:
+        raise ParvecError(f"{what}: memory cap {_gib(limit_bytes)} is below what the process already uses "
+                          f"({_gib(now)}); raise it")
+    resource.setrlimit(resource.RLIMIT_DATA, (int(limit_bytes), hard))
+
+
+def memory_headroom() -> int | None:
+    """Bytes this process may still allocate under its RLIMIT_DATA/RLIMIT_AS caps (None: uncapped).
+
+    Example:
+        >>> memory_headroom() is None or memory_headroom() >= 0
+        True
+    """
+    room = None
+    for limit, field_name in ((resource.RLIMIT_DATA, "VmData:"), (resource.RLIMIT_AS, "VmSize:")):
+        soft, _ = resource.getrlimit(limit)
+        if soft == resource.RLIM_INFINITY:
+            continue
+        used = 0
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith(field_name):
+                        used = int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        left = max(0, soft - used)
+        room = left if room is None else min(room, left)
+    return room
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def process_label() -> str:
+    return f"pid {os.getpid()}"

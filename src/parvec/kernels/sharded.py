@@ -1,0 +1,397 @@
+"""Column-sharded skip-gram with negative sampling (Ordentlich et al., "Network-efficient distributed
+word2vec training system for large vocabularies", CIKM 2016, Figures 5-7): the numba kernels.
+
+Shard ``s`` of ``S`` holds columns ``[s*d//S, (s+1)*d//S)`` of *both* matrices for every word.  A
+*minibatch* is a run of input (center) words with their context (positive output) words; each
+(input, positive) pair gets ``negative`` noise words drawn from a seed, so every shard draws the same
+ones from the same alias table.  Three kernels make one minibatch SGD step:
+
+- :func:`dotprod` (shard side): the shard's partial dot products ``u_s(input) . v_s(output)`` for every
+  (input, positive) pair and its negatives, in the order ``[pos, neg_1 .. neg_N]`` per pair.
+- :func:`coefficients` (client side): from the summed partials, the gradient coefficients
+  ``alpha * (label - sigmoid(f))`` (word2vec.c's saturation at +-6, :func:`parvec.kernels.classic.sgns_step`)
+  and the SGNS loss.
+- :func:`adjust` (shard side): regenerates the same negatives and applies ``u += sum coef * v`` and
+  ``v += coef * u`` to its columns, every product reading the vectors *as they were at the start of the
+  call* (the paper's detail): the input deltas are gathered first (reading ``v``), then ``v`` is updated
+  (reading ``u``, not yet changed), then the input deltas are added.
+
+Only indices, seeds and scalars cross between client and shards: a minibatch is sent as the kept-word
+runs it covers (``seq``), one row per run (``seg``) and the window shrink of each input (``shrink``);
+the shard rebuilds the pairs from them.
+
+The orientation is the paper's: the input vector ``u`` (``w_in``, the exported vectors) of the center word
+against the output vectors ``v`` (``w_out``) of its context words and their negatives.  A negative equal
+to its positive output word is drawn again (the paper's "N negative word indices != w_O"), so every pair
+has exactly ``negative`` negatives and the client knows the layout of what comes back.
+
+Minibatch formation (:func:`form_minibatch`, client side) follows word2vec.c: subsample a sentence first
+(:func:`parvec.sampling.subsample_sentence`), then each kept word's window shrinks by ``b`` in
+``[0, window)``; the random stream comes from (seed, epoch, unit) exactly as the one-process trainer's.
+
+:func:`init_columns` generates columns ``[lo, hi)`` of word2vec.c's initial input vectors
+(:func:`parvec.trainer.init_input_vectors`) without the other columns: its LCG jumps over them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from parvec.kernels.classic import sgns_step
+from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
+
+_M64 = (1 << 64) - 1
+_LCG_MUL = 25214903917
+_LCG_INC = 11
+# Draws of a negative equal to its positive output before giving up on the alias table (then the next id).
+_MAX_REDRAWS = 64
+
+# seg columns: where a run starts in seq, its length, its first input and one past its last input
+# (both relative to the run's start).
+SEG_START, SEG_LEN, SEG_IN_LO, SEG_IN_HI = 0, 1, 2, 3
+
+
+# --------------------------------------------------------------------------- initial vectors
+def lcg_jump(steps: int) -> tuple[int, int]:
+    """``(A, C)`` with ``state_after(steps) = A * state + C (mod 2**64)`` for word2vec.c's LCG.
+
+    Example:
+        >>> a, c = lcg_jump(2)
+        >>> (a * 7 + c) % 2**64 == ((7 * 25214903917 + 11) * 25214903917 + 11) % 2**64
+        True
+    """
+    a, c = 1, 0  # the identity map
+    mul, inc = _LCG_MUL, _LCG_INC  # the map for 2^k steps, squared as k grows
+    while steps:
+        if steps & 1:
+            a, c = (a * mul) & _M64, (c * mul + inc) & _M64
+        mul, inc = (mul * mul) & _M64, (inc * mul + inc) & _M64
+        steps >>= 1
+    return a, c
+
+
+@njit(nogil=True, cache=True)
+def _init_columns(n, dim, lo, hi, state, row_a, row_c, out):
+    mul = np.uint64(_LCG_MUL)
+    inc = np.uint64(_LCG_INC)
+    for a in range(n):
+        s0 = state
+        for b in range(hi - lo):
+            state = state * mul + inc
+            out[a, b] = (np.float32(state & np.uint64(0xFFFF)) / np.float32(65536.0) - np.float32(0.5)) / dim
+        state = s0 * row_a + row_c  # the start of the next row's block, dim steps after this row's
+    return out
+
+
+def init_columns(n: int, dim: int, lo: int, hi: int, seed: int = 1) -> np.ndarray:
+    """Columns ``[lo, hi)`` of :func:`parvec.trainer.init_input_vectors` ``(n, dim, seed)``, bit for bit,
+    in ``n * (hi - lo)`` floats of memory.
+
+    Example:
+        >>> from parvec.trainer import init_input_vectors
+        >>> bool((init_columns(5, 8, 2, 5) == init_input_vectors(5, 8)[:, 2:5]).all())
+        True
+    """
+    if not 0 <= lo <= hi <= dim:
+        raise ValueError(f"columns [{lo}, {hi}) are not inside [0, {dim})")
+    a, c = lcg_jump(lo)
+    state = (a * (seed & _M64) + c) & _M64  # the state just before element (0, lo)
+    row_a, row_c = lcg_jump(dim)
+    out = np.empty((n, hi - lo), dtype=np.float32)
+    return _init_columns(n, dim, lo, hi, np.uint64(state), np.uint64(row_a), np.uint64(row_c), out)
+
+
+def column_range(shard: int, shards: int, dim: int) -> tuple[int, int]:
+    """The columns ``[lo, hi)`` shard ``shard`` of ``shards`` holds: ``[s*d//S, (s+1)*d//S)``.
+
+    Example:
+        >>> [column_range(s, 3, 10) for s in range(3)]
+        [(0, 3), (3, 6), (6, 10)]
+    """
+    return shard * dim // shards, (shard + 1) * dim // shards
+
+
+# --------------------------------------------------------------------------- negatives
+@njit(inline="always")
+def _negative(state, positive, noise_prob, noise_alias):
+    """The next negative for output word ``positive``: drawn again while equal to it."""
+    for _ in range(_MAX_REDRAWS):
+        state = rng_next(state)
+        t = draw_noise(state, noise_prob, noise_alias)
+        if t != positive:
+            return state, t
+    # The noise distribution is (almost) all on ``positive``: take the next id (never equal to it).
+    return state, (positive + 1) % len(noise_prob)
+
+
+@njit(nogil=True, cache=True)
+def minibatch_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed):
+    """The negatives :func:`dotprod` and :func:`adjust` draw for a minibatch: int64[pairs, negative].
+
+    Example:
+        >>> negs = minibatch_negatives(seq, seg, shrink, 5, 5, prob, alias, np.uint64(7))  # doctest: +SKIP
+    """
+    n_pairs = count_pairs(seg, shrink, window)
+    out = np.empty((n_pairs, negative), dtype=np.int64)
+    state = seed
+    p = 0
+    m = 0
+    for g in range(seg.shape[0]):
+        base = seg[g, SEG_START]
+        n = seg[g, SEG_LEN]
+        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
+            r = np.int64(shrink[m])
+            m += 1
+            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
+                if j == i:
+                    continue
+                ctx = seq[base + j]
+                for k in range(negative):
+                    state, t = _negative(state, ctx, noise_prob, noise_alias)
+                    out[p, k] = t
+                p += 1
+    return out
+
+
+@njit(nogil=True, cache=True)
+def count_pairs(seg, shrink, window):
+    """The (input, positive) pairs of a minibatch.
+
+    Example:
+        >>> count_pairs(np.array([[0, 3, 0, 3]], np.int32), np.zeros(3, np.uint16), 1)
+        4
+    """
+    total = 0
+    m = 0
+    for g in range(seg.shape[0]):
+        n = seg[g, SEG_LEN]
+        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
+            r = np.int64(shrink[m])
+            m += 1
+            total += min(n, i + window - r + 1) - max(0, i - window + r) - 1
+    return total
+
+
+# --------------------------------------------------------------------------- shard side
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
+    """Partial dot products of this shard's columns (paper Figure 5); returns how many were written.
+
+    ``out[p * (1 + negative)]`` is pair ``p``'s positive, the next ``negative`` its negatives.
+
+    Example:
+        >>> k = dotprod(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), out)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    state = seed
+    k = 0
+    m = 0
+    for g in range(seg.shape[0]):
+        base = seg[g, SEG_START]
+        n = seg[g, SEG_LEN]
+        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
+            center = seq[base + i]
+            r = np.int64(shrink[m])
+            m += 1
+            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
+                if j == i:
+                    continue
+                ctx = seq[base + j]
+                f = np.float32(0.0)
+                for c in range(dim):
+                    f += w_in[center, c] * w_out[ctx, c]
+                out[k] = f
+                k += 1
+                for _ in range(negative):
+                    state, t = _negative(state, ctx, noise_prob, noise_alias)
+                    f = np.float32(0.0)
+                    for c in range(dim):
+                        f += w_in[center, c] * w_out[t, c]
+                    out[k] = f
+                    k += 1
+    return k
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, coef):
+    """Apply a minibatch's updates to this shard's columns (paper Figure 6); returns the pairs updated.
+
+    ``coef`` has :func:`dotprod`'s layout.  Every product reads the vectors as they were when the call
+    started: input deltas are gathered first, output rows updated next (reading the unchanged input
+    rows), input deltas added last.
+
+    Example:
+        >>> adjust(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), coef)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    n_in = len(shrink)
+    n_pairs = len(coef) // (1 + negative)
+    du = np.zeros((n_in, dim), dtype=np.float32)
+    negs = np.empty(max(1, n_pairs * negative), dtype=np.int64)
+    # 1. du[m] = sum over m's pairs of coef * v(output), reading v before any change; negatives kept.
+    state = seed
+    k = 0
+    q = 0
+    m = 0
+    for g in range(seg.shape[0]):
+        base = seg[g, SEG_START]
+        n = seg[g, SEG_LEN]
+        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
+            r = np.int64(shrink[m])
+            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
+                if j == i:
+                    continue
+                ctx = seq[base + j]
+                gk = coef[k]
+                k += 1
+                for c in range(dim):
+                    du[m, c] += gk * w_out[ctx, c]
+                for _ in range(negative):
+                    state, t = _negative(state, ctx, noise_prob, noise_alias)
+                    negs[q] = t
+                    q += 1
+                    gk = coef[k]
+                    k += 1
+                    for c in range(dim):
+                        du[m, c] += gk * w_out[t, c]
+            m += 1
+    # 2. v(output) += coef * u(center), reading u before any change.
+    k = 0
+    q = 0
+    m = 0
+    for g in range(seg.shape[0]):
+        base = seg[g, SEG_START]
+        n = seg[g, SEG_LEN]
+        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
+            center = seq[base + i]
+            r = np.int64(shrink[m])
+            m += 1
+            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
+                if j == i:
+                    continue
+                ctx = seq[base + j]
+                gk = coef[k]
+                k += 1
+                for c in range(dim):
+                    w_out[ctx, c] += gk * w_in[center, c]
+                for _ in range(negative):
+                    t = negs[q]
+                    q += 1
+                    gk = coef[k]
+                    k += 1
+                    for c in range(dim):
+                        w_out[t, c] += gk * w_in[center, c]
+    # 3. u(center) += du.
+    m = 0
+    for g in range(seg.shape[0]):
+        base = seg[g, SEG_START]
+        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
+            center = seq[base + i]
+            for c in range(dim):
+                w_in[center, c] += du[m, c]
+            m += 1
+    return n_pairs
+
+
+# --------------------------------------------------------------------------- client side
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def coefficients(f, n_ctx, alpha_in, negative, coef):
+    """Gradient coefficients ``alpha * (label - sigmoid(f))`` from the summed dot products; returns the
+    minibatch's SGNS loss (each positive's and its negatives' terms, as the one-process kernels report).
+
+    ``n_ctx[m]`` is input ``m``'s number of positives and ``alpha_in[m]`` its learning rate.
+
+    Example:
+        >>> loss = coefficients(f, n_ctx, alpha_in, 5, coef)  # doctest: +SKIP
+    """
+    loss = 0.0
+    k = 0
+    one = np.float32(1.0)
+    zero = np.float32(0.0)
+    for m in range(len(n_ctx)):
+        a = np.float32(alpha_in[m])
+        for _ in range(n_ctx[m]):
+            err, lo = sgns_step(f[k], one)
+            coef[k] = err * a
+            loss += lo
+            k += 1
+            for _ in range(negative):
+                err, lo = sgns_step(f[k], zero)
+                coef[k] = err * a
+                loss += lo
+                k += 1
+    return loss
+
+
+@njit(nogil=True, cache=True)
+def form_minibatch(tokens, offsets, s_hi, keep, window, max_inputs, cursor, rng, sent_buf,
+                   seq, seg, shrink, n_ctx, pos):
+    """Fill the next minibatch of at most ``max_inputs`` input words from sentences ``cursor[0] .. s_hi``.
+
+    ``cursor`` (int64[5]) is ``[next sentence, next input in sent_buf, kept words in sent_buf, raw words
+    of the current sentence, raw words before it]`` and ``rng`` (uint64[1]) the random state; both are
+    updated so the next call continues where this one stopped (start: ``[s_lo, 0, 0, 0, 0]`` and the
+    unit's seed).  ``sent_buf`` holds the current sentence's kept words.  Outputs: ``seq`` (capacity
+    ``max_inputs * (2 * window + 1)``), ``seg`` (``max_inputs`` x 4), ``shrink``, ``n_ctx`` (positives per
+    input) and ``pos`` (each input's position in raw words from the unit's start, for the learning rate).
+    Sentences with fewer than two kept words train nothing and give no input.
+
+    Returns ``(inputs, seq length, runs, pairs)``; ``inputs == 0`` means the unit is done.
+
+    Example:
+        >>> m, n_seq, n_seg, pairs = form_minibatch(tokens, offsets, s_hi, keep, 5, 1024, cursor, rng, buf,
+        ...                                         seq, seg, shrink, n_ctx, pos)  # doctest: +SKIP
+    """
+    state = rng[0]
+    s = cursor[0]
+    i = cursor[1]
+    n = cursor[2]
+    raw_len = cursor[3]
+    before = cursor[4]
+    m = 0
+    n_seq = 0
+    n_seg = 0
+    pairs = 0
+    while m < max_inputs:
+        if i >= n:
+            if s >= s_hi:
+                break
+            before += raw_len
+            start = offsets[s]
+            end = offsets[s + 1]
+            raw_len = end - start
+            n, state = subsample_sentence(tokens, start, end, keep, state, sent_buf)
+            s += 1
+            i = 0
+            if n < 2:
+                n = 0
+                continue
+        i_end = min(n, i + (max_inputs - m))
+        lo = max(0, i - window)
+        hi = min(n, i_end + window)
+        seg[n_seg, SEG_START] = n_seq
+        seg[n_seg, SEG_LEN] = hi - lo
+        seg[n_seg, SEG_IN_LO] = i - lo
+        seg[n_seg, SEG_IN_HI] = i_end - lo
+        n_seg += 1
+        for j in range(lo, hi):
+            seq[n_seq] = sent_buf[j]
+            n_seq += 1
+        for j in range(i, i_end):
+            state = rng_next(state)
+            b = rng_below(state, window)
+            shrink[m] = b
+            c = min(n, j + window - b + 1) - max(0, j - window + b) - 1
+            n_ctx[m] = c
+            pos[m] = before + j * raw_len / n
+            pairs += c
+            m += 1
+        i = i_end
+    rng[0] = state
+    cursor[0] = s
+    cursor[1] = i
+    cursor[2] = n
+    cursor[3] = raw_len
+    cursor[4] = before
+    return m, n_seq, n_seg, pairs
