@@ -75,6 +75,17 @@ class Cluster:
     full_sync_times: int = 0
     timeout_s: float = 300.0
     options: dict[str, Any] = field(default_factory=dict)
+    # sharded mode (parvec.distributed.sharded; checked there): input words per minibatch (one shard call
+    # adjusts one minibatch and computes the next one's dot products), words per unit of work (what a client
+    # trains per call; re-queued if the client dies), shard checkpoints (directory, None = a temporary one;
+    # seconds between them), a memory cap per shard process (RLIMIT_DATA bytes, None = none) and how many
+    # times a lost shard or client actor is restarted.
+    minibatch_words: int = 256
+    unit_words: int = 100_000
+    checkpoint_dir: str | None = None
+    checkpoint_interval_s: float = 60.0
+    shard_memory_bytes: int | None = None
+    max_restarts: int = 3
 
     def __post_init__(self) -> None:
         self.spec = str(self.spec).strip()
