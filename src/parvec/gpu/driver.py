@@ -357,6 +357,12 @@ class _DeviceState:
 
     def __init__(self, trainer: GpuTrainer) -> None:
         self.trainer = trainer
+        need = trainer.w_in.nbytes + trainer.w_out.nbytes + 3 * trainer.keep.nbytes
+        if not simulated():
+            free = int(cuda.current_context().get_memory_info().free)
+            if need + MEMORY_MARGIN > free:
+                raise ParvecError(f"the vectors need {need / 2**30:.2f} GiB on the GPU but {free / 2**30:.2f} GiB is "
+                                  "free; lower --dim, raise --min-count or set --max-final-vocab")
         self.w_in = cuda.to_device(trainer.w_in)
         self.w_out = cuda.to_device(trainer.w_out)
         self.keep = cuda.to_device(trainer.keep)

@@ -37,11 +37,12 @@ from parvec.gpu.plan import GPU_MAX_SENTENCE
 
 def shared_bytes(n_threads: int, dim: int, window: int, negative: int) -> int:
     """Static shared memory of one FULL-W2V block: the ring and its entry values (2 x (2 window + 1) rows),
-    the reduction buffers, the sentence's tokens and the subsampling counts.
+    the reduction buffers, the sentence's tokens and the subsampling counts (ptxas reports exactly this, less
+    the unused reduction buffer of a one-warp block with the shuffle reduction).
 
     Example:
         >>> shared_bytes(64, 128, 5, 5)
-        18176
+        18592
     """
     ring = 2 * (2 * window + 1) * dim
     return 4 * (ring + 2 * (negative + 1) * n_threads + GPU_MAX_SENTENCE + n_threads)

@@ -52,7 +52,7 @@ def shared_bytes(n_threads: int, dim: int, window: int, batch: int, h_max: int) 
 
     Example:
         >>> shared_bytes(64, 128, 5, 24, 45)
-        18024
+        18100
     """
     return 4 * (buffer_floats(dim, window, batch, h_max) + 2 * n_threads + GPU_MAX_SENTENCE + n_threads + h_max)
 

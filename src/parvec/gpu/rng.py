@@ -55,7 +55,7 @@ def epoch_key(seed: int, epoch: int) -> np.uint64:
     chunk seeds.
 
     Example:
-        >>> epoch_key(1, 0) != epoch_key(1, 1)
+        >>> bool(epoch_key(1, 0) != epoch_key(1, 1))
         True
     """
     return np.uint64(splitmix64(splitmix64(int(seed)) ^ int(epoch)))
