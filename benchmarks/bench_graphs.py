@@ -10,7 +10,9 @@ reading, so reading and walks + training get a peak each) is per system:
   -> gensim ``Word2Vec(sg=1, negative=5, min_count=0)`` as ``pecanpy.embed`` does it.
 
 Same settings for both: dim 128, 80 nodes per walk (PecanPy's ``walk_length`` counts steps, so it
-gets 79), 10 walks per node, window 10, 1 epoch, gensim's sample 1e-3 and alpha 0.025, same seed.
+gets 79), 10 walks per node, window 10, 1 epoch, alpha 0.025, same seed, and ``--sample`` (default 0,
+parvec's graph default; PecanPy's own is gensim's 1e-3, which thins only 2-3% of the tokens of these
+graphs: pass ``--sample 1e-3`` to run both that way).
 JIT compilation is measured apart (parvec: loading its cached kernels on a tiny graph, not in
 ``walks``; PecanPy: a 1-step walk pass). PecanPy compiles again on *every* ``simulate_walks`` call
 (new closures each time), so its ``walks`` includes one compilation, as for any PecanPy user; a
@@ -107,7 +109,7 @@ def run_parvec(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[s
     out["read_peak_rss_mb"] = _reset_peak()  # from here on the peak is that of walks + training
     model = Node2Vec(graph, dimensions=a.dim, walk_length=a.walk_length, num_walks=a.num_walks, window=a.window,
                      p=a.p, q=a.q, epochs=a.epochs, workers=a.threads, seed=a.seed, algo=a.algo,
-                     cache_walks_mb=a.cache_walks_mb)  # fmt: skip
+                     sample=a.sample, cache_walks_mb=a.cache_walks_mb)  # fmt: skip
     vectors = model.fit_vectors()
     out["walks_s"] = model.timings["walks"]
     out["train_s"] = model.timings["train"]
@@ -151,7 +153,7 @@ def run_pecanpy(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[
     out["tokens"] = sum(len(w) for w in walks)
     t = time.perf_counter()
     w2v = Word2Vec(vector_size=a.dim, window=a.window, min_count=0, sg=1, negative=5, workers=a.threads,
-                   epochs=a.epochs, seed=a.seed)  # fmt: skip
+                   epochs=a.epochs, seed=a.seed, sample=a.sample)  # fmt: skip
     w2v.build_vocab(walks)
     out["vocab_s"] = time.perf_counter() - t
     t2 = time.perf_counter()
@@ -181,7 +183,7 @@ def worker(a: argparse.Namespace) -> None:
     out["read_added_rss_mb"] = out["read_peak_rss_mb"] - out["rss_after_import_mb"]
     out.update(_f1(vectors, keys, labels, a.eval_repeats, 1))
     out.update({"system": a.system, "graph": a.graph, "p": a.p, "q": a.q, "threads": a.threads,
-                "repeat": a.repeat})  # fmt: skip
+                "repeat": a.repeat, "sample": a.sample})  # fmt: skip
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -190,6 +192,7 @@ def _child_args(a: argparse.Namespace, system: str, graph: str, p: float, q: flo
             "--p", str(p), "--q", str(q), "--threads", str(threads), "--repeat", str(rep), "--dim", str(a.dim),
             "--walk-length", str(a.walk_length), "--num-walks", str(a.num_walks), "--window", str(a.window),
             "--epochs", str(a.epochs), "--seed", str(a.seed), "--algo", a.algo, "--data", a.data,
+            "--sample", str(a.sample),
             "--eval-repeats", str(a.eval_repeats)] + (
             ["--cache-walks-mb", str(a.cache_walks_mb)] if a.cache_walks_mb is not None else [])  # fmt: skip
 
@@ -269,6 +272,8 @@ def main() -> int:
     ap.add_argument("--num-walks", type=int, default=10)
     ap.add_argument("--window", type=int, default=10)
     ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--sample", type=float, default=0.0,
+                    help="subsampling threshold for both systems (default 0, parvec's graph default)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
         "--algos",
@@ -335,7 +340,8 @@ def main() -> int:
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         settings_out = {k: getattr(a, k) for k in ("dim", "walk_length", "num_walks", "window", "epochs", "seed",
-                                                   "algos", "eval_repeats", "threads", "graphs", "pq")}  # fmt: skip
+                                                   "sample", "algos", "eval_repeats", "threads", "graphs",
+                                                   "pq")}  # fmt: skip
         with open(a.out, "w") as f:
             json.dump({"settings": settings_out, "results": results, "table": md}, f, indent=2)
     return 0

@@ -84,7 +84,8 @@ def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     t.add_argument("--window-size", type=int, default=10, help="context window (default 10)")
     t.add_argument("--epochs", "--iter", type=int, default=1, help="epochs over the walks (default 1)")
     t.add_argument("--negative", type=int, default=5, help="negative samples (default 5)")
-    t.add_argument("--sample", type=float, default=1e-3, help="subsampling threshold (default 1e-3, as gensim)")
+    t.add_argument("--sample", type=float, default=0.0,
+                   help="subsampling threshold (default 0: none, as SNAP's node2vec; gensim/PecanPy use 1e-3)")
     t.add_argument("--alpha", type=float, default=0.025, help="initial learning rate (default 0.025)")
     t.add_argument("--algo", default=None, help="training algorithm: classic, hogbatch or par (default: parvec's)")
     t.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
