@@ -42,9 +42,8 @@ Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
 @dataclass
 class TrainStats:
     """What a training run did.  ``words`` counts raw (pre-subsampling) in-vocabulary words, as
-    word2vec.c does; ``pairs`` the positive (context, center) pairs trained; ``loss_per_epoch`` is the
-    epoch's summed SGNS loss over its ``pairs_per_epoch``: the mean loss per positive pair, its
-    negatives' terms included, each term taken just before the update it drives (docs/training.md).
+    word2vec.c does; ``loss_per_epoch`` is the mean SGNS loss per positive pair (positive plus its
+    negatives' terms).
 
     Example:
         >>> TrainStats(words=10, seconds=2.0).words_per_sec
@@ -57,7 +56,6 @@ class TrainStats:
     epochs: int = 0
     loss_per_epoch: list[float] = field(default_factory=list)
     words_per_epoch: list[int] = field(default_factory=list)
-    pairs_per_epoch: list[int] = field(default_factory=list)
 
     @property
     def words_per_sec(self) -> float:
@@ -71,7 +69,6 @@ class TrainStats:
             "epochs": self.epochs,
             "words_per_sec": self.words_per_sec,
             "loss_per_epoch": self.loss_per_epoch,
-            "pairs_per_epoch": self.pairs_per_epoch,
         }
 
 
@@ -178,9 +175,6 @@ class Trainer:
         # Called a few times a second with the running totals (t, words, pairs, loss_sum, lr, epoch) of the
         # run in progress, and once at its end: parvec.runlog.RunLog.progress records a report's time series.
         self.on_progress: Callable[..., None] | None = None
-        # A run that trains no pair at all ends with a ParvecError (its vectors would be the random initial
-        # ones).  A driver that trains one share of a run per call sets this False and checks the run's total.
-        self.require_pairs = True
 
     # ------------------------------------------------------------------ public
     def train(
@@ -206,12 +200,28 @@ class Trainer:
         epochs: int | None = None,
         on_epoch_end: Callable[[int, TrainStats], None] | None = None,
         start_epoch: int = 0,
+        on_part_end: Callable[[int, int], None] | None = None,
+        chunk_index_base: int = 0,
+        word_position: Callable[[int, int], float] | None = None,
+        schedule_epochs: int | None = None,
     ) -> TrainStats:
         """Train on parts streamed per epoch: ``make_parts(epoch)`` yields ``(tokens, offsets)``.
 
         ``words_per_epoch`` (the total tokens the parts of one epoch hold) sets the learning-rate
         schedule; parts beyond it train at the final rate.  Epochs ``start_epoch .. epochs-1`` run;
         ``on_epoch_end(epoch, stats)`` is called after each, once all its chunks are trained.
+
+        Hooks for drivers that train one share of a larger run (``parvec.distributed.replicas``); their
+        defaults leave training exactly as without them:
+
+        - ``on_part_end(epoch, part_index)``: called once every chunk of that part is trained, before the
+          next part starts (workers idle meanwhile): the place to synchronise with peers.
+        - ``chunk_index_base``: the index of the first chunk of each epoch in ``chunk_seed(seed, epoch,
+          chunk)``, so a share of the corpus draws the random streams the whole corpus would.
+        - ``word_position(epoch, words_before)``: the schedule position (words) of a point ``words_before``
+          raw words into this call's epoch; default ``epoch * words_per_epoch + words_before``.
+        - ``schedule_epochs``: the epochs the learning-rate schedule spans (default ``epochs``), so one
+          epoch of a longer run can be trained by itself.
         """
         cfg = self.config
         epochs = cfg.epochs if epochs is None else epochs
@@ -236,31 +246,33 @@ class Trainer:
         words = np.zeros((n_threads, epochs), dtype=np.int64)
         pairs = np.zeros((n_threads, epochs), dtype=np.int64)
         losses = np.zeros((n_threads, epochs), dtype=np.float64)
-        total_words = words_per_epoch * epochs
+        total_words = words_per_epoch * (epochs if schedule_epochs is None else schedule_epochs)
         todo_words = words_per_epoch * (epochs - start_epoch)
         a_start, a_end = cfg.alpha, cfg.final_alpha
-        longest = [0]  # the longest sentence handed to the kernels, for the no-pairs error
 
         def alpha_at(word_pos: float) -> float:
             return max(a_end, a_start - (a_start - a_end) * min(1.0, word_pos / total_words))
+
+        def position_of(epoch: int, words_before: int) -> float:
+            if word_position is None:
+                return epoch * words_per_epoch + words_before
+            return word_position(epoch, words_before)
 
         def produce() -> None:
             try:
                 for epoch in range(start_epoch, epochs):
                     position = 0
-                    chunk_index = 0
+                    chunk_index = chunk_index_base
                     parts = split_parts(epoch) if epoch != start_epoch else (
                         first_parts if first is None else itertools.chain([first], first_parts))
-                    for tokens, offsets in parts:
-                        if len(offsets) > 1:
-                            longest[0] = max(longest[0], int(np.diff(offsets).max()))
+                    for part_index, (tokens, offsets) in enumerate(parts):
                         bounds = chunk_bounds(offsets, cfg.chunk_words)
                         for c in range(len(bounds) - 1):
                             lo, hi = int(bounds[c]), int(bounds[c + 1])
                             n_words = int(offsets[hi] - offsets[lo])
-                            base = epoch * words_per_epoch + position
                             job = _Job(tokens, offsets, lo, hi, chunk_seed(cfg.seed, epoch, chunk_index),
-                                       alpha_at(base), alpha_at(base + n_words), epoch)
+                                       alpha_at(position_of(epoch, position)),
+                                       alpha_at(position_of(epoch, position + n_words)), epoch)
                             position += n_words
                             chunk_index += 1
                             while not stop.is_set():
@@ -271,6 +283,11 @@ class Trainer:
                                     continue
                             if stop.is_set():
                                 return
+                        if on_part_end is not None:
+                            jobs.join()  # every chunk of the part is trained: the workers are idle
+                            if stop.is_set():
+                                return
+                            on_part_end(epoch, part_index)
                     jobs.join()  # the epoch is complete only when every chunk is trained
                     if stop.is_set():
                         return
@@ -354,8 +371,6 @@ class Trainer:
         stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
         stats.seconds = seconds
         self.stats = stats
-        if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
-            raise self._no_pairs(stats, longest[0])
         return stats
 
     # ------------------------------------------------------------------ helpers
@@ -410,20 +425,6 @@ class Trainer:
                      " negative, keep it in the tens)")
         return ParvecError(f"training diverged in epoch {epoch + 1} ({cfg.algo}): {what}; {hint}")
 
-    def _no_pairs(self, stats: TrainStats, longest: int) -> ParvecError:
-        # A pair needs two kept in-vocabulary words in one sentence (any two neighbours are within the
-        # shrunk window, which is never below 1); say which of the two ways of missing that happened.
-        cfg = self.config
-        what = f"training made no (context, center) pair in {stats.epochs} epoch(s) over {stats.words} words, so "
-        what += "the vectors would be their random initial values: "
-        if longest <= 1:
-            return ParvecError(what + "no sentence holds two in-vocabulary words (every line is one word once "
-                               "words under min_count are removed); lower --min-count, or put the words that "
-                               "belong together on one line")
-        return ParvecError(what + f"subsampling (sample={cfg.sample:g}) left no sentence with two words (the "
-                           f"longest has {longest}); lower --sample (0 turns it off) or --min-count, or use a "
-                           "larger corpus")
-
     @staticmethod
     def _stats_so_far(words, pairs, losses, first: int, end: int) -> TrainStats:
         w = words.sum(axis=0)[first:end]
@@ -435,7 +436,6 @@ class Trainer:
             epochs=end - first,
             loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(loss, p, strict=True)],
             words_per_epoch=[int(x) for x in w],
-            pairs_per_epoch=[int(x) for x in p],
         )
 
     def _progress_bar(self, total_words: int):

@@ -320,7 +320,9 @@ class Word2Vec:
         if self.cluster is not None:
             from parvec.distributed import make_trainer
 
-            return make_trainer(self.cluster, *args)
+            driver = make_trainer(self.cluster, *args)
+            driver.read_options = self.read_options  # how a node that cannot see the cache re-reads the input
+            return driver
         if self.config.device == "cuda":
             from parvec.gpu import make_trainer as make_gpu_trainer
 

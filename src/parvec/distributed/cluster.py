@@ -74,18 +74,10 @@ class Cluster:
     min_sync_words: int = 1024
     full_sync_times: int = 0
     timeout_s: float = 300.0
+    # replicas: the starting learning rate times 1 ("none"), sqrt(N) ("sqrt") or N ("linear"), the paper's
+    # adjustment for N nodes (docs/distributed.md, Replicas, has the measurement behind the default).
+    alpha_scale: str = "none"
     options: dict[str, Any] = field(default_factory=dict)
-    # sharded mode (parvec.distributed.sharded; checked there): input words per minibatch (one shard call
-    # adjusts one minibatch and computes the next one's dot products), words per unit of work (what a client
-    # trains per call; re-queued if the client dies), shard checkpoints (directory, None = a temporary one;
-    # seconds between them), a memory cap per shard process (RLIMIT_DATA bytes, None = none) and how many
-    # times a lost shard or client actor is restarted.
-    minibatch_words: int = 256
-    unit_words: int = 100_000
-    checkpoint_dir: str | None = None
-    checkpoint_interval_s: float = 60.0
-    shard_memory_bytes: int | None = None
-    max_restarts: int = 3
 
     def __post_init__(self) -> None:
         self.spec = str(self.spec).strip()
@@ -116,6 +108,8 @@ class Cluster:
             raise ParvecError(f"full_sync_times must be a non-negative integer, got {self.full_sync_times!r}")
         if not self.timeout_s > 0:
             raise ParvecError(f"timeout_s must be positive, got {self.timeout_s}")
+        if self.alpha_scale not in ("none", "sqrt", "linear"):
+            raise ParvecError(f"alpha_scale must be none, sqrt or linear; got {self.alpha_scale!r}")
 
     @property
     def is_local(self) -> bool:
@@ -128,7 +122,7 @@ class Cluster:
             "spec": self.spec, "mode": self.mode, "replicas": self.replicas, "shards": self.shards,
             "clients": self.clients, "threads_per_actor": self.threads_per_actor, "sync_words": self.sync_words,
             "min_sync_words": self.min_sync_words, "full_sync_times": self.full_sync_times,
-            "timeout_s": self.timeout_s,
+            "timeout_s": self.timeout_s, "alpha_scale": self.alpha_scale,
         }
 
     @contextlib.contextmanager

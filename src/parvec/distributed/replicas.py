@@ -1,0 +1,751 @@
+"""Data-parallel replicas with frequency-ranked sub-model synchronisation (Ji et al., Intel's pWord2Vec).
+
+``N`` replica actors each hold the whole model (input and output vectors) and train their own shard of
+the corpus with parvec's one :class:`~parvec.trainer.Trainer` (any CPU algorithm, threads inside each
+actor).  Every replica starts from the driver's model, so averaging starts from one point.
+
+- **Shards.** The corpus is cut into the trainer's chunks (``chunk_bounds`` over the whole corpus); replica
+  ``r`` gets a contiguous run of whole chunks holding about ``1/N`` of the tokens, and draws each chunk's
+  random stream from its *global* chunk index, so ``local:1`` trains exactly what one machine trains.
+  Each shard is split into the same number ``P`` of parts (about ``sync_words`` tokens each); the
+  replicas synchronise after every part.
+- **Sync schedule.** Rows are sorted by count, so the hottest rows are the first ones.  Sync number
+  ``j`` (counted from the run's first sync, 1-based) averages the top ``min(2**ctz(j) * min_sync_words, V)``
+  rows of both matrices (pWord2Vec's ruler); every epoch's last sync, and ``full_sync_times`` evenly spaced
+  ones per epoch, average all ``V`` rows.  See :func:`sync_rows` and :func:`sync_plan`.
+- **Learning rate** follows the global word count: at a part boundary the position is the sum of every
+  replica's words so far, and within a part it moves linearly to the next boundary's sum, so a replica's
+  rate is the one the whole run is at.  ``Cluster.alpha_scale`` optionally raises the starting rate with
+  ``N`` (the paper's adjustment; docs/distributed.md gives the measurement behind the default).
+- **Averaging** is a reduce-scatter then an all-gather on Ray object references: each replica puts one
+  slice of the rows per peer, averages the slice it owns (summed in rank order, so every replica ends with
+  identical bits), puts the result, and gathers everyone's.  A small async "board" actor only swaps the
+  references; the rows move between the replicas' object stores.  Every wait has a time-out.
+- **Data.** Each actor memory-maps the encoded-corpus cache (``load_encoded(mmap=True)``) and touches only its
+  shard; the driver never ships the corpus.  A node that cannot see the cache encodes its own byte range
+  of the input text with the shared vocabulary.
+- **Faults.** Replica actors restart (``max_restarts``).  When one is lost mid-epoch the driver aborts the
+  epoch's syncs, waits for Ray to bring the actor back, and every replica reloads the last model all of
+  them agreed on (the previous epoch's end, which the driver keeps) and trains the epoch again: with one
+  thread per replica the result is bit for bit the run without the fault.  The report names the replica
+  lost and the words retrained.  A replica that cannot come back ends the run with a ``ParvecError``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parvec.config import TrainConfig
+from parvec.corpus import EncodedCorpus, ReadOptions, load_encoded, save_encoded
+from parvec.distributed.cluster import Cluster
+from parvec.distributed.collectives import Board, SyncAborted, make_collective
+from parvec.errors import ParvecError
+from parvec.trainer import Trainer, TrainStats, chunk_bounds, split_long_sentences
+
+ALPHA_SCALES = ("none", "sqrt", "linear")
+
+
+# ---------------------------------------------------------------------- the schedule (pure functions)
+def ctz(j: int) -> int:
+    """Trailing zero bits of a positive integer.
+
+    Example:
+        >>> [ctz(j) for j in (1, 2, 3, 4, 12)]
+        [0, 1, 0, 2, 2]
+    """
+    if j < 1:
+        raise ValueError("ctz needs a positive integer")
+    return (j & -j).bit_length() - 1
+
+
+def sync_rows(j: int, min_sync_words: int, vocab_size: int) -> int:
+    """Rows averaged at sync number ``j`` (1-based): ``min(2**ctz(j) * min_sync_words, vocab_size)``.
+
+    Example:
+        >>> [sync_rows(j, 1024, 5000) for j in (1, 2, 3, 4, 8)]
+        [1024, 2048, 1024, 4096, 5000]
+    """
+    return min((1 << ctz(j)) * min_sync_words, vocab_size)
+
+
+def sync_plan(parts_per_epoch: int, epochs: int, min_sync_words: int, vocab_size: int,
+              full_sync_times: int = 0) -> list[list[int]]:
+    """Rows averaged after each part: ``plan[epoch][part]``.
+
+    Sync ``j = epoch * parts_per_epoch + part + 1`` follows the ruler (:func:`sync_rows`); the last part
+    of every epoch, and ``full_sync_times`` evenly spaced parts per epoch, average all rows.
+
+    Example:
+        >>> sync_plan(4, 2, 10, 100)
+        [[10, 20, 10, 100], [10, 20, 10, 100]]
+        >>> sync_plan(4, 1, 10, 100, full_sync_times=1)
+        [[10, 100, 10, 100]]
+    """
+    if parts_per_epoch < 1 or epochs < 0:
+        raise ValueError("parts_per_epoch must be positive and epochs non-negative")
+    full_parts = {math.ceil(i * parts_per_epoch / (full_sync_times + 1)) - 1 for i in range(1, full_sync_times + 1)}
+    plan = []
+    for epoch in range(epochs):
+        rows = []
+        for part in range(parts_per_epoch):
+            j = epoch * parts_per_epoch + part + 1
+            full = part == parts_per_epoch - 1 or part in full_parts
+            rows.append(vocab_size if full else sync_rows(j, min_sync_words, vocab_size))
+        plan.append(rows)
+    return plan
+
+
+def alpha_factor(scale: str, n_replicas: int) -> float:
+    """The starting learning rate's multiplier for ``n_replicas``: 1, sqrt(N) or N.
+
+    Example:
+        >>> alpha_factor("none", 4), alpha_factor("sqrt", 4), alpha_factor("linear", 4)
+        (1.0, 2.0, 4.0)
+    """
+    if scale not in ALPHA_SCALES:
+        raise ParvecError(f"alpha_scale must be one of {', '.join(ALPHA_SCALES)}; got {scale!r}")
+    return {"none": 1.0, "sqrt": math.sqrt(n_replicas), "linear": float(n_replicas)}[scale]
+
+
+def split_balanced(words: np.ndarray, n: int) -> np.ndarray:
+    """Cut a run of items with ``words`` tokens each into ``n`` contiguous groups of about equal tokens;
+    returns ``n + 1`` item indices (every group non-empty when ``len(words) >= n``).
+
+    Example:
+        >>> split_balanced(np.array([5, 5, 5, 5]), 2).tolist()
+        [0, 2, 4]
+    """
+    words = np.asarray(words, dtype=np.int64)
+    if len(words) < n:
+        raise ValueError("fewer items than groups")
+    cum = np.concatenate([[0], np.cumsum(words)])
+    total = cum[-1]
+    cuts = [0]
+    for g in range(1, n):
+        target = total * g / n
+        i = int(np.searchsorted(cum, target))
+        if i > 0 and (target - cum[i - 1]) <= (cum[min(i, len(cum) - 1)] - target):
+            i -= 1
+        i = min(max(i, cuts[-1] + 1), len(words) - (n - g))  # every group keeps at least one item
+        cuts.append(i)
+    cuts.append(len(words))
+    return np.asarray(cuts, dtype=np.int64)
+
+
+@dataclass
+class ShardPlan:
+    """Where each replica's share lies and where it synchronises.
+
+    ``parts[r]`` holds ``P`` (first, last) chunk index pairs into replica ``r``'s chunks; ``part_words[r]``
+    their token counts; ``chunk_base[r]`` the global index of the replica's first chunk.
+    """
+
+    parts: list[list[tuple[int, int]]]
+    part_words: np.ndarray  # int64 [N, P]
+    chunk_base: list[int]
+
+    @property
+    def parts_per_epoch(self) -> int:
+        return int(self.part_words.shape[1])
+
+    @property
+    def words_per_epoch(self) -> int:
+        return int(self.part_words.sum())
+
+    def word_position(self, rank: int, epoch: int, words_before: float) -> float:
+        """The global schedule position of replica ``rank`` being ``words_before`` words into its epoch."""
+        local = self.part_words[rank]
+        starts = np.concatenate([[0], np.cumsum(local)])
+        k = min(max(bisect.bisect_right(starts.tolist(), words_before) - 1, 0), len(local) - 1)
+        glob = np.concatenate([[0], np.cumsum(self.part_words.sum(axis=0))])
+        scale = (glob[k + 1] - glob[k]) / local[k] if local[k] else 0.0
+        return epoch * self.words_per_epoch + int(glob[k]) + (words_before - int(starts[k])) * scale
+
+
+def plan_parts(chunk_words: list[np.ndarray], sync_words: int) -> ShardPlan:
+    """Split every replica's chunks (``chunk_words[r]``: tokens per chunk) into the same number of parts
+    of about ``sync_words`` tokens.
+
+    Example:
+        >>> plan_parts([np.array([4, 4, 4]), np.array([4, 4, 4])], 8).part_words.tolist()
+        [[4, 8], [4, 8]]
+    """
+    longest = max(int(w.sum()) for w in chunk_words)
+    fewest = min(len(w) for w in chunk_words)
+    if fewest == 0:
+        raise ParvecError("a replica's share of the corpus is empty: use fewer replicas or a larger corpus")
+    n_parts = max(1, min(fewest, math.ceil(longest / sync_words)))
+    parts, words, base = [], [], []
+    start = 0
+    for w in chunk_words:
+        cuts = split_balanced(w, n_parts)
+        parts.append([(int(cuts[k]), int(cuts[k + 1])) for k in range(n_parts)])
+        words.append([int(w[cuts[k]:cuts[k + 1]].sum()) for k in range(n_parts)])
+        base.append(start)
+        start += len(w)
+    return ShardPlan(parts, np.asarray(words, dtype=np.int64), base)
+
+
+def shard_chunks(offsets: np.ndarray, chunk_words: int, n_replicas: int) -> list[tuple[int, int]]:
+    """Sentence ranges (of the split offsets) giving each replica a contiguous run of whole chunks with
+    about ``1/n_replicas`` of the tokens.
+
+    Example:
+        >>> shard_chunks(np.array([0, 3, 6, 9, 12]), 3, 2)
+        [(0, 2), (2, 4)]
+    """
+    bounds = chunk_bounds(offsets, chunk_words)
+    n_chunks = len(bounds) - 1
+    if n_chunks < n_replicas:
+        raise ParvecError(f"the corpus makes {n_chunks} chunk(s) of about {chunk_words} words, fewer than the "
+                          f"{n_replicas} replicas: use fewer replicas (or a larger corpus)")
+    words = np.diff(offsets[bounds])
+    cuts = split_balanced(words, n_replicas)
+    return [(int(bounds[cuts[r]]), int(bounds[cuts[r + 1]])) for r in range(n_replicas)]
+
+
+# ---------------------------------------------------------------------- Ray side
+class _Replica:
+    """One replica: its share of the corpus, a whole model, parvec's Trainer, and its side of the syncs."""
+
+    def __init__(self, rank: int, n: int, config: TrainConfig, board_name: str, timeout_s: float,
+                 collective: str) -> None:
+        import ray
+
+        board = ray.get_actor(board_name)  # by name: a handle among the arguments would stop restarts
+        # The counts and the data description are read from the board, so a restarted actor finds them again.
+        counts, data = ray.get(ray.get(board.shared_refs.remote(), timeout=timeout_s), timeout=timeout_s)
+        self.ray = ray
+        self.timeout_s = timeout_s
+        self.rank, self.n = rank, n
+        self.config = config
+        v = len(counts)
+        self.trainer = Trainer(config, counts, w_in=np.zeros((v, config.dim), np.float32),
+                               w_out=np.zeros((v, config.dim), np.float32))
+        self.has_model = False
+        self.tokens, self.offsets, self.data_note = _load_share(rank, n, config, data)
+        self.chunks = chunk_bounds(self.offsets, config.chunk_words)
+        self.collective = make_collective(collective, ray, board, rank, n, timeout_s)
+        self.progress_totals: dict[str, Any] = {}
+        self.trainer.on_progress = self._on_progress
+        self.trainer.require_pairs = False  # one shard's epoch may train no pair; the driver checks the run's total
+        self.synced = (-1, 0)  # (epoch, syncs completed in it)
+        self.trainer.warm_up((self.tokens, self.offsets[: min(len(self.offsets), 2)]))
+        self.node = ray.get_runtime_context().get_node_id()
+
+    def _on_progress(self, totals: dict[str, Any], force: bool = False) -> None:
+        self.progress_totals = totals
+
+    def describe(self) -> dict[str, Any]:
+        """This replica's chunks (tokens each), node and how it got its data."""
+        words = np.diff(self.offsets[self.chunks])
+        return {"chunk_words": words, "node": self.node, "pid": os.getpid(), "data": self.data_note,
+                "collective": self.collective.name}
+
+    def connect(self, group_id: int) -> None:
+        """Form (or form again, after a fault) the sync group with the peers."""
+        self.collective.connect(group_id)
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def progress(self) -> dict[str, Any]:
+        """The trainer's running totals and (epoch, syncs completed in it)."""
+        return dict(self.progress_totals, synced=self.synced)
+
+    def model(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.trainer.w_in, self.trainer.w_out
+
+    def train_epoch(self, epoch: int, epochs: int, gen: int, group_id: int, plan: ShardPlan, rows: list[int],
+                    model: tuple[Any, Any] | None, return_model: bool) -> dict[str, Any]:
+        """Train one epoch of the shard, syncing after every part; rank 0 returns the model when asked."""
+        self.collective.connect(group_id)
+        if model is not None:
+            w_in, w_out = self.ray.get(list(model), timeout=self.timeout_s)
+            np.copyto(self.trainer.w_in, w_in)
+            np.copyto(self.trainer.w_out, w_out)
+            del w_in, w_out
+            self.has_model = True
+        if not self.has_model:
+            raise ParvecError(f"replica {self.rank} has no model to train (restarted without one)")
+        ranges = plan.parts[self.rank]
+        parts = [(self.tokens, self.offsets[self.chunks[a]: self.chunks[b] + 1]) for a, b in ranges]
+        mats = [self.trainer.w_in, self.trainer.w_out]
+        rank = self.rank
+        self.synced = (epoch, 0)
+        epoch_sync = {"seconds": 0.0, "syncs": 0, "rows": 0, "bytes": 0}
+
+        def on_part_end(e: int, k: int) -> None:
+            t0 = time.perf_counter()
+            before = self.collective.bytes_received
+            self.collective.average(gen, e * plan.parts_per_epoch + k + 1, mats, rows[k])
+            dt = time.perf_counter() - t0
+            epoch_sync["seconds"] += dt
+            epoch_sync["syncs"] += 1
+            epoch_sync["rows"] += rows[k]
+            epoch_sync["bytes"] += self.collective.bytes_received - before
+            self.synced = (e, k + 1)
+
+        stats = self.trainer.train_parts(
+            lambda e: parts, plan.words_per_epoch, epochs=epoch + 1, start_epoch=epoch, on_part_end=on_part_end,
+            chunk_index_base=plan.chunk_base[rank], schedule_epochs=epochs,
+            word_position=lambda e, w: plan.word_position(rank, e, w))
+        out = {"rank": rank, "stats": stats, "sync": epoch_sync}
+        if return_model:
+            out["model"] = (self.trainer.w_in, self.trainer.w_out)
+        return out
+
+
+def _load_share(rank: int, n: int, config: TrainConfig, data: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, str]:
+    """This replica's tokens and split sentence offsets: the memory-mapped cache if this node sees it, else
+    its byte range of the input encoded with the shared vocabulary."""
+    mode = data.get("mode", "auto")
+    path = data.get("cache")
+    if mode in ("auto", "cache") and path and _cache_matches(Path(path), data):
+        corpus = load_encoded(path, mmap=True)
+        offsets = split_long_sentences(corpus.offsets, config.max_sentence_length)
+        lo, hi = data["sentences"][rank]
+        return corpus.tokens, np.ascontiguousarray(offsets[lo:hi + 1]), f"memory-mapped {path}"
+    if mode == "cache":
+        raise ParvecError(f"replica {rank}: the encoded corpus {path} is not readable on its node")
+    source = data.get("source")
+    if not source or not Path(source).is_file():
+        raise ParvecError(
+            f"replica {rank}: its node can read neither the encoded corpus ({path}) nor the input file ({source}); "
+            "put the input (or --cache-dir) on a path every node can read")
+    return _encode_range(rank, n, config, data) + (f"encoded its byte range of {source}",)
+
+
+def _cache_matches(path: Path, data: dict[str, Any]) -> bool:
+    import json
+
+    try:
+        header = json.loads((path / "header.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return header.get("tokens") == data["tokens"] and header.get("vocab_size") == len(data["words"])
+
+
+def _encode_range(rank: int, n: int, config: TrainConfig, data: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    # A plain file is read from its byte range (cut at whitespace, so no token is split or lost); a compressed
+    # one cannot be sought, so it is decoded whole and this replica keeps its share of the tokens.
+    from parvec.corpus import _encode, _TextSentences
+    from parvec.formats import open_input
+    from parvec.vocab import Vocab
+
+    source = Path(data["source"])
+    opts = ReadOptions(**data["read_options"])
+    vocab = Vocab(list(data["words"]), np.asarray(data["counts"], dtype=np.int64))
+    if source.suffix in (".gz", ".bz2", ".xz"):
+        whole = _encode(_TextSentences(source, opts), opts, vocab, source=str(source))
+        t = whole.n_tokens
+        lo, hi = t * rank // n, t * (rank + 1) // n
+        s_lo = int(np.searchsorted(whole.offsets, lo, side="right")) - 1
+        s_hi = int(np.searchsorted(whole.offsets, hi, side="left"))
+        offsets = np.clip(whole.offsets[s_lo:s_hi + 1], lo, hi) - lo
+        offsets = offsets[np.concatenate([[True], np.diff(offsets) > 0])]
+        tokens = np.ascontiguousarray(whole.tokens[lo:hi])
+    else:
+        size = source.stat().st_size
+        start, end = _aligned(source, size * rank // n), _aligned(source, size * (rank + 1) // n)
+        with open_input(source) as f:
+            f.seek(start)
+            text = f.read(end - start)
+        sentences = _RangeSentences(text, opts)
+        try:
+            enc = _encode(sentences, opts, vocab, source=f"{source} bytes {start}-{end}")
+            tokens, offsets = enc.tokens, enc.offsets
+        except ParvecError:  # a byte range without an in-vocabulary token
+            tokens, offsets = np.zeros(0, np.int32), np.zeros(1, np.int64)
+    return tokens, split_long_sentences(offsets, config.max_sentence_length)
+
+
+def _aligned(path: Path, pos: int) -> int:
+    # The first byte after the whitespace at or after pos (0 and the end stay as they are).
+    if pos == 0:
+        return 0
+    with open(path, "rb") as f:
+        f.seek(pos - 1)
+        while True:
+            block = f.read(1 << 16)
+            if not block:
+                return f.tell()
+            for i, b in enumerate(block):
+                if b in b" \t\n\r":
+                    return f.tell() - len(block) + i + 1
+
+
+class _RangeSentences:
+    def __init__(self, text: bytes, opts: ReadOptions) -> None:
+        self.text, self.opts = text, opts
+
+    def __iter__(self):
+        text = self.text.decode("utf-8", errors=self.opts.unicode_errors)
+        m = self.opts.max_sentence_length
+        for line in text.split("\n"):
+            words = (line.lower() if self.opts.lowercase else line).split()
+            for s in range(0, len(words), m):
+                yield words[s:s + m]
+
+
+# ---------------------------------------------------------------------- the driver
+class ReplicaTrainer:
+    """The ``replicas`` cluster driver, shaped like :class:`parvec.trainer.Trainer`.
+
+    Example:
+        >>> trainer = ReplicaTrainer(Cluster("local:2"), TrainConfig(threads=1), counts, w_in, w_out)  # doctest: +SKIP
+        >>> stats = trainer.train(corpus); trainer.report()["syncs"]  # doctest: +SKIP
+    """
+
+    def __init__(self, cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
+                 w_out: np.ndarray) -> None:
+        self.cluster = cluster
+        self.config = config.validate()
+        self.counts = np.asarray(counts, dtype=np.int64)
+        self.w_in, self.w_out = w_in, w_out
+        self.on_progress: Callable[..., None] | None = None
+        self.read_options: ReadOptions | None = None  # set by Word2Vec: how a node re-reads the input text
+        self.stats = TrainStats()
+        self._report: dict[str, Any] = {}
+        self._words_per_epoch = 1
+        self.actors: list[Any] = []
+        self.board: Any = None
+
+    def report(self) -> dict[str, Any]:
+        """The last run's distributed figures (replicas, syncs, sync_seconds, bytes_synced, ...)."""
+        return dict(self._report)
+
+    # ------------------------------------------------------------------
+    def train(self, corpus: EncodedCorpus, epochs: int | None = None,
+              on_epoch_end: Callable[[int, TrainStats], None] | None = None, start_epoch: int = 0) -> TrainStats:
+        """Train ``epochs`` (default ``config.epochs``) on ``cluster.replicas`` replicas; the averaged model is
+        left in ``w_in``/``w_out``."""
+        cfg = self.config
+        epochs = cfg.epochs if epochs is None else epochs
+        if not 0 <= start_epoch < epochs:
+            raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
+        if len(corpus.vocab) != len(self.w_in):
+            raise ParvecError(f"the corpus vocabulary has {len(corpus.vocab)} words but the model has {len(self.w_in)}")
+        if corpus.n_tokens == 0:
+            raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+        n = int(self.cluster.replicas or 1)
+        scale = alpha_factor(self.cluster.alpha_scale, n)
+        with self.cluster.session() as ray:
+            tmp_dir = None
+            try:
+                data, tmp_dir = self._data_spec(corpus, n)
+                threads = self._threads(ray, n)
+                rcfg = TrainConfig.from_dict(cfg.to_dict() | {"threads": threads, "progress": False,
+                                                              "alpha": cfg.alpha * scale,
+                                                              "min_alpha": cfg.final_alpha * scale})
+                rcfg.chunk_words = cfg.chunk_words
+                rcfg.par_h_factor = cfg.par_h_factor
+                return self._run(ray, corpus, rcfg, data, n, threads, epochs, start_epoch, on_epoch_end)
+            finally:
+                self._stop(ray)
+                if tmp_dir is not None:
+                    shutil.rmtree(tmp_dir, ignore_errors=True)
+
+    def _threads(self, ray: Any, n: int) -> int:
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        per = self.cluster.threads_per_actor or max(1, min(self.config.threads, cpus // n if cpus >= n else 1))
+        if cpus and per * n > cpus:
+            raise ParvecError(f"{n} replicas x {per} thread(s) need {per * n} CPUs but the Ray cluster has {cpus}: "
+                              "use fewer replicas or threads (--threads sets the threads per replica)")
+        return per
+
+    def _data_spec(self, corpus: EncodedCorpus, n: int) -> tuple[dict[str, Any], str | None]:
+        # The cache directory the actors memory-map: the corpus's own (it came from the cache), else one
+        # written now to a temporary directory, removed at the end.
+        tmp_dir = None
+        cache = _cache_dir_of(corpus)
+        if cache is None:
+            tmp_dir = tempfile.mkdtemp(prefix="parvec-replicas-")
+            save_encoded(corpus, tmp_dir)
+            cache = tmp_dir
+        offsets = split_long_sentences(corpus.offsets, self.config.max_sentence_length)
+        opts = self.read_options or ReadOptions(max_sentence_length=self.config.max_sentence_length)
+        data = {
+            "mode": self.cluster.options.get("data", "auto"),
+            "cache": str(cache), "tokens": corpus.n_tokens,
+            "sentences": shard_chunks(offsets, self.config.chunk_words, n),
+            "source": corpus.source if corpus.source and Path(corpus.source).is_file() else None,
+            "words": list(corpus.vocab.words), "counts": corpus.vocab.counts,
+            "read_options": {k: getattr(opts, k) for k in ("min_count", "max_vocab_size", "max_final_vocab",
+                                                            "max_sentence_length", "lowercase", "unicode_errors")},
+        }
+        return data, tmp_dir
+
+    def _start(self, ray: Any, rcfg: TrainConfig, data: dict[str, Any], n: int, threads: int) -> list[dict[str, Any]]:
+        timeout = self.cluster.timeout_s
+        board_cls = ray.remote(num_cpus=0, max_restarts=0)(Board)
+        board_name = f"parvec-replicas-board-{os.getpid()}-{time.time_ns()}"
+        self.board = board_cls.options(name=board_name).remote(n, timeout, [ray.put(self.counts), ray.put(data)])
+        replica_cls = ray.remote(_Replica)
+        restarts = int(self.cluster.options.get("max_restarts", getattr(self.cluster, "max_restarts", 3)))
+        self.actors = [
+            replica_cls.options(num_cpus=threads, max_restarts=restarts, max_concurrency=2,
+                                scheduling_strategy="SPREAD", name=None).remote(
+                r, n, rcfg, board_name, timeout, self.cluster.options.get("collective", "auto"))
+            for r in range(n)
+        ]
+        try:
+            described = ray.get([a.describe.remote() for a in self.actors], timeout=timeout)
+            ray.get([a.connect.remote(0) for a in self.actors], timeout=timeout + 30)
+            return described
+        except ray.exceptions.GetTimeoutError:
+            raise ParvecError(f"the {n} replica actors did not start within {timeout:.0f} s (timeout_s): does the "
+                              f"Ray cluster have {n} x {threads} free CPUs?") from None
+        except ParvecError:
+            raise
+        except ray.exceptions.RayError as exc:
+            raise ParvecError(f"a replica actor failed to start: {_cause(exc)}") from None
+
+    def _stop(self, ray: Any) -> None:
+        for a in self.actors + ([self.board] if self.board is not None else []):
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.actors, self.board = [], None
+
+    def _run(self, ray: Any, corpus: EncodedCorpus, rcfg: TrainConfig, data: dict[str, Any], n: int, threads: int,
+             epochs: int, start_epoch: int, on_epoch_end: Callable[[int, TrainStats], None] | None) -> TrainStats:
+        t_setup = time.perf_counter()
+        described = self._start(ray, rcfg, data, n, threads)
+        plan = plan_parts([d["chunk_words"] for d in described], self.cluster.sync_words)
+        if plan.words_per_epoch != corpus.n_tokens:
+            raise ParvecError(f"the replicas hold {plan.words_per_epoch:,} tokens but the corpus has "
+                              f"{corpus.n_tokens:,}: the input changed since it was read, or a node read it with "
+                              "other options")
+        rows_plan = sync_plan(plan.parts_per_epoch, epochs, self.cluster.min_sync_words, len(self.counts),
+                              self.cluster.full_sync_times)
+        setup_seconds = time.perf_counter() - t_setup
+        words = np.zeros(epochs, np.int64)
+        pairs = np.zeros(epochs, np.int64)
+        loss = np.zeros(epochs, np.float64)
+        per_replica = {r: {"sync_seconds": 0.0, "bytes": 0} for r in range(n)}
+        totals = {"syncs": 0, "rows": 0, "bytes": 0}
+        faults: list[dict[str, Any]] = []
+        fetch_seconds = 0.0
+        model = (ray.put(self.w_in), ray.put(self.w_out))
+        t0 = time.perf_counter()
+        self._words_per_epoch = plan.words_per_epoch
+        self._emit_progress(t0, start_epoch * plan.words_per_epoch, 0, 0.0, start_epoch, epochs)
+        done_words = 0
+        group_id = 0
+        for epoch in range(start_epoch, epochs):
+            attempt_model = model
+            while True:
+                gen = ray.get(self.board.begin.remote(epoch), timeout=self.cluster.timeout_s)
+                refs = [a.train_epoch.remote(epoch, epochs, gen, group_id, plan, rows_plan[epoch], attempt_model,
+                                             r == 0)
+                        for r, a in enumerate(self.actors)]
+                results, lost = self._wait(ray, refs, gen, t0, done_words, epoch, epochs)
+                if not lost:
+                    break
+                synced = self._syncs_done(ray, lost, epoch)
+                for r in lost:
+                    self._await_restart(ray, r)
+                retrained = plan.part_words[:, :synced].sum(axis=1)
+                faults.append({"replica": lost, "epoch": epoch + 1, "syncs_done_before_loss": int(synced),
+                               "words_retrained": int(retrained.sum()),
+                               "words_retrained_by_lost": {str(r): int(retrained[r]) for r in lost},
+                               "note": "every replica reloaded the model of the last full sync (the previous "
+                                       "epoch's end) and trained the epoch again"})
+                attempt_model = (ray.put(self.w_in), ray.put(self.w_out))
+                group_id += 1  # the survivors and the restarted replica form a new sync group
+            t_fetch = time.perf_counter()
+            w_in, w_out = results[0]["model"]
+            np.copyto(self.w_in, w_in)
+            np.copyto(self.w_out, w_out)
+            del w_in, w_out
+            results[0].pop("model")
+            fetch_seconds += time.perf_counter() - t_fetch
+            for res in results.values():
+                st: TrainStats = res["stats"]
+                words[epoch] += st.words
+                pairs[epoch] += st.pairs
+                loss[epoch] += st.loss_per_epoch[0] * st.pairs if st.pairs else 0.0
+                per_replica[res["rank"]]["sync_seconds"] += res["sync"]["seconds"]
+                per_replica[res["rank"]]["bytes"] += res["sync"]["bytes"]
+            s0 = results[0]["sync"]
+            totals["syncs"] += s0["syncs"]
+            totals["rows"] += s0["rows"]
+            totals["bytes"] += sum(res["sync"]["bytes"] for res in results.values())
+            done_words += int(words[epoch])
+            model = None
+            if on_epoch_end is not None:
+                on_epoch_end(epoch, _stats(words, pairs, loss, start_epoch, epoch + 1))
+        seconds = time.perf_counter() - t0
+        stats = _stats(words, pairs, loss, start_epoch, epochs)
+        if stats.pairs == 0:
+            raise ParvecError(f"training made no (context, center) pair in {stats.epochs} epoch(s) over {stats.words} "
+                              "words, so the vectors would be their random initial values: lower --sample or "
+                              "--min-count, or use a larger corpus")
+        stats.seconds = seconds
+        self._emit_progress(t0, epochs * plan.words_per_epoch, stats.pairs, float(loss.sum()), epochs - 1,
+                            epochs, force=True)
+        self.stats = stats
+        sync_seconds = float(np.mean([p["sync_seconds"] for p in per_replica.values()]))
+        vocab, dim = len(self.counts), self.config.dim
+        full_bytes = totals["syncs"] * 2 * (n - 1) * vocab * dim * 4 * 2
+        self._report = {
+            "mode": "replicas",
+            "replicas": n,
+            "threads_per_replica": threads,
+            "alpha_scale": self.cluster.alpha_scale,
+            "alpha_per_replica": rcfg.alpha,
+            "syncs": totals["syncs"],
+            "parts_per_epoch": plan.parts_per_epoch,
+            "rows_synced": totals["rows"],
+            "sync_seconds": sync_seconds,
+            "sync_share": sync_seconds / seconds if seconds else None,
+            "sync_seconds_per_replica": [p["sync_seconds"] for p in per_replica.values()],
+            "bytes_synced": totals["bytes"],
+            "bytes_synced_per_word": totals["bytes"] / stats.words if stats.words else None,
+            "bytes_full_model_same_syncs": full_bytes,
+            "traffic_reduction": full_bytes / totals["bytes"] if totals["bytes"] else None,
+            "model_fetch_seconds": fetch_seconds,
+            "setup_seconds": setup_seconds,
+            "shard_words": [int(x) for x in plan.part_words.sum(axis=1)],
+            "nodes": [d["node"] for d in described],
+            "data": [d["data"] for d in described],
+            "faults": faults,
+            "collective": described[0]["collective"],
+        }
+        return stats
+
+    def _wait(self, ray: Any, refs: list, gen: int, t0: float, done_words: int, epoch: int,
+              epochs: int) -> tuple[dict[int, dict[str, Any]], list[int]]:
+        # Collect the epoch's results; a replica lost calls off its peers' syncs (they come back
+        # SyncAborted) so the epoch can be trained again.  Any other failure ends the run.
+        pending = {ref: r for r, ref in enumerate(refs)}
+        results: dict[int, dict[str, Any]] = {}
+        lost: list[int] = []
+        errors: list[str] = []
+        aborted: list[str] = []
+        last_words, last_change = -1, time.perf_counter()
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            for ref in ready:
+                r = pending.pop(ref)
+                try:
+                    results[r] = ray.get(ref, timeout=self.cluster.timeout_s)
+                except ray.exceptions.RayActorError:
+                    lost.append(r)
+                    self.board.abort.remote(gen)
+                except Exception as exc:  # noqa: BLE001 - sorted below
+                    cause = _cause(exc)
+                    (aborted if isinstance(cause, SyncAborted) else errors).append(f"replica {r}: {cause}")
+                    self.board.abort.remote(gen)
+            words = self._poll(ray, t0, done_words, epoch, epochs)
+            if words != last_words:
+                last_words, last_change = words, time.perf_counter()
+            elif time.perf_counter() - last_change > self.cluster.timeout_s + 60:
+                self.board.abort.remote(gen)
+                raise ParvecError(f"the replicas made no progress for {self.cluster.timeout_s + 60:.0f} s in epoch "
+                                  f"{epoch + 1}; stopping")
+        if not lost and (errors or aborted):
+            raise ParvecError("replica training failed: " + "; ".join(errors + aborted))
+        return results, lost
+
+    def _syncs_done(self, ray: Any, lost: list[int], epoch: int) -> int:
+        # The syncs of this epoch the surviving replicas completed (all replicas sync in step, so the lost
+        # one had completed as many, give or take the one in progress).
+        counts = []
+        for r, a in enumerate(self.actors):
+            if r in lost:
+                continue
+            try:
+                e, k = ray.get(a.progress.remote(), timeout=10)["synced"]
+            except Exception:  # noqa: BLE001 - another one lost: counted when its turn comes
+                continue
+            counts.append(k if e == epoch else 0)
+        return max(counts, default=0)
+
+    def _poll(self, ray: Any, t0: float, done_words: int, epoch: int, epochs: int) -> int:
+        # Sum the replicas' running totals for the progress callback (and the no-progress watchdog).
+        try:
+            parts = ray.get([a.progress.remote() for a in self.actors], timeout=5)
+        except Exception:  # noqa: BLE001 - a replica restarting: skip this sample
+            return -1
+        words = sum(p.get("words", 0) for p in parts)
+        if self.on_progress is not None:
+            self._emit_progress(t0, done_words + words, sum(p.get("pairs", 0) for p in parts),
+                                sum(p.get("loss_sum", 0.0) for p in parts), epoch, epochs)
+        return words
+
+    def _emit_progress(self, t0: float, words: int, pairs: int, loss_sum: float, epoch: int, epochs: int,
+                       force: bool = False) -> None:
+        # The running totals of the whole run (every replica's words), shaped as the Trainer's on_progress.
+        if self.on_progress is None:
+            return
+        cfg = self.config
+        scale = alpha_factor(self.cluster.alpha_scale, int(self.cluster.replicas or 1))
+        frac = min(1.0, words / max(1, self._words_per_epoch * epochs))
+        lr = max(cfg.final_alpha, cfg.alpha - (cfg.alpha - cfg.final_alpha) * frac) * scale
+        totals = {"t": time.perf_counter() - t0, "words": int(words), "pairs": int(pairs), "loss_sum": loss_sum,
+                  "lr": lr, "epoch": epoch}
+        if force:
+            self.on_progress(totals, force=True)
+        else:
+            self.on_progress(totals)
+
+    def _await_restart(self, ray: Any, r: int) -> None:
+        # Ray restarts the actor (its constructor memory-maps the shard again); calls fail with
+        # ActorUnavailableError while it restarts, ActorDiedError once it cannot.
+        timeout = self.cluster.timeout_s
+        deadline = time.perf_counter() + timeout
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise ParvecError(f"replica {r} was lost and did not come back within {timeout:.0f} s (timeout_s)")
+            try:
+                ray.get(self.actors[r].ping.remote(), timeout=left)
+                return
+            except ray.exceptions.ActorUnavailableError:
+                time.sleep(0.2)
+            except ray.exceptions.GetTimeoutError:
+                continue
+            except ray.exceptions.RayError as exc:
+                restarts = self.cluster.options.get("max_restarts", getattr(self.cluster, "max_restarts", 3))
+                raise ParvecError(f"replica {r} was lost and could not be restarted (max_restarts={restarts}): "
+                                  f"{_cause(exc)}") from None
+
+
+def _cause(exc: BaseException) -> BaseException:
+    # The exception a Ray task raised, unwrapped from RayTaskError.
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, BaseException) else exc
+
+
+def _cache_dir_of(corpus: EncodedCorpus) -> Path | None:
+    name = getattr(corpus.tokens, "filename", None)
+    if not name:
+        return None
+    directory = Path(name).parent
+    return directory if (directory / "header.json").exists() else None
+
+
+def _stats(words: np.ndarray, pairs: np.ndarray, loss: np.ndarray, first: int, end: int) -> TrainStats:
+    w, p, lsum = words[first:end], pairs[first:end], loss[first:end]
+    stats = TrainStats(
+        words=int(w.sum()), pairs=int(p.sum()), epochs=end - first,
+        loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(lsum, p, strict=True)],
+        words_per_epoch=[int(x) for x in w],
+    )
+    if hasattr(stats, "pairs_per_epoch"):
+        stats.pairs_per_epoch = [int(x) for x in p]
+    return stats

@@ -1,0 +1,319 @@
+"""Replicas mode (parvec.distributed.replicas): schedule, sharding, averaging, bit-identity with one machine,
+the CLI end to end, a lost replica, two Ray nodes, and the message without Ray.
+
+Cluster tests use the session's one local Ray (``ray_session``: 2 CPUs); the two-node test runs its own
+two-node Ray in a subprocess, bounded in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parvec.config import TrainConfig
+from parvec.corpus import EncodedCorpus
+from parvec.distributed.cluster import Cluster
+from parvec.distributed.replicas import (
+    ReplicaTrainer,
+    ctz,
+    plan_parts,
+    shard_chunks,
+    split_balanced,
+    sync_plan,
+    sync_rows,
+)
+from parvec.errors import ParvecError
+
+ANIMALS = ["cat", "dog", "horse", "cow", "sheep", "goat", "pig", "mouse"]
+VEHICLES = ["car", "bus", "train", "truck", "bike", "plane", "boat", "tram"]
+FILLER = [f"w{i}" for i in range(120)]
+
+
+def topic_sentences(n: int, seed: int = 0) -> list[list[str]]:
+    """Sentences that each mix words of one topic (animals or vehicles) with filler words."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        topic = ANIMALS if i % 2 else VEHICLES
+        words = list(rng.choice(topic, 6)) + list(rng.choice(FILLER, 4))
+        rng.shuffle(words)
+        out.append(words)
+    return out
+
+
+def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
+    path.write_text("\n".join(" ".join(s) for s in topic_sentences(n, seed)) + "\n", encoding="utf-8")
+    return path
+
+
+def topic_precision(kv, topic: list[str], k: int = 5) -> float:
+    """Share of each topic word's k nearest words that are of its topic."""
+    hits = [sum(w in topic for w, _ in kv.most_similar(word, topn=k)) for word in topic]
+    return sum(hits) / (k * len(topic))
+
+
+# ---------------------------------------------------------------------- pure functions
+def test_ruler_rows_exact():
+    assert [ctz(j) for j in range(1, 17)] == [0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0, 4]
+    assert [sync_rows(j, 1024, 5000) for j in range(1, 17)] == [
+        1024, 2048, 1024, 4096, 1024, 2048, 1024, 5000, 1024, 2048, 1024, 4096, 1024, 2048, 1024, 5000]
+    assert sync_rows(6, 3, 10**6) == 6
+    # the ruler counts syncs over the whole run; every epoch's last sync is full
+    assert sync_plan(5, 2, 10, 1000) == [[10, 20, 10, 40, 1000], [20, 10, 80, 10, 1000]]
+    # two evenly spaced full syncs per epoch in 6 parts: after parts 2 and 4, and the last
+    assert sync_plan(6, 1, 10, 1000, full_sync_times=2) == [[10, 1000, 10, 1000, 10, 1000]]
+    with pytest.raises(ValueError):
+        ctz(0)
+
+
+def test_shards_are_whole_chunks_and_parts_match():
+    offsets = np.arange(0, 10_001, 100, dtype=np.int64)  # 100 sentences of 100 tokens
+    shards = shard_chunks(offsets, 1000, 3)  # 10 chunks of 10 sentences
+    assert shards[0][0] == 0 and shards[-1][1] == 100
+    assert all(lo % 10 == 0 and hi % 10 == 0 for lo, hi in shards)  # chunk boundaries
+    assert [hi - lo for lo, hi in shards] in ([30, 40, 30], [40, 30, 30], [30, 30, 40])
+    words = [np.full((hi - lo) // 10, 1000) for lo, hi in shards]
+    plan = plan_parts(words, 2000)
+    assert plan.part_words.shape == (3, 2)  # every replica: the same number of parts (sync points)
+    assert plan.words_per_epoch == 10_000
+    assert plan.chunk_base == [0, len(words[0]), len(words[0]) + len(words[1])]
+    assert split_balanced(np.array([1, 1, 1, 1, 10]), 2).tolist() == [0, 4, 5]
+    with pytest.raises(ParvecError, match="fewer than the 3 replicas"):
+        shard_chunks(np.array([0, 5, 10]), 100, 3)
+
+
+def test_learning_rate_position_is_global():
+    # Replica 0's parts hold 100 and 300 words, replica 1's 200 and 200: at a part boundary the schedule
+    # position is every replica's words so far; between boundaries it moves linearly.
+    plan = plan_parts([np.array([100, 300]), np.array([200, 200])], 150)
+    assert plan.part_words.tolist() == [[100, 300], [200, 200]]
+    assert plan.word_position(0, 0, 0) == 0
+    assert plan.word_position(0, 0, 100) == 300 == plan.word_position(1, 0, 200)
+    assert plan.word_position(0, 0, 50) == 150
+    assert plan.word_position(1, 2, 400) == 2 * 800 + 800
+    one = plan_parts([np.array([7, 5, 9])], 7)  # one replica: exactly the one-machine position
+    assert [one.word_position(0, 1, w) for w in (0, 3, 7, 12, 21)] == [21, 24, 28, 33, 42]
+
+
+# ---------------------------------------------------------------------- on the session's Ray
+@pytest.mark.ray
+def test_local1_is_bit_identical_to_one_machine(ray_session):
+    from parvec.word2vec import Word2Vec
+
+    sentences = topic_sentences(3000)
+    common = dict(vector_size=16, min_count=1, epochs=2, workers=1, seed=7, sample=1e-3, progress=False)
+    one = Word2Vec(sentences=sentences, **common)
+    rep = Word2Vec(sentences=sentences, cluster=Cluster("local:1", sync_words=3000, min_sync_words=8), **common)
+    assert np.array_equal(one.wv.vectors, rep.wv.vectors)
+    assert np.array_equal(one.syn1neg, rep.syn1neg)
+    assert one.stats.words == rep.stats.words and one.stats.loss_per_epoch == rep.stats.loss_per_epoch
+    report = rep.run_report
+    assert report["replicas"] == 1 and report["syncs"] > 2 and report["bytes_synced"] == 0
+    assert report["data"][0].startswith("memory-mapped")  # the corpus reached the actor as a file, not through Ray
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("collective", ["gloo", "refs"])
+def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
+    ray = ray_session
+    from parvec.distributed.collectives import Board
+
+    class Peer:
+        def __init__(self, rank, board_name, seed):
+            import ray as r
+
+            from parvec.distributed.collectives import make_collective
+
+            rng = np.random.default_rng(seed)
+            self.mats = [rng.standard_normal((50, 6)).astype(np.float32) for _ in range(2)]
+            self.coll = make_collective(collective, r, r.get_actor(board_name), rank, 2, 60.0)
+
+        def mats_(self):
+            return self.mats
+
+        def average(self, gen, rows):
+            self.coll.connect(0)
+            self.coll.average(gen, 1, self.mats, rows)
+            return self.mats, self.coll.bytes_received, self.coll.name
+
+    name = f"test-board-{collective}-{time.time_ns()}"
+    board = ray.remote(num_cpus=0)(Board).options(name=name).remote(2, 60.0, [])
+    peers = [ray.remote(num_cpus=0)(Peer).remote(r, name, seed=r + 10) for r in range(2)]
+    try:
+        before = ray.get([p.mats_.remote() for p in peers], timeout=60)
+        gen = ray.get(board.begin.remote(0))
+        after = ray.get([p.average.remote(gen, 37) for p in peers], timeout=120)
+    finally:
+        for a in peers + [board]:
+            ray.kill(a)
+    for k in range(2):
+        mean = np.mean(np.stack([before[0][k][:37], before[1][k][:37]]), axis=0)
+        for r in range(2):
+            mats, received, used = after[r]
+            assert used == collective
+            assert np.array_equal(mats[k][:37], mean)  # identical bits on both replicas
+            assert np.array_equal(mats[k][37:], before[r][k][37:])  # colder rows untouched
+            assert received == 37 * 6 * 4 * 2  # (2 matrices) x (a reduce-scatter and an all-gather of half)
+
+
+@pytest.mark.ray
+def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
+    from parvec.cli import main
+
+    corpus = write_corpus(tmp_path / "corpus.txt", 4000)
+    out, report = tmp_path / "vec.txt", tmp_path / "report.json"
+    code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--threads", "1", "--dim", "16",
+                 "--min-count", "1", "--epochs", "3", "--sync-words", "4000", "--min-sync-words", "16",
+                 "--report", str(report), "--no-cache", "--seed", "3"])
+    assert code == 0
+    from parvec.keyedvectors import KeyedVectors
+
+    kv = KeyedVectors.load_word2vec_format(str(out))
+    assert len(kv) == len(ANIMALS) + len(VEHICLES) + len(FILLER)
+    assert topic_precision(kv, ANIMALS) > 0.8 and topic_precision(kv, VEHICLES) > 0.8
+    rep = json.loads(report.read_text())
+    assert rep["replicas"] == 2 and rep["threads_per_replica"] == 1
+    assert rep["syncs"] >= 6 and rep["sync_seconds"] > 0
+    assert rep["bytes_synced"] > 0 and rep["bytes_synced_per_word"] == pytest.approx(
+        rep["bytes_synced"] / rep["words_trained"])
+    assert rep["cluster"]["spec"] == "local:2" and rep["faults"] == []
+    assert rep["words_trained"] == 3 * 40_000
+
+
+def _fault_run(tmp_path, kill: bool, restarts: int = 3, collective: str = "auto"):
+    import ray
+
+    corpus = EncodedCorpus.from_sentences(topic_sentences(30_000, seed=1), min_count=1)
+    cfg = TrainConfig(dim=16, epochs=3, threads=1, seed=5, progress=False, chunk_words=1000)
+    from parvec.trainer import init_input_vectors
+
+    w_in = init_input_vectors(len(corpus.vocab), 16, 5)
+    w_out = np.zeros_like(w_in)
+    cluster = Cluster("local:2", sync_words=2000, min_sync_words=16, timeout_s=60,
+                      options={"max_restarts": restarts, "collective": collective})
+    trainer = ReplicaTrainer(cluster, cfg, corpus.vocab.counts, w_in, w_out)
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["stats"] = trainer.train(corpus)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            outcome["error"] = exc
+
+    th = threading.Thread(target=run)
+    th.start()
+    killed = None
+    if kill:
+        deadline = time.time() + 120
+        while time.time() < deadline and th.is_alive():
+            try:
+                epoch, done = ray.get(trainer.actors[0].progress.remote(), timeout=5)["synced"]
+            except Exception:  # noqa: BLE001 - the actors not up yet
+                epoch, done = -1, 0
+            if epoch == 1 and done >= 3:  # mid-way through the second epoch
+                killed = trainer.actors[1]
+                ray.kill(killed, no_restart=False)
+                break
+            time.sleep(0.005)
+    th.join(timeout=240)
+    assert not th.is_alive(), "the run hung"
+    return trainer, w_in, w_out, outcome, killed
+
+
+@pytest.mark.ray
+def test_lost_replica_is_restarted_and_the_run_matches_an_unfaulted_one(ray_session, tmp_path):
+    trainer, w_in, w_out, outcome, killed = _fault_run(tmp_path, kill=True)
+    assert killed is not None, "training ended before the kill"
+    assert "error" not in outcome, outcome.get("error")
+    faults = trainer.report()["faults"]
+    assert len(faults) == 1 and faults[0]["replica"] == [1] and faults[0]["epoch"] == 2
+    assert faults[0]["words_retrained_by_lost"]["1"] > 0
+    assert faults[0]["words_retrained"] >= 2 * faults[0]["words_retrained_by_lost"]["1"] * 0.9
+    # Every replica reloaded the last full sync and trained the epoch again: one thread each, so the run is
+    # bit for bit the one without the fault.
+    clean, c_in, c_out, c_outcome, _ = _fault_run(tmp_path, kill=False)
+    assert "error" not in c_outcome
+    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
+    assert outcome["stats"].words == c_outcome["stats"].words
+
+
+@pytest.mark.ray
+def test_replica_that_cannot_come_back_ends_the_run_with_an_error(ray_session, tmp_path):
+    t0 = time.time()
+    trainer, _, _, outcome, killed = _fault_run(tmp_path, kill=True, restarts=0, collective="refs")
+    assert killed is not None
+    err = outcome.get("error")
+    assert isinstance(err, ParvecError) and "replica 1 was lost and could not be restarted" in str(err)
+    assert time.time() - t0 < 120
+
+
+def test_two_node_cluster_each_node_reads_its_own_shard(tmp_path):
+    pytest.importorskip("ray")
+    corpus = write_corpus(tmp_path / "corpus.txt", 4000)
+    script = textwrap.dedent(f"""
+        import json, os
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        import ray
+        from ray.cluster_utils import Cluster as RayCluster
+        import parvec
+        from parvec.word2vec import Word2Vec
+
+        nodes = RayCluster(initialize_head=True, head_node_args={{"num_cpus": 1, "include_dashboard": False}})
+        nodes.add_node(num_cpus=1)
+        ray.init(address=nodes.address)
+        try:
+            cluster = parvec.Cluster("auto", replicas=2, sync_words=4000, min_sync_words=16,
+                                     options={{"data": "encode"}})
+            model = Word2Vec(corpus_file={str(corpus)!r}, vector_size=16, min_count=1, epochs=3, workers=1,
+                             seed=2, cluster=cluster, progress=False)
+            sims = {{w: [x for x, _ in model.wv.most_similar(w, topn=5)] for w in ("cat", "car")}}
+            print(json.dumps({{"report": model.run_report, "sims": sims, "words": model.stats.words}}))
+        finally:
+            ray.shutdown()
+            nodes.shutdown()
+    """)
+    # Both nodes on 127.0.0.1: without this Ray's multi-node mode swaps the loopback for the host's address.
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    rep = res["report"]
+    assert len(set(rep["nodes"])) == 2  # one replica on each node
+    assert all(d.startswith("encoded its byte range") for d in rep["data"])  # each read its own shard
+    assert sum(rep["shard_words"]) == 40_000 and min(rep["shard_words"]) > 15_000
+    assert rep["bytes_synced"] > 0 and res["words"] == 3 * 40_000
+    assert sum(w in ANIMALS for w in res["sims"]["cat"]) >= 4
+    assert sum(w in VEHICLES for w in res["sims"]["car"]) >= 4
+
+
+def test_without_ray_cluster_says_how_to_install(monkeypatch, tmp_path, capsys):
+    from parvec.cli import main
+    from parvec.distributed import make_trainer
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(ParvecError, match=r"pip install 'parvec\[ray\]'"):
+        make_trainer(Cluster("local:2"), TrainConfig(), np.ones(3), np.zeros((3, 100), np.float32),
+                     np.zeros((3, 100), np.float32))
+    corpus = write_corpus(tmp_path / "c.txt", 50)
+    assert main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--cluster", "local:2", "--min-count", "1",
+                 "--no-cache"]) == 2
+    assert "parvec[ray]" in capsys.readouterr().err
+    assert not (tmp_path / "v.txt").exists()
+
+
+def test_node2vec_on_a_cluster_is_refused_clearly(tmp_path):
+    from parvec.graph.node2vec import Node2Vec
+
+    edges = tmp_path / "g.edgelist"
+    edges.write_text("0 1\n1 2\n2 0\n", encoding="utf-8")
+    with pytest.raises(ParvecError, match="not supported yet"):
+        Node2Vec(str(edges), cluster=Cluster("local:2"))
