@@ -90,6 +90,11 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--replicas", type=int, default=None, help="replica actors (default: N of local:N)")
     g.add_argument("--shards", type=int, default=None, help="sharded mode: parameter-server shards")
     g.add_argument("--clients", type=int, default=None, help="sharded mode: client actors")
+    g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=256,
+                   help="sharded mode: input words per minibatch, one shard call each (256)")
+    g.add_argument("--shard-memory", dest="shard_memory", default=None, metavar="BYTES",
+                   help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
+                   "do not fit stops the run before training")
     g.add_argument("--sync-words", dest="sync_words", type=int, default=200_000,
                    help="replicas: average the hottest rows every this many trained words per replica (200000)")
     g.add_argument("--min-sync-words", dest="min_sync_words", type=int, default=1024,
@@ -314,6 +319,12 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
     from parvec.trainer import available_memory, estimate_memory
     from parvec.word2vec import Word2Vec
 
+    if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
+        # Column-sharded parameter servers: count, encode, train and export on Ray without ever holding the
+        # model in this process (parvec.distributed.pipeline).
+        from parvec.distributed.pipeline import train_sharded_cli
+
+        return train_sharded_cli(args, source, binary, cache_dir, out)
     done: list[str] = []
     t0 = time.perf_counter()
     if args.resume:

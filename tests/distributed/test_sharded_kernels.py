@@ -1,0 +1,279 @@
+"""The sharded mode's kernels and minibatch loop, without Ray: against numpy on tiny inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parvec.config import TrainConfig
+from parvec.corpus import EncodedCorpus
+from parvec.distributed.shard_core import (
+    LocalStep,
+    Minibatch,
+    Schedule,
+    Step,
+    Unit,
+    UnitRunner,
+    call_bytes,
+    minibatch_seed,
+    noise_tables,
+    pack_call,
+    plan_units,
+    reference_train,
+    unpack_call,
+)
+from parvec.kernels import sharded as K
+from parvec.sampling import keep_probabilities
+from parvec.trainer import init_input_vectors
+
+
+def _form_all(tokens, offsets, keep, window, max_inputs, seed=7):
+    """Every minibatch of sentences 0..end, as a list of (inputs, pairs, shrinks)."""
+    cfg = TrainConfig(window=window, negative=2, dim=4, sample=0)
+    runner = UnitRunner(cfg, keep, max_inputs)
+    cursor = np.array([0, 0, 0, 0, 0], dtype=np.int64)
+    rng = np.array([seed], dtype=np.uint64)
+    out = []
+    while True:
+        mb = runner._form(tokens, offsets, len(offsets) - 1, cursor, rng, seed, len(out), 0.025, 0.0, 100)
+        if mb is None:
+            return out
+        out.append(mb)
+
+
+def _pairs_of(mb: Minibatch, window: int) -> list[tuple[int, int]]:
+    pairs = []
+    m = 0
+    for start, n, a, b in mb.seg.tolist():
+        run = mb.seq[start:start + n]
+        for i in range(a, b):
+            r = int(mb.shrink[m])
+            m += 1
+            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
+                if j != i:
+                    pairs.append((int(run[i]), int(run[j])))
+    return pairs
+
+
+def test_init_columns_are_the_one_process_columns():
+    for seed in (1, 12345):
+        full = init_input_vectors(37, 23, seed)
+        blocks = [K.init_columns(37, 23, *K.column_range(s, 4, 23), seed) for s in range(4)]
+        assert np.array_equal(np.hstack(blocks), full)
+        assert np.array_equal(K.init_columns(37, 23, 5, 6, seed), full[:, 5:6])
+
+
+def test_column_ranges_partition_the_dimensions():
+    for dim, shards in ((10, 3), (100, 4), (7, 7)):
+        ranges = [K.column_range(s, shards, dim) for s in range(shards)]
+        assert ranges[0][0] == 0 and ranges[-1][1] == dim
+        assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(ranges, ranges[1:], strict=False))
+
+
+def test_minibatches_hold_every_window_pair_whatever_their_size():
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 20, 400).astype(np.int32)
+    offsets = np.array([0, 1, 50, 51, 53, 200, 400], dtype=np.int64)  # one-word sentences give no input
+    keep = np.ones(20, dtype=np.float32)
+    window = 3
+    small = _form_all(tokens, offsets, keep, window, 7)
+    big = _form_all(tokens, offsets, keep, window, 10_000)
+    assert len(big) == 1 and len(small) > 40
+    assert all(mb.inputs <= 7 for mb in small)
+    shrinks = np.concatenate([mb.shrink for mb in small])
+    assert np.array_equal(shrinks, big[0].shrink)  # the random stream does not depend on the minibatch size
+    assert int(shrinks.max()) < window
+    # The pairs are exactly word2vec.c's window pairs with these shrinks, sentence by sentence.
+    expected = []
+    m = 0
+    for s in range(len(offsets) - 1):
+        sent = tokens[offsets[s]:offsets[s + 1]]
+        if len(sent) < 2:
+            continue
+        for i in range(len(sent)):
+            r = int(shrinks[m])
+            m += 1
+            for j in range(max(0, i - window + r), min(len(sent), i + window - r + 1)):
+                if j != i:
+                    expected.append((int(sent[i]), int(sent[j])))
+    assert m == len(shrinks)
+    got = [p for mb in small for p in _pairs_of(mb, window)]
+    assert got == expected
+    assert sum(mb.pairs for mb in small) == len(expected)
+    assert all(int(mb.n_ctx.sum()) == mb.pairs == K.count_pairs(mb.seg, mb.shrink, window) for mb in small)
+
+
+def _tiny_minibatch(rng, vocab=12, window=2, inputs=6):
+    tokens = rng.integers(0, vocab, 30).astype(np.int32)
+    offsets = np.array([0, 9, 30], dtype=np.int64)
+    return _form_all(tokens, offsets, np.ones(vocab, np.float32), window, inputs)[1]
+
+
+def _expected_dots(w_in, w_out, mb, window, negs):
+    out = []
+    for p, (center, ctx) in enumerate(_pairs_of(mb, window)):
+        out.append(w_in[center] @ w_out[ctx])
+        out += [w_in[center] @ w_out[t] for t in negs[p]]
+    return np.array(out)
+
+
+def test_dotprod_matches_numpy_and_sums_over_column_blocks():
+    rng = np.random.default_rng(1)
+    vocab, dim, window, negative = 12, 10, 2, 3
+    counts = rng.integers(1, 50, vocab)
+    prob, alias = noise_tables(counts, TrainConfig())
+    w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
+    w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
+    mb = _tiny_minibatch(rng, vocab, window)
+    negs = K.minibatch_negatives(mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed)
+    pairs = _pairs_of(mb, window)
+    assert negs.shape == (len(pairs), negative)
+    assert all(t != ctx for (_, ctx), row in zip(pairs, negs, strict=True) for t in row)  # never the positive
+    out = np.empty(len(pairs) * (1 + negative), np.float32)
+    assert K.dotprod(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, out) == len(out)
+    np.testing.assert_allclose(out, _expected_dots(w_in, w_out, mb, window, negs), rtol=1e-5, atol=1e-5)
+    # Partial dot products over column blocks sum to the whole ones.
+    total = np.zeros_like(out)
+    for s in range(3):
+        lo, hi = K.column_range(s, 3, dim)
+        part = np.empty_like(out)
+        K.dotprod(np.ascontiguousarray(w_in[:, lo:hi]), np.ascontiguousarray(w_out[:, lo:hi]), mb.seq, mb.seg,
+                  mb.shrink, window, negative, prob, alias, mb.seed, part)
+        total += part
+    np.testing.assert_allclose(total, out, rtol=1e-5, atol=1e-5)
+
+
+def test_adjust_reads_the_vectors_as_they_were_at_the_start_of_the_call():
+    rng = np.random.default_rng(2)
+    vocab, dim, window, negative = 6, 8, 2, 4  # a small vocabulary: rows repeat inside the minibatch
+    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
+    w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
+    mb = _tiny_minibatch(rng, vocab, window)
+    pairs = _pairs_of(mb, window)
+    negs = K.minibatch_negatives(mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed)
+    coef = rng.standard_normal(len(pairs) * (1 + negative)).astype(np.float32)
+    u0, v0 = w_in.astype(np.float64), w_out.astype(np.float64)
+    du, dv = np.zeros_like(u0), np.zeros_like(v0)
+    k = 0
+    for p, (center, ctx) in enumerate(pairs):
+        for t in [ctx, *negs[p]]:
+            du[center] += coef[k] * v0[t]
+            dv[t] += coef[k] * u0[center]
+            k += 1
+    assert K.adjust(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, coef) == len(pairs)
+    np.testing.assert_allclose(w_in, u0 + du, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(w_out, v0 + dv, rtol=1e-5, atol=1e-5)
+
+
+def test_a_step_is_minus_alpha_times_the_gradient_of_the_minibatch_loss():
+    # Gradient check: dotprod -> coefficients -> adjust moves the vectors by -alpha * dLoss/dvector.
+    rng = np.random.default_rng(3)
+    vocab, dim, window, negative, alpha = 7, 5, 2, 2, 0.01
+    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    w_in = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)  # |f| < 6: no saturation
+    w_out = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
+    mb = _tiny_minibatch(rng, vocab, window)
+    mb.alpha[:] = alpha
+    negs = K.minibatch_negatives(mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed)
+    pairs = _pairs_of(mb, window)
+
+    def loss(u, v):
+        total = 0.0
+        for p, (center, ctx) in enumerate(pairs):
+            total += np.logaddexp(0, -(u[center] @ v[ctx]))
+            total += sum(np.logaddexp(0, u[center] @ v[t]) for t in negs[p])
+        return total
+
+    u0, v0 = w_in.astype(np.float64), w_out.astype(np.float64)
+    grad_u, grad_v = np.zeros_like(u0), np.zeros_like(v0)
+    eps = 1e-6
+    for g, w in ((grad_u, u0), (grad_v, v0)):
+        for idx in np.ndindex(w.shape):
+            old = w[idx]
+            w[idx] = old + eps
+            up = loss(u0, v0)
+            w[idx] = old - eps
+            down = loss(u0, v0)
+            w[idx] = old
+            g[idx] = (up - down) / (2 * eps)
+    f = np.empty(len(pairs) * (1 + negative), np.float32)
+    K.dotprod(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, f)
+    coef = np.empty_like(f)
+    reported = K.coefficients(f, mb.n_ctx, mb.alpha, negative, coef)
+    assert reported == pytest.approx(loss(u0, v0), rel=1e-5)
+    K.adjust(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, coef)
+    np.testing.assert_allclose(w_in - u0, -alpha * grad_u, atol=1e-6)
+    np.testing.assert_allclose(w_out - v0, -alpha * grad_v, atol=1e-6)
+
+
+def test_pack_and_unpack_a_call():
+    rng = np.random.default_rng(4)
+    prev = _tiny_minibatch(rng)
+    nxt = _tiny_minibatch(rng)
+    coef = rng.standard_normal(prev.pairs * 4).astype(np.float32)
+    buf = pack_call((prev, coef), nxt, 3)
+    assert buf.nbytes == call_bytes((prev, coef), nxt)
+    p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(buf)
+    for a, b in ((p_seq, prev.seq), (p_seg, prev.seg), (p_shrink, prev.shrink), (p_coef, coef), (n_seq, nxt.seq),
+                 (n_seg, nxt.seg), (n_shrink, nxt.shrink)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert p_seed == prev.seed and n_seed == nxt.seed and n_out == nxt.pairs * 4
+    only = unpack_call(pack_call(None, nxt, 3))
+    assert only[0] is None and np.array_equal(only[5], nxt.seq)
+
+
+class _BlockStep(Step):
+    """S column blocks in this process, partials summed by the runner: the shards without Ray."""
+
+    def __init__(self, w_in, w_out, config, prob, alias, shards):
+        self.shards = shards
+        self.blocks = [LocalStep(np.ascontiguousarray(w_in[:, lo:hi]), np.ascontiguousarray(w_out[:, lo:hi]), config,
+                                 prob, alias) for lo, hi in (K.column_range(s, shards, w_in.shape[1])
+                                                             for s in range(shards))]
+
+    def submit(self, prev, nxt):
+        out = [b.submit(prev, nxt) for b in self.blocks]
+        self.sent = self.blocks[0].sent
+        return [x[0] for x in out if x]
+
+    def result(self, handle):
+        return handle
+
+
+def test_column_blocks_train_the_reference_model():
+    words = [f"w{i}" for i in range(30)]
+    rng = np.random.default_rng(5)
+    corpus = EncodedCorpus.from_sentences([list(rng.choice(words, 40)) for _ in range(60)], min_count=1)
+    cfg = TrainConfig(dim=12, window=3, negative=3, epochs=2, sample=1e-2, seed=3)
+    ref_in, ref_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
+                                             minibatch_words=16, unit_words=500)
+    assert stats.epochs == 2 and stats.pairs > 0 and stats.loss_per_epoch[1] < stats.loss_per_epoch[0]
+    assert not np.array_equal(ref_in, init_input_vectors(len(corpus.vocab), 12, 3))
+    counts = corpus.vocab.counts
+    prob, alias = noise_tables(counts, cfg)
+    units = plan_units([corpus.offsets], 500)
+    schedule = Schedule(cfg.alpha, cfg.final_alpha, sum(u.words for u in units), 2)
+    for shards in (1, 2, 3):
+        w_in = init_input_vectors(len(counts), 12, 3)
+        w_out = np.zeros_like(w_in)
+        step = _BlockStep(w_in, w_out, cfg, prob, alias, shards)
+        runner = UnitRunner(cfg, keep_probabilities(counts, cfg.sample), 16)
+        for epoch in range(2):
+            for unit in units:
+                runner.run(corpus.tokens, corpus.offsets, unit, epoch, schedule, step)
+        got_in = np.hstack([b.w_in for b in step.blocks])
+        got_out = np.hstack([b.w_out for b in step.blocks])
+        np.testing.assert_allclose(got_in, ref_in, atol=1e-5)
+        np.testing.assert_allclose(got_out, ref_out, atol=1e-5)
+        if shards == 1:
+            assert np.array_equal(got_in, ref_in)
+
+
+def test_units_and_seeds():
+    units = plan_units([np.array([0, 5, 10, 15]), np.array([0, 4, 8])], 8)
+    assert [(u.part, u.s_lo, u.s_hi, u.index, u.base) for u in units] == [
+        (0, 0, 2, 0, 0), (0, 2, 3, 1, 10), (1, 0, 2, 2, 15)]
+    assert sum(u.words for u in units) == 23
+    assert isinstance(Unit(0, 0, 1, 0, 0, 1), Unit)
+    assert len({int(minibatch_seed(9, i)) for i in range(1000)}) == 1000
