@@ -292,13 +292,14 @@ def test_binary_whose_first_vector_spells_a_number_is_binary(tmp_path):
 
 def test_tiny_malformed_text_that_parses_as_binary_is_still_text(tmp_path):
     # "b five" is also word "b" + the 4 bytes of one float32 + newline: a whole valid binary file.  Its bytes
-    # are all text, so it is read as (malformed) text: an error naming line 2, never the float 'five'.
+    # are all text, so it is (malformed) text: an error naming line 2, never the float 'five'.
     path = tmp_path / "v.txt"
     path.write_bytes(b"1 1\nb five\n")
     assert not detect_binary(path)
     with pytest.raises(ParvecError, match=r"v\.txt:2: non-numeric value 'five'"):
         read_word2vec(path, binary=None)
-    assert read_word2vec(path, binary=True)[1] == ["b"]  # asked for binary explicitly, it is valid binary
+    with pytest.raises(ParvecError, match=r"v\.txt:2: this looks like a text word2vec file .*--text"):
+        read_word2vec(path, binary=True)  # not even when asked: text bytes read as floats are garbage
 
 
 def test_binary_rows_keep_one_layout(tmp_path):

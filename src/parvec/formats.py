@@ -434,18 +434,20 @@ class _Sniff:
     kind: str  # "text"/"binary": the first rows are that layout; "text?"/"binary?": neither parses, a guess
     values: int  # how many numbers the first body line holds when kind is "text"
     dim: int
-    whole_binary: bool = False  # the whole (small) file also parses exactly as binary rows
 
 
 def _classify(body: bytes, count: int, dim: int, at_eof: bool) -> _Sniff:
     """Tell the layout from the bytes after the header.
 
-    A first line that is a word and numbers makes the file text, whatever the header says, so that a text
-    file with a wrong header is reported as such.  Binary needs the first rows to parse as word, space,
-    ``dim`` float32 values and separator, and bytes no text holds where the first vector lies.  The one
-    overlap, a binary first vector whose bytes spell a number up to a newline byte, is binary when that line
-    ends inside the first vector, non-text bytes follow within it, and the next line is not a text row like
-    the first.  A file matching neither (damaged in its first row) is guessed from its first line's bytes.
+    A first line that is a word and numbers makes the file text ("text"), whatever the header says, so that
+    a text file with a wrong header is reported as such.  The one exception is a binary first vector whose
+    bytes spell a number up to a newline byte: binary when that line ends inside the first vector, bytes no
+    text holds follow within it, and the next line is not a text row like the first.  Otherwise the file is
+    binary when its first rows parse as word, space, ``dim`` float32 values and separator and their vector
+    bytes are not all text.  A file that is neither is guessed from its first line: "text?" when its bytes
+    are text (a damaged text file, or a tiny binary one whose vector bytes all happen to be printable text),
+    "binary?" otherwise.  ``binary=True`` is refused for "text" and "text?": reading text bytes as float32
+    is how a malformed text file turns into garbage words.
     """
     if not body.strip():
         return _Sniff("empty", 0, dim)
@@ -466,16 +468,18 @@ def _classify(body: bytes, count: int, dim: int, at_eof: bool) -> _Sniff:
     if row is not None:
         if past_line:
             return _Sniff("binary", 0, dim)
-        whole = False
-        if parses and at_eof:  # a tiny binary file can also read as text: say so, binary=True then reads it
-            spans, end, _, problem = _scan_binary(body, 0, dim, count, None, True, 0)
-            whole = problem is None and not body[end:].strip()
-        return _Sniff("text", row[1].size, dim, whole)
+        return _Sniff("text", row[1].size, dim)
     values_part = (line or body[:256]).partition(b" ")[2]
     printable = _NOT_TEXT.search(values_part) is None and _is_utf8(values_part, cut_ok=not line)
-    if parses and (not printable or past_line):
+    not_text = any(not _is_text(body[w + 1 : w + 1 + 4 * dim]) for _, w in spans)
+    if parses and (not printable or past_line or not_text):
         return _Sniff("binary", 0, dim)
     return _Sniff("text?" if printable else "binary?", 0, dim)
+
+
+def _is_text(raw: bytes) -> bool:
+    """Whether ``raw`` could be a piece of a text file: UTF-8 (but for a character cut at the end), no controls."""
+    return _NOT_TEXT.search(raw) is None and _is_utf8(raw, cut_ok=True)
 
 
 def _sniff(path: Path) -> _Sniff:
@@ -841,11 +845,16 @@ def read_word2vec(
                 sniff = _sniff(p)
                 if binary is None:
                     binary = sniff.kind.startswith("binary")
-                elif sniff.kind == "text" and not sniff.whole_binary:
+                elif sniff.kind == "text":
                     note = f"; the header says dimension {sniff.dim}" if sniff.values != sniff.dim else ""
                     raise ParvecError(
                         f"{p}:2: this looks like a text word2vec file (a word and {sniff.values} numbers{note}): "
                         "use binary=False / --text"
+                    )
+                elif sniff.kind == "text?":
+                    raise ParvecError(
+                        f"{p}:2: this looks like a text word2vec file (its bytes are text, not binary vectors), but "
+                        "line 2 is not a word and numbers: use binary=False / --text to see what is wrong with it"
                     )
             with open_input(p) as f:
                 count, dim, header_len = _read_header(f, p)

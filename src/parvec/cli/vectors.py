@@ -70,7 +70,7 @@ def _add_vector_options(p: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=None,
         metavar="N",
-        help="read only the first N (most frequent) vectors",
+        help="read only the first N (most frequent) vectors (the rest of the file is not read or checked)",
     )
 
 
