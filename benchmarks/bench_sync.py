@@ -8,6 +8,10 @@ replica received.  The gloo route needs torch (``pip install torch==2.13.0``; ``
 ``pip install --target DIR`` to the actors' path).
 
     python benchmarks/bench_sync.py --rows 2000 60000 --out bench_out/sync.json
+
+``--model`` prints the cost model of docs/distributed.md instead (no measurement): bytes per sync and sync
+time at 1/10/100 Gb/s for 2-64 replicas on 1B- and 100B-word corpora, from
+:func:`parvec.distributed.replicas.traffic_model` (whose bytes equal those a run measures; bench_replicas.py).
 """
 
 from __future__ import annotations
@@ -86,6 +90,31 @@ def summarize(per_actor: list[dict]) -> dict:
             "bytes_received_per_replica": per_actor[0]["bytes"]}
 
 
+def model_table(dim: int, sync_words: int, min_sync_words: int, latency_s: float) -> str:
+    """The cost model's table: per epoch, per replica."""
+    from parvec.distributed.replicas import traffic_model
+
+    lines = [f"dim {dim}, sync every {sync_words:,} words per replica, ruler from {min_sync_words:,} rows, full sync "
+             "at "
+             f"each epoch's end; ring allreduce: a replica receives 2(N-1)/N of the rows' bytes (both matrices); "
+             f"time = bytes / bandwidth + 2(N-1) x {latency_s * 1e6:.0f} us per sync (latency assumed, not "
+             "measured).", "",
+             "| corpus (vocab) | N | syncs/epoch | rows/sync (mean) | MB/sync per replica | GB/epoch per replica "
+             "| sync s/epoch at 1 / 10 / 100 Gb/s | replica words/s at which sync is 10% (1 / 10 / 100 Gb/s) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for words, vocab, name in ((10**9, 10**6, "1B words (1M)"), (10**11, 3 * 10**6, "100B words (3M)")):
+        for n in (2, 4, 8, 16, 32, 64):
+            m = traffic_model(vocab, dim, n, words, 1, sync_words, min_sync_words)
+            per_replica = m["bytes"] / n
+            times = [per_replica / (gbps * 1e9 / 8) + m["syncs"] * 2 * (n - 1) * latency_s for gbps in (1, 10, 100)]
+            need = [words / n / (10 * t) for t in times]
+            lines.append(f"| {name} | {n} | {m['syncs']:,} | {m['mean_rows']:,.0f} | "
+                         f"{per_replica / m['syncs'] / 1e6:.1f} | {per_replica / 1e9:.1f} | "
+                         + " / ".join(f"{t:,.0f}" for t in times) + " | "
+                         + " / ".join(f"{x / 1e6:.2f}M" for x in need) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[2000, 60000])
@@ -96,7 +125,15 @@ def main() -> None:
     ap.add_argument("--routes", nargs="+", default=["refs", "gloo"], choices=["refs", "gloo"])
     ap.add_argument("--torch-path", default=None, help="a pip --target directory holding torch, for the actors")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--model", action="store_true", help="print the cost model table and exit")
+    ap.add_argument("--model-dim", type=int, default=300)
+    ap.add_argument("--sync-words", type=int, default=200_000)
+    ap.add_argument("--min-sync-words", type=int, default=1024)
+    ap.add_argument("--latency-us", type=float, default=50.0)
     args = ap.parse_args()
+    if args.model:
+        print(model_table(args.model_dim, args.sync_words, args.min_sync_words, args.latency_us * 1e-6))
+        return
     import ray
 
     from parvec.distributed.replicas import _Board

@@ -30,6 +30,7 @@ from parvec.distributed.replicas import (
     split_balanced,
     sync_plan,
     sync_rows,
+    traffic_model,
 )
 from parvec.errors import ParvecError
 
@@ -187,6 +188,10 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
         rep["bytes_synced"] / rep["words_trained"])
     assert rep["cluster"]["spec"] == "local:2" and rep["faults"] == []
     assert rep["words_trained"] == 3 * 40_000
+    # the bytes the run counted are the cost model's (docs/distributed.md), sync for sync
+    model = traffic_model(rep["vocab_size"], 16, 2, 40_000, 3, 4000, 16, parts_per_epoch=rep["parts_per_epoch"])
+    assert rep["syncs"] == model["syncs"] and rep["bytes_synced"] == model["bytes"]
+    assert rep["bytes_full_model_same_syncs"] == model["bytes_full_model"]
 
 
 def _fault_run(tmp_path, kill: bool, restarts: int = 3, collective: str = "auto"):

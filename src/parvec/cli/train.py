@@ -333,6 +333,9 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         model.config.progress = args.progress
         model.cache_dir = cache_dir
         model.checkpoint_dir = args.checkpoint_dir
+        resumed_cluster = cluster_from_args(args)
+        if resumed_cluster is not None:  # a run may be resumed on a cluster (or a different one)
+            model.cluster = resumed_cluster
         encoded = model.encode(corpus_file=source, vocab=model.vocab)
         print(f"resuming {args.resume}: {model.epochs_trained} of {model.config.epochs} epochs done",
               file=sys.stderr)

@@ -106,6 +106,50 @@ def sync_plan(parts_per_epoch: int, epochs: int, min_sync_words: int, vocab_size
     return plan
 
 
+def ruler_rows_total(first: int, last: int, min_sync_words: int, vocab_size: int) -> int:
+    """Sum of :func:`sync_rows` over syncs ``first .. last`` (inclusive), without visiting each one.
+
+    Example:
+        >>> ruler_rows_total(1, 8, 10, 1000) == sum(sync_rows(j, 10, 1000) for j in range(1, 9))
+        True
+    """
+    total, k = 0, 0
+    while (1 << k) <= last:
+        step = 1 << k
+        # syncs j in [first, last] with exactly k trailing zeros: multiples of 2^k that are not of 2^(k+1)
+        count = (last // step - (first - 1) // step) - (last // (2 * step) - (first - 1) // (2 * step))
+        total += count * min(step * min_sync_words, vocab_size)
+        k += 1
+    return total
+
+
+def traffic_model(vocab_size: int, dim: int, replicas: int, words_per_epoch: int, epochs: int,
+                  sync_words: int = 200_000, min_sync_words: int = 1024, full_sync_times: int = 0,
+                  parts_per_epoch: int | None = None) -> dict[str, float]:
+    """What a replicas run moves: syncs, rows averaged, and the bytes all replicas receive (a ring allreduce
+    brings ``2 (N-1)/N`` of the rows' bytes into each replica, for both matrices), against full-model syncs.
+    ``parts_per_epoch`` defaults to what balanced shards give, ``ceil(words_per_epoch / N / sync_words)``.
+
+    Example:
+        >>> m = traffic_model(1000, 10, 2, 40_000, 1, sync_words=10_000, min_sync_words=100)
+        >>> m["syncs"], m["rows"], m["bytes"]
+        (2, 1100, 176000)
+    """
+    n = replicas
+    parts = parts_per_epoch or max(1, math.ceil(words_per_epoch / n / sync_words))
+    syncs = parts * epochs
+    rows = ruler_rows_total(1, syncs, min_sync_words, vocab_size)
+    full_parts = {math.ceil(i * parts / (full_sync_times + 1)) - 1 for i in range(1, full_sync_times + 1)}
+    full_parts.add(parts - 1)
+    for e in range(epochs):  # every epoch's last part, and the evenly spaced ones, are full syncs
+        for k in full_parts:
+            rows += vocab_size - sync_rows(e * parts + k + 1, min_sync_words, vocab_size)
+    per_row = 2 * (n - 1) * dim * 4 * 2  # bytes all replicas receive per row averaged (both matrices)
+    return {"syncs": syncs, "parts_per_epoch": parts, "rows": rows, "mean_rows": rows / syncs,
+            "bytes": rows * per_row, "bytes_per_word": rows * per_row / (words_per_epoch * epochs),
+            "bytes_full_model": syncs * vocab_size * per_row}
+
+
 def alpha_factor(scale: str, n_replicas: int) -> float:
     """The starting learning rate's multiplier for ``n_replicas``: 1, sqrt(N) or N.
 
