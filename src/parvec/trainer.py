@@ -42,8 +42,9 @@ Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
 @dataclass
 class TrainStats:
     """What a training run did.  ``words`` counts raw (pre-subsampling) in-vocabulary words, as
-    word2vec.c does; ``loss_per_epoch`` is the mean SGNS loss per positive pair (positive plus its
-    negatives' terms).
+    word2vec.c does; ``pairs`` the positive (context, center) pairs trained; ``loss_per_epoch`` is the
+    epoch's summed SGNS loss over its ``pairs_per_epoch``: the mean loss per positive pair, its
+    negatives' terms included, each term taken just before the update it drives (docs/training.md).
 
     Example:
         >>> TrainStats(words=10, seconds=2.0).words_per_sec
@@ -56,6 +57,7 @@ class TrainStats:
     epochs: int = 0
     loss_per_epoch: list[float] = field(default_factory=list)
     words_per_epoch: list[int] = field(default_factory=list)
+    pairs_per_epoch: list[int] = field(default_factory=list)
 
     @property
     def words_per_sec(self) -> float:
@@ -69,6 +71,7 @@ class TrainStats:
             "epochs": self.epochs,
             "words_per_sec": self.words_per_sec,
             "loss_per_epoch": self.loss_per_epoch,
+            "pairs_per_epoch": self.pairs_per_epoch,
         }
 
 
@@ -175,6 +178,9 @@ class Trainer:
         # Called a few times a second with the running totals (t, words, pairs, loss_sum, lr, epoch) of the
         # run in progress, and once at its end: parvec.runlog.RunLog.progress records a report's time series.
         self.on_progress: Callable[..., None] | None = None
+        # A run that trains no pair at all ends with a ParvecError (its vectors would be the random initial
+        # ones).  A driver that trains one share of a run per call sets this False and checks the run's total.
+        self.require_pairs = True
 
     # ------------------------------------------------------------------ public
     def train(
@@ -249,6 +255,7 @@ class Trainer:
         total_words = words_per_epoch * (epochs if schedule_epochs is None else schedule_epochs)
         todo_words = words_per_epoch * (epochs - start_epoch)
         a_start, a_end = cfg.alpha, cfg.final_alpha
+        longest = [0]  # the longest sentence handed to the kernels, for the no-pairs error
 
         def alpha_at(word_pos: float) -> float:
             return max(a_end, a_start - (a_start - a_end) * min(1.0, word_pos / total_words))
@@ -266,6 +273,8 @@ class Trainer:
                     parts = split_parts(epoch) if epoch != start_epoch else (
                         first_parts if first is None else itertools.chain([first], first_parts))
                     for part_index, (tokens, offsets) in enumerate(parts):
+                        if len(offsets) > 1:
+                            longest[0] = max(longest[0], int(np.diff(offsets).max()))
                         bounds = chunk_bounds(offsets, cfg.chunk_words)
                         for c in range(len(bounds) - 1):
                             lo, hi = int(bounds[c]), int(bounds[c + 1])
@@ -371,6 +380,8 @@ class Trainer:
         stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
         stats.seconds = seconds
         self.stats = stats
+        if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
+            raise self._no_pairs(stats, longest[0])
         return stats
 
     # ------------------------------------------------------------------ helpers
@@ -425,6 +436,20 @@ class Trainer:
                      " negative, keep it in the tens)")
         return ParvecError(f"training diverged in epoch {epoch + 1} ({cfg.algo}): {what}; {hint}")
 
+    def _no_pairs(self, stats: TrainStats, longest: int) -> ParvecError:
+        # A pair needs two kept in-vocabulary words in one sentence (any two neighbours are within the
+        # shrunk window, which is never below 1); say which of the two ways of missing that happened.
+        cfg = self.config
+        what = f"training made no (context, center) pair in {stats.epochs} epoch(s) over {stats.words} words, so "
+        what += "the vectors would be their random initial values: "
+        if longest <= 1:
+            return ParvecError(what + "no sentence holds two in-vocabulary words (every line is one word once "
+                               "words under min_count are removed); lower --min-count, or put the words that "
+                               "belong together on one line")
+        return ParvecError(what + f"subsampling (sample={cfg.sample:g}) left no sentence with two words (the "
+                           f"longest has {longest}); lower --sample (0 turns it off) or --min-count, or use a "
+                           "larger corpus")
+
     @staticmethod
     def _stats_so_far(words, pairs, losses, first: int, end: int) -> TrainStats:
         w = words.sum(axis=0)[first:end]
@@ -436,6 +461,7 @@ class Trainer:
             epochs=end - first,
             loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(loss, p, strict=True)],
             words_per_epoch=[int(x) for x in w],
+            pairs_per_epoch=[int(x) for x in p],
         )
 
     def _progress_bar(self, total_words: int):
