@@ -326,7 +326,7 @@ def train_cpu(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed: 
 
 
 def torch_sgns(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
-               batch_tokens: int = 1 << 20) -> tuple[np.ndarray, float] | None:
+               batch_tokens: int = 1 << 16) -> tuple[np.ndarray, float] | None:
     """A plain PyTorch SGNS: two sparse embeddings, (center, context) pairs within word2vec.c's random window,
     ``negative`` unigram^0.75 negatives per pair, SGD with the learning rate decaying linearly by words.
     Returns (input vectors, training seconds), or None without torch/CUDA."""

@@ -289,8 +289,8 @@ class GpuTrainer(Trainer):
         tail = (bool(cfg.compute_loss), slot.d_loss, slot.d_pairs)
         args = common + ((float(cfg.par_h_factor),) if cfg.algo == "par" else ()) + tail
         self.kernel[n_blocks, self.threads_per_block, slot.stream](*args)
-        slot.d_loss.copy_to_host(slot.h_loss, stream=slot.stream)
-        slot.d_pairs.copy_to_host(slot.h_pairs, stream=slot.stream)
+        slot.d_loss[:n_blocks].copy_to_host(slot.h_loss[:n_blocks], stream=slot.stream)
+        slot.d_pairs[:n_blocks].copy_to_host(slot.h_pairs[:n_blocks], stream=slot.stream)
 
     def _compile(self, d: _DeviceState) -> None:
         # One block over an empty sentence: compiles the kernel for the exact argument types and trains nothing.
