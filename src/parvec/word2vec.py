@@ -33,6 +33,25 @@ MODEL_FORMAT = "parvec-word2vec"
 MODEL_VERSION = 1
 
 
+def _rlimit_headroom() -> int | None:
+    """Bytes this process may still allocate under its RLIMIT_DATA/RLIMIT_AS caps (None: not capped)."""
+    import resource
+
+    room = None
+    for limit, field_name in ((resource.RLIMIT_DATA, "VmData:"), (resource.RLIMIT_AS, "VmSize:")):
+        soft = resource.getrlimit(limit)[0]
+        if soft == resource.RLIM_INFINITY:
+            continue
+        used = 0
+        try:
+            with open("/proc/self/status") as f:
+                used = next((int(line.split()[1]) * 1024 for line in f if line.startswith(field_name)), 0)
+        except OSError:
+            pass
+        room = max(0, soft - used) if room is None else min(room, max(0, soft - used))
+    return room
+
+
 class Word2Vec:
     """Skip-gram with negative sampling, trained by ``classic``, ``hogbatch`` (default) or ``par``; with
     ``device="cuda"`` on a GPU by ``full-w2v`` (the default there) or ``par`` (docs/gpu.md).
@@ -206,6 +225,17 @@ class Word2Vec:
                 f"training needs about {need / 2**30:.1f} GiB (vectors {len(encoded.vocab)} x {self.config.dim} x 2, "
                 f"plus the encoded corpus) but only {avail / 2**30:.1f} GiB is available; "
                 "lower --dim, raise --min-count or set --max-final-vocab"
+            )
+        # A process capped below the model (ulimit -d / -v, prlimit; RLIMIT_DATA or RLIMIT_AS) stops here, before
+        # training, with the numbers, rather than failing inside an allocation.
+        vectors = 2 * len(encoded.vocab) * self.config.dim * 4
+        room = _rlimit_headroom()
+        if room is not None and vectors > room:
+            raise ParvecError(
+                f"out of memory: the model needs {vectors / 2**30:.2f} GiB (vectors {len(encoded.vocab):,} x "
+                f"{self.config.dim} x 2) but this process's memory limit (RLIMIT_DATA/RLIMIT_AS, e.g. ulimit -d) "
+                f"leaves {room / 2**30:.2f} GiB; raise the limit, lower --dim, raise --min-count, or train it "
+                "column-sharded across processes (--cluster ... --mode sharded)"
             )
         return need
 

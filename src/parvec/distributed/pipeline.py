@@ -367,6 +367,8 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
         raise ParvecError("--device cuda and --cluster cannot be combined yet: choose one")
     cluster = cluster_from_args(args)
     cluster.minibatch_words = getattr(args, "minibatch_words", cluster.minibatch_words)
+    if cluster.threads_per_actor is None:
+        cluster.threads_per_actor = args.threads  # --threads: threads per client actor
     if getattr(args, "shard_memory", None) is not None:
         cluster.shard_memory_bytes = parse_bytes(args.shard_memory, "--shard-memory")
     config = TrainConfig(

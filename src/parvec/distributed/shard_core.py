@@ -18,7 +18,6 @@ one-process reference, and the bookkeeping every part of ``--mode sharded`` shar
 
 from __future__ import annotations
 
-import os
 import resource
 import time
 from collections.abc import Callable, Sequence
@@ -519,34 +518,5 @@ def cap_memory(limit_bytes: int, what: str) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (int(limit_bytes), hard))
 
 
-def memory_headroom() -> int | None:
-    """Bytes this process may still allocate under its RLIMIT_DATA/RLIMIT_AS caps (None: uncapped).
-
-    Example:
-        >>> memory_headroom() is None or memory_headroom() >= 0
-        True
-    """
-    room = None
-    for limit, field_name in ((resource.RLIMIT_DATA, "VmData:"), (resource.RLIMIT_AS, "VmSize:")):
-        soft, _ = resource.getrlimit(limit)
-        if soft == resource.RLIM_INFINITY:
-            continue
-        used = 0
-        try:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith(field_name):
-                        used = int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        left = max(0, soft - used)
-        room = left if room is None else min(room, left)
-    return room
-
-
 def _gib(n: float) -> str:
     return f"{n / 2**30:.2f} GiB"
-
-
-def process_label() -> str:
-    return f"pid {os.getpid()}"

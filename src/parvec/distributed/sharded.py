@@ -507,18 +507,19 @@ class ShardedRun:
                 num_cpus=0, max_concurrency=C * T + 4, max_restarts=st["max_restarts"], max_task_retries=0,
                 scheduling_strategy="SPREAD", name=None,
             ).remote(spec, [*self._noise_refs, *init_refs]))
+        client_cls = ray.remote(ClientActor)
+        # The clients start (their processes, imports, corpus) while the shards allocate their columns.
+        self.clients = [client_cls.options(
+            num_cpus=0, max_concurrency=T + 2, max_restarts=st["max_restarts"], max_task_retries=0,
+            scheduling_strategy="SPREAD",
+        ).remote(c, self.shards, _config_dict(cfg), [self._keep_ref], parts, st["minibatch_words"], self.timeout_s)
+            for c in range(C)]
         infos = self._get([h.info.remote() for h in self.shards], "starting the shards")
         for info in infos:
             if info["error"]:
                 self.close()
                 raise ParvecError(info["error"])
         self.shard_infos = infos
-        client_cls = ray.remote(ClientActor)
-        self.clients = [client_cls.options(
-            num_cpus=0, max_concurrency=T + 2, max_restarts=st["max_restarts"], max_task_retries=0,
-            scheduling_strategy="SPREAD",
-        ).remote(c, self.shards, _config_dict(cfg), [self._keep_ref], parts, st["minibatch_words"], self.timeout_s)
-            for c in range(C)]
         self._get([c.warm_up.remote() for c in self.clients], "starting the clients (compiling the kernels)")
         self.alive = [True] * C
 
