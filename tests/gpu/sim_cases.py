@@ -286,6 +286,16 @@ def _e2e(out: Path) -> dict:
     summary["walks-words"], summary["walks-words-per-epoch"] = stats.words, words_per_epoch
     summary["walks-corpus"] = trainer.report()["gpu"]["corpus"]
 
+    # No pair at all (one-word sentences): the CPU trainer's error, not random vectors handed back.
+    from parvec.errors import ParvecError
+
+    lonely = EncodedCorpus.from_sentences([["a"], ["b"], ["a"]], min_count=1)
+    try:
+        GpuTrainer(TrainConfig(device="cuda", dim=8, epochs=1, progress=False), lonely.vocab.counts).train(lonely)
+        summary["no-pairs-error"] = None
+    except ParvecError as exc:
+        summary["no-pairs-error"] = str(exc)
+
     # The CLI: parvec train --device cuda writes vectors and a report with the GPU figures.
     from parvec.cli import main
 

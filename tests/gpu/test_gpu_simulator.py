@@ -115,3 +115,9 @@ def test_cli_train_on_cuda_writes_vectors_and_gpu_report(sim_run):
     lines = (sim_run / "vectors.txt").read_text(encoding="utf-8").splitlines()
     assert lines[0].split() == ["20", "8"] and len(lines) == 21
     assert np.isfinite(np.array([x.split()[1:] for x in lines[1:]], dtype=np.float64)).all()
+
+
+def test_a_run_without_pairs_is_an_error(sim_run):
+    e2e, _ = _e2e(sim_run)
+    assert e2e["no-pairs-error"] and "made no (context, center) pair" in e2e["no-pairs-error"]
+    assert "no sentence holds two in-vocabulary words" in e2e["no-pairs-error"]

@@ -147,6 +147,7 @@ class GpuTrainer(Trainer):
         self.noise_prob, self.noise_alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
         self.stats = TrainStats()
         self.on_progress: Callable[..., None] | None = None
+        self.require_pairs = True  # as the CPU trainer: a run that trains no pair is an error, not random vectors
 
         threads = threads_per_block or _env_int("PARVEC_GPU_THREADS") or threads_for(config.dim)
         if threads < 1 or threads > 1024 or threads & (threads - 1):
@@ -230,6 +231,8 @@ class GpuTrainer(Trainer):
         if self.on_progress is not None:
             self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
         pending: deque[tuple[Launch, _Slot, int]] = deque()
+        longest = 0  # the longest sentence handed to the kernels, for the no-pairs error
+        last_cut = None
 
         def collect() -> None:
             launch, slot, n_blocks = pending.popleft()
@@ -246,6 +249,9 @@ class GpuTrainer(Trainer):
                 for tokens, cut, launch in epoch_launches(cfg, make_parts(epoch), epoch, words_per_epoch, epochs,
                                                           self.words_per_launch):
                     n_blocks = launch.s_hi - launch.s_lo
+                    if cut is not last_cut and len(cut) > 1:
+                        last_cut = cut
+                        longest = max(longest, int(np.diff(cut).max()))
                     slot = d.slots[self._launches % 2]
                     if len(pending) == 2:  # this slot's previous launch must be done before its buffers change
                         collect()
@@ -279,6 +285,8 @@ class GpuTrainer(Trainer):
         stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
         stats.seconds = seconds
         self.stats = stats
+        if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
+            raise self._no_pairs(stats, longest)
         return stats
 
     def _launch(self, d: _DeviceState, slot: _Slot, d_tokens, d_offsets, s_lo: int, launch: Launch,
