@@ -184,8 +184,16 @@ def test_word2vec_round_trip(tmp_path, data, binary, suffix):
     vectors, keys = data
     path = tmp_path / f"v{suffix}"
     write_word2vec(path, vectors, keys, binary=binary)
-    with no_hang():
-        got, got_keys = read_word2vec(path, binary=binary)
+    try:
+        with no_hang():
+            got, got_keys = read_word2vec(path, binary=binary)
+    except ParvecError as exc:
+        # The documented limit: binary=True refuses bytes that read as text.  Only a binary file where at
+        # least half of the first vectors' bytes happen to be printable text (dimension 1 or 2) gets there.
+        assert binary and "looks like a text word2vec file" in str(exc), exc
+        scanned = [v.astype("<f4").tobytes() for v in vectors[:8]]
+        assert 2 * sum(formats._is_text(v) for v in scanned) >= len(scanned), scanned
+        return
     assert got_keys == keys and same_floats(got, vectors)
     if binary:  # exact bits, NaN payloads included
         assert np.array_equal(got.view(np.uint32), vectors.view(np.uint32))
@@ -195,13 +203,14 @@ def test_word2vec_round_trip(tmp_path, data, binary, suffix):
     try:
         got, got_keys = read_word2vec(path, binary=None)
     except ParvecError:
-        # The documented limit of detection: a tiny binary file whose first vector's bytes read as a text row,
-        # or as valid UTF-8 text without control bytes, is taken for text -- and then fails on its line.
+        # The documented limit of detection: a tiny binary file whose first line reads as a text row, or where
+        # half of the first vectors' bytes are printable text, is taken for text -- and fails on a line.
         assert binary and not detected
         with formats.open_input(path) as f:
             first = f.read().split(b"\n", 2)[1]
-        values = first.partition(b" ")[2]
-        assert formats._text_row(first) is not None or formats._NOT_TEXT.search(values) is None, first
+        scanned = [v.astype("<f4").tobytes() for v in vectors[:8]]
+        text_like = 2 * sum(formats._is_text(v) for v in scanned) >= len(scanned)
+        assert formats._text_row(first) is not None or text_like, first
     else:
         assert got_keys == keys and same_floats(got, vectors)
 
@@ -290,6 +299,7 @@ def test_npy_round_trip(tmp_path, data, with_counts, dtype):
     assert kv.index_to_key == keys and np.array_equal(kv.vectors.view(np.uint8), vectors.view(np.uint8))
 
 
+@pytest.mark.filterwarnings("ignore:Reading `.npy` or `.npz` file required additional header parsing")
 @FUZZ
 @given(data=vector_sets(key=NPY_KEY), target=st.sampled_from(["npy", "vocab", "counts"]), st_mut=st.data())
 def test_npy_mutations(tmp_path, data, target, st_mut):
@@ -414,3 +424,29 @@ def test_regression_damaged_text_is_never_read_as_binary_even_when_asked(tmp_pat
         with pytest.raises(ParvecError, match=r"v\.txt:\d+: ") as exc:
             read_word2vec(path, binary=binary)
         assert "--binary" not in str(exc.value)
+
+
+def test_regression_one_damaged_row_does_not_make_a_text_file_binary(tmp_path):
+    # Found by the long run of test_word2vec_mutations: one flipped byte ('.' to 0xae) made line 2 of this dim-1
+    # text file non-text; the file then counted as binary, parsed whole ("0.5 " is 4 bytes) and line 3's 0.5
+    # came back as 1.5e-19.  One damaged row among clean text rows is not binary evidence.
+    path = tmp_path / "v.txt"
+    path.write_bytes(b"2 1\n0 0\xae5 \n00 0.5 \n")
+    assert not detect_binary(path)
+    for binary in (None, True, False):
+        with pytest.raises(ParvecError, match=r"v\.txt:2: ") as exc:
+            read_word2vec(path, binary=binary)
+        assert "--binary" not in str(exc.value)
+
+
+def test_documented_limit_tiny_binary_with_printable_vector_bytes(tmp_path):
+    # Found by the long run of test_word2vec_round_trip: the 4 bytes of 7.9673576e14 are printable text, so this
+    # valid one-vector binary file cannot be told from a damaged text file and is refused, even as binary=True
+    # (the message says why).  Real vectors are never all printable bytes; this needs dimension 1 or 2.
+    v = np.array([[7.9673576e14]], dtype=np.float32)
+    assert formats._is_text(v.tobytes())
+    path = tmp_path / "v.bin"
+    write_word2vec(path, v, ["0"], binary=True)
+    for binary in (None, True):
+        with pytest.raises(ParvecError, match=r"v\.bin:2: (this looks like a text word2vec file|non-numeric)"):
+            read_word2vec(path, binary=binary)

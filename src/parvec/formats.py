@@ -443,11 +443,11 @@ def _classify(body: bytes, count: int, dim: int, at_eof: bool) -> _Sniff:
     a text file with a wrong header is reported as such.  The one exception is a binary first vector whose
     bytes spell a number up to a newline byte: binary when that line ends inside the first vector, bytes no
     text holds follow within it, and the next line is not a text row like the first.  Otherwise the file is
-    binary when its first rows parse as word, space, ``dim`` float32 values and separator and their vector
-    bytes are not all text.  A file that is neither is guessed from its first line: "text?" when its bytes
-    are text (a damaged text file, or a tiny binary one whose vector bytes all happen to be printable text),
-    "binary?" otherwise.  ``binary=True`` is refused for "text" and "text?": reading text bytes as float32
-    is how a malformed text file turns into garbage words.
+    binary when its first rows parse as word, space, ``dim`` float32 values and separator and most of their
+    vectors hold bytes no text holds.  Rows that parse but are text are "text?" (a damaged text file, or a
+    tiny binary one whose vector bytes happen to be printable); a file whose rows do not parse is guessed
+    from its first line's bytes ("text?" or "binary?").  ``binary=True`` is refused for "text" and "text?":
+    reading text bytes as float32 is how a malformed text file turns into garbage words.
     """
     if not body.strip():
         return _Sniff("empty", 0, dim)
@@ -456,24 +456,26 @@ def _classify(body: bytes, count: int, dim: int, at_eof: bool) -> _Sniff:
     line_end = nl if nl >= 0 else len(body)
     row = _text_row(line) if line else None
     spans, _, _, problem = _scan_binary(body, 0, dim, max(1, min(count, _SNIFF_ROWS)), None, at_eof, 0)
-    parses = problem is None and bool(spans)
-    word_end = spans[0][1] if parses else 0
-    vector_end = word_end + 1 + 4 * dim  # where the first vector ends, read as binary
-    past_line = parses and line_end < vector_end and _NOT_TEXT.search(body, line_end, vector_end) is not None
+    # Binary evidence: the first rows parse as binary, and most of their vectors hold bytes no text holds.  (One
+    # damaged row of a text file among clean ones is not enough: with one value per line "0.5 " is 4 bytes,
+    # and a text file can parse as binary rows; real float32 vectors are not text at all.)
+    vectors = [body[w + 1 : w + 1 + 4 * dim] for _, w in spans] if problem is None else []
+    evidence = bool(vectors) and 2 * sum(not _is_text(v) for v in vectors) > len(vectors)
+    vector_end = (spans[0][1] + 1 + 4 * dim) if vectors else 0  # where the first vector ends, read as binary
+    past_line = evidence and line_end < vector_end and _NOT_TEXT.search(body, line_end, vector_end) is not None
     if past_line:
         next_nl = body.find(b"\n", line_end + 1)
         following = body[line_end + 1 : next_nl if next_nl >= 0 else len(body)]
         next_row = _text_row(following)
         past_line = bool(following.strip()) and (next_row is None or row is None or next_row[1].size != row[1].size)
     if row is not None:
-        if past_line:
-            return _Sniff("binary", 0, dim)
-        return _Sniff("text", row[1].size, dim)
+        return _Sniff("binary", 0, dim) if past_line else _Sniff("text", row[1].size, dim)
+    if evidence:
+        return _Sniff("binary", 0, dim)
+    if vectors:  # rows that parse as binary, but text bytes: a damaged text file (or a tiny, printable binary one)
+        return _Sniff("text?", 0, dim)
     values_part = (line or body[:256]).partition(b" ")[2]
     printable = _NOT_TEXT.search(values_part) is None and _is_utf8(values_part, cut_ok=not line)
-    not_text = any(not _is_text(body[w + 1 : w + 1 + 4 * dim]) for _, w in spans)
-    if parses and (not printable or past_line or not_text):
-        return _Sniff("binary", 0, dim)
     return _Sniff("text?" if printable else "binary?", 0, dim)
 
 
