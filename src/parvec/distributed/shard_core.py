@@ -299,10 +299,13 @@ class UnitStats:
     index_bytes_sent: int = 0
     acks: list[int] = field(default_factory=list)  # adjusts each shard confirmed
     seconds: float = 0.0
+    wait_seconds: float = 0.0  # blocked on the shards' answers (the network, Ray, the shards' work)
+    form_seconds: float = 0.0  # forming minibatches not overlapped with a call in flight
+    client_seconds: float = 0.0  # summing partials, coefficients and loss
 
     def add(self, other: UnitStats) -> None:
         for name in ("words", "inputs", "pairs", "loss", "minibatches", "dropped", "bytes_sent", "bytes_received",
-                     "index_bytes_sent", "seconds"):
+                     "index_bytes_sent", "seconds", "wait_seconds", "form_seconds", "client_seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         if len(self.acks) < len(other.acks):
             self.acks += [0] * (len(other.acks) - len(self.acks))
@@ -377,7 +380,9 @@ class UnitRunner:
             index += 1
             return mb
 
+        t = time.perf_counter()
         nxt = form()
+        stats.form_seconds += time.perf_counter() - t
         pending: tuple[Minibatch, np.ndarray] | None = None
         while nxt is not None or pending is not None:
             lost: ShardLost | None = None
@@ -388,10 +393,12 @@ class UnitRunner:
                 lost = exc
             following = form() if nxt is not None else None  # while the shards work
             if lost is None:
+                t = time.perf_counter()
                 try:
                     partials = step.result(handle)
                 except ShardLost as exc:
                     lost = exc
+                stats.wait_seconds += time.perf_counter() - t
             if lost is not None:
                 if on_lost is None:
                     raise lost
@@ -408,6 +415,7 @@ class UnitRunner:
                 for s in range(step.shards):
                     stats.acks[s] += 1
             if nxt is not None:
+                t = time.perf_counter()
                 stats.bytes_received += sum(p.nbytes for p in partials)
                 f = partials[0] if len(partials) == 1 else np.sum(partials, axis=0, dtype=np.float32)
                 coef = np.empty(nxt.pairs * (1 + negative), dtype=np.float32)
@@ -417,6 +425,7 @@ class UnitRunner:
                 stats.minibatches += 1
                 pending = (nxt, coef)
                 nxt = following
+                stats.client_seconds += time.perf_counter() - t
             else:
                 pending = None
         stats.words = unit.words

@@ -164,6 +164,8 @@ class ShardActor:
         self.negative = int(spec["negative"])
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
         self.applied = 0  # minibatches adjusted (restored from the checkpoint on a restart)
+        self.kernel_seconds = 0.0  # in dotprod/adjust, summed over Ray's threads
+        self.calls = 0
         self.applied_inputs = 0
         self.restored: dict[str, Any] | None = None
         self.checkpoints = 0
@@ -256,17 +258,21 @@ class ShardActor:
 
         ``call`` is one packed byte array (:func:`parvec.distributed.shard_core.pack_call`)."""
         self._check()
+        t0 = time.perf_counter()
         p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(call)
+        self.calls += 1
         if p_seq is not None:
             K.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative, self.noise_prob,
                      self.noise_alias, np.uint64(p_seed), p_coef)
             self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
             self.applied_inputs += len(p_shrink)
         if n_seq is None:
+            self.kernel_seconds += time.perf_counter() - t0
             return None
         out = np.empty(int(n_out), dtype=np.float32)
         K.dotprod(self.w_in, self.w_out, n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
                   self.noise_alias, np.uint64(n_seed), out)
+        self.kernel_seconds += time.perf_counter() - t0
         return out
 
     def rows(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -279,6 +285,7 @@ class ShardActor:
         return {"index": self.index, "error": self.error, "applied": self.applied,
                 "applied_inputs": self.applied_inputs, "restored": self.restored, "checkpoints": self.checkpoints,
                 "peak_rss_bytes": peak_rss_bytes(), "baseline_rss_bytes": self.baseline_rss,
+                "kernel_seconds": self.kernel_seconds, "calls": self.calls,
                 "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid()}
 
     def ping(self) -> int:
@@ -723,6 +730,10 @@ class ShardedRun:
             "requeued_units": self.requeued_units, "requeued_words": self.requeued_words,
             "client_failures": self.client_failures,
             "checkpoint_dir": None if self._temp_checkpoints is not None else str(self.checkpoint_dir),
+            # Where the time goes (seconds summed over client threads / shard threads).
+            "client_unit_seconds": t.seconds, "client_wait_seconds": t.wait_seconds,
+            "client_form_seconds": t.form_seconds, "client_coefficient_seconds": t.client_seconds,
+            "shard_kernel_seconds": [i["kernel_seconds"] for i in infos], "shard_calls": [i["calls"] for i in infos],
         }
 
 

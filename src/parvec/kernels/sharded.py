@@ -9,7 +9,7 @@ ones from the same alias table.  Three kernels make one minibatch SGD step:
 - :func:`dotprod` (shard side): the shard's partial dot products ``u_s(input) . v_s(output)`` for every
   (input, positive) pair and its negatives, in the order ``[pos, neg_1 .. neg_N]`` per pair.
 - :func:`coefficients` (client side): from the summed partials, the gradient coefficients
-  ``alpha * (label - sigmoid(f))`` (word2vec.c's saturation at +-6, :func:`parvec.kernels.classic.sgns_step`)
+  ``alpha * (label - sigmoid(f))`` (word2vec.c's saturation at +-6, as :func:`parvec.kernels.classic.sgns_step`)
   and the SGNS loss.
 - :func:`adjust` (shard side): regenerates the same negatives and applies ``u += sum coef * v`` and
   ``v += coef * u`` to its columns, every product reading the vectors *as they were at the start of the
@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.kernels.classic import sgns_step
+from parvec.kernels.hogbatch import _prefetch_row, sgns_block
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 _M64 = (1 << 64) - 1
@@ -174,19 +174,18 @@ def count_pairs(seg, shrink, window):
 
 
 # --------------------------------------------------------------------------- shard side
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
-    """Partial dot products of this shard's columns (paper Figure 5); returns how many were written.
+# Pairs ahead whose output rows are prefetched: each pair touches 1 + negative random rows of w_out.
+_AHEAD = 2
 
-    ``out[p * (1 + negative)]`` is pair ``p``'s positive, the next ``negative`` its negatives.
 
-    Example:
-        >>> k = dotprod(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), out)  # doctest: +SKIP
-    """
-    dim = w_in.shape[1]
+@njit(inline="always")
+def _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs):
+    """Fill ``centers[p]`` (the input row) and ``outs[p * (1 + negative) + k]`` (the positive, then its
+    negatives) for every pair of the minibatch, in the order of the partial dot products; returns the pairs."""
     state = seed
-    k = 0
+    p = 0
     m = 0
+    stride = 1 + negative
     for g in range(seg.shape[0]):
         base = seg[g, SEG_START]
         n = seg[g, SEG_LEN]
@@ -198,19 +197,49 @@ def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_a
                 if j == i:
                     continue
                 ctx = seq[base + j]
-                f = np.float32(0.0)
-                for c in range(dim):
-                    f += w_in[center, c] * w_out[ctx, c]
-                out[k] = f
-                k += 1
-                for _ in range(negative):
+                centers[p] = center
+                outs[p * stride] = ctx
+                for k in range(negative):
                     state, t = _negative(state, ctx, noise_prob, noise_alias)
-                    f = np.float32(0.0)
-                    for c in range(dim):
-                        f += w_in[center, c] * w_out[t, c]
-                    out[k] = f
-                    k += 1
-    return k
+                    outs[p * stride + 1 + k] = t
+                p += 1
+    return p
+
+
+@njit(inline="always")
+def _prefetch_pair(w_out, outs, q, stride):
+    for k in range(stride):
+        _prefetch_row(w_out, outs[q + k])
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
+    """Partial dot products of this shard's columns (paper Figure 5); returns how many were written.
+
+    ``out[p * (1 + negative)]`` is pair ``p``'s positive, the next ``negative`` its negatives.
+
+    Example:
+        >>> k = dotprod(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), out)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    stride = 1 + negative
+    n_pairs = len(out) // stride
+    centers = np.empty(max(1, n_pairs), dtype=np.int64)
+    outs = np.empty(max(1, n_pairs * stride), dtype=np.int64)
+    n_pairs = _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs)
+    for p in range(min(_AHEAD, n_pairs)):
+        _prefetch_pair(w_out, outs, p * stride, stride)
+    for p in range(n_pairs):
+        if p + _AHEAD < n_pairs:
+            _prefetch_pair(w_out, outs, (p + _AHEAD) * stride, stride)
+        center = centers[p]
+        for k in range(stride):
+            t = outs[p * stride + k]
+            f = np.float32(0.0)
+            for c in range(dim):
+                f += w_in[center, c] * w_out[t, c]
+            out[p * stride + k] = f
+    return n_pairs * stride
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
@@ -225,72 +254,55 @@ def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_al
         >>> adjust(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), coef)  # doctest: +SKIP
     """
     dim = w_in.shape[1]
+    stride = 1 + negative
     n_in = len(shrink)
-    n_pairs = len(coef) // (1 + negative)
-    du = np.zeros((n_in, dim), dtype=np.float32)
-    negs = np.empty(max(1, n_pairs * negative), dtype=np.int64)
-    # 1. du[m] = sum over m's pairs of coef * v(output), reading v before any change; negatives kept.
-    state = seed
-    k = 0
-    q = 0
+    n_pairs = len(coef) // stride
+    du = np.zeros((max(1, n_in), dim), dtype=np.float32)
+    centers = np.empty(max(1, n_pairs), dtype=np.int64)
+    outs = np.empty(max(1, n_pairs * stride), dtype=np.int64)
+    first = np.empty(max(1, n_in + 1), dtype=np.int64)  # each input's first pair
+    n_pairs = _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs)
+    # Inputs own consecutive pairs: input m's pairs are first[m] .. first[m + 1].
     m = 0
+    p = 0
     for g in range(seg.shape[0]):
-        base = seg[g, SEG_START]
         n = seg[g, SEG_LEN]
         for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
             r = np.int64(shrink[m])
-            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
-                if j == i:
-                    continue
-                ctx = seq[base + j]
-                gk = coef[k]
-                k += 1
-                for c in range(dim):
-                    du[m, c] += gk * w_out[ctx, c]
-                for _ in range(negative):
-                    state, t = _negative(state, ctx, noise_prob, noise_alias)
-                    negs[q] = t
-                    q += 1
-                    gk = coef[k]
-                    k += 1
-                    for c in range(dim):
-                        du[m, c] += gk * w_out[t, c]
+            first[m] = p
+            p += min(n, i + window - r + 1) - max(0, i - window + r) - 1
             m += 1
+    first[n_in] = p
+    # 1. du[m] = sum over m's pairs of coef * v(output), reading v before any change.
+    for q in range(min(_AHEAD, n_pairs)):
+        _prefetch_pair(w_out, outs, q * stride, stride)
+    for m in range(n_in):
+        for q in range(first[m], first[m + 1]):
+            if q + _AHEAD < n_pairs:
+                _prefetch_pair(w_out, outs, (q + _AHEAD) * stride, stride)
+            for k in range(stride):
+                gk = coef[q * stride + k]
+                t = outs[q * stride + k]
+                for c in range(dim):
+                    du[m, c] += gk * w_out[t, c]
     # 2. v(output) += coef * u(center), reading u before any change.
-    k = 0
-    q = 0
-    m = 0
-    for g in range(seg.shape[0]):
-        base = seg[g, SEG_START]
-        n = seg[g, SEG_LEN]
-        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
-            center = seq[base + i]
-            r = np.int64(shrink[m])
-            m += 1
-            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
-                if j == i:
-                    continue
-                ctx = seq[base + j]
-                gk = coef[k]
-                k += 1
-                for c in range(dim):
-                    w_out[ctx, c] += gk * w_in[center, c]
-                for _ in range(negative):
-                    t = negs[q]
-                    q += 1
-                    gk = coef[k]
-                    k += 1
-                    for c in range(dim):
-                        w_out[t, c] += gk * w_in[center, c]
+    for q in range(min(_AHEAD, n_pairs)):
+        _prefetch_pair(w_out, outs, q * stride, stride)
+    for q in range(n_pairs):
+        if q + _AHEAD < n_pairs:
+            _prefetch_pair(w_out, outs, (q + _AHEAD) * stride, stride)
+        center = centers[q]
+        for k in range(stride):
+            gk = coef[q * stride + k]
+            t = outs[q * stride + k]
+            for c in range(dim):
+                w_out[t, c] += gk * w_in[center, c]
     # 3. u(center) += du.
-    m = 0
-    for g in range(seg.shape[0]):
-        base = seg[g, SEG_START]
-        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
-            center = seq[base + i]
+    for m in range(n_in):
+        if first[m + 1] > first[m]:
+            center = centers[first[m]]
             for c in range(dim):
                 w_in[center, c] += du[m, c]
-            m += 1
     return n_pairs
 
 
@@ -300,27 +312,27 @@ def coefficients(f, n_ctx, alpha_in, negative, coef):
     """Gradient coefficients ``alpha * (label - sigmoid(f))`` from the summed dot products; returns the
     minibatch's SGNS loss (each positive's and its negatives' terms, as the one-process kernels report).
 
-    ``n_ctx[m]`` is input ``m``'s number of positives and ``alpha_in[m]`` its learning rate.
+    ``n_ctx[m]`` is input ``m``'s number of positives and ``alpha_in[m]`` its learning rate.  The sigmoid,
+    its saturation at +-6 and the loss are :func:`parvec.kernels.hogbatch.sgns_block`'s (vectorised).
 
     Example:
         >>> loss = coefficients(f, n_ctx, alpha_in, 5, coef)  # doctest: +SKIP
     """
+    stride = 1 + negative
+    most = 0
+    for m in range(len(n_ctx)):
+        most = max(most, n_ctx[m])
+    lab = np.zeros(max(1, most * stride), dtype=np.float32)
+    for p in range(most):
+        lab[p * stride] = 1.0
     loss = 0.0
     k = 0
-    one = np.float32(1.0)
-    zero = np.float32(0.0)
     for m in range(len(n_ctx)):
-        a = np.float32(alpha_in[m])
-        for _ in range(n_ctx[m]):
-            err, lo = sgns_step(f[k], one)
-            coef[k] = err * a
-            loss += lo
-            k += 1
-            for _ in range(negative):
-                err, lo = sgns_step(f[k], zero)
-                coef[k] = err * a
-                loss += lo
-                k += 1
+        n = n_ctx[m] * stride
+        for j in range(n):
+            coef[k + j] = f[k + j]
+        loss += sgns_block(coef[k:k + n], lab, n, np.float32(alpha_in[m]), True)
+        k += n
     return loss
 
 
