@@ -210,7 +210,14 @@ class Word2Vec:
         self.check_memory(encoded)
         # word2vec.c's initial vectors, as every trainer starts from (the GPU's algorithms have no CPU Trainer)
         n, dim = len(self.vocab), self.config.dim
-        self._set_vectors(init_input_vectors(n, dim, self.config.seed), np.zeros((n, dim), dtype=np.float32))
+        try:
+            self._set_vectors(init_input_vectors(n, dim, self.config.seed), np.zeros((n, dim), dtype=np.float32))
+        except MemoryError:
+            raise ParvecError(
+                f"out of memory allocating the model ({2 * n * dim * 4 / 2**30:.2f} GiB: vectors {n:,} x {dim} x 2); "
+                "lower --dim, raise --min-count, or train it column-sharded across processes (--cluster ... "
+                "--mode sharded)"
+            ) from None
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
         self.epochs_trained = 0
@@ -228,9 +235,11 @@ class Word2Vec:
             )
         # A process capped below the model (ulimit -d / -v, prlimit; RLIMIT_DATA or RLIMIT_AS) stops here, before
         # training, with the numbers, rather than failing inside an allocation.
+        # The vectors, the per-word tables beside them (counts, keep, alias) and some working room.
         vectors = 2 * len(encoded.vocab) * self.config.dim * 4
+        vectors_and_tables = vectors + 24 * len(encoded.vocab) + (64 << 20)
         room = _rlimit_headroom()
-        if room is not None and vectors > room:
+        if room is not None and vectors_and_tables > room:
             raise ParvecError(
                 f"out of memory: the model needs {vectors / 2**30:.2f} GiB (vectors {len(encoded.vocab):,} x "
                 f"{self.config.dim} x 2) but this process's memory limit (RLIMIT_DATA/RLIMIT_AS, e.g. ulimit -d) "
