@@ -102,8 +102,8 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--full-sync-times", dest="full_sync_times", type=int, default=0,
                    help="replicas: extra evenly spaced full-model syncs per epoch (0)")
     g.add_argument("--replica-alpha-scale", dest="replica_alpha_scale", choices=("none", "sqrt", "linear"),
-                   default="none", help="replicas: multiply the starting learning rate by 1, sqrt(N) or N for N "
-                   "replicas (none; docs/distributed.md has the measurement)")
+                   default="linear", help="replicas: multiply the starting learning rate by 1, sqrt(N) or N for "
+                   "N replicas (linear; docs/distributed.md has the measurement)")
 
 
 def cluster_from_args(args: argparse.Namespace) -> Any:
@@ -123,7 +123,7 @@ def cluster_from_args(args: argparse.Namespace) -> Any:
     return Cluster(args.cluster, mode=args.cluster_mode, replicas=args.replicas, shards=args.shards,
                    clients=args.clients, sync_words=args.sync_words, min_sync_words=args.min_sync_words,
                    full_sync_times=args.full_sync_times,
-                   alpha_scale=getattr(args, "replica_alpha_scale", "none"))
+                   alpha_scale=getattr(args, "replica_alpha_scale", "linear"))
 
 
 def register(subparsers: Any) -> None:

@@ -76,7 +76,18 @@ class Cluster:
     timeout_s: float = 300.0
     # replicas: the starting learning rate times 1 ("none"), sqrt(N) ("sqrt") or N ("linear"), the paper's
     # adjustment for N nodes (docs/distributed.md, Replicas, has the measurement behind the default).
-    alpha_scale: str = "none"
+    alpha_scale: str = "linear"
+    # sharded mode (parvec.distributed.sharded; checked there): input words per minibatch (one shard call
+    # adjusts one minibatch and computes the next one's dot products), words per unit of work (what a client
+    # trains per call; re-queued if the client dies), shard checkpoints (directory, None = a temporary one;
+    # seconds between them), a memory cap per shard process (RLIMIT_DATA bytes, None = none) and how many
+    # times a lost shard or client actor is restarted.
+    minibatch_words: int = 256
+    unit_words: int = 100_000
+    checkpoint_dir: str | None = None
+    checkpoint_interval_s: float = 60.0
+    shard_memory_bytes: int | None = None
+    max_restarts: int = 3
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
