@@ -36,6 +36,9 @@ VARIANTS = {
     "replicas-2x1-sqrt": ("replicas", 2, 1, "sqrt", None),
     "replicas-2x1-linear": ("replicas", 2, 1, "linear", None),
     "replicas-2x1-fullsync": ("replicas", 2, 1, "none", 10**9),
+    # replicas-2x1-linear with replica 1 killed (ray.kill) once epoch --kill-epoch has done --kill-sync syncs
+    "replicas-2x1-linear-fullsync": ("replicas", 2, 1, "linear", 10**9),
+    "replicas-2x1-linear-fault": ("replicas", 2, 1, "linear", None),
 }
 
 
@@ -83,6 +86,23 @@ def run_one(ns: argparse.Namespace) -> dict:
         cluster = Cluster(f"local:{replicas}", sync_words=ns.sync_words,
                           min_sync_words=min(min_sync or ns.min_sync_words, v), alpha_scale=alpha_scale)
         trainer = ReplicaTrainer(cluster, cfg, enc.vocab.counts, w_in, w_out)
+        if ns.variant.endswith("-fault"):
+            import threading
+
+            def killer() -> None:  # kill replica 1 mid-epoch, as a lost node would
+                import ray
+
+                while True:
+                    time.sleep(0.05)
+                    try:
+                        e, k = ray.get(trainer.actors[0].progress.remote(), timeout=5)["synced"]
+                    except Exception:  # noqa: BLE001 - not started yet
+                        continue
+                    if (e, k) >= (ns.kill_epoch - 1, ns.kill_sync):
+                        ray.kill(trainer.actors[1], no_restart=False)
+                        return
+
+            threading.Thread(target=killer, daemon=True).start()
         t1 = time.perf_counter()
         stats = trainer.train(enc)
         result["wall_seconds"] = time.perf_counter() - t1
@@ -141,12 +161,14 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quality", action="store_true")
+    ap.add_argument("--kill-epoch", type=int, default=3, help="a -fault variant: the epoch (1-based) of the kill")
+    ap.add_argument("--kill-sync", type=int, default=20, help="a -fault variant: syncs done in it before the kill")
     ap.add_argument("--speed-variants", nargs="+", default=["process-1t", "replicas-1x1", "replicas-2x1",
                                                              "process-2t"])
     ap.add_argument("--speed-epochs", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quality-variants", nargs="+", default=["process-2t", "replicas-2x1", "replicas-2x1-linear",
-                                                               "replicas-2x1-fullsync"])
+                                                               "replicas-2x1-linear-fullsync"])
     ap.add_argument("--quality-epochs", type=int, default=5)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--out", type=Path, default=None)
@@ -155,27 +177,38 @@ def main() -> None:
         print(json.dumps(run_one(ns)))
         return
     ns.work.mkdir(parents=True, exist_ok=True)
+    load0 = os.getloadavg()
     # Fill the encoded-corpus cache and numba's cache once, outside every measurement.
     spawn("process-1t", 1, 1, False, ns) if not (ns.work / "cache").exists() else None
     speed: dict[str, list[dict]] = {v: [] for v in ns.speed_variants}
-    for r in range(ns.rounds):
-        print(f"speed round {r + 1}/{ns.rounds}", file=sys.stderr, flush=True)
-        for v in ns.speed_variants:
-            speed[v].append(spawn(v, ns.speed_epochs, 1, False, ns))
     quality: dict[str, dict[int, dict]] = {v: {} for v in ns.quality_variants}
-    for seed in ns.seeds:
-        print(f"quality seed {seed}", file=sys.stderr, flush=True)
-        for v in ns.quality_variants:
-            quality[v][seed] = spawn(v, ns.quality_epochs, seed, True, ns)
-    results = {"corpus": str(ns.corpus), "cpu": _cpu(), "load_average_at_end": os.getloadavg(),
+
+    def results_so_far() -> dict:
+        return {"corpus": str(ns.corpus), "cpu": _cpu(), "load_average_at_start": load0,
+               "load_average_at_end": os.getloadavg(),
                "params": {k: getattr(ns, k) for k in ("dim", "window", "negative", "sample", "min_count",
                                                       "sync_words", "min_sync_words", "speed_epochs",
                                                       "quality_epochs", "seeds", "rounds")},
                "speed": speed, "quality": quality}
+
+    def save() -> None:  # after every run, so a run that dies keeps what it measured
+        if ns.out:
+            ns.out.parent.mkdir(parents=True, exist_ok=True)
+            ns.out.write_text(json.dumps(results_so_far(), indent=1))
+
+    for r in range(ns.rounds):
+        print(f"speed round {r + 1}/{ns.rounds}", file=sys.stderr, flush=True)
+        for v in ns.speed_variants:
+            speed[v].append(spawn(v, ns.speed_epochs, 1, False, ns))
+            save()
+    for seed in ns.seeds:
+        print(f"quality seed {seed}", file=sys.stderr, flush=True)
+        for v in ns.quality_variants:
+            quality[v][seed] = spawn(v, ns.quality_epochs, seed, True, ns)
+            save()
+    results = results_so_far()
     print(tables(results))
-    if ns.out:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps(results, indent=1))
+    save()
 
 
 def _cpu() -> str:

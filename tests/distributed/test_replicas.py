@@ -183,6 +183,7 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
     assert topic_precision(kv, ANIMALS) > 0.8 and topic_precision(kv, VEHICLES) > 0.8
     rep = json.loads(report.read_text())
     assert rep["replicas"] == 2 and rep["threads_per_replica"] == 1
+    assert rep["alpha_scale"] == "linear" and rep["alpha_per_replica"] == pytest.approx(2 * 0.025)
     assert rep["syncs"] >= 6 and rep["sync_seconds"] > 0
     assert rep["bytes_synced"] > 0 and rep["bytes_synced_per_word"] == pytest.approx(
         rep["bytes_synced"] / rep["words_trained"])

@@ -328,6 +328,7 @@ class _Replica:
         mats = [self.trainer.w_in, self.trainer.w_out]
         rank = self.rank
         self.synced = (epoch, 0)
+        self.progress_totals = {}  # this epoch's counters start at zero
         epoch_sync = {"seconds": 0.0, "syncs": 0, "rows": 0, "bytes": 0}
 
         def on_part_end(e: int, k: int) -> None:
