@@ -311,3 +311,13 @@ def test_node2vec_workers_zero_is_refused_not_all_cores(workers, capsys, tmp_pat
     assert main(["node2vec", str(path), "-o", str(tmp_path / "v.txt"), "--workers", str(workers)]) == 2
     assert "workers" in capsys.readouterr().err
     assert not (tmp_path / "v.txt").exists()
+
+
+def test_node2vec_on_cuda_without_a_gpu_names_what_is_missing(tmp_path):
+    from numba import cuda
+
+    if cuda.is_available():
+        pytest.skip("a CUDA device is present: the hardware tests cover device='cuda'")
+    g = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 0], node_ids=["a", "b", "c", "d"])
+    with pytest.raises(ParvecError, match="(?i)cuda|gpu"):
+        Node2Vec(g, walk_length=5, num_walks=2, workers=1, device="cuda").fit()

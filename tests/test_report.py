@@ -226,3 +226,36 @@ def test_report_opens_in_headless_chromium(real_run, tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+KARATE = Path(__file__).resolve().parents[2] / "shared" / "data" / "graphs" / "karate"
+
+
+def test_graph_run_report_has_node_classification_and_epoch_f1(tmp_path):
+    if not KARATE.is_dir():
+        pytest.fail(f"{KARATE} is missing: CI must have shared/data beside the checkout")
+    report = tmp_path / "k.json"
+    code = main(["deepwalk", str(KARATE / "karate.edgelist"), "-o", str(tmp_path / "k.emb"), "--labels",
+                 str(KARATE / "karate.labels"), "--report", str(report), "--eval-every-epoch", "--epochs", "2",
+                 "--report-interval", "0.01", "--workers", "1", "--quiet"])
+    assert code == 0
+    d = json.loads(report.read_text())
+    assert d["kind"] == "graph" and d["nodes"] == 34 and d["epochs"] == 2
+    fractions = [r["fraction"] for r in d["node_classification"]]
+    assert fractions == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])
+    assert all(0.5 < r["micro_f1"] <= 1.0 for r in d["node_classification"][1:])  # karate's two clubs
+    assert [set(e["scores"]) for e in d["epoch_log"]] == [{"micro_f1", "macro_f1"}] * 2
+    html_path = tmp_path / "k.html"
+    assert main(["report", str(report), "-o", str(html_path)]) == 0
+    html = html_path.read_text()
+    images = dict(re.findall(r"<img id='(\w+)'[^>]*src='data:image/png;base64,([^']+)'", html))
+    assert set(images) == {"loss", "throughput", "quality", "projection", "node_classification"}
+    for b64 in images.values():
+        assert _not_blank(_png_pixels(base64.b64decode(b64)))
+
+
+def test_graph_report_needs_labels_for_eval_every_epoch(tmp_path, capsys):
+    code = main(["deepwalk", str(KARATE / "karate.edgelist"), "-o", str(tmp_path / "k.emb"), "--report",
+                 str(tmp_path / "k.json"), "--eval-every-epoch", "--quiet"])
+    assert code == 2 and "--labels" in capsys.readouterr().err
+    assert not (tmp_path / "k.emb").exists() and not (tmp_path / "k.json").exists()

@@ -36,7 +36,9 @@ from typing import Any
 
 from parvec.errors import ParvecError
 
-SCORE_TITLES = {"ws353": "WS-353 (Spearman)", "simlex": "SimLex-999 (Spearman)", "analogy": "Google analogy (3CosAdd)"}
+SCORE_TITLES = {"ws353": "WS-353 (Spearman)", "simlex": "SimLex-999 (Spearman)", "analogy": "Google analogy (3CosAdd)",
+                "micro_f1": "Node classification micro-F1 (50% train)",
+                "macro_f1": "Node classification macro-F1 (50% train)"}
 
 
 @dataclass
@@ -190,11 +192,20 @@ def figure_throughput(runs: Sequence[Run]) -> bytes:
 
 
 def figure_quality(runs: Sequence[Run]) -> bytes:
-    """WS-353, SimLex-999 and analogy accuracy after each epoch."""
+    """The scores recorded after each epoch: WS-353, SimLex-999 and analogy for words, F1 for graphs."""
+    names: list[str] = []
+    for run in runs:
+        for e in run.epochs:
+            for k in e.get("scores") or {}:
+                if k not in names:
+                    names.append(k)
+    if not names:
+        names = ["micro_f1", "macro_f1"] if all(r.kind == "graph" for r in runs) else ["ws353", "simlex", "analogy"]
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.8), layout="constrained")
+    fig, axes = plt.subplots(1, len(names), figsize=(3.7 * len(names), 3.8), layout="constrained", squeeze=False)
+    axes = axes[0]
     any_scores = False
-    for name, ax in zip(SCORE_TITLES, axes, strict=True):
+    for name, ax in zip(names, axes, strict=True):
         drawn = False
         for i, run in enumerate(runs):
             pts = [(e["epoch"], e["scores"][name]) for e in run.epochs
@@ -209,7 +220,7 @@ def figure_quality(runs: Sequence[Run]) -> bytes:
             ax.xaxis.get_major_locator().set_params(integer=True)
         else:
             _empty(ax, "no scores")
-        ax.set_title(SCORE_TITLES[name], fontsize=10)
+        ax.set_title(SCORE_TITLES.get(name, name), fontsize=10)
     if any_scores:
         axes[0].legend(fontsize=8)
     fig.suptitle("Quality per epoch" + ("" if any_scores else " (train with --eval-every-epoch to record it)"))

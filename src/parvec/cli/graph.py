@@ -91,6 +91,16 @@ def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     t.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     t.add_argument("--seed", type=int, default=1, help="random seed for walks and training (default 1)")
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    t.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu (default) or cuda: an NVIDIA GPU through numba-cuda (pip install 'parvec[gpu]')")
+    r = p.add_argument_group("report")
+    r.add_argument("--report", default=None, help="write a JSON report of the run (time series, loss, timings; "
+                   "node classification with --labels); draw it with `parvec report`")
+    r.add_argument("--report-interval", type=float, default=2.0, help="seconds between time-series samples (2)")
+    r.add_argument("--labels", default=None, help="node labels: the report gets micro/macro-F1 against the "
+                   "training fraction (10%%-90%%) after training")
+    r.add_argument("--eval-every-epoch", action="store_true",
+                   help="with --labels: score node classification (50%% training) after every epoch")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -193,6 +203,7 @@ def _model(graph, args: argparse.Namespace):
         window=args.window_size, p=p, q=q, epochs=args.epochs, workers=args.workers, seed=args.seed,
         algo=args.algo, negative=args.negative, sample=args.sample, alpha=args.alpha,
         batch_walks=args.batch_walks, progress=None if not args.quiet else False,
+        **({"device": args.device} if getattr(args, "device", "cpu") != "cpu" else {}),
     )  # fmt: skip
 
 
@@ -222,9 +233,21 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     # unwritable path fails before the (long) walks and training; parvec's main removes it on failure.
     from parvec.cli.outputs import OutputPlan, Use, check_paths, vector_outputs
 
-    check_paths([Use("the graph", Path(args.graph))], vector_outputs("-o", out, npy=is_npy))
+    if args.eval_every_epoch and not args.labels:
+        raise ParvecError("--eval-every-epoch scores node classification: give --labels FILE")
+    if not args.report_interval > 0:
+        raise ParvecError(f"--report-interval must be positive, got {args.report_interval}")
+    inputs = [Use("the graph", Path(args.graph))] + ([Use("--labels", Path(args.labels))] if args.labels else [])
+    outputs = vector_outputs("-o", out, npy=is_npy) + ([Use("--report", Path(args.report))] if args.report else [])
+    check_paths(inputs, outputs)
     plan = OutputPlan()
     pending = plan.file("-o", out, npy=is_npy)
+    pending_report = plan.file("--report", args.report) if args.report else None
+    labels = None
+    if args.labels:
+        from parvec.graph.evaluation import read_labels
+
+        labels = read_labels(args.labels)  # read before the walks: a bad line fails now, not after training
     t0 = time.perf_counter()
     graph = _read(args)
     t_read = time.perf_counter() - t0
@@ -232,8 +255,17 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if bad is not None:  # word2vec files separate key and values by a space: refuse before training
         raise ParvecError(f"{args.graph}: node ID {bad!r} contains whitespace; write .npy output instead")
     model = _model(graph, args)
+    if args.report:
+        from parvec.runlog import RunLog
+
+        model.run_log = RunLog(interval_s=args.report_interval)
+    if labels is not None and args.eval_every_epoch:
+        model.eval_labels, model.eval_labels_source = labels, args.labels
     kv = model.fit()
     pending.write(lambda tmp: kv.save(tmp) if is_npy else kv.save_word2vec_format(tmp, binary=args.binary))
+    if pending_report is not None:
+        report = _graph_report(args, graph, model, labels, out, t_read)
+        pending_report.write(lambda tmp: Path(tmp).write_text(json.dumps(report, indent=1), encoding="utf-8"))
     plan.commit()
     if not args.quiet:
         tm = model.timings
@@ -244,6 +276,34 @@ def _cmd_embed(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any, out: Path,
+                  t_read: float) -> dict[str, Any]:
+    # The same shape as `parvec train --report` (kind "graph"), plus the walk settings and, with labels,
+    # micro/macro-F1 against the training fraction.
+    from parvec.cli.train import peak_memory_bytes
+
+    stats = model.train_stats
+    report: dict[str, Any] = {
+        "kind": "graph",
+        "parameters": model.config.to_dict() | {
+            "walk_length": model.spec.walk_length, "num_walks": model.spec.num_walks, "p": model.spec.p,
+            "q": model.spec.q, "graph": args.graph, "command": args.command},
+        "nodes": graph.n_nodes, "edges": graph.n_edges,
+        "words_trained": stats.words, "epochs": stats.epochs, "read_seconds": t_read,
+        "walk_seconds": model.timings.get("walks"), "training_seconds": stats.seconds,
+        "words_per_sec": stats.words_per_sec, "loss_per_epoch": stats.loss_per_epoch,
+        "peak_memory_bytes": peak_memory_bytes(), "device": model.config.device,
+        "output": str(out.resolve()), "output_binary": bool(args.binary),
+    }
+    if labels is not None:
+        model.eval_labels, model.eval_labels_source = labels, args.labels
+        report["labels"] = args.labels
+        report["node_classification"] = model.classify(model.node_vectors, repeats=3)
+    if model.run_log is not None:
+        report |= model.run_log.to_dict()
+    return report
 
 
 def _load_vectors(path: str) -> tuple[Any, list[str]]:

@@ -138,13 +138,13 @@ class Node2Vec:
                 f"walk_length (--walk-length) is {walk_length}: a walk of one node has no neighbour to learn "
                 "from, so nothing would be trained; use 2 or more (node2vec's default is 80)"
             )
-        from parvec.config import DEFAULT_ALGO, TrainConfig, default_threads
+        from parvec.config import DEFAULT_ALGO, DEFAULT_GPU_ALGO, TrainConfig, default_threads
 
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
             raise ParvecError(f"workers must be a positive integer (None = all cores), got {workers!r}")
         self.workers = workers if workers is not None else default_threads()
         self.config = TrainConfig(
-            algo=algo or DEFAULT_ALGO,
+            algo=algo or (DEFAULT_GPU_ALGO if train_options.get("device") == "cuda" else DEFAULT_ALGO),
             dim=dimensions,
             window=window,
             negative=negative,
@@ -180,6 +180,12 @@ class Node2Vec:
         self.paired: np.ndarray | None = None
         self.node_vectors: np.ndarray | None = None  # (n_nodes, dim), rows in graph node order
         self.timings: dict[str, float] = {}
+        # A parvec.runlog.RunLog here records the run for `parvec report`; with eval_labels (Labels from
+        # parvec.graph.evaluation.read_labels) each epoch is scored by node classification at 50% training.
+        self.run_log: Any = None
+        self.eval_labels: Any = None
+        self.eval_labels_source = "labels"
+        self.eval_seconds = 0.0
         self.train_stats = None
         self.n_tokens = 0
 
@@ -283,13 +289,24 @@ class Node2Vec:
                 return iter(cached)
             return self._batches(ranking.rank)
 
-        trainer = Trainer(self.config, ranking.counts)
+        if self.config.device == "cuda":  # the GPU driver takes the same walks as parts
+            from parvec.gpu import make_trainer
+            from parvec.trainer import init_input_vectors
+
+            n, dim = len(ranking.counts), self.config.dim
+            trainer = make_trainer(self.config, ranking.counts, init_input_vectors(n, dim, self.config.seed),
+                                   np.zeros((n, dim), dtype=np.float32))
+        else:
+            trainer = Trainer(self.config, ranking.counts)
+        on_epoch_end = self._recorder(trainer, ranking)
         assert self.paired is not None
         alone = ranking.rank[~self.paired]  # nodes that meet no other node: their rows are put back after training
         initial = trainer.w_in[alone].copy()
         t1 = time.perf_counter()
-        self.train_stats = trainer.train_parts(make_parts, words_per_epoch=self.n_tokens)
-        self.timings["train"] = time.perf_counter() - t1
+        self.train_stats = trainer.train_parts(make_parts, words_per_epoch=self.n_tokens, on_epoch_end=on_epoch_end)
+        if self.eval_seconds:  # words/s is training's, not the per-epoch evaluation's
+            self.train_stats.seconds = max(0.0, self.train_stats.seconds - self.eval_seconds)
+        self.timings["train"] = time.perf_counter() - t1 - self.eval_seconds
         self.timings["walks_cached"] = float(cached is not None)
         w_in = trainer.w_in
         w_in[alone] = initial
@@ -297,6 +314,56 @@ class Node2Vec:
         cached = None
         self.node_vectors = w_in[ranking.rank]
         return w_in, ranking
+
+    def _recorder(self, trainer: Any, ranking: NodeRanking) -> Any:
+        # With a RunLog: the time series, and per epoch the loss and (with eval_labels) node classification.
+        log = self.run_log
+        self.eval_seconds = 0.0
+        if log is None:
+            return None
+        log.new_call()
+        trainer.on_progress = log.progress
+        started = time.perf_counter()
+        cfg = self.config
+
+        def on_epoch_end(epoch: int, stats: Any) -> None:
+            scores, t_eval = None, None
+            if self.eval_labels is not None:
+                t0 = time.perf_counter()
+                scores = self.classify(trainer.w_in[ranking.rank], train_fractions=[0.5], repeats=3)
+                t_eval = time.perf_counter() - t0
+                self.eval_seconds += t_eval
+                log.pause(t_eval)
+            lr = cfg.alpha - (cfg.alpha - cfg.final_alpha) * min(1.0, (epoch + 1) / cfg.epochs)
+            log.epoch_end(epoch=epoch, words=stats.words_per_epoch[-1] if stats.words_per_epoch else 0,
+                          loss=stats.loss_per_epoch[-1] if stats.loss_per_epoch else None,
+                          seconds=time.perf_counter() - started - self.eval_seconds, lr=lr,
+                          scores=None if scores is None else {"micro_f1": scores[0]["micro_f1"],
+                                                              "macro_f1": scores[0]["macro_f1"]},
+                          eval_seconds=t_eval)
+
+        return on_epoch_end
+
+    def classify(self, node_vectors: np.ndarray, train_fractions: Any = None, repeats: int = 3) -> list[dict]:
+        """Node classification of ``node_vectors`` (rows in graph node order) against ``eval_labels``:
+        ``[{"fraction", "micro_f1", "macro_f1"}, ...]``, means over ``repeats`` random splits.
+
+        Example:
+            >>> model.eval_labels = read_labels("blogcatalog.labels"); model.fit()  # doctest: +SKIP
+            >>> model.classify(model.node_vectors, [0.5])[0]["micro_f1"]  # doctest: +SKIP
+            0.38
+        """
+        from parvec.graph.evaluation import DEFAULT_FRACTIONS, align_labels, node_classification
+
+        labels = self.eval_labels
+        if labels is None:
+            raise ParvecError("classify: set eval_labels (parvec.graph.evaluation.read_labels) first")
+        rows, y = align_labels(self.graph.node_ids, labels, source=self.eval_labels_source)
+        result = node_classification(node_vectors[rows], y, list(train_fractions or DEFAULT_FRACTIONS),
+                                     repeats=repeats, seed=self.spec.seed, source=self.eval_labels_source,
+                                     label_names=labels.label_names)
+        return [{"fraction": r["train_fraction"], "micro_f1": r["micro_f1_mean"], "macro_f1": r["macro_f1_mean"]}
+                for r in result["results"]]
 
     def _keyed_vectors(self, w_in: np.ndarray, ranking: NodeRanking) -> KeyedVectors:
         from parvec.keyedvectors import KeyedVectors
