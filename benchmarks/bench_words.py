@@ -11,6 +11,9 @@ scored by the same evaluator for every system.
 
 Systems: ``classic``, ``hogbatch``, ``par`` (parvec), ``gensim-file`` (gensim corpus_file mode),
 ``gensim-iter`` (gensim with an in-memory iterable).
+
+The ``--out`` JSON draws as a report (words/s per system and thread count as bars, the quality runs in a
+table): ``parvec report bench_out/words.json -o bench_out/words.html``.
 """
 
 from __future__ import annotations
