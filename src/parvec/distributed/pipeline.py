@@ -153,27 +153,17 @@ def count_range(path: str, start: int, end: int, options: dict[str, Any]) -> tup
     return counter.counts, counter.raw_words
 
 
-_VOCAB_CACHE: dict[str, Vocab] = {}  # per Ray worker process: the encoding vocabulary, built once
-
-
-def encode_range(path: str, start: int, end: int, options: dict[str, Any], vocab_key: str, vocab_words: list[Any],
-                 out_dir: str, k: int) -> tuple[int, int, int]:
-    """Step 2, one range: encode it with the vocabulary into ``tokens_K.npy``/``offsets_K.npy``; returns
+def encode_range(path: str, start: int, end: int, options: dict[str, Any], vocab: Vocab, out_dir: str,
+                 k: int) -> tuple[int, int, int]:
+    """Step 2, one range: encode it with ``vocab`` into ``tokens_K.npy``/``offsets_K.npy``; returns
     ``(tokens, sentences, raw words)``.
 
     Example:
-        >>> encode_range("corpus.txt", 0, 1000, {}, "v1", [["the", "cat"]], "work", 0)  # doctest: +SKIP
+        >>> encode_range("corpus.txt", 0, 1000, {}, vocab, "work", 0)  # doctest: +SKIP
         (812, 3, 1000)
     """
     from parvec.corpus import _encode
 
-    vocab = _VOCAB_CACHE.get(vocab_key)
-    if vocab is None:
-        import ray
-
-        words = ray.get(vocab_words[0]) if isinstance(vocab_words[0], ray.ObjectRef) else vocab_words[0]
-        _VOCAB_CACHE.clear()
-        vocab = _VOCAB_CACHE[vocab_key] = Vocab(list(words), np.zeros(len(words), dtype=np.int64))
     opts = ReadOptions(**options)
     sentences = RangeSentences(path, start, end, opts)
     try:
@@ -188,6 +178,25 @@ def encode_range(path: str, start: int, end: int, options: dict[str, Any], vocab
     np.save(out / f"tokens_{k}.npy", tokens)
     np.save(out / f"offsets_{k}.npy", offsets)
     return int(len(tokens)), int(len(offsets) - 1), int(raw)
+
+
+class Encoder:
+    """A Ray actor holding the word -> id lookup (built once from the word list) that encodes byte ranges;
+    the driver starts one per CPU and stops them after step 2, which frees the lookups.
+
+    Example:
+        >>> enc = ray.remote(Encoder).remote([words_ref])  # doctest: +SKIP
+    """
+
+    def __init__(self, words: list[Any]) -> None:
+        import ray
+
+        w = ray.get(words[0]) if isinstance(words[0], ray.ObjectRef) else words[0]
+        self.vocab = Vocab(list(w), np.zeros(len(w), dtype=np.int64))
+
+    def encode(self, path: str, start: int, end: int, options: dict[str, Any], out_dir: str,
+               k: int) -> tuple[int, int, int]:
+        return encode_range(path, start, end, options, self.vocab, out_dir, k)
 
 
 def plain_input(source: str, work: Path) -> Path:
@@ -210,12 +219,14 @@ def plain_input(source: str, work: Path) -> Path:
     return out
 
 
-def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_ranges: int) -> dict[str, Any]:
+def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_ranges: int,
+                     timeout_s: float = 300.0) -> dict[str, Any]:
     """Steps 1 and 2 as Ray tasks; returns the vocabulary, the encoded parts and the corpus figures."""
     ranges = byte_ranges(path, n_ranges)
     opts = _options_dict(options)
     counter_task = ray.remote(num_cpus=1, max_retries=2)(count_range)
-    results = _get_all(ray, [counter_task.remote(str(path), a, b, opts) for a, b in ranges], "counting words")
+    results = _get_all(ray, [counter_task.remote(str(path), a, b, opts) for a, b in ranges], "counting words",
+                       timeout_s)
     merged = VocabCounter(options.max_vocab_size)
     raw_words = 0
     counts = merged.counts
@@ -238,12 +249,16 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
     enc_dir = work / "encoded"
     enc_dir.mkdir(exist_ok=True)
     words_ref = ray.put(vocab.words)
-    key = f"{os.getpid()}-{time.time_ns()}"
-    encode_task = ray.remote(num_cpus=1, max_retries=2)(encode_range)
-    # The vocabulary goes nested in a list: Ray does not resolve it, so a worker that already built its
-    # lookup for this run (a worker runs several ranges) does not fetch the word list again.
-    sizes = _get_all(ray, [encode_task.remote(str(path), a, b, opts, key, [words_ref], str(enc_dir), k)
-                           for k, (a, b) in enumerate(ranges)], "encoding the corpus")
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    # One encoder actor per CPU builds the lookup once (the list goes nested, fetched inside) and encodes
+    # every other range; they are stopped right after, so no worker keeps a copy of the lookup.
+    encoders = [ray.remote(Encoder).options(num_cpus=1).remote([words_ref]) for _ in range(min(cpus, len(ranges)))]
+    try:
+        sizes = _get_all(ray, [encoders[k % len(encoders)].encode.remote(str(path), a, b, opts, str(enc_dir), k)
+                               for k, (a, b) in enumerate(ranges)], "encoding the corpus", timeout_s)
+    finally:
+        for e in encoders:
+            ray.kill(e)
     parts, offsets = [], []
     for k, (n_tok, _n_sent, _raw) in enumerate(sizes):
         if n_tok == 0:
@@ -257,9 +272,13 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
             "sentences": sum(s[1] for s in sizes), "ranges": len(ranges)}
 
 
-def _get_all(ray: Any, refs: list[Any], what: str) -> list[Any]:
+def _get_all(ray: Any, refs: list[Any], what: str, timeout_s: float) -> list[Any]:
+    # Every range gets timeout_s (Cluster.timeout_s); ranges run about a CPU's worth at a time.
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     try:
-        return ray.get(refs)
+        return ray.get(refs, timeout=timeout_s * -(-len(refs) // cpus))
+    except ray.exceptions.GetTimeoutError:
+        raise ParvecError(f"{what}: not done within {timeout_s:g} s per byte range (Cluster.timeout_s)") from None
     except ParvecError as exc:
         cause = getattr(exc, "cause", exc)
         raise ParvecError(str(cause)) from None
@@ -393,7 +412,7 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
             path = plain_input(source, work)
             cpus = int(ray.cluster_resources().get("CPU", 1))
             n_ranges = max(2 * cpus, -(-os.path.getsize(path) // _RANGE_BYTES))
-            enc = count_and_encode(ray, path, options, work, n_ranges)
+            enc = count_and_encode(ray, path, options, work, n_ranges, cluster.timeout_s)
             vocab = enc["vocab"]
             read_seconds = time.perf_counter() - t0
             model_bytes = 2 * len(vocab) * config.dim * 4

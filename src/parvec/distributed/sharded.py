@@ -191,6 +191,9 @@ class ShardActor:
             if paths is not None and paths["meta"].exists():
                 self._restore(paths, n, width)
             else:
+                if ray.get_runtime_context().was_current_actor_reconstructed:
+                    # Restarted before its first checkpoint: back to the initial columns, every update lost.
+                    self.restored = {"checkpoint_applied": 0, "checkpoint_time": None, "pid": os.getpid()}
                 self.w_in = (K.init_columns(n, int(spec["dim"]), lo, hi, int(spec["seed"])) if init_in is None
                              else np.array(init_in, dtype=np.float32, order="C"))
                 self.w_out = (np.zeros((n, width), dtype=np.float32) if init_out is None

@@ -1,0 +1,355 @@
+"""Sharded parameter servers (``--mode sharded``, Ordentlich et al.): network bytes, quality and speed against
+one process, and a model larger than one process may hold.  Every measurement runs in its own process.
+
+    # bytes per trained input word on the wire, d = 100/300/1000, S = 2 and 4 (first 1M tokens, 1 epoch)
+    python benchmarks/bench_sharded.py network --dims 100 300 1000 --shards 2 4 --out /tmp/sharded_net.json
+    # WS-353 / SimLex-999 / analogy and words/s: sharded (S=2, 2 clients) vs classic and hogbatch, 3 seeds
+    python benchmarks/bench_sharded.py quality --seeds 1 2 3 --out /tmp/sharded_quality.json
+    # beyond one process's memory: a Zipf corpus of 5.2M words at dim 200 (benchmarks/make_zipf_corpus.py)
+    python benchmarks/bench_sharded.py memory --corpus /tmp/zipf5m.txt --one-process-cap 6G --shard-memory 3G
+
+Each subcommand prints a Markdown table and writes its measurements as JSON (``--out``).  The corpus of the
+first two is ../shared/data's enwiki text8-style 100M (16.9M tokens), cut into lines of 10,000 tokens as
+benchmarks/bench_words.py does; quality is scored by bench_words' evaluator (top 30k words).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import bench_words  # noqa: E402  (the corpus preparation, the one-process runs and the evaluation)
+
+ENV = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
+
+
+def _load() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def _cpu() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip() + f", {os.cpu_count()} cores"
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def _run(cmd: list[str], limit_data: int | None = None) -> dict:
+    """Run a command; its exit status, output tail, seconds and peak RSS (its own, children excluded)."""
+    def cap() -> None:
+        if limit_data is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, (limit_data, resource.getrlimit(resource.RLIMIT_DATA)[1]))
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=ENV, preexec_fn=cap)
+        _, status, usage = os.wait4(proc.pid, 0)  # waited here, so its own peak RSS is known
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        out = log.read()
+    seconds = time.perf_counter() - t0
+    return {"cmd": " ".join(cmd), "rc": proc.returncode, "seconds": seconds, "output_tail": out[-6000:],
+            "peak_rss_bytes": usage.ru_maxrss * 1024}
+
+
+# --------------------------------------------------------------------------- network
+def network_one(ns: argparse.Namespace) -> dict:
+    """One network measurement in this process: S shards, dim d, one epoch of the first --tokens tokens."""
+    import numpy as np
+
+    from parvec.config import TrainConfig
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.distributed import Cluster
+    from parvec.distributed.sharded import ShardedRun
+
+    enc = EncodedCorpus.from_file(ns.corpus_file, ReadOptions(min_count=ns.min_count), cache_dir=ns.work / "cache")
+    n = min(ns.tokens, enc.n_tokens)
+    offsets = enc.offsets[enc.offsets <= n]
+    if offsets[-1] != n:
+        offsets = np.append(offsets, n)
+    tokens = np.ascontiguousarray(enc.tokens[:n])
+    cfg = TrainConfig(dim=ns.dim, window=ns.window, negative=ns.negative, sample=ns.sample, epochs=1, seed=ns.seed,
+                      progress=False)
+    cluster = Cluster("local:2", mode="sharded", shards=ns.shards_one, clients=ns.clients, threads_per_actor=2,
+                      minibatch_words=ns.minibatch_words)
+    with cluster.session() as r:
+        run = ShardedRun(r, cluster, cfg, enc.vocab.counts, [("refs", [r.put(tokens), r.put(offsets)])], [offsets])
+        try:
+            stats = run.train()
+            rep = run.report()
+        finally:
+            run.close()
+    rep = {k: v for k, v in rep.items() if not isinstance(v, list) or k.startswith("shard_")}
+    rep.update(dim=ns.dim, tokens=n, seconds=stats.seconds, words_per_sec=stats.words_per_sec,
+               loss=stats.loss_per_epoch[0], rowwise_dedup=_rowwise_dedup(cfg, enc.vocab.counts, tokens, offsets,
+                                                                            ns.minibatch_words) if ns.dedup else None)
+    return rep
+
+
+def _rowwise_dedup(cfg, counts, tokens, offsets, minibatch_words: int, minibatches: int = 400) -> dict:
+    """What a row-wise parameter server moves for the same minibatches when each distinct row of a minibatch
+    is fetched once: distinct input rows + distinct output rows (positives and negatives), d floats each."""
+    import numpy as np
+
+    from parvec.distributed.shard_core import UnitRunner, client_keep, noise_tables
+    from parvec.kernels import sharded as K
+    from parvec.sampling import chunk_seed
+
+    prob, alias = noise_tables(counts, cfg)
+    runner = UnitRunner(cfg, client_keep(counts, cfg), minibatch_words)
+    cursor = np.array([0, 0, 0, 0, 0], dtype=np.int64)
+    seed = int(chunk_seed(cfg.seed, 0, 0))
+    rng = np.array([seed], dtype=np.uint64)
+    inputs = rows = refs = 0
+    for i in range(minibatches):
+        mb = runner._form(tokens, offsets, len(offsets) - 1, cursor, rng, seed, i, 0.025, 0.0, 1)
+        if mb is None:
+            break
+        negs = K.minibatch_negatives(mb.seq, mb.seg, mb.shrink, cfg.window, cfg.negative, prob, alias, mb.seed)
+        centers, outs = [], []
+        m = 0
+        for start, n, a, b in mb.seg.tolist():
+            run = mb.seq[start:start + n]
+            for j in range(a, b):
+                r = int(mb.shrink[m])
+                m += 1
+                for k in range(max(0, j - cfg.window + r), min(n, j + cfg.window - r + 1)):
+                    if k != j:
+                        centers.append(int(run[j]))
+                        outs.append(int(run[k]))
+        inputs += mb.inputs
+        rows += len(set(centers)) + len(set(outs) | set(negs.ravel().tolist()))
+        refs += mb.inputs + len(outs) + negs.size
+    d = cfg.dim
+    return {"minibatches": minibatches, "rows_per_input": rows / inputs, "bytes_per_word": rows / inputs * d * 4,
+            "no_dedup_rows_per_input": refs / inputs}
+
+
+def network(ns: argparse.Namespace) -> dict:
+    corpus = bench_words.prepare_corpus(ns.corpus, ns.work)
+    results = []
+    for d in ns.dims:
+        for s in ns.shards:
+            cmd = [sys.executable, __file__, "network-one", "--dim", str(d), "--shards-one", str(s), "--corpus-file",
+                   str(corpus), "--tokens", str(ns.tokens), "--work", str(ns.work), "--minibatch-words",
+                   str(ns.minibatch_words), "--clients", str(ns.clients), "--sample", str(ns.sample)]
+            if s == ns.shards[0]:
+                cmd.append("--dedup")
+            res = _run(cmd)
+            if res["rc"] != 0:
+                raise RuntimeError(res["output_tail"])
+            rep = json.loads(res["output_tail"].strip().splitlines()[-1])
+            rep["load_average"] = _load()
+            results.append(rep)
+            print(f"d={d} S={s}: sent {rep['bytes_sent_per_word']:.1f} B/word, received "
+                  f"{rep['bytes_received_per_word']:.1f}, paper {rep['paper_bytes_per_word']:.1f}, row-wise "
+                  f"{rep['rowwise_ps_bytes_per_word']:.0f} ({rep['words_per_sec']:.0f} words/s)", file=sys.stderr,
+                  flush=True)
+    dedup = {r["dim"]: r["rowwise_dedup"] for r in results if r.get("rowwise_dedup")}
+    lines = [f"Network bytes per trained input word, measured at the clients (first {ns.tokens:,} tokens, 1 epoch, "
+             f"window 5, negative 5, minibatches of {ns.minibatch_words} input words). CPU: {_cpu()}.", "",
+             "| d | S | w (positives/input) | sent B/word | of which indices | received B/word | paper w(n+1)S4 | "
+             "row-wise PS (1+w(n+1))d4 | row-wise, distinct rows per minibatch | received / row-wise | S/d |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        dd = dedup.get(r["dim"])
+        lines.append(f"| {r['dim']} | {r['shards']} | {r['contexts_per_input']:.3f} | {r['bytes_sent_per_word']:.1f} | "
+                     f"{r['index_bytes_sent_per_word']:.1f} | {r['bytes_received_per_word']:.1f} | "
+                     f"{r['paper_bytes_per_word']:.1f} | {r['rowwise_ps_bytes_per_word']:.0f} | "
+                     f"{dd['bytes_per_word']:.0f} |" if dd else "– |")
+        lines[-1] += f" {r['ratio_to_rowwise_ps']:.4f} | {r['shards'] / r['dim']:.4f} |"
+    return {"results": results, "table": "\n".join(lines)}
+
+
+# --------------------------------------------------------------------------- quality
+def _eval_npy(path: Path) -> dict:
+    from parvec.evaluation import default_eval_paths, evaluate
+    from parvec.keyedvectors import KeyedVectors
+
+    return evaluate(KeyedVectors.load(path), **default_eval_paths())
+
+
+def quality(ns: argparse.Namespace) -> dict:
+    corpus = bench_words.prepare_corpus(ns.corpus, ns.work)
+    bw = argparse.Namespace(dim=ns.dim, window=ns.window, negative=ns.negative, sample=ns.sample,
+                            min_count=ns.min_count, seed=1, work=ns.work)
+    runs: list[dict] = []
+    for seed in ns.seeds:
+        for system in ns.systems:
+            if system == "sharded":
+                out = ns.work / f"sharded_s{seed}.npy"
+                report = ns.work / f"sharded_s{seed}.json"
+                cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(out), "--cluster",
+                       f"local:{ns.threads}", "--mode", "sharded", "--shards", str(ns.shards_one), "--clients",
+                       str(ns.clients), "--threads", str(ns.client_threads), "--minibatch-words",
+                       str(ns.minibatch_words), "--dim", str(ns.dim), "--window", str(ns.window), "--negative",
+                       str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count), "--epochs",
+                       str(ns.epochs), "--seed", str(seed), "--report", str(report), "--no-cache"]
+                res = _run(cmd)
+                if res["rc"] != 0:
+                    raise RuntimeError(res["output_tail"])
+                rep = json.loads(report.read_text())
+                q = _eval_npy(out)
+                one = {"system": "sharded", "seed": seed, "threads": ns.threads, "quality": q,
+                       "words_per_sec": rep["raw_words_per_sec"], "train_seconds": rep["training_seconds"],
+                       "read_seconds": rep["read_seconds"], "wall_seconds": res["seconds"],
+                       "loss_per_epoch": rep["loss_per_epoch"],
+                       "sharded": {k: rep.get(k) for k in (
+                           "shards", "clients", "client_threads", "minibatch_words", "bytes_sent_per_word",
+                           "bytes_received_per_word", "contexts_per_input", "shard_peak_memory_bytes",
+                           "client_unit_seconds", "client_wait_seconds", "client_form_seconds",
+                           "client_coefficient_seconds", "shard_kernel_seconds", "shard_calls", "minibatches",
+                           "export_seconds")}}
+            else:
+                one = bench_words.spawn(system, ns.threads, ns.epochs, True, bw, corpus, seed=seed)
+                one["seed"] = seed
+            one["load_average"] = _load()
+            runs.append(one)
+            print(f"seed {seed} {system:9s} {bench_words.fmt_quality(one['quality'])}  "
+                  f"{one['words_per_sec'] / 1e3:.0f}k words/s  (load {one['load_average']})", file=sys.stderr,
+                  flush=True)
+    lines = [f"Quality and speed, {ns.epochs} epochs, dim {ns.dim}, window {ns.window}, negative {ns.negative}, sample "
+             f"{ns.sample}, min_count {ns.min_count}; one-process systems at {ns.threads} threads; sharded: "
+             f"local:{ns.threads}, {ns.shards_one} shards, {ns.clients} clients x {ns.client_threads} threads, "
+             f"minibatches of {ns.minibatch_words} input words. CPU: {_cpu()}.", "",
+             "| system | seed | WS-353 ρ | SimLex-999 ρ | analogy | words/s | load |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    means = {}
+    for system in ns.systems:
+        rs = [r for r in runs if r["system"] == system]
+        for r in rs:
+            ws, sl, an = bench_words._scores(r["quality"])
+            lines.append(f"| {system} | {r['seed']} | {ws:.3f} | {sl:.3f} | {100 * an:.1f}% | "
+                         f"{r['words_per_sec'] / 1e3:.0f}k | {r['load_average']} |")
+        scores = [bench_words._scores(r["quality"]) for r in rs]
+        means[system] = {"ws353": statistics.mean(s[0] for s in scores),
+                         "simlex": statistics.mean(s[1] for s in scores),
+                         "analogy": statistics.mean(s[2] for s in scores),
+                         "words_per_sec": statistics.mean(r["words_per_sec"] for r in rs)}
+    lines += ["", "| system | mean WS-353 | mean SimLex-999 | mean analogy | mean words/s |",
+              "| --- | --- | --- | --- | --- |"]
+    for system, m in means.items():
+        lines.append(f"| {system} | {m['ws353']:.3f} | {m['simlex']:.3f} | {100 * m['analogy']:.1f}% | "
+                     f"{m['words_per_sec'] / 1e3:.0f}k |")
+    if "sharded" in means:
+        sh = means["sharded"]
+        lines.append("")
+        for peer in (s for s in ns.systems if s != "sharded"):
+            p = means[peer]
+            lines.append(f"sharded - {peer}: WS-353 {sh['ws353'] - p['ws353']:+.3f}, SimLex-999 "
+                         f"{sh['simlex'] - p['simlex']:+.3f}, analogy "
+                         f"{100 * (sh['analogy'] - p['analogy']):+.1f} points; "
+                         f"speed {sh['words_per_sec'] / p['words_per_sec']:.2f}x")
+    return {"runs": runs, "means": means, "table": "\n".join(lines)}
+
+
+# --------------------------------------------------------------------------- memory
+def memory(ns: argparse.Namespace) -> dict:
+    from parvec.distributed.pipeline import parse_bytes
+
+    one_cap = parse_bytes(ns.one_process_cap, "--one-process-cap")
+    out_dir = ns.work / "zipf_out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    common = [str(ns.corpus), "--min-count", "1", "--dim", str(ns.dim), "--epochs", str(ns.epochs), "--sample",
+              str(ns.sample), "--no-cache"]
+    one = _run([sys.executable, "-m", "parvec", "train", *common, "-o", str(out_dir / "one.bin"), "--threads", "2"],
+               limit_data=one_cap)
+    print(f"one process capped at {ns.one_process_cap}: exit {one['rc']}: {one['output_tail'].strip()[-400:]}",
+          file=sys.stderr, flush=True)
+    report = out_dir / "sharded.json"
+    sharded = _run([sys.executable, "-m", "parvec", "train", *common, "-o", str(out_dir / "sharded.bin"), "--cluster",
+                    f"local:{ns.threads}", "--mode", "sharded", "--shards", str(ns.shards_one), "--clients",
+                    str(ns.clients), "--threads", str(ns.client_threads), "--shard-memory", ns.shard_memory,
+                    "--report", str(report)])
+    print(sharded["output_tail"][-3000:], file=sys.stderr, flush=True)
+    rep = json.loads(report.read_text()) if sharded["rc"] == 0 else None
+    size = (out_dir / "sharded.bin").stat().st_size if (out_dir / "sharded.bin").exists() else None
+    result = {"one_process": one, "sharded": sharded, "report": rep, "output_bytes": size,
+              "one_process_cap_bytes": one_cap, "shard_memory_bytes": parse_bytes(ns.shard_memory, "--shard-memory"),
+              "load_average": _load(), "cpu": _cpu()}
+    if rep:
+        v, d, s = rep["vocab_size"], ns.dim, ns.shards_one
+        lines = [f"Zipf corpus {ns.corpus} ({rep['corpus_words']:,} tokens), vocabulary {v:,}, dim {d}: the model is "
+                 f"{rep['model_bytes'] / 2**30:.2f} GiB. CPU: {_cpu()}.", "",
+                 f"- one process capped at {ns.one_process_cap} (RLIMIT_DATA): exit {one['rc']} after "
+                 f"{one['seconds']:.0f} s: `{one['output_tail'].strip().splitlines()[-1][:300]}`",
+                 f"- {s} shards capped at {ns.shard_memory} each: exit {sharded['rc']}; trained "
+                 f"{rep['words_trained']:,} words in {rep['training_seconds']:.0f} s "
+                 f"({rep['raw_words_per_sec'] / 1e3:.0f}k words/s); read "
+                 f"(count + encode) {rep['read_seconds']:.0f} s, export {rep['export_seconds']:.0f} s "
+                 f"({size / 2**30:.2f} GiB word2vec binary)",
+                 "", "| shard | columns' bytes 2·V·(d/S)·4 | peak RSS | overhead |", "| --- | --- | --- | --- |"]
+        for k, (mb, peak) in enumerate(zip(rep["shard_model_bytes"], rep["shard_peak_memory_bytes"], strict=True)):
+            lines.append(f"| {k} | {mb / 2**30:.2f} GiB | {peak / 2**30:.2f} GiB | {(peak - mb) / 2**20:.0f} MiB |")
+        lines.append(f"\nDriver peak RSS {rep['peak_memory_bytes'] / 2**30:.2f} GiB (vocabulary and counts, no "
+                     "vectors).")
+        result["table"] = "\n".join(lines)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=("network", "quality", "memory", "network-one"))
+    ap.add_argument("--dims", type=int, nargs="+", default=[100, 300, 1000])
+    ap.add_argument("--shards", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--shards-one", type=int, default=2, help=argparse.SUPPRESS)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--dedup", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--corpus-file", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--tokens", type=int, default=1_000_000, help="network: tokens trained (1,000,000)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--systems", nargs="+", default=["sharded", "classic", "hogbatch"])
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2, help="one-process threads; local:N for sharded (2)")
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--client-threads", type=int, default=2)
+    ap.add_argument("--minibatch-words", type=int, default=256)
+    ap.add_argument("--window", type=int, default=5)
+    ap.add_argument("--negative", type=int, default=5)
+    ap.add_argument("--sample", type=float, default=1e-4)
+    ap.add_argument("--min-count", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--one-process-cap", default="6G")
+    ap.add_argument("--shard-memory", default="3G")
+    ap.add_argument("--corpus", type=Path, default=bench_words.DEFAULT_CORPUS)
+    ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench")
+    ap.add_argument("--out", type=Path)
+    ns = ap.parse_args()
+    ns.work.mkdir(parents=True, exist_ok=True)
+    if ns.what == "network-one":
+        print(json.dumps(network_one(ns)))
+        return
+    if ns.what == "memory":
+        ns.shards_one = ns.shards[-1]
+        if ns.dim == 100 and "--dim" not in sys.argv:
+            ns.dim = 200
+        if ns.epochs == 5 and "--epochs" not in sys.argv:
+            ns.epochs = 1
+        if ns.sample == 1e-4 and "--sample" not in sys.argv:
+            ns.sample = 1e-3
+    if ns.what == "quality":
+        ns.shards_one = 2 if ns.shards == [2, 4] else ns.shards[0]
+    result = {"network": network, "quality": quality, "memory": memory}[ns.what](ns)
+    result.update(command=" ".join(sys.argv), cpu=_cpu())
+    print(result.get("table", ""))
+    if ns.out:
+        ns.out.write_text(json.dumps(result, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
