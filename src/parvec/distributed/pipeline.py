@@ -225,19 +225,21 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
     ranges = byte_ranges(path, n_ranges)
     opts = _options_dict(options)
     counter_task = ray.remote(num_cpus=1, max_retries=2)(count_range)
-    results = _get_all(ray, [counter_task.remote(str(path), a, b, opts) for a, b in ranges], "counting words",
-                       timeout_s)
+    refs = [counter_task.remote(str(path), a, b, opts) for a, b in ranges]
     merged = VocabCounter(options.max_vocab_size)
     raw_words = 0
     counts = merged.counts
-    for range_counts, raw in results:  # in range order: first-seen order is the file's
+    # Merged in range order (first-seen order is the file's), one range's counts in this process at a time.
+    for ref in refs:
+        range_counts, raw = _get_all(ray, [ref], "counting words", timeout_s * len(refs))[0]
         raw_words += raw
         for w, c in range_counts.items():
             counts[w] = counts.get(w, 0) + c
+        del range_counts
         if options.max_vocab_size is not None and len(counts) > options.max_vocab_size:
             merged._prune()
             counts = merged.counts
-    del results
+    del refs
     if raw_words == 0:
         raise ParvecError(f"{path}: the corpus has no words")
     vocab = merged.finish(options.min_count, options.max_final_vocab)
@@ -455,9 +457,10 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
                 print(f"trained {stats.words:,} words ({stats.epochs} epochs, sharded: {settings['shards']} shards, "
                       f"{settings['clients']} clients) in {stats.seconds:.1f} s: {stats.words_per_sec / 1e6:.3f}M "
                       f"words/s; loss per epoch: {losses}", file=sys.stderr)
+                report = run.report()  # the shards' peak memory while training, before the export's copies
                 t_export = time.perf_counter()
                 vec_npy, syn_npy = export_model(run, work, with_output_vectors=bool(args.save_model))
-                report = run.report()
+                report["shard_peak_memory_after_export_bytes"] = run.report()["shard_peak_memory_bytes"]
             finally:
                 run.close()
         if args.output:

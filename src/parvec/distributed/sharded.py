@@ -188,10 +188,17 @@ class ShardActor:
                         "or a higher --shard-memory")
             paths = (checkpoint_paths(spec["checkpoint_dir"], self.index, spec["shards"])
                      if spec.get("checkpoint_dir") else None)
+            restarted = False
+            if paths is not None:
+                # The driver clears this directory when a run starts: a marker already there means Ray restarted us.
+                marker = paths["meta"].parent / "started"
+                restarted = marker.exists()
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
             if paths is not None and paths["meta"].exists():
                 self._restore(paths, n, width)
             else:
-                if ray.get_runtime_context().was_current_actor_reconstructed:
+                if restarted:
                     # Restarted before its first checkpoint: back to the initial columns, every update lost.
                     self.restored = {"checkpoint_applied": 0, "checkpoint_time": None, "pid": os.getpid()}
                 self.w_in = (K.init_columns(n, int(spec["dim"]), lo, hi, int(spec["seed"])) if init_in is None
@@ -726,6 +733,8 @@ class ShardedRun:
             "paper_bytes_per_word": paper, "rowwise_ps_bytes_per_word": rowwise,
             "ratio_to_rowwise_ps": (t.bytes_received / inputs) / rowwise if rowwise else None,
             "shard_peak_memory_bytes": [i["peak_rss_bytes"] for i in infos],
+            # Private writable memory now (what --shard-memory caps; the object store's shared pages are not in it).
+            "shard_data_bytes": [i["vm_data_bytes"] for i in infos],
             "shard_model_bytes": [i["model_bytes"] for i in infos],
             "shard_restarts": [i["restored"] for i in infos],
             "shard_checkpoints": [i["checkpoints"] for i in infos],
