@@ -5,6 +5,8 @@ one process, and a model larger than one process may hold.  Every measurement ru
     python benchmarks/bench_sharded.py network --dims 100 300 1000 --shards 2 4 --out /tmp/sharded_net.json
     # WS-353 / SimLex-999 / analogy and words/s: sharded (S=2, 2 clients) vs classic and hogbatch, 3 seeds
     python benchmarks/bench_sharded.py quality --seeds 1 2 3 --out /tmp/sharded_quality.json
+    # the minibatch size's effect on quality, in one process (the demo corpus), beside hogbatch and classic
+    python benchmarks/bench_sharded.py minibatch --sizes 64 256 1024 4096 --out /tmp/sharded_minibatch.json
     # beyond one process's memory: a Zipf corpus of 5.2M words at dim 200 (benchmarks/make_zipf_corpus.py)
     python benchmarks/bench_sharded.py memory --corpus /tmp/zipf5m.txt --one-process-cap 6G --shard-memory 3G
 
@@ -258,6 +260,61 @@ def quality(ns: argparse.Namespace) -> dict:
     return {"runs": runs, "means": means, "table": "\n".join(lines)}
 
 
+# --------------------------------------------------------------------------- minibatch size
+def minibatch(ns: argparse.Namespace) -> dict:
+    """The sharded minibatch algorithm in one process (``reference_train``: what S shards and one client
+    thread compute) for several minibatch sizes, beside one-process hogbatch and classic, 1 thread each."""
+    import numpy as np
+
+    from parvec.config import TrainConfig
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.distributed.shard_core import reference_train
+    from parvec.evaluation import default_eval_paths, evaluate
+    from parvec.keyedvectors import KeyedVectors
+    from parvec.trainer import Trainer
+
+    corpus = ns.minibatch_corpus
+    enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=ns.min_count))
+    runs = []
+    for what in [*ns.peers, *[str(m) for m in ns.sizes]]:
+        for seed in ns.seeds:
+            cfg = TrainConfig(algo=what if what in ("classic", "hogbatch") else "classic", dim=ns.dim,
+                              window=ns.window, negative=ns.negative, sample=ns.sample, epochs=ns.epochs, seed=seed,
+                              threads=1, progress=False)
+            t0 = time.perf_counter()
+            if what in ("classic", "hogbatch"):
+                trainer = Trainer(cfg, enc.vocab.counts)
+                stats = trainer.train(enc)
+                w = trainer.w_in
+            else:
+                w, _, stats = reference_train(cfg, enc.vocab.counts, [(enc.tokens, enc.offsets)],
+                                              minibatch_words=int(what))
+            finite = bool(np.isfinite(w).all())
+            ws = sl = an = float("nan")
+            if finite:
+                ws, sl, an = bench_words._scores(evaluate(KeyedVectors(w, list(enc.vocab.words)),
+                                                          **default_eval_paths()))
+            runs.append({"system": what, "seed": seed, "seconds": time.perf_counter() - t0, "ws353": ws,
+                         "simlex": sl, "analogy": an, "loss_per_epoch": stats.loss_per_epoch, "finite": finite})
+            print(f"{what:>8s} seed {seed}: WS {ws:.3f} SimLex {sl:.3f} analogy {100 * an:.1f}% loss "
+                  f"{stats.loss_per_epoch[-1]:.3f}", file=sys.stderr, flush=True)
+    lines = [f"Minibatch size, one process, one thread: {corpus.name} ({enc.n_tokens:,} tokens, vocabulary "
+             f"{len(enc.vocab):,}), {ns.epochs} epochs, dim {ns.dim}, window {ns.window}, negative {ns.negative}, "
+             f"sample {ns.sample}; mean over seeds {ns.seeds}. CPU: {_cpu()}.", "",
+             "| system | WS-353 ρ | SimLex-999 ρ | analogy | last epoch's loss |", "| --- | --- | --- | --- | --- |"]
+    for what in [*ns.peers, *[str(m) for m in ns.sizes]]:
+        rs = [r for r in runs if r["system"] == what]
+        name = what if what in ns.peers else f"sharded, {what} words"
+        if not all(r["finite"] for r in rs):
+            lines.append(f"| {name} | diverged | | | |")
+            continue
+        lines.append(f"| {name} | {statistics.mean(r['ws353'] for r in rs):.3f} | "
+                     f"{statistics.mean(r['simlex'] for r in rs):.3f} | "
+                     f"{100 * statistics.mean(r['analogy'] for r in rs):.1f}% | "
+                     f"{statistics.mean(r['loss_per_epoch'][-1] for r in rs):.3f} |")
+    return {"runs": runs, "table": "\n".join(lines)}
+
+
 # --------------------------------------------------------------------------- memory
 def memory(ns: argparse.Namespace) -> dict:
     from parvec.distributed.pipeline import parse_bytes
@@ -304,7 +361,10 @@ def memory(ns: argparse.Namespace) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("network", "quality", "memory", "network-one"))
+    ap.add_argument("what", choices=("network", "quality", "memory", "minibatch", "network-one"))
+    ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
+    ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")
+    ap.add_argument("--minibatch-corpus", type=Path, default=REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz")
     ap.add_argument("--dims", type=int, nargs="+", default=[100, 300, 1000])
     ap.add_argument("--shards", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--shards-one", type=int, default=2, help=argparse.SUPPRESS)
@@ -344,7 +404,9 @@ def main() -> None:
             ns.sample = 1e-3
     if ns.what == "quality":
         ns.shards_one = 2 if ns.shards == [2, 4] else ns.shards[0]
-    result = {"network": network, "quality": quality, "memory": memory}[ns.what](ns)
+    if ns.what == "minibatch" and "--seeds" not in sys.argv:
+        ns.seeds = [1]
+    result = {"network": network, "quality": quality, "memory": memory, "minibatch": minibatch}[ns.what](ns)
     result.update(command=" ".join(sys.argv), cpu=_cpu())
     print(result.get("table", ""))
     if ns.out:
