@@ -236,7 +236,7 @@ def quality(ns: argparse.Namespace) -> dict:
         rs = [r for r in runs if r["system"] == system]
         for r in rs:
             ws, sl, an = bench_words._scores(r["quality"])
-            lines.append(f"| {system} | {r['seed']} | {ws:.3f} | {sl:.3f} | {100 * an:.1f}% | "
+            lines.append(f"| {system} | {r['seed']} | {ws:.3f} | {sl:.3f} | {an:.1f}% | "
                          f"{r['words_per_sec'] / 1e3:.0f}k | {r['load_average']} |")
         scores = [bench_words._scores(r["quality"]) for r in rs]
         means[system] = {"ws353": statistics.mean(s[0] for s in scores),
@@ -246,7 +246,7 @@ def quality(ns: argparse.Namespace) -> dict:
     lines += ["", "| system | mean WS-353 | mean SimLex-999 | mean analogy | mean words/s |",
               "| --- | --- | --- | --- | --- |"]
     for system, m in means.items():
-        lines.append(f"| {system} | {m['ws353']:.3f} | {m['simlex']:.3f} | {100 * m['analogy']:.1f}% | "
+        lines.append(f"| {system} | {m['ws353']:.3f} | {m['simlex']:.3f} | {m['analogy']:.1f}% | "
                      f"{m['words_per_sec'] / 1e3:.0f}k |")
     if "sharded" in means:
         sh = means["sharded"]
@@ -255,7 +255,7 @@ def quality(ns: argparse.Namespace) -> dict:
             p = means[peer]
             lines.append(f"sharded - {peer}: WS-353 {sh['ws353'] - p['ws353']:+.3f}, SimLex-999 "
                          f"{sh['simlex'] - p['simlex']:+.3f}, analogy "
-                         f"{100 * (sh['analogy'] - p['analogy']):+.1f} points; "
+                         f"{sh['analogy'] - p['analogy']:+.1f} points; "
                          f"speed {sh['words_per_sec'] / p['words_per_sec']:.2f}x")
     return {"runs": runs, "means": means, "table": "\n".join(lines)}
 
@@ -310,7 +310,7 @@ def minibatch(ns: argparse.Namespace) -> dict:
             continue
         lines.append(f"| {name} | {statistics.mean(r['ws353'] for r in rs):.3f} | "
                      f"{statistics.mean(r['simlex'] for r in rs):.3f} | "
-                     f"{100 * statistics.mean(r['analogy'] for r in rs):.1f}% | "
+                     f"{statistics.mean(r['analogy'] for r in rs):.1f}% | "
                      f"{statistics.mean(r['loss_per_epoch'][-1] for r in rs):.3f} |")
     return {"runs": runs, "table": "\n".join(lines)}
 
