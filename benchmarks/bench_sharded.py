@@ -296,7 +296,7 @@ def minibatch(ns: argparse.Namespace) -> dict:
                                                           **default_eval_paths()))
             runs.append({"system": what, "seed": seed, "seconds": time.perf_counter() - t0, "ws353": ws,
                          "simlex": sl, "analogy": an, "loss_per_epoch": stats.loss_per_epoch, "finite": finite})
-            print(f"{what:>8s} seed {seed}: WS {ws:.3f} SimLex {sl:.3f} analogy {100 * an:.1f}% loss "
+            print(f"{what:>8s} seed {seed}: WS {ws:.3f} SimLex {sl:.3f} analogy {an:.1f}% loss "
                   f"{stats.loss_per_epoch[-1]:.3f}", file=sys.stderr, flush=True)
     lines = [f"Minibatch size, one process, one thread: {corpus.name} ({enc.n_tokens:,} tokens, vocabulary "
              f"{len(enc.vocab):,}), {ns.epochs} epochs, dim {ns.dim}, window {ns.window}, negative {ns.negative}, "
