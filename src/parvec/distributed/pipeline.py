@@ -201,7 +201,12 @@ class Encoder:
 
 def plain_input(source: str, work: Path) -> Path:
     """A plain file of the input that byte ranges can cut: the file itself, or (compressed input, standard
-    input) a decompressed copy in ``work``."""
+    input) a decompressed copy in ``work``.
+
+    Example:
+        >>> plain_input("corpus.txt.xz", Path("work"))  # doctest: +SKIP
+        PosixPath('work/input.txt')
+    """
     if source != "-":
         path = check_input(source)
         if path.suffix.lower() not in _COMPRESSED and path.is_file():
@@ -221,7 +226,12 @@ def plain_input(source: str, work: Path) -> Path:
 
 def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_ranges: int,
                      timeout_s: float = 300.0) -> dict[str, Any]:
-    """Steps 1 and 2 as Ray tasks; returns the vocabulary, the encoded parts and the corpus figures."""
+    """Steps 1 and 2 as Ray tasks; returns the vocabulary, the encoded parts and the corpus figures.
+
+    Example:
+        >>> enc = count_and_encode(ray, Path("corpus.txt"), ReadOptions(), Path("work"), 4)  # doctest: +SKIP
+        >>> enc["vocab"].words[:3], enc["tokens"]  # doctest: +SKIP
+    """
     ranges = byte_ranges(path, n_ranges)
     opts = _options_dict(options)
     counter_task = ray.remote(num_cpus=1, max_retries=2)(count_range)
@@ -307,7 +317,11 @@ def stream_npy(path: Path, blocks: Iterator[np.ndarray], rows: int, dim: int) ->
 
 
 def export_model(run: Any, work: Path, with_output_vectors: bool) -> tuple[Path, Path | None]:
-    """Stream the input (and optionally output) vectors from the shards into ``.npy`` files in ``work``."""
+    """Stream the input (and optionally output) vectors from the shards into ``.npy`` files in ``work``.
+
+    Example:
+        >>> vectors_npy, syn1neg_npy = export_model(run, Path("work"), with_output_vectors=True)  # doctest: +SKIP
+    """
     n, dim = run.n_words, run.config.dim
     vec = work / "vectors.npy"
     out = work / "syn1neg.npy" if with_output_vectors else None
@@ -328,7 +342,11 @@ def export_model(run: Any, work: Path, with_output_vectors: bool) -> tuple[Path,
 
 
 def write_vectors(vectors_npy: Path, path: Path, vocab: Vocab, binary: bool, npy: bool) -> None:
-    """Write the exported vectors as ``-o`` asks, reading them through a memory map."""
+    """Write the exported vectors as ``-o`` asks, reading them through a memory map.
+
+    Example:
+        >>> write_vectors(Path("work/vectors.npy"), Path("vec.bin"), vocab, binary=True, npy=False)  # doctest: +SKIP
+    """
     from parvec.formats import save_npy, write_word2vec
 
     vectors = np.load(vectors_npy, mmap_mode="r")
@@ -340,7 +358,11 @@ def write_vectors(vectors_npy: Path, path: Path, vocab: Vocab, binary: bool, npy
 
 def write_model_dir(directory: Path, vectors_npy: Path, syn1neg_npy: Path, vocab: Vocab, config: Any,
                     options: ReadOptions, epochs: int, corpus_words: int, raw_words: int) -> None:
-    """A :meth:`parvec.word2vec.Word2Vec.save` directory from the exported matrices (moved, not copied)."""
+    """A :meth:`parvec.word2vec.Word2Vec.save` directory from the exported matrices (moved, not copied).
+
+    Example:
+        >>> write_model_dir(Path("model"), vec_npy, syn_npy, vocab, config, options, 5, 10**6, 10**6)  # doctest: +SKIP
+    """
     from parvec.word2vec import MODEL_FORMAT, MODEL_VERSION
 
     shutil.move(str(vectors_npy), directory / "vectors.npy")
@@ -375,7 +397,11 @@ def parse_bytes(text: str, flag: str) -> int:
 def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache_dir: Any,
                       out: dict[str, Any]) -> list[str]:
     """``parvec train`` with ``--mode sharded``: count, encode, train, export; returns the lines to print once
-    the outputs are in place (``out`` holds the outputs :func:`parvec.cli.train.run_train` reserved)."""
+    the outputs are in place (``out`` holds the outputs :func:`parvec.cli.train.run_train` reserved).
+
+    Example:
+        >>> lines = train_sharded_cli(args, "corpus.txt", False, None, out)  # doctest: +SKIP
+    """
     from parvec.cli.train import cluster_from_args, peak_memory_bytes
     from parvec.config import TrainConfig
     from parvec.distributed.sharded import ShardedRun, resolve

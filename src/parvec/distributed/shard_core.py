@@ -104,7 +104,7 @@ def minibatch_seed(unit_seed: int, index: int) -> np.uint64:
     """The seed of a unit's ``index``-th minibatch, from which every shard draws its negatives.
 
     Example:
-        >>> minibatch_seed(5, 0) != minibatch_seed(5, 1)
+        >>> bool(minibatch_seed(5, 0) != minibatch_seed(5, 1))
         True
     """
     s = splitmix64(int(unit_seed) ^ splitmix64(index + 1))
@@ -125,14 +125,19 @@ def client_keep(counts: np.ndarray, config: TrainConfig) -> np.ndarray:
     """Subsampling keep probabilities, what a client needs to form minibatches.
 
     Example:
-        >>> client_keep(np.array([1000, 1]), TrainConfig(sample=1e-3)).round(3).tolist()
-        [0.032, 1.0]
+        >>> [round(float(x), 3) for x in client_keep(np.array([1000, 1]), TrainConfig(sample=1e-3))]
+        [0.033, 1.0]
     """
     return keep_probabilities(np.asarray(counts, dtype=np.int64), config.sample)
 
 
 def prepare_part(tokens: np.ndarray, offsets: np.ndarray, max_sentence_length: int) -> Part:
-    """A part as the kernels see it: long sentences split as the one-process trainer splits them."""
+    """A part as the kernels see it: long sentences split as the one-process trainer splits them.
+
+    Example:
+        >>> prepare_part(np.zeros(5, np.int32), np.array([0, 5]), 2)[1].tolist()
+        [0, 2, 4, 5]
+    """
     return tokens, split_long_sentences(offsets, max_sentence_length)
 
 
@@ -211,7 +216,12 @@ def call_bytes(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None)
 
 def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
     """The inverse of :func:`pack_call`: ``(p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink,
-    n_seed, n_out)`` as views into ``buf`` (None where a minibatch is absent)."""
+    n_seed, n_out)`` as views into ``buf`` (None where a minibatch is absent).
+
+    Example:
+        >>> unpack_call(pack_call(None, None, 5))[9]
+        0
+    """
     buf = np.asarray(buf, dtype=np.uint8)
     header = buf[: _HEADER * 8].view(np.int64)
     at = _HEADER * 8
