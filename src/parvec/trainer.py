@@ -160,8 +160,15 @@ class Trainer:
         w_in: np.ndarray | None = None,
         w_out: np.ndarray | None = None,
     ) -> None:
-        self.config = config.validate()
+        self._setup(config, counts, w_in, w_out)
         self.algorithm = get_algorithm(config.algo)
+        self.iparams, self._fextra, self._work_floats = self.algorithm.params(config)
+
+    def _setup(self, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None,
+               w_out: np.ndarray | None) -> None:
+        # What every driver shaped like the Trainer holds (the GPU driver calls this too): the validated
+        # config, the vectors (word2vec.c's initialisation unless given), subsampling and noise tables, stats.
+        self.config = config.validate()
         counts = np.asarray(counts, dtype=np.int64)
         if len(counts) == 0:
             raise ParvecError("the vocabulary is empty")
@@ -173,7 +180,6 @@ class Trainer:
                 raise ParvecError(f"{name} must be C-contiguous float32 of shape ({n}, {config.dim})")
         self.keep = keep_probabilities(counts, config.sample)
         self.noise_prob, self.noise_alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
-        self.iparams, self._fextra, self._work_floats = self.algorithm.params(config)
         self.stats = TrainStats()
         # Called a few times a second with the running totals (t, words, pairs, loss_sum, lr, epoch) of the
         # run in progress, and once at its end: parvec.runlog.RunLog.progress records a report's time series.

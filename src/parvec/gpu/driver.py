@@ -50,8 +50,7 @@ from parvec.gpu.plan import (
     schedule,
 )
 from parvec.gpu.reference import par_batch_size, par_h_max
-from parvec.sampling import alias_table, keep_probabilities, noise_distribution
-from parvec.trainer import Trainer, TrainStats, init_input_vectors
+from parvec.trainer import Trainer, TrainStats
 
 Part = tuple[np.ndarray, np.ndarray]
 MEMORY_MARGIN = 256 << 20  # bytes of device memory left free when deciding whether a corpus fits
@@ -130,24 +129,11 @@ class GpuTrainer(Trainer):
                  w_out: np.ndarray | None = None, *, threads_per_block: int | None = None,
                  reduction: str | None = None, words_per_launch: int | None = None,
                  resident: bool | None = None) -> None:
-        self.config = config.validate()
-        if config.device != "cuda":
+        if config.validate().device != "cuda":
             raise ParvecError(f"GpuTrainer trains on device 'cuda', the config says {config.device!r}")
         self.device_name = require_device()
-        counts = np.asarray(counts, dtype=np.int64)
-        if len(counts) == 0:
-            raise ParvecError("the vocabulary is empty")
-        n = len(counts)
-        self.w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
-        self.w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
-        for name, w in (("w_in", self.w_in), ("w_out", self.w_out)):
-            if w.shape != (n, config.dim) or w.dtype != np.float32 or not w.flags.c_contiguous:
-                raise ParvecError(f"{name} must be C-contiguous float32 of shape ({n}, {config.dim})")
-        self.keep = keep_probabilities(counts, config.sample)
-        self.noise_prob, self.noise_alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
-        self.stats = TrainStats()
-        self.on_progress: Callable[..., None] | None = None
-        self.require_pairs = True  # as the CPU trainer: a run that trains no pair is an error, not random vectors
+        # The CPU trainer's own set-up: vectors, subsampling and noise tables, stats, on_progress, require_pairs.
+        self._setup(config, counts, w_in, w_out)
 
         threads = threads_per_block or _env_int("PARVEC_GPU_THREADS") or threads_for(config.dim)
         if threads < 1 or threads > 1024 or threads & (threads - 1):
