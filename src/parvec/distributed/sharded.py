@@ -120,10 +120,6 @@ def _cause(exc: BaseException) -> BaseException:
     return cause if isinstance(cause, BaseException) else exc
 
 
-def _actor_error_types(ray: Any) -> tuple[type[BaseException], ...]:
-    return (ray.exceptions.RayActorError,)
-
-
 # --------------------------------------------------------------------------- the shard
 def checkpoint_paths(directory: str | os.PathLike[str], shard: int, shards: int) -> dict[str, Path]:
     """The files of shard ``shard``'s checkpoint: its input and output columns (.npy) and meta.json.
@@ -309,9 +305,6 @@ class ShardActor:
             return None
         except MemoryError as exc:
             return f"MemoryError: {exc}"
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 # --------------------------------------------------------------------------- the client
