@@ -277,3 +277,29 @@ def test_units_and_seeds():
     assert sum(u.words for u in units) == 23
     assert isinstance(Unit(0, 0, 1, 0, 0, 1), Unit)
     assert len({int(minibatch_seed(9, i)) for i in range(1000)}) == 1000
+
+
+def test_range_reader_reads_what_the_corpus_reader_reads(tmp_path):
+    import gzip
+
+    from parvec.corpus import ReadOptions, _TextSentences
+    from parvec.distributed.pipeline import RangeSentences, byte_ranges, plain_input
+
+    rng = np.random.default_rng(7)
+    words = [f"wörd{i}" for i in range(50)]
+    lines = [" ".join(rng.choice(words, n)) for n in (3, 0, 25, 7, 1)] + ["  lead  and trail  "]
+    path = tmp_path / "c.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    opts = ReadOptions(min_count=1, max_sentence_length=10, lowercase=True)
+    expected = list(_TextSentences(path, opts))
+    assert [s for a, b in byte_ranges(path, 1) for s in RangeSentences(path, a, b, opts)] == expected
+    for n in (2, 3, 7):  # a boundary may cut a line in two sentences; no token is lost, split or doubled
+        got = [s for a, b in byte_ranges(path, n) for s in RangeSentences(path, a, b, opts)]
+        assert sorted(w for s in got for w in s) == sorted(w for s in expected for w in s)
+        assert all(0 < len(s) <= 10 for s in got)
+    gz = tmp_path / "c.txt.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    (tmp_path / "work").mkdir()
+    plain = plain_input(str(gz), tmp_path / "work")
+    assert plain.read_bytes() == path.read_bytes() and plain != gz
+    assert plain_input(str(path), tmp_path) == path
