@@ -130,8 +130,13 @@ def spawn(variant: str, epochs: int, seed: int, quality: bool, ns: argparse.Name
     if quality:
         cmd.append("--quality")
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if out.returncode != 0:
+    for attempt in range(3):  # a loaded machine can time Ray's start out: try again, and say so
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if out.returncode == 0:
+            break
+        print(f"  {variant} seed {seed} failed (attempt {attempt + 1}): {out.stderr.strip().splitlines()[-1][:200]}",
+              file=sys.stderr, flush=True)
+    else:
         raise RuntimeError(f"{variant} failed:\n{out.stderr[-3000:]}")
     res = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"  {variant} seed {seed} {epochs} ep: {res['words_per_sec'] / 1e6:.3f}M words/s"
@@ -231,6 +236,7 @@ def tables(res: dict) -> str:
            "| variant | words/s | × process 1 thread | sync s (share) | bytes/word | full-model bytes/word "
            "(same syncs) | loopback bytes/word |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
+    res = dict(res, speed={v: runs for v, runs in res["speed"].items() if runs})  # --rounds 0: no speed runs
     med = {v: statistics.median(r["words_per_sec"] for r in runs) for v, runs in res["speed"].items()}
     base = med.get("process-1t")
     for v, runs in res["speed"].items():
@@ -258,9 +264,8 @@ def tables(res: dict) -> str:
                 "|" + " --- |" * (len(seeds) + 6)]
         ref = None
         if "process-2t" in res["quality"]:
-            ref = [statistics.mean(c) for c in zip(*(_scores(res["quality"]["process-2t"][str(s)]
-                                                             if str(s) in res["quality"]["process-2t"]
-                                                             else res["quality"]["process-2t"][s]["quality"])
+            base = res["quality"]["process-2t"]
+            ref = [statistics.mean(c) for c in zip(*(_scores((base.get(str(s)) or base[s])["quality"])
                                                      for s in seeds), strict=True)]
         for v, by_seed in res["quality"].items():
             runs = [by_seed[str(s)] if str(s) in by_seed else by_seed[s] for s in seeds]
