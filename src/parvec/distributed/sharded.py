@@ -160,7 +160,7 @@ class ShardActor:
         self.negative = int(spec["negative"])
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
         self.applied = 0  # minibatches adjusted (restored from the checkpoint on a restart)
-        self.kernel_seconds = 0.0  # in dotprod/adjust, summed over Ray's threads
+        self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads
         self.calls = 0
         self.applied_inputs = 0
         self.restored: dict[str, Any] | None = None
@@ -264,7 +264,7 @@ class ShardActor:
 
         ``call`` is one packed byte array (:func:`parvec.distributed.shard_core.pack_call`)."""
         self._check()
-        t0 = time.perf_counter()
+        t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
         p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(call)
         self.calls += 1
         if p_seq is not None:
@@ -273,12 +273,12 @@ class ShardActor:
             self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
             self.applied_inputs += len(p_shrink)
         if n_seq is None:
-            self.kernel_seconds += time.perf_counter() - t0
+            self.kernel_seconds += time.thread_time() - t0
             return None
         out = np.empty(int(n_out), dtype=np.float32)
         K.dotprod(self.w_in, self.w_out, n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
                   self.noise_alias, np.uint64(n_seed), out)
-        self.kernel_seconds += time.perf_counter() - t0
+        self.kernel_seconds += time.thread_time() - t0
         return out
 
     def rows(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -291,7 +291,7 @@ class ShardActor:
         return {"index": self.index, "error": self.error, "applied": self.applied,
                 "applied_inputs": self.applied_inputs, "restored": self.restored, "checkpoints": self.checkpoints,
                 "peak_rss_bytes": peak_rss_bytes(), "baseline_rss_bytes": self.baseline_rss,
-                "kernel_seconds": self.kernel_seconds, "calls": self.calls,
+                "kernel_seconds": self.kernel_seconds, "calls": self.calls, "cpu_seconds": _cpu_seconds(),
                 "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid()}
 
     def ping(self) -> int:
@@ -334,6 +334,14 @@ class _RayStep(Step):
             bad = next((s for s, r in enumerate(handle) if _failed(ray, r)), -1)
             raise ShardLost(bad, str(exc)) from None
         return [] if out[0] is None else out
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds this process has used (user + system)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _failed(ray: Any, ref: Any) -> bool:
@@ -430,7 +438,7 @@ class ClientActor:
 
     def info(self) -> dict[str, Any]:
         return {"index": self.index, "lost_events": self.lost_events, "peak_rss_bytes": peak_rss_bytes(),
-                "pid": os.getpid()}
+                "pid": os.getpid(), "cpu_seconds": _cpu_seconds()}
 
     def ping(self) -> int:
         return os.getpid()
@@ -710,6 +718,11 @@ class ShardedRun:
         """The run's sharded figures (bytes per trained input word measured at the clients, memory, faults)."""
         st, cfg = self.settings, self.config
         infos = self._get([h.info.remote() for h in self.shards], "reading the shards' figures") if self.shards else []
+        client_infos = []
+        for c, h in enumerate(self.clients):
+            if self.alive[c]:
+                with contextlib.suppress(Exception):
+                    client_infos.append(self.ray.get(h.info.remote(), timeout=self.timeout_s))
         t = self.totals
         inputs = max(t.inputs, 1)
         w_bar = t.pairs / inputs  # positives per input word
@@ -739,6 +752,9 @@ class ShardedRun:
             "client_unit_seconds": t.seconds, "client_wait_seconds": t.wait_seconds,
             "client_form_seconds": t.form_seconds, "client_coefficient_seconds": t.client_seconds,
             "shard_kernel_seconds": [i["kernel_seconds"] for i in infos], "shard_calls": [i["calls"] for i in infos],
+            # CPU seconds of each actor process since it started (warm-up and compilation included).
+            "shard_cpu_seconds": [i["cpu_seconds"] for i in infos],
+            "client_cpu_seconds": [i["cpu_seconds"] for i in client_infos],
         }
 
 
