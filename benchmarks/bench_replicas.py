@@ -172,7 +172,7 @@ def main() -> None:
                                                              "process-2t"])
     ap.add_argument("--speed-epochs", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--quality-variants", nargs="+", default=["process-2t", "replicas-2x1", "replicas-2x1-linear",
+    ap.add_argument("--quality-variants", nargs="*", default=["process-2t", "replicas-2x1", "replicas-2x1-linear",
                                                                "replicas-2x1-linear-fullsync"])
     ap.add_argument("--quality-epochs", type=int, default=5)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
