@@ -326,6 +326,11 @@ def main(out: Path) -> int:
             summary["errors"][case.name] = traceback.format_exc()
         summary["cases"][case.name] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    from sim_race import bad_launches  # this folder: the script's own
+
+    summary["shared-array-race-launches"] = bad_launches()
+    summary["shared-array-race-seconds"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     try:
         summary["e2e"] = _e2e(out)
     except Exception:

@@ -20,6 +20,9 @@ import numpy as np
 
 from parvec.config import TrainConfig
 from parvec.errors import ParvecError
+from parvec.gpu.simulator import make_shared_arrays_thread_safe
+
+make_shared_arrays_thread_safe()  # numba's CUDA simulator only: see parvec.gpu.simulator
 
 MISSING_EXTRA = "--device cuda needs numba-cuda, an optional extra: pip install 'parvec[gpu]'"
 
