@@ -55,6 +55,9 @@ class TrainConfig:
     dim: int = 100
     window: int = 5
     negative: int = 5
+    sg: bool = True  # skip-gram (gensim's sg=1); False: CBOW (word2vec.c -cbow 1)
+    hs: bool = False  # hierarchical softmax (word2vec.c -hs 1, gensim hs=1), alone (negative 0) or with negatives
+    cbow_mean: bool = True  # CBOW: average the window's input vectors (word2vec.c); False: sum them
     sample: float = 1e-3
     alpha: float = 0.025
     min_alpha: float | None = None  # None: alpha * 1e-4, as word2vec.c
@@ -96,6 +99,14 @@ class TrainConfig:
         if self.device == "cuda" and self.algo not in GPU_ALGORITHMS:
             raise ParvecError(f"algo {self.algo!r} runs on the CPU only: with --device cuda (device='cuda') choose "
                               f"{' or '.join(GPU_ALGORITHMS)} ({DEFAULT_GPU_ALGO} is the default there)")
+        for name in ("sg", "hs", "cbow_mean"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParvecError(f"{name} must be True or False (1 or 0), got {getattr(self, name)!r}")
+        if not self.sg:
+            raise ParvecError("CBOW (sg=0, -cbow 1) is not implemented yet: use skip-gram (sg=1, -cbow 0)")
+        if self.hs:
+            raise ParvecError("hierarchical softmax (hs=1, -hs 1) is not implemented yet: use negative sampling "
+                              "(hs=0, -hs 0)")
         for name in ("dim", "window", "negative", "epochs", "threads", "max_sentence_length", "chunk_words"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
