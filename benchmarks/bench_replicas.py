@@ -2,7 +2,9 @@
 
 Every measurement runs in its own subprocess (a replica run starts its own local Ray there).  Speed runs
 (``--speed-epochs``, ``--rounds`` interleaved rounds) compare one process at 1 and 2 threads with 1 and 2
-replicas of one thread each; words/s = raw corpus tokens x epochs / training seconds (reading, Ray start,
+replicas of one thread each, and with two independent one-thread processes trained at once
+(``process-1t-pair``: their summed words/s is the most two single-thread streams get from this machine, the
+ceiling of 2 replicas x 1 thread); words/s = raw corpus tokens x epochs / training seconds (reading, Ray start,
 actor start and JIT excluded for every system, as bench_words.py does).  A replica run also reports its
 sync time and share, the bytes synchronised per trained word (measured: the rows each allreduce moved) and
 the bytes a full-model sync at the same sync count would move.  Quality runs (``--quality-epochs``, one per
@@ -31,6 +33,9 @@ VARIANTS = {
     # name: (kind, replicas, threads, alpha_scale, min_sync_words)
     "process-1t": ("process", 1, 1, "none", None),
     "process-2t": ("process", 1, 2, "none", None),
+    # two independent one-thread processes at once, each on the whole corpus, started on the same instant:
+    # their summed words/s is what this machine gives two single-thread streams (the replicas' ceiling)
+    "process-1t-pair": ("process", 1, 1, "none", None),
     "replicas-1x1": ("replicas", 1, 1, "none", None),
     "replicas-2x1": ("replicas", 2, 1, "none", None),
     "replicas-2x1-sqrt": ("replicas", 2, 1, "sqrt", None),
@@ -78,6 +83,9 @@ def run_one(ns: argparse.Namespace) -> dict:
     lo_before = lo_bytes()
     if kind == "process":
         trainer = Trainer(cfg, enc.vocab.counts, w_in=w_in, w_out=w_out)
+        if ns.start_at:  # process-1t-pair: compile first, then start training with the other process
+            trainer.warm_up((enc.tokens, enc.offsets))
+            time.sleep(max(0.0, ns.start_at - time.time()))
         stats = trainer.train(enc)
     else:
         from parvec.distributed import Cluster
@@ -121,7 +129,30 @@ def run_one(ns: argparse.Namespace) -> dict:
     return result
 
 
+def spawn_pair(epochs: int, ns: argparse.Namespace) -> dict:
+    """process-1t-pair: two one-thread processes trained at once; words/s is their sum."""
+    cmd = [sys.executable, __file__, "--run-one", "--variant", "process-1t-pair", "--epochs", str(epochs),
+           "--seed", "1", "--corpus", str(ns.corpus), "--cache-dir", str(ns.work / "cache"), "--dim", str(ns.dim),
+           "--window", str(ns.window), "--negative", str(ns.negative), "--sample", str(ns.sample),
+           "--min-count", str(ns.min_count), "--start-at", str(time.time() + 45)]  # reading + JIT fit in 45 s
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    outs = [p.communicate() for p in procs]
+    if any(p.returncode for p in procs):
+        raise RuntimeError(f"process-1t-pair failed:\n{outs[0][1][-2000:]}\n{outs[1][1][-2000:]}")
+    runs = [json.loads(o.strip().splitlines()[-1]) for o, _ in outs]
+    res = dict(runs[0], words_per_sec=sum(r["words_per_sec"] for r in runs), pair=runs,
+               train_seconds=max(r["train_seconds"] for r in runs))
+    print(f"  process-1t-pair {epochs} ep: {res['words_per_sec'] / 1e6:.3f}M words/s (sum of "
+          f"{runs[0]['words_per_sec'] / 1e6:.3f}M and {runs[1]['words_per_sec'] / 1e6:.3f}M)", file=sys.stderr,
+          flush=True)
+    return res
+
+
 def spawn(variant: str, epochs: int, seed: int, quality: bool, ns: argparse.Namespace) -> dict:
+    if variant == "process-1t-pair":
+        return spawn_pair(epochs, ns)
     cmd = [sys.executable, __file__, "--run-one", "--variant", variant, "--epochs", str(epochs), "--seed", str(seed),
            "--corpus", str(ns.corpus), "--cache-dir", str(ns.work / "cache"), "--dim", str(ns.dim),
            "--window", str(ns.window), "--negative", str(ns.negative), "--sample", str(ns.sample),
@@ -152,6 +183,7 @@ def _fmt(q: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start-at", type=float, default=0.0, help=argparse.SUPPRESS)
     ap.add_argument("--variant", choices=list(VARIANTS))
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--work", type=Path, default=REPO / "bench_out" / "work")
@@ -169,7 +201,7 @@ def main() -> None:
     ap.add_argument("--kill-epoch", type=int, default=3, help="a -fault variant: the epoch (1-based) of the kill")
     ap.add_argument("--kill-sync", type=int, default=20, help="a -fault variant: syncs done in it before the kill")
     ap.add_argument("--speed-variants", nargs="+", default=["process-1t", "replicas-1x1", "replicas-2x1",
-                                                             "process-2t"])
+                                                             "process-2t", "process-1t-pair"])
     ap.add_argument("--speed-epochs", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quality-variants", nargs="*", default=["process-2t", "replicas-2x1", "replicas-2x1-linear",

@@ -323,3 +323,23 @@ def test_node2vec_on_a_cluster_is_refused_clearly(tmp_path):
     edges.write_text("0 1\n1 2\n2 0\n", encoding="utf-8")
     with pytest.raises(ParvecError, match="not supported yet"):
         Node2Vec(str(edges), cluster=Cluster("local:2"))
+
+
+def test_a_local_ray_parvec_starts_runs_its_workers_at_niceness_0():
+    # Ray's default worker niceness is 15: replicas would yield the CPU to every other process on the
+    # machine; a local Ray that parvec starts runs them as a one-process run's threads, the environment kept
+    pytest.importorskip("ray")
+    script = textwrap.dedent("""
+        import json, os
+        import parvec
+
+        with parvec.Cluster("local:1").session() as ray:
+            actor = ray.remote(num_cpus=1)(type("Probe", (), {"nice": lambda self: os.nice(0)})).remote()
+            nice = ray.get(actor.nice.remote(), timeout=120)
+        print(json.dumps({"nice": nice, "env": os.environ.get("RAY_worker_niceness")}))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"} | {"RAY_USAGE_STATS_ENABLED": "0"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res == {"nice": 0, "env": None}
