@@ -580,7 +580,7 @@ class ReplicaTrainer:
         words = np.zeros(epochs, np.int64)
         pairs = np.zeros(epochs, np.int64)
         loss = np.zeros(epochs, np.float64)
-        per_replica = {r: {"sync_seconds": 0.0, "bytes": 0} for r in range(n)}
+        per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
         totals = {"syncs": 0, "rows": 0, "bytes": 0}
         faults: list[dict[str, Any]] = []
         fetch_seconds = 0.0
@@ -624,6 +624,7 @@ class ReplicaTrainer:
                 pairs[epoch] += st.pairs
                 loss[epoch] += st.loss_per_epoch[0] * st.pairs if st.pairs else 0.0
                 per_replica[res["rank"]]["sync_seconds"] += res["sync"]["seconds"]
+                per_replica[res["rank"]]["train_seconds"] += st.seconds
                 per_replica[res["rank"]]["bytes"] += res["sync"]["bytes"]
             s0 = results[0]["sync"]
             totals["syncs"] += s0["syncs"]
@@ -658,6 +659,9 @@ class ReplicaTrainer:
             "sync_seconds": sync_seconds,
             "sync_share": sync_seconds / seconds if seconds else None,
             "sync_seconds_per_replica": [p["sync_seconds"] for p in per_replica.values()],
+            # each replica's own Trainer clock (its syncs included), beside the driver's (seconds): the gap is
+            # the epochs' start and end (model shipped, results gathered) and Ray's calls
+            "replica_train_seconds": [p["train_seconds"] for p in per_replica.values()],
             "bytes_synced": totals["bytes"],
             "bytes_synced_per_word": totals["bytes"] / stats.words if stats.words else None,
             "bytes_full_model_same_syncs": full_bytes,
