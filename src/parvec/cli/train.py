@@ -132,8 +132,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "train",
         help="train word vectors on a text file",
-        description="Train skip-gram (or, with --cbow, CBOW) negative-sampling word vectors on a text file (one sentence per line; "
-        ".gz/.bz2/.xz read directly; - reads standard input). word2vec.c's flags are accepted too.",
+        description="Train skip-gram (or, with --cbow, CBOW) negative-sampling word vectors on a text file (one "
+        "sentence per line; .gz/.bz2/.xz read directly; - reads standard input). word2vec.c's flags are accepted too.",
         epilog="Outputs: before the corpus is read, every output (-o, --report, --save-vocab, --save-model) gets a "
         "temporary file in its directory and --checkpoint-dir is created, so a path that cannot be written fails at "
         "once; the outputs are renamed into place only when the run succeeds. An output that is an input (the "

@@ -36,38 +36,39 @@ from numba import njit
 from parvec.kernels.hogbatch import _draw_negative, _prefetch_row, sgns_block
 from parvec.sampling import rng_below, rng_next, subsample_sentence
 
-DEFAULT_BATCH = 16  # centers per shared set of negatives (measured: docs/architecture.md, "CBOW")
+DEFAULT_BATCH = 8  # centers per shared set of negatives (measured: README.md, "CBOW")
 _MASKED = np.float32(-30.0)  # a masked score: beyond -MAX_EXP, so its gradient is exactly 0
 
 
 @njit(inline="always")
-def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, dim, with_loss):
+def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, dim, with_loss):
     """One batch: centers ``sent[pos[a]]`` with contexts ``sent[lo[a]:hi[a]]`` (all but ``pos[a]``),
-    ``a < nb``, against their own output rows and the shared negatives ``negs[:n_neg]``.
+    ``a < nb`` in order, against their own output rows and the shared negatives ``negs[:n_neg]``.
 
-    ``H``, ``E`` (>= nb x dim), ``do`` (>= n_neg x dim), ``g`` and ``lab`` (>= nb (1 + n_neg), ``lab``
-    holding [1, 0, ..., 0] per center) are scratch; ``dim`` is a literal at the specialised call sites.
-    Returns the loss.
+    ``h``, ``e`` (>= dim), ``do`` (>= n_neg x dim), ``g`` and ``lab`` (>= 1 + n_neg, ``lab`` holding
+    [1, 0, ..., 0]) are scratch; ``dim`` is a literal at the specialised call sites.  Returns the loss.
     """
     n_out = n_neg + 1
-    # H: each center's hidden vector from the input rows as they are now.
-    for a in range(nb):
+    loss = 0.0
+    for k in range(n_neg):
         for d in range(dim):
-            H[a, d] = 0.0
+            do[k, d] = 0.0
+    for a in range(nb):
         p = pos[a]
+        t = sent[p]
+        # h: the center's hidden vector from its context rows as they are now.
+        for d in range(dim):
+            h[d] = 0.0
         for j in range(lo[a], hi[a]):
             if j != p:
                 r = sent[j]
                 for d in range(dim):
-                    H[a, d] += w_in[r, d]
+                    h[d] += w_in[r, d]
+        inv = np.float32(1.0) / np.float32(hi[a] - lo[a] - 1)
         if mean:
-            inv = np.float32(1.0) / np.float32(hi[a] - lo[a] - 1)
             for d in range(dim):
-                H[a, d] *= inv
-    # Scores: h_a against its center's row and the negatives' rows, one pass per block of rows.
-    for a in range(nb):
-        t = sent[pos[a]]
-        o = a * n_out
+                h[d] *= inv
+        # Scores: h against the center's row and the negatives' rows, one pass per block of rows.
         k = 0
         if n_neg >= 5:  # the center and five negatives in one pass
             r1 = negs[0]
@@ -82,25 +83,25 @@ def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, d
             s4 = np.float32(0.0)
             s5 = np.float32(0.0)
             for d in range(dim):
-                x = H[a, d]
+                x = h[d]
                 s0 += x * w_out[t, d]
                 s1 += x * w_out[r1, d]
                 s2 += x * w_out[r2, d]
                 s3 += x * w_out[r3, d]
                 s4 += x * w_out[r4, d]
                 s5 += x * w_out[r5, d]
-            g[o] = s0
-            g[o + 1] = s1
-            g[o + 2] = s2
-            g[o + 3] = s3
-            g[o + 4] = s4
-            g[o + 5] = s5
+            g[0] = s0
+            g[1] = s1
+            g[2] = s2
+            g[3] = s3
+            g[4] = s4
+            g[5] = s5
             k = 5
         else:
             s0 = np.float32(0.0)
             for d in range(dim):
-                s0 += H[a, d] * w_out[t, d]
-            g[o] = s0
+                s0 += h[d] * w_out[t, d]
+            g[0] = s0
         while k + 3 <= n_neg:
             r1 = negs[k]
             r2 = negs[k + 1]
@@ -109,35 +110,29 @@ def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, d
             s2 = np.float32(0.0)
             s3 = np.float32(0.0)
             for d in range(dim):
-                x = H[a, d]
+                x = h[d]
                 s1 += x * w_out[r1, d]
                 s2 += x * w_out[r2, d]
                 s3 += x * w_out[r3, d]
-            g[o + 1 + k] = s1
-            g[o + 2 + k] = s2
-            g[o + 3 + k] = s3
+            g[1 + k] = s1
+            g[2 + k] = s2
+            g[3 + k] = s3
             k += 3
         while k < n_neg:
             r1 = negs[k]
             s1 = np.float32(0.0)
             for d in range(dim):
-                s1 += H[a, d] * w_out[r1, d]
-            g[o + 1 + k] = s1
+                s1 += h[d] * w_out[r1, d]
+            g[1 + k] = s1
             k += 1
         for k in range(n_neg):  # a negative equal to this center: masked (word2vec.c skips it)
             if negs[k] == t:
-                g[o + 1 + k] = _MASKED
-    loss = sgns_block(g, lab, nb * n_out, alpha, with_loss)
-    # E_a = sum_b G[a, b] O_b and the negatives' deltas do_k = sum_a G[a, k] h_a, before any row changes.
-    for k in range(n_neg):
+                g[1 + k] = _MASKED
+        loss += sgns_block(g, lab, n_out, alpha, with_loss)
+        # e = G O (the rows as read now; the negatives' deltas wait in do), do_k += G_k h.
+        g0 = g[0]
         for d in range(dim):
-            do[k, d] = 0.0
-    for a in range(nb):
-        t = sent[pos[a]]
-        o = a * n_out
-        g0 = g[o]
-        for d in range(dim):
-            E[a, d] = g0 * w_out[t, d]
+            e[d] = g0 * w_out[t, d]
         k = 0
         while k + 5 <= n_neg:
             r1 = negs[k]
@@ -145,15 +140,15 @@ def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, d
             r3 = negs[k + 2]
             r4 = negs[k + 3]
             r5 = negs[k + 4]
-            g1 = g[o + 1 + k]
-            g2 = g[o + 2 + k]
-            g3 = g[o + 3 + k]
-            g4 = g[o + 4 + k]
-            g5 = g[o + 5 + k]
+            g1 = g[1 + k]
+            g2 = g[2 + k]
+            g3 = g[3 + k]
+            g4 = g[4 + k]
+            g5 = g[5 + k]
             for d in range(dim):
-                x = H[a, d]
-                E[a, d] += (g1 * w_out[r1, d] + g2 * w_out[r2, d] + g3 * w_out[r3, d] + g4 * w_out[r4, d]
-                            + g5 * w_out[r5, d])
+                x = h[d]
+                e[d] += (g1 * w_out[r1, d] + g2 * w_out[r2, d] + g3 * w_out[r3, d] + g4 * w_out[r4, d]
+                         + g5 * w_out[r5, d])
                 do[k, d] += g1 * x
                 do[k + 1, d] += g2 * x
                 do[k + 2, d] += g3 * x
@@ -162,90 +157,81 @@ def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, d
             k += 5
         while k < n_neg:
             r1 = negs[k]
-            g1 = g[o + 1 + k]
+            g1 = g[1 + k]
             for d in range(dim):
-                E[a, d] += g1 * w_out[r1, d]
-                do[k, d] += g1 * H[a, d]
+                e[d] += g1 * w_out[r1, d]
+                do[k, d] += g1 * h[d]
             k += 1
-    # The output rows: each center's own, then the shared negatives'.
-    for a in range(nb):
-        t = sent[pos[a]]
-        g0 = g[a * n_out]
+        # The center's output row now; every context row gets e (mean) or e / cw (sum) now.
         for d in range(dim):
-            w_out[t, d] += g0 * H[a, d]
-    for k in range(n_neg):
-        r = negs[k]
-        for d in range(dim):
-            w_out[r, d] += do[k, d]
-    # The input rows: every context row of center a gets E_a (mean) or E_a / cw_a (sum).
-    for a in range(nb):
-        p = pos[a]
+            w_out[t, d] += g0 * h[d]
         if not mean:
-            inv = np.float32(1.0) / np.float32(hi[a] - lo[a] - 1)
             for d in range(dim):
-                E[a, d] *= inv
+                e[d] *= inv
         for j in range(lo[a], hi[a]):
             if j != p:
                 r = sent[j]
                 for d in range(dim):
-                    w_in[r, d] += E[a, d]
+                    w_in[r, d] += e[d]
+    # The shared negatives' rows once per batch.
+    for k in range(n_neg):
+        r = negs[k]
+        for d in range(dim):
+            w_out[r, d] += do[k, d]
     return loss
 
 
 # One compiled copy per specialised dimension (hogbatch's SPECIALISED_DIMS), called rather than inlined.
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def _batch_100(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, with_loss):
-    return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, 100, with_loss)
+def _batch_100(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
+    return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, 100, with_loss)
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def _batch_300(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, with_loss):
-    return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, 300, with_loss)
+def _batch_300(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
+    return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, 300, with_loss)
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def _batch_dyn(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, with_loss):
-    return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, w_in.shape[1],
+def _batch_dyn(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
+    return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, w_in.shape[1],
                   with_loss)
 
 
 @njit(inline="always")
-def _batch_any_dim(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, with_loss):
+def _batch_any_dim(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
     dim = w_in.shape[1]
     if dim == 100:
-        return _batch_100(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, with_loss)
+        return _batch_100(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss)
     if dim == 300:
-        return _batch_300(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, with_loss)
-    return _batch_dyn(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, H, E, do, g, lab, with_loss)
+        return _batch_300(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss)
+    return _batch_dyn(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss)
 
 
 def work_floats(batch: int, negative: int, dim: int) -> int:
-    """Scratch floats a batch of ``batch`` centers with ``negative`` shared negatives needs.
+    """Scratch floats a batch with ``negative`` shared negatives needs (any number of centers).
 
     Example:
         >>> work_floats(16, 5, 100)
-        3892
+        712
     """
-    return (2 * batch + negative) * dim + 2 * batch * (negative + 1)
+    return (2 + negative) * dim + 2 * (negative + 1)
 
 
 @njit(inline="always")
-def _scratch(work, batch, negative, dim):
-    # work = [H: batch x dim | E: batch x dim | do: negative x dim | g: batch (1 + negative) | lab: same]
+def _scratch(work, negative, dim):
+    # work = [h: dim | e: dim | do: negative x dim | g: 1 + negative | lab: 1 + negative]
     n_out = negative + 1
-    a = batch * dim
-    b = 2 * batch * dim
-    c = b + negative * dim
-    H = work[:a].reshape((batch, dim))
-    E = work[a:b].reshape((batch, dim))
-    do = work[b:c].reshape((negative, dim))
-    g = work[c:c + batch * n_out]
-    lab = work[c + batch * n_out:c + 2 * batch * n_out]
-    for i in range(batch):
-        lab[i * n_out] = 1.0
-        for k in range(1, n_out):
-            lab[i * n_out + k] = 0.0
-    return H, E, do, g, lab
+    c = (2 + negative) * dim
+    h = work[:dim]
+    e = work[dim:2 * dim]
+    do = work[2 * dim:c].reshape((negative, dim))
+    g = work[c:c + n_out]
+    lab = work[c + n_out:c + 2 * n_out]
+    lab[0] = 1.0
+    for k in range(1, n_out):
+        lab[k] = 0.0
+    return h, e, do, g, lab
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
@@ -265,10 +251,10 @@ def cbow_batch_update(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, pos
     """
     nb = len(pos)
     n_neg = len(negs)
-    H, E, do, g, lab = _scratch(work, nb, n_neg, w_in.shape[1])
+    h, e, do, g, lab = _scratch(work, n_neg, w_in.shape[1])
     # Run-time typed like train_chunk's values, so both run the same compiled batch code.
     return _batch_any_dim(w_in, w_out, sent, pos, lo, hi, np.int64(nb), negs, np.int64(n_neg), alpha,
-                          np.bool_(cbow_mean), H, E, do, g, lab, np.bool_(True))
+                          np.bool_(cbow_mean), h, e, do, g, lab, np.bool_(True))
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
@@ -294,7 +280,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     lo = np.empty(batch, dtype=np.int64)
     hi = np.empty(batch, dtype=np.int64)
     negs = np.empty(negative, dtype=np.int64)
-    H, E, do, g, lab = _scratch(work, batch, negative, w_in.shape[1])
+    h, e, do, g, lab = _scratch(work, negative, w_in.shape[1])
     for s in range(s_lo, s_hi):
         start = offsets[s]
         end = offsets[s + 1]
@@ -327,7 +313,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
             for a in range(nb):
                 _prefetch_row(w_out, sent_buf[pos[a]])
             loss += _batch_any_dim(w_in, w_out, sent_buf, pos, lo, hi, np.int64(nb), negs, negative, alpha, mean,
-                                   H, E, do, g, lab, with_loss)
+                                   h, e, do, g, lab, with_loss)
             pairs += nb
         done += raw_len
     return done, pairs, loss
@@ -341,7 +327,7 @@ def params(config) -> tuple[np.ndarray, np.ndarray, int]:
     Example:
         >>> from parvec.config import TrainConfig
         >>> params(TrainConfig(sg=False, window=5, negative=5, batch_size=0))[0].tolist()
-        [5, 5, 16, 1, 1]
+        [5, 5, 8, 1, 1]
     """
     batch = config.batch_size or DEFAULT_BATCH
     iparams = np.array([config.window, config.negative, batch, int(bool(config.cbow_mean)),
