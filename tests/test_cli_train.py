@@ -63,9 +63,8 @@ def test_word2vec_c_flags_run_unchanged(tiny_corpus, tmp_path, capsys):
     assert raw.startswith(b"40 8\n") and len(raw) > 40 * 8 * 4  # binary payload
 
 
-def test_cbow_and_hs_are_refused(tiny_corpus, tmp_path, capsys):
-    code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-cbow", 1], capsys)
-    assert code == 2 and "skip-gram only" in err
+def test_hs_is_refused(tiny_corpus, tmp_path, capsys):
+    # (-cbow 1 trains CBOW: tests/test_cbow.py)
     code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 1], capsys)
     assert code == 2 and "negative sampling only" in err
 

@@ -52,8 +52,8 @@ def test_one_thread_same_seed_same_model_any_algo_default():
 
 
 def test_refusals_and_errors(tmp_path, monkeypatch):
-    with pytest.raises(ParvecError, match="skip-gram"):
-        Word2Vec(sg=0)
+    with pytest.raises(ParvecError, match="sg must be 0 or 1"):
+        Word2Vec(sg=2)
     with pytest.raises(ParvecError, match="negative sampling"):
         Word2Vec(hs=1)
     with pytest.raises(ParvecError, match="only one of"):

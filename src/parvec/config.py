@@ -10,6 +10,9 @@ from parvec.errors import ParvecError
 
 ALGORITHMS = ("classic", "hogbatch", "par")  # the CPU algorithms (parvec.kernels)
 DEFAULT_ALGO = "hogbatch"
+CBOW_ALGORITHMS = ("classic", "hogbatch")  # the CPU algorithms that train CBOW (sg=False): parvec.kernels
+SG_ALPHA = 0.025  # the default starting learning rate of skip-gram (word2vec.c, gensim)
+CBOW_ALPHA = 0.05  # ... and of CBOW (word2vec.c -cbow 1, gensim sg=0)
 DEVICES = ("cpu", "cuda")
 GPU_ALGORITHMS = ("full-w2v", "par")  # what --device cuda runs (parvec.gpu)
 DEFAULT_GPU_ALGO = "full-w2v"
@@ -24,6 +27,16 @@ def default_algo(device: str) -> str:
         ('hogbatch', 'full-w2v')
     """
     return DEFAULT_GPU_ALGO if device == "cuda" else DEFAULT_ALGO
+
+
+def default_alpha(sg: bool) -> float:
+    """The starting learning rate when none is given: 0.025 for skip-gram, 0.05 for CBOW (word2vec.c, gensim).
+
+    Example:
+        >>> default_alpha(True), default_alpha(False)
+        (0.025, 0.05)
+    """
+    return SG_ALPHA if sg else CBOW_ALPHA
 
 
 def default_threads() -> int:
@@ -41,10 +54,12 @@ def default_threads() -> int:
 
 @dataclass
 class TrainConfig:
-    """Skip-gram with negative sampling: every knob a trainer reads.
+    """Skip-gram (``sg=True``) or CBOW (``sg=False``) with negative sampling: every knob a trainer reads.
 
-    Defaults follow word2vec.c's skip-gram (alpha 0.025, window 5, negative 5, sample 1e-3,
-    min_alpha = alpha * 1e-4) except ``epochs`` (5, as gensim) and ``dim`` (100).
+    Defaults follow word2vec.c (window 5, negative 5, sample 1e-3, min_alpha = alpha * 1e-4; alpha
+    0.025 for skip-gram and 0.05 for CBOW when ``alpha`` is left None: the resolved number is what
+    ``alpha`` holds after construction, and what reports and saved models record) except ``epochs``
+    (5, as gensim) and ``dim`` (100).
 
     Example:
         >>> TrainConfig(dim=50, algo="classic").validate().dim
@@ -59,7 +74,7 @@ class TrainConfig:
     hs: bool = False  # hierarchical softmax (word2vec.c -hs 1, gensim hs=1), alone (negative 0) or with negatives
     cbow_mean: bool = True  # CBOW: average the window's input vectors (word2vec.c); False: sum them
     sample: float = 1e-3
-    alpha: float = 0.025
+    alpha: float | None = None  # None: 0.025 for skip-gram, 0.05 for CBOW (default_alpha), set at construction
     min_alpha: float | None = None  # None: alpha * 1e-4, as word2vec.c
     epochs: int = 5
     threads: int = field(default_factory=default_threads)
@@ -81,6 +96,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.algo is None:
             self.algo = default_algo(self.device)
+        if self.alpha is None:
+            self.alpha = default_alpha(bool(self.sg))
 
     @property
     def final_alpha(self) -> float:
@@ -102,8 +119,13 @@ class TrainConfig:
         for name in ("sg", "hs", "cbow_mean"):
             if not isinstance(getattr(self, name), bool):
                 raise ParvecError(f"{name} must be True or False (1 or 0), got {getattr(self, name)!r}")
-        if not self.sg:
-            raise ParvecError("CBOW (sg=0, -cbow 1) is not implemented yet: use skip-gram (sg=1, -cbow 0)")
+        if not self.sg and self.device == "cuda":
+            raise ParvecError("CBOW (sg=0, --cbow) runs on the CPU only: train it without --device cuda "
+                              "(device='cpu'), or train skip-gram (sg=1) on the GPU")
+        if not self.sg and self.algo not in CBOW_ALGORITHMS:
+            raise ParvecError(f"algo {self.algo!r} trains skip-gram only: for CBOW (sg=0, --cbow) choose "
+                              f"{' or '.join(CBOW_ALGORITHMS)} (hogbatch, the default, runs the fast batched "
+                              "CBOW kernel; classic is word2vec.c's loop)")
         if self.hs:
             raise ParvecError("hierarchical softmax (hs=1, -hs 1) is not implemented yet: use negative sampling "
                               "(hs=0, -hs 0)")

@@ -161,7 +161,7 @@ class Trainer:
         w_out: np.ndarray | None = None,
     ) -> None:
         self._setup(config, counts, w_in, w_out)
-        self.algorithm = get_algorithm(config.algo)
+        self.algorithm = get_algorithm(config.algo, config.sg)
         self.iparams, self._fextra, self._work_floats = self.algorithm.params(config)
 
     def _setup(self, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None,

@@ -53,8 +53,14 @@ def _rlimit_headroom() -> int | None:
 
 
 class Word2Vec:
-    """Skip-gram with negative sampling, trained by ``classic``, ``hogbatch`` (default) or ``par``; with
-    ``device="cuda"`` on a GPU by ``full-w2v`` (the default there) or ``par`` (docs/gpu.md).
+    """Skip-gram (``sg=1``, the default) or CBOW (``sg=0``) with negative sampling.
+
+    Skip-gram is trained by ``classic``, ``hogbatch`` (default) or ``par``; with ``device="cuda"`` on a
+    GPU by ``full-w2v`` (the default there) or ``par`` (docs/gpu.md).  CBOW (``sg=0``; ``cbow_mean=1``
+    averages the window's input vectors as word2vec.c, ``0`` sums them, as gensim) is trained on the CPU
+    by ``hogbatch`` (default: the fast batched CBOW kernel, :mod:`parvec.kernels.cbow_batch`) or
+    ``classic`` (word2vec.c's ``-cbow 1`` loop).  ``alpha=None`` starts at 0.025 for skip-gram and 0.05
+    for CBOW, as word2vec.c and gensim; ``model.config.alpha`` holds the number used.
 
     Parameter names follow gensim's ``Word2Vec`` (``vector_size``, ``workers``, ``epochs``, ...).  Give
     ``corpus_file`` (a text file, one sentence per line; .gz/.bz2/.xz read directly), ``sentences``
@@ -84,7 +90,7 @@ class Word2Vec:
         max_vocab_size: int | None = None,
         max_final_vocab: int | None = None,
         epochs: int = 5,
-        alpha: float = 0.025,
+        alpha: float | None = None,
         min_alpha: float | None = None,
         workers: int | None = None,
         seed: int = 1,
@@ -100,19 +106,23 @@ class Word2Vec:
         unicode_errors: str = "strict",
         sg: int = 1,
         hs: int = 0,
+        cbow_mean: int = 1,
         checkpoint_dir: str | os.PathLike[str] | None = None,
         device: str = "cpu",
         cluster: Any = None,
     ) -> None:
-        if sg != 1 or hs != 0:
-            raise ParvecError("parvec trains skip-gram with negative sampling only (sg=1, hs=0)")
+        for name, value in (("sg", sg), ("cbow_mean", cbow_mean)):
+            if isinstance(value, bool) or value not in (0, 1):
+                raise ParvecError(f"{name} must be 0 or 1 (gensim's values), got {value!r}")
+        if hs != 0:
+            raise ParvecError("parvec trains with negative sampling only (hs=0)")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int | np.integer)
                                     or workers < 1):
             raise ParvecError(f"workers must be a positive integer, got {workers!r} (None, the default, uses all "
                               f"cores: {default_threads()} here)")
         self.config = TrainConfig(
             algo=algo or default_algo(device), dim=vector_size, window=window, negative=negative, sample=sample,
-            alpha=alpha,
+            alpha=alpha, sg=bool(sg), cbow_mean=bool(cbow_mean),
             min_alpha=min_alpha, epochs=epochs, threads=default_threads() if workers is None else workers, seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
             par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,
@@ -125,6 +135,9 @@ class Word2Vec:
             self.cluster = as_cluster(cluster)
             if device != "cpu":
                 raise ParvecError("cluster= and device='cuda' cannot be combined yet: choose one")
+            if not self.config.sg and self.cluster.mode == "sharded":
+                raise ParvecError("CBOW (sg=0) is not available with the sharded mode (its kernels train "
+                                  "skip-gram only): use mode='replicas', or train on one machine")
         self.run_report: dict[str, Any] = {}  # the last run's driver figures (cluster/GPU), for --report
         # A parvec.runlog.RunLog here records the time series and epoch records `parvec report` draws;
         # with eval_every_epoch the word-similarity and analogy sets are scored after every epoch.
@@ -434,6 +447,7 @@ class Word2Vec:
             ns_exponent=config.ns_exponent, max_sentence_length=config.max_sentence_length,
             batch_size=config.batch_size, par_batch=config.par_batch, compute_loss=config.compute_loss,
             progress=config.progress, lowercase=opts.get("lowercase", False), device=config.device,
+            sg=int(config.sg), cbow_mean=int(config.cbow_mean),
             unicode_errors=opts.get("unicode_errors", "strict"),
         )
         model.config.par_h_factor = config.par_h_factor
@@ -451,4 +465,6 @@ class Word2Vec:
 
     def __repr__(self) -> str:
         n = len(self.vocab) if self.vocab is not None else 0
-        return f"Word2Vec<vocab={n}, vector_size={self.config.dim}, algo={self.config.algo}, alpha={self.config.alpha}>"
+        model = "" if self.config.sg else f", sg=0, cbow_mean={int(self.config.cbow_mean)}"
+        return (f"Word2Vec<vocab={n}, vector_size={self.config.dim}{model}, algo={self.config.algo}, "
+                f"alpha={self.config.alpha}>")

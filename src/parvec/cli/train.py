@@ -1,8 +1,8 @@
 """``parvec train``: text in, word vectors out.
 
 Accepts parvec's flags and word2vec.c's (``-train -output -size -window -negative -sample -min-count
--iter -alpha -threads -binary -cbow 0 -hs 0``), so existing word2vec.c scripts run unchanged:
-``parvec -train text8 -output vec.bin -size 200 -binary 1``.
+-iter -alpha -threads -binary -cbow 0|1 -hs 0``), so existing word2vec.c scripts run unchanged:
+``parvec -train text8 -output vec.bin -size 200 -binary 1``.  ``--cbow`` (or ``-cbow 1``) trains CBOW.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample", "-sample", dest="sample", type=float, default=1e-3,
                    help="subsampling threshold of frequent words (1e-3; 0 = off)")
     p.add_argument("--epochs", "-iter", "--iter", dest="epochs", type=int, default=5, help="passes over the corpus (5)")
-    p.add_argument("--alpha", "-alpha", dest="alpha", type=float, default=0.025, help="starting learning rate (0.025)")
+    p.add_argument("--alpha", "-alpha", dest="alpha", type=float, default=None,
+                   help="starting learning rate (0.025 for skip-gram, 0.05 for CBOW, as word2vec.c)")
     p.add_argument("--min-alpha", dest="min_alpha", type=float, default=None,
                    help="final learning rate (alpha * 1e-4, as word2vec.c)")
     p.add_argument("--threads", "-threads", "--workers", dest="threads", type=threads_arg, default=default_threads(),
@@ -131,8 +132,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "train",
         help="train word vectors on a text file",
-        description="Train skip-gram negative-sampling word vectors on a text file (one sentence per line; "
-        ".gz/.bz2/.xz read directly; - reads standard input). word2vec.c's flags are accepted too.",
+        description="Train skip-gram (or, with --cbow, CBOW) negative-sampling word vectors on a text file (one "
+        "sentence per line; .gz/.bz2/.xz read directly; - reads standard input). word2vec.c's flags are accepted too.",
         epilog="Outputs: before the corpus is read, every output (-o, --report, --save-vocab, --save-model) gets a "
         "temporary file in its directory and --checkpoint-dir is created, so a path that cannot be written fails at "
         "once; the outputs are renamed into place only when the run succeeds. An output that is an input (the "
@@ -173,7 +174,11 @@ def register(subparsers: Any) -> None:
                    help="score WS-353, SimLex-999 and the Google analogies after every epoch (files from "
                    "$PARVEC_EVAL_DIR or shared/data/eval); the scores go into --report and on stderr")
     p.add_argument("-save-vocab", "--save-vocab", dest="save_vocab", help="write 'word count' lines")
-    p.add_argument("-cbow", dest="cbow", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--cbow", "-cbow", dest="cbow", type=int, nargs="?", const=1, default=0, choices=(0, 1),
+                   help="train CBOW (word2vec.c's -cbow 1, gensim's sg=0) instead of skip-gram; --algo hogbatch "
+                   "(the default) runs the fast batched CBOW kernel, classic word2vec.c's loop")
+    p.add_argument("--cbow-mean", dest="cbow_mean", type=int, default=1, choices=(0, 1),
+                   help="CBOW: 1 averages the window's input vectors (word2vec.c, gensim's default), 0 sums them")
     p.add_argument("-hs", dest="hs", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("-debug", dest="debug", type=int, default=0, help=argparse.SUPPRESS)
     p.set_defaults(func=run_train)
@@ -263,6 +268,13 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _what_ran(config: Any) -> str:
+    # "hogbatch" for skip-gram; "CBOW (mean) hogbatch, alpha 0.05" for CBOW: what trained, in words.
+    if config.sg:
+        return config.algo
+    return f"CBOW ({'mean' if config.cbow_mean else 'sum'}) {config.algo}, alpha {config.alpha:g}"
+
+
 def save_vectors(kv: Any, output: str, binary: bool) -> None:
     """Write vectors by the output's extension: ``.npy`` or word2vec text/binary."""
     if output.endswith(".npy"):
@@ -273,8 +285,6 @@ def save_vectors(kv: Any, output: str, binary: bool) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Run ``parvec train``."""
-    if args.cbow:
-        raise ParvecError("-cbow 1: parvec trains skip-gram only; use -cbow 0")
     if args.hs:
         raise ParvecError("-hs 1: parvec trains with negative sampling only; use -hs 0")
     source = args.train_file or args.input
@@ -290,7 +300,8 @@ def run_train(args: argparse.Namespace) -> int:
         from parvec.config import TrainConfig
         from parvec.gpu import require_device
 
-        TrainConfig(algo=args.algo or DEFAULT_GPU_ALGO, device="cuda").validate()  # a CPU-only --algo first
+        # a CPU-only --algo (or CBOW) first
+        TrainConfig(algo=args.algo or DEFAULT_GPU_ALGO, device="cuda", sg=not args.cbow).validate()
         require_device()
 
     # Before anything is read: no output may be an input or another output, and every output gets its
@@ -348,7 +359,8 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             batch_size=args.batch_size, par_batch=args.par_batch, compute_loss=args.compute_loss,
             progress=args.progress, cache_dir=cache_dir, lowercase=args.lowercase,
             unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
-            device=args.device, cluster=cluster_from_args(args),
+            device=args.device, cluster=cluster_from_args(args), sg=0 if args.cbow else 1,
+            cbow_mean=args.cbow_mean,
         )
         encoded = model.encode(corpus_file=source)
     read_seconds = time.perf_counter() - t0
@@ -401,7 +413,8 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
                   f"{scores}", file=sys.stderr)
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     print(
-        f"trained {stats.words:,} words ({stats.epochs} epochs, {model.config.algo}, {model.config.threads} threads) "
+        f"trained {stats.words:,} words ({stats.epochs} epochs, {_what_ran(model.config)}, "
+        f"{model.config.threads} threads) "
         f"in {stats.seconds:.1f} s: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
         file=sys.stderr,
     )
@@ -430,6 +443,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             "loss_per_epoch": stats.loss_per_epoch,
             "peak_memory_bytes": peak_memory_bytes(),
             "kind": "words",
+            "model": "skip-gram" if model.config.sg else "cbow",
             "output": os.path.abspath(args.output) if args.output else None,
             "output_binary": binary,
             "device": model.config.device,

@@ -26,6 +26,7 @@ import numpy as np
 
 from parvec.config import TrainConfig
 from parvec.distributed.cluster import Cluster, as_cluster, import_ray
+from parvec.errors import ParvecError
 
 __all__ = ["Cluster", "as_cluster", "import_ray", "make_trainer"]
 
@@ -38,6 +39,9 @@ def make_trainer(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in
         >>> trainer = make_trainer(Cluster("local:2"), TrainConfig(), counts, w_in, w_out)  # doctest: +SKIP
         >>> stats = trainer.train(corpus)  # doctest: +SKIP
     """
+    if cluster.mode == "sharded" and not config.sg:
+        raise ParvecError("CBOW (sg=0) is not available with the sharded mode (its kernels train skip-gram "
+                          "only): use the replicas mode, or train on one machine")
     import_ray()  # a clear error naming the extra before anything else
     if cluster.mode == "replicas":
         from parvec.distributed.replicas import ReplicaTrainer

@@ -406,7 +406,8 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
     from parvec.config import TrainConfig
     from parvec.distributed.sharded import ShardedRun, resolve
 
-    for flag, value in (("--resume", args.resume), ("--eval-every-epoch", args.eval_every_epoch)):
+    for flag, value in (("--resume", args.resume), ("--eval-every-epoch", args.eval_every_epoch),
+                        ("--cbow (CBOW)", getattr(args, "cbow", 0))):
         if value:
             raise ParvecError(f"{flag} is not available with --mode sharded (the model is never in one process); "
                               "use --mode replicas, or train without it")

@@ -2,7 +2,16 @@
 
 A kernel module provides ``train_chunk`` (the numba function of the contract in
 docs/architecture.md) and ``params(config) -> (iparams, extra_fparams, work_floats)``.
-The :class:`parvec.trainer.Trainer` looks algorithms up here by name.
+The :class:`parvec.trainer.Trainer` looks algorithms up here by (name, model): the name is
+``config.algo``, the model skip-gram (``sg=True``) or CBOW (``sg=False``), each pair one module:
+
+=========== ===================================== ======================================
+algo        skip-gram (sg=1)                      CBOW (sg=0)
+=========== ===================================== ======================================
+classic     kernels.classic (word2vec.c)          kernels.cbow (word2vec.c ``-cbow 1``)
+hogbatch    kernels.hogbatch (Ji et al.)          kernels.cbow_batch (targets share negatives)
+par         kernels.par (Moon et al.)             -- (a ParvecError)
+=========== ===================================== ======================================
 """
 
 from __future__ import annotations
@@ -19,6 +28,11 @@ _MODULES = {
     "hogbatch": "parvec.kernels.hogbatch",
     "par": "parvec.kernels.par",
 }
+# CBOW (sg=False): algo name -> module.  hogbatch, the default, names the fast batched CBOW kernel.
+_CBOW_MODULES = {
+    "classic": "parvec.kernels.cbow",
+    "hogbatch": "parvec.kernels.cbow_batch",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +46,12 @@ class Algorithm:
 
     name: str
     module: ModuleType
+    sg: bool = True  # the model the kernel trains: skip-gram, or CBOW when False
+
+    @property
+    def kernel(self) -> str:
+        """What runs, in words: ``"hogbatch"`` for skip-gram, ``"cbow-hogbatch"`` for CBOW."""
+        return self.name if self.sg else f"cbow-{self.name}"
 
     @property
     def train_chunk(self):
@@ -41,14 +61,24 @@ class Algorithm:
         return self.module.params(config)
 
 
-def get_algorithm(name: str) -> Algorithm:
-    """Look an algorithm up by name (``classic``, ``hogbatch``, ``par``)."""
+def get_algorithm(name: str, sg: bool = True) -> Algorithm:
+    """Look an algorithm up by name (``classic``, ``hogbatch``, ``par``) and model (``sg``: skip-gram, or
+    CBOW when False).
+
+    Example:
+        >>> get_algorithm("hogbatch", sg=False).kernel
+        'cbow-hogbatch'
+    """
     if name not in _MODULES:
         raise ParvecError(f"unknown algorithm {name!r}; choose one of {', '.join(_MODULES)}")
+    modules = _MODULES if sg else _CBOW_MODULES
+    if name not in modules:
+        raise ParvecError(f"algorithm {name!r} trains skip-gram only: for CBOW (sg=0) choose one of "
+                          f"{', '.join(_CBOW_MODULES)}")
     try:
-        module = importlib.import_module(_MODULES[name])
+        module = importlib.import_module(modules[name])
     except ModuleNotFoundError as exc:
-        if exc.name == _MODULES[name]:
+        if exc.name == modules[name]:
             raise ParvecError(f"algorithm {name!r} is not available in this build") from None
         raise
-    return Algorithm(name, module)
+    return Algorithm(name, module, bool(sg))

@@ -1,0 +1,204 @@
+"""CBOW benchmark: parvec's CBOW kernels vs gensim ``sg=0``, in one run, on the same data (issue 15).
+
+Systems: ``cbow-classic`` (parvec ``algo="classic", sg=False``: word2vec.c's loop), ``cbow-fast``
+(parvec ``algo="hogbatch", sg=False``: the batched kernel), ``gensim-cbow`` (gensim ``sg=0`` in
+``corpus_file`` mode).  Every measurement runs in its own subprocess and the systems are interleaved
+round by round; speed is raw corpus words x epochs / training seconds, at each ``--threads`` (gensim's
+``workers``); quality (WS-353, SimLex-999, Google analogy over the 30,000 most frequent words, by
+:mod:`benchmarks.bench_words`' evaluator) per seed, parvec at ``--quality-threads`` and gensim at
+``workers=1`` (its ``corpus_file`` mode with N workers decays the learning rate over 1/N of each epoch)
+and, with ``--gensim-quality-workers 1 2``, at 2 workers too.  Learning rates are each system's CBOW
+default (0.05).
+
+    python benchmarks/bench_cbow.py --threads 1 2 --epochs 1 --rounds 2 --quality-epochs 5 \\
+        --quality-seeds 1 2 3 --out /tmp/bench_out/cbow.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_words import DEFAULT_CORPUS, REPO, SCORE_DIGITS, SCORE_NAMES, _scores, fmt_quality, prepare_corpus  # noqa: E402
+
+PARVEC = {"cbow-classic": "classic", "cbow-fast": "hogbatch"}
+SYSTEMS = ("cbow-classic", "cbow-fast", "gensim-cbow")
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    """Train one system once (in this process) and return its measurements."""
+    sys.path.insert(0, str(REPO / "src"))
+    from parvec.evaluation import default_eval_paths, evaluate
+    from parvec.keyedvectors import KeyedVectors
+
+    corpus = Path(args.corpus)
+    result: dict = {"system": args.system, "threads": args.threads, "epochs": args.epochs, "seed": args.seed}
+    if args.system in PARVEC:
+        from parvec.config import TrainConfig
+        from parvec.corpus import EncodedCorpus, ReadOptions
+        from parvec.trainer import Trainer
+
+        enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=args.min_count), cache_dir=args.cache_dir)
+        cfg = TrainConfig(algo=PARVEC[args.system], sg=False, dim=args.dim, window=args.window,
+                          negative=args.negative, sample=args.sample, epochs=args.epochs, threads=args.threads,
+                          seed=args.seed, progress=False, **json.loads(args.extra or "{}"))
+        trainer = Trainer(cfg, enc.vocab.counts)
+        stats = trainer.train(enc)
+        seconds, raw_words = stats.seconds, enc.raw_words
+        result["config"] = cfg.to_dict()
+        result["loss_per_epoch"] = stats.loss_per_epoch
+        kv = KeyedVectors(trainer.w_in, list(enc.vocab.words), counts=enc.vocab.counts)
+    else:
+        import logging
+
+        from gensim.models import Word2Vec as GensimW2V
+
+        logging.disable(logging.WARNING)
+        model = GensimW2V(vector_size=args.dim, window=args.window, negative=args.negative, sample=args.sample,
+                          min_count=args.min_count, workers=args.threads, sg=0, hs=0, cbow_mean=1, seed=args.seed)
+        model.build_vocab(corpus_file=str(corpus))
+        raw_words = model.corpus_total_words
+        t1 = time.perf_counter()
+        model.train(corpus_file=str(corpus), total_words=raw_words, epochs=args.epochs)
+        seconds = time.perf_counter() - t1
+        result["config"] = {"alpha": model.alpha, "min_alpha": model.min_alpha, "cbow_mean": model.cbow_mean}
+        kv = KeyedVectors(model.wv.vectors, list(model.wv.index_to_key))
+    result["train_seconds"] = seconds
+    result["raw_words"] = raw_words
+    result["words_per_sec"] = raw_words * args.epochs / seconds
+    result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if args.quality:
+        result["quality"] = evaluate(kv, **default_eval_paths())
+    return result
+
+
+def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Namespace, corpus: Path,
+          seed: int) -> dict:
+    cmd = [sys.executable, __file__, "--run-one", "--system", system, "--threads", str(threads),
+           "--epochs", str(epochs), "--dim", str(ns.dim), "--window", str(ns.window),
+           "--negative", str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count),
+           "--seed", str(seed), "--corpus", str(corpus), "--cache-dir", str(ns.work / "cache")]
+    if quality:
+        cmd.append("--quality")
+    if ns.extra:
+        cmd += ["--extra", ns.extra]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    if out.returncode != 0:
+        raise RuntimeError(f"{system} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run-one", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--system", help=argparse.SUPPRESS)
+    ap.add_argument("--quality", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--extra", default="", help="JSON of extra TrainConfig fields for parvec (e.g. batch_size)")
+    ap.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--epochs", type=int, default=1, help="epochs of the speed runs (1)")
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of speed runs; medians reported")
+    ap.add_argument("--quality-epochs", type=int, default=5, help="epochs of the quality runs (0 = none)")
+    ap.add_argument("--quality-threads", type=int, default=2, help="parvec's threads in the quality runs")
+    ap.add_argument("--gensim-quality-workers", type=int, nargs="+", default=[1])
+    ap.add_argument("--quality-seeds", type=int, nargs="+", default=[1])
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--window", type=int, default=5)
+    ap.add_argument("--negative", type=int, default=5)
+    ap.add_argument("--sample", type=float, default=1e-4)
+    ap.add_argument("--min-count", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--cache-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench")
+    ap.add_argument("--out", type=Path, help="write all measurements as JSON here")
+    ns = ap.parse_args()
+    if ns.run_one:
+        ns.threads = ns.threads[0]
+        print(json.dumps(run_one(ns)))
+        return
+    corpus = prepare_corpus(ns.corpus, ns.work)
+    sys.path.insert(0, str(REPO / "src"))
+    from parvec.config import TrainConfig
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.trainer import Trainer
+
+    # Fill parvec's corpus cache and numba's cache once, untimed.
+    enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=ns.min_count), cache_dir=ns.work / "cache")
+    for system in (s for s in ns.systems if s in PARVEC):
+        cfg = TrainConfig(algo=PARVEC[system], sg=False, dim=ns.dim, window=ns.window, negative=ns.negative,
+                          epochs=1, progress=False, **json.loads(ns.extra or "{}"))
+        Trainer(cfg, enc.vocab.counts).warm_up((enc.tokens, enc.offsets))
+    runs: list[dict] = []
+    load = [os.getloadavg()[0]]
+    speed: dict[tuple[str, int], list[float]] = {}
+    for r in range(ns.rounds):
+        for threads in ns.threads:
+            for system in ns.systems:
+                res = spawn(system, threads, ns.epochs, False, ns, corpus, ns.seed)
+                res["round"], res["load1"] = r, os.getloadavg()[0]
+                runs.append(res)
+                speed.setdefault((system, threads), []).append(res["words_per_sec"])
+                print(f"round {r} {system:13s} {threads}t {res['words_per_sec'] / 1e6:.3f}M words/s "
+                      f"(load {res['load1']:.1f})", file=sys.stderr, flush=True)
+    quality: dict[str, list[tuple[float, float, float]]] = {}
+    if ns.quality_epochs:
+        for seed in ns.quality_seeds:
+            for system in ns.systems:
+                for threads in (ns.gensim_quality_workers if system == "gensim-cbow" else [ns.quality_threads]):
+                    res = spawn(system, threads, ns.quality_epochs, True, ns, corpus, seed)
+                    res["load1"] = os.getloadavg()[0]
+                    runs.append(res)
+                    name = f"{system} {threads}t"
+                    quality.setdefault(name, []).append(_scores(res["quality"]))
+                    print(f"quality seed {seed} {name:16s} {fmt_quality(res['quality'])}", file=sys.stderr,
+                          flush=True)
+    load.append(os.getloadavg()[0])
+    lines = [f"Corpus {ns.corpus.name}; CBOW (mean), dim {ns.dim}, window {ns.window}, negative {ns.negative}, "
+             f"sample {ns.sample}, min_count {ns.min_count}, alpha 0.05; speed: {ns.epochs} epoch(s), median of "
+             f"{ns.rounds} interleaved rounds (1-min load {load[0]:.1f} at the start, {load[1]:.1f} at the end).", "",
+             "| system | threads | words/s (median, range) | × gensim corpus_file |", "| --- | --- | --- | --- |"]
+    for system in ns.systems:
+        for threads in ns.threads:
+            wps = speed.get((system, threads))
+            if not wps:
+                continue
+            base = speed.get(("gensim-cbow", threads))
+            ratio = f"{statistics.median(wps) / statistics.median(base):.2f}×" if base else "–"
+            lines.append(f"| {system} | {threads} | {statistics.median(wps) / 1e6:.3f}M ({min(wps) / 1e6:.2f}–"
+                         f"{max(wps) / 1e6:.2f}) | {ratio} |")
+    if quality:
+        lines += ["", f"Quality after {ns.quality_epochs} epochs, mean (sd) over seeds {ns.quality_seeds}:", "",
+                  "| system | " + " | ".join(SCORE_NAMES) + " |", "| --- | --- | --- | --- |"]
+        means = {}
+        for name, rows in quality.items():
+            cols = list(zip(*rows, strict=True))
+            means[name] = [statistics.mean(c) for c in cols]
+            cells = [f"{statistics.mean(c):.{p}f}" + (f" ({statistics.stdev(c):.{p}f})" if len(c) > 1 else "")
+                     for c, p in zip(cols, SCORE_DIGITS, strict=True)]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        ref = means.get("gensim-cbow 1t")
+        if ref:
+            lines += ["", "Gap to gensim sg=0 workers=1 (means; bars: WS/SimLex >= -0.02, analogy >= -2 points):", ""]
+            for name, m in means.items():
+                if name != "gensim-cbow 1t":
+                    lines.append(f"- {name}: " + "; ".join(f"{n} {a - b:+.{p}f}" for n, a, b, p in
+                                                          zip(SCORE_NAMES, m, ref, SCORE_DIGITS, strict=True)))
+    table = "\n".join(lines)
+    print(table)
+    if ns.out:
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        ns.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
+                                      "table": table}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
