@@ -2,7 +2,10 @@
 
 A kernel module provides ``train_chunk`` (the numba function of the contract in
 docs/architecture.md) and ``params(config) -> (iparams, extra_fparams, work_floats)``.
-The :class:`parvec.trainer.Trainer` looks algorithms up here by name.
+A module that sets ``NEEDS_HS = True`` (hierarchical softmax) gets four more arguments after the
+contract's: ``syn1, codes, points, code_len`` (the trainer builds them).
+The :class:`parvec.trainer.Trainer` looks algorithms up here: :func:`select_algorithm` maps a config
+to its kernel (``hs=True`` trains with :mod:`parvec.kernels.hs` whatever the CPU ``algo``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ _MODULES = {
     "hogbatch": "parvec.kernels.hogbatch",
     "par": "parvec.kernels.par",
 }
+# Hierarchical softmax (skip-gram and CBOW): one classic-style kernel, run for algo classic or hogbatch.
+_HS_MODULE = "parvec.kernels.hs"
+HS_ALGORITHMS = ("classic", "hogbatch")
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,11 @@ class Algorithm:
     def train_chunk(self):
         return self.module.train_chunk
 
+    @property
+    def needs_hs(self) -> bool:
+        """Whether the kernel takes the hierarchical-softmax arrays (syn1, codes, points, code_len)."""
+        return bool(getattr(self.module, "NEEDS_HS", False))
+
     def params(self, config):
         return self.module.params(config)
 
@@ -52,3 +63,22 @@ def get_algorithm(name: str) -> Algorithm:
             raise ParvecError(f"algorithm {name!r} is not available in this build") from None
         raise
     return Algorithm(name, module)
+
+
+def select_algorithm(config) -> Algorithm:
+    """The kernel that trains ``config``: its ``algo``, or with ``hs=True`` the hierarchical-softmax kernel.
+
+    Hierarchical softmax has one kernel (word2vec.c's loop, :mod:`parvec.kernels.hs`), used for ``algo``
+    classic and hogbatch (the default); ``par`` with ``hs=True`` is refused.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> select_algorithm(TrainConfig(hs=True, negative=0)).name
+        'hs'
+    """
+    if not getattr(config, "hs", False):
+        return get_algorithm(config.algo)
+    if config.algo not in HS_ALGORITHMS:
+        raise ParvecError(f"hierarchical softmax (hs=1) runs with algo {' or '.join(HS_ALGORITHMS)} only, "
+                          f"not {config.algo!r}")
+    return Algorithm("hs", importlib.import_module(_HS_MODULE))
