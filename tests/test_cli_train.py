@@ -66,8 +66,12 @@ def test_word2vec_c_flags_run_unchanged(tiny_corpus, tmp_path, capsys):
 def test_cbow_and_hs_are_refused(tiny_corpus, tmp_path, capsys):
     code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-cbow", 1], capsys)
     assert code == 2 and "skip-gram only" in err
-    code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 1], capsys)
-    assert code == 2 and "negative sampling only" in err
+    # -hs 1 trains (tests/test_hs.py); what it cannot run with is refused by name
+    code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 1, "--algo", "par"], capsys)
+    assert code == 2 and "algo 'par'" in err
+    with pytest.raises(SystemExit) as exc:  # argparse's usage error
+        run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 2], capsys)
+    assert exc.value.code == 2 and "expected 0 or 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

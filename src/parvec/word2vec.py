@@ -129,14 +129,14 @@ class Word2Vec:
         ).validate()
         # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
         self.cluster = None
+        if cluster is not None and self.config.hs:
+            raise ParvecError("hierarchical softmax (hs=1) trains in this process only: leave out cluster=")
         if cluster is not None:
             from parvec.distributed.cluster import as_cluster
 
             self.cluster = as_cluster(cluster)
             if device != "cpu":
                 raise ParvecError("cluster= and device='cuda' cannot be combined yet: choose one")
-            if self.config.hs:
-                raise ParvecError("hierarchical softmax (hs=1) trains in this process only: leave out cluster=")
         self.run_report: dict[str, Any] = {}  # the last run's driver figures (cluster/GPU), for --report
         # A parvec.runlog.RunLog here records the time series and epoch records `parvec report` draws;
         # with eval_every_epoch the word-similarity and analogy sets are scored after every epoch.
