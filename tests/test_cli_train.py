@@ -63,10 +63,14 @@ def test_word2vec_c_flags_run_unchanged(tiny_corpus, tmp_path, capsys):
     assert raw.startswith(b"40 8\n") and len(raw) > 40 * 8 * 4  # binary payload
 
 
-def test_hs_is_refused(tiny_corpus, tmp_path, capsys):
-    # (-cbow 1 trains CBOW: tests/test_cbow.py)
-    code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 1], capsys)
-    assert code == 2 and "negative sampling only" in err
+def test_hs_with_what_it_cannot_run_with_is_refused(tiny_corpus, tmp_path, capsys):
+    # -cbow 1 trains CBOW (tests/test_cbow.py), -hs 1 hierarchical softmax (tests/test_hs.py); what -hs cannot
+    # run with is refused by name
+    code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 1, "--algo", "par"], capsys)
+    assert code == 2 and "algo 'par'" in err
+    with pytest.raises(SystemExit) as exc:  # argparse's usage error
+        run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 2], capsys)
+    assert exc.value.code == 2 and "expected 0 or 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -54,8 +54,10 @@ def test_one_thread_same_seed_same_model_any_algo_default():
 def test_refusals_and_errors(tmp_path, monkeypatch):
     with pytest.raises(ParvecError, match="sg must be 0 or 1"):
         Word2Vec(sg=2)
-    with pytest.raises(ParvecError, match="negative sampling"):
-        Word2Vec(hs=1)
+    with pytest.raises(ParvecError, match="not implemented for algo 'par'"):
+        Word2Vec(hs=1, algo="par")  # hierarchical softmax runs with classic/hogbatch (tests/test_hs.py)
+    with pytest.raises(ParvecError, match="negative=0 only with hierarchical softmax"):
+        Word2Vec(negative=0)
     with pytest.raises(ParvecError, match="only one of"):
         Word2Vec(sentences=[["a"]], corpus_file="x.txt")
     with pytest.raises(ParvecError, match="build the vocabulary first"):

@@ -122,16 +122,24 @@ class TrainConfig:
         if not self.sg and self.device == "cuda":
             raise ParvecError("CBOW (sg=0, --cbow) runs on the CPU only: train it without --device cuda "
                               "(device='cpu'), or train skip-gram (sg=1) on the GPU")
-        if not self.sg and self.algo not in CBOW_ALGORITHMS:
+        if not self.sg and not self.hs and self.algo not in CBOW_ALGORITHMS:
             raise ParvecError(f"algo {self.algo!r} trains skip-gram only: for CBOW (sg=0, --cbow) choose "
                               f"{' or '.join(CBOW_ALGORITHMS)} (hogbatch, the default, runs the fast batched "
                               "CBOW kernel; classic is word2vec.c's loop)")
-        if self.hs:
-            raise ParvecError("hierarchical softmax (hs=1, -hs 1) is not implemented yet: use negative sampling "
-                              "(hs=0, -hs 0)")
+        if self.hs and self.device != "cpu":
+            raise ParvecError("hierarchical softmax (hs=1, -hs 1) runs on the CPU only (algo classic or hogbatch): "
+                              "leave out device='cuda' (--device cuda)")
+        if self.hs and self.algo == "par":
+            raise ParvecError("hierarchical softmax (hs=1, -hs 1) is not implemented for algo 'par': use "
+                              "classic or hogbatch (both run word2vec.c's hierarchical-softmax loop)")
         for name in ("dim", "window", "negative", "epochs", "threads", "max_sentence_length", "chunk_words"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                if name == "negative" and self.hs and value == 0 and not isinstance(value, bool):
+                    continue  # hierarchical softmax alone
+                if name == "negative" and isinstance(value, int) and not isinstance(value, bool) and value == 0:
+                    raise ParvecError("negative must be a positive integer, got 0: negative sampling needs at "
+                                      "least one noise word (negative=0 only with hierarchical softmax, hs=1)")
                 raise ParvecError(f"{name} must be a positive integer, got {value!r}")
         if not self.alpha > 0:
             raise ParvecError(f"alpha must be positive, got {self.alpha}")

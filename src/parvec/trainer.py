@@ -33,7 +33,7 @@ from numba import njit
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.errors import ParvecError
-from parvec.kernels import get_algorithm
+from parvec.kernels import select_algorithm
 from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution
 
 Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
@@ -159,10 +159,29 @@ class Trainer:
         counts: np.ndarray,
         w_in: np.ndarray | None = None,
         w_out: np.ndarray | None = None,
+        syn1: np.ndarray | None = None,
     ) -> None:
         self._setup(config, counts, w_in, w_out)
-        self.algorithm = get_algorithm(config.algo, config.sg)
+        self.algorithm = select_algorithm(config)
         self.iparams, self._fextra, self._work_floats = self.algorithm.params(config)
+        # Hierarchical softmax: the Huffman tree of the counts and the inner nodes' vectors (syn1, V-1 rows,
+        # zeros unless given), passed after the contract's arguments to a kernel that declares NEEDS_HS.
+        self.tree = None
+        self.syn1 = None
+        self._kernel_extra: tuple = ()
+        if self.algorithm.needs_hs:
+            from parvec.huffman import build_huffman_tree
+
+            self.tree = build_huffman_tree(np.asarray(counts, dtype=np.int64))
+            n_inner = self.tree.n_inner
+            self.syn1 = np.zeros((n_inner, config.dim), dtype=np.float32) if syn1 is None else syn1
+            if (self.syn1.shape != (n_inner, config.dim) or self.syn1.dtype != np.float32
+                    or not self.syn1.flags.c_contiguous):
+                raise ParvecError(f"syn1 must be C-contiguous float32 of shape ({n_inner}, {config.dim}) "
+                                  "(one row per inner node of the Huffman tree)")
+            self._kernel_extra = (self.syn1, self.tree.codes, self.tree.points, self.tree.code_len)
+        elif syn1 is not None:
+            raise ParvecError("syn1 (hierarchical softmax's output layer) given but hs is off")
 
     def _setup(self, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None,
                w_out: np.ndarray | None) -> None:
@@ -335,7 +354,7 @@ class Trainer:
                         fparams[1] = job.alpha1
                         w, p, loss = kernel(self.w_in, self.w_out, job.tokens, job.offsets, job.s_lo, job.s_hi,
                                             self.keep, self.noise_prob, self.noise_alias, self.iparams, fparams,
-                                            job.seed, sent_buf, scratch)
+                                            job.seed, sent_buf, scratch, *self._kernel_extra)
                         words[t, job.epoch] += w
                         pairs[t, job.epoch] += p
                         losses[t, job.epoch] += loss
@@ -420,7 +439,8 @@ class Trainer:
         fparams = np.concatenate([[0.0, 0.0], self._fextra]).astype(np.float64)
         self.algorithm.train_chunk(self.w_in, self.w_out, tokens, offsets, 0, 0, self.keep, self.noise_prob,
                                    self.noise_alias, self.iparams, fparams, np.uint64(1),
-                                   np.empty(1, dtype=np.int32), np.zeros(max(1, self._work_floats), np.float32))
+                                   np.empty(1, dtype=np.int32), np.zeros(max(1, self._work_floats), np.float32),
+                                   *self._kernel_extra)
 
     @staticmethod
     def _totals(words, pairs, losses, start: float, alpha_at, words_before: int) -> dict[str, Any]:

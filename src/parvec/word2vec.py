@@ -6,7 +6,9 @@ The model is a thin layer: text becomes an :class:`~parvec.corpus.EncodedCorpus`
 
 A saved model is a directory of arrays and JSON (no pickle): ``model.json`` (parameters, vocabulary
 counts, epochs trained), ``vectors.npy`` (input vectors), ``syn1neg.npy`` (output vectors),
-``vocab.json``.
+``vocab.json``; with hierarchical softmax also ``syn1.npy`` (the Huffman tree's inner nodes, ``V-1``
+rows).  The tree itself is rebuilt from the vocabulary's counts on load (word2vec.c's
+``CreateBinaryTree`` is deterministic) and checked against the fingerprint saved in ``model.json``.
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ class Word2Vec:
     (a restartable iterable of token lists) or ``corpus`` (an :class:`EncodedCorpus`) to build the
     vocabulary and train at once; or call :meth:`build_vocab` and :meth:`train` yourself.
 
+    ``hs=1`` trains with hierarchical softmax (word2vec.c's Huffman tree; ``syn1`` holds its inner nodes),
+    alone with ``negative=0`` or together with negative sampling; with ``sg=0`` it is CBOW (``cbow_mean``:
+    average the window's vectors, else sum them).  It runs word2vec.c's loop (:mod:`parvec.kernels.hs`)
+    for ``algo`` classic or hogbatch, on the CPU.
+
     With ``workers=1`` and a fixed ``seed`` a run repeats bit for bit.  With more workers, threads
     update shared vectors without locks (Hogwild, as word2vec.c), so runs differ slightly.
 
@@ -111,11 +118,9 @@ class Word2Vec:
         device: str = "cpu",
         cluster: Any = None,
     ) -> None:
-        for name, value in (("sg", sg), ("cbow_mean", cbow_mean)):
-            if isinstance(value, bool) or value not in (0, 1):
-                raise ParvecError(f"{name} must be 0 or 1 (gensim's values), got {value!r}")
-        if hs != 0:
-            raise ParvecError("parvec trains with negative sampling only (hs=0)")
+        for name, flag in (("sg", sg), ("hs", hs), ("cbow_mean", cbow_mean)):
+            if not isinstance(flag, bool | int | np.integer) or flag not in (0, 1):
+                raise ParvecError(f"{name} must be 0 or 1, got {flag!r}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int | np.integer)
                                     or workers < 1):
             raise ParvecError(f"workers must be a positive integer, got {workers!r} (None, the default, uses all "
@@ -126,9 +131,12 @@ class Word2Vec:
             min_alpha=min_alpha, epochs=epochs, threads=default_threads() if workers is None else workers, seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
             par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,
+            sg=bool(sg), hs=bool(hs), cbow_mean=bool(cbow_mean),
         ).validate()
         # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
         self.cluster = None
+        if cluster is not None and self.config.hs:
+            raise ParvecError("hierarchical softmax (hs=1) trains in this process only: leave out cluster=")
         if cluster is not None:
             from parvec.distributed.cluster import as_cluster
 
@@ -151,6 +159,7 @@ class Word2Vec:
         self.cache_dir = cache_dir
         self.vocab: Vocab | None = None
         self.syn1neg: np.ndarray | None = None
+        self.syn1: np.ndarray | None = None  # hierarchical softmax: the Huffman tree's inner nodes (V-1 x dim)
         self.wv: KeyedVectors | None = None
         self.epochs_trained = 0
         self.corpus_words = 0
@@ -224,7 +233,8 @@ class Word2Vec:
         # word2vec.c's initial vectors, as every trainer starts from (the GPU's algorithms have no CPU Trainer)
         n, dim = len(self.vocab), self.config.dim
         try:
-            self._set_vectors(init_input_vectors(n, dim, self.config.seed), np.zeros((n, dim), dtype=np.float32))
+            self._set_vectors(init_input_vectors(n, dim, self.config.seed), np.zeros((n, dim), dtype=np.float32),
+                              self._new_syn1(n))
         except MemoryError:
             raise ParvecError(
                 f"out of memory allocating the model ({2 * n * dim * 4 / 2**30:.2f} GiB: vectors {n:,} x {dim} x 2); "
@@ -261,9 +271,18 @@ class Word2Vec:
             )
         return need
 
-    def _set_vectors(self, w_in: np.ndarray, w_out: np.ndarray) -> None:
+    def _new_syn1(self, n: int) -> np.ndarray | None:
+        # Hierarchical softmax's output layer: one zero row per inner node of the Huffman tree (word2vec.c).
+        if not self.config.hs:
+            return None
+        if n < 2:
+            raise ParvecError(f"hierarchical softmax (hs=1) needs at least 2 words in the vocabulary, got {n}")
+        return np.zeros((n - 1, self.config.dim), dtype=np.float32)
+
+    def _set_vectors(self, w_in: np.ndarray, w_out: np.ndarray, syn1: np.ndarray | None = None) -> None:
         assert self.vocab is not None
         self.syn1neg = w_out
+        self.syn1 = syn1
         self.wv = KeyedVectors(w_in, list(self.vocab.words), counts=self.vocab.counts)
 
     # ------------------------------------------------------------------ training
@@ -379,7 +398,7 @@ class Word2Vec:
             from parvec.gpu import make_trainer as make_gpu_trainer
 
             return make_gpu_trainer(*args)
-        return Trainer(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg)
+        return Trainer(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg, syn1=self.syn1)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -398,6 +417,10 @@ class Word2Vec:
         try:
             np.save(tmp / "vectors.npy", self.wv.vectors)
             np.save(tmp / "syn1neg.npy", self.syn1neg)
+            if self.syn1 is not None:
+                from parvec.huffman import build_huffman_tree
+
+                np.save(tmp / "syn1.npy", self.syn1)
             (tmp / "vocab.json").write_text(self.vocab.to_json(), encoding="utf-8")
             meta: dict[str, Any] = {
                 "format": MODEL_FORMAT,
@@ -408,6 +431,8 @@ class Word2Vec:
                 "corpus_words": self.corpus_words,
                 "raw_words": self.raw_words,
             }
+            if self.syn1 is not None:
+                meta["huffman_fingerprint"] = build_huffman_tree(self.vocab.counts).fingerprint()
             (tmp / "model.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
             if path.exists():
                 old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
@@ -447,8 +472,8 @@ class Word2Vec:
             ns_exponent=config.ns_exponent, max_sentence_length=config.max_sentence_length,
             batch_size=config.batch_size, par_batch=config.par_batch, compute_loss=config.compute_loss,
             progress=config.progress, lowercase=opts.get("lowercase", False), device=config.device,
-            sg=int(config.sg), cbow_mean=int(config.cbow_mean),
-            unicode_errors=opts.get("unicode_errors", "strict"),
+            unicode_errors=opts.get("unicode_errors", "strict"), sg=int(config.sg), hs=int(config.hs),
+            cbow_mean=int(config.cbow_mean),
         )
         model.config.par_h_factor = config.par_h_factor
         model.config.chunk_words = config.chunk_words
@@ -457,11 +482,34 @@ class Word2Vec:
         w_out = np.load(path / "syn1neg.npy", mmap_mode=mmap)
         if w_in.shape != (len(model.vocab), config.dim) or w_out.shape != w_in.shape:
             raise ParvecError(f"{path}: array shapes do not match the vocabulary and dimension")
-        model._set_vectors(np.ascontiguousarray(w_in), np.ascontiguousarray(w_out))
+        syn1 = None
+        if config.hs:
+            syn1 = cls._load_syn1(path, meta, model.vocab, config.dim, mmap)
+        model._set_vectors(np.ascontiguousarray(w_in), np.ascontiguousarray(w_out), syn1)
         model.epochs_trained = int(meta.get("epochs_trained", 0))
         model.corpus_words = int(meta.get("corpus_words", 0))
         model.raw_words = int(meta.get("raw_words", 0))
         return model
+
+    @staticmethod
+    def _load_syn1(path: Path, meta: dict[str, Any], vocab: Vocab, dim: int, mmap: str | None) -> np.ndarray:
+        # The output layer of hierarchical softmax, and the check that the tree rebuilt from the saved counts is
+        # the one it was trained with.
+        from parvec.huffman import build_huffman_tree
+
+        if not (path / "syn1.npy").exists():
+            raise ParvecError(f"{path}: the model uses hierarchical softmax (hs=1) but has no syn1.npy")
+        syn1 = np.load(path / "syn1.npy", mmap_mode=mmap)
+        if syn1.shape != (len(vocab) - 1, dim) or syn1.dtype != np.float32:
+            raise ParvecError(f"{path}/syn1.npy: expected float32 of shape ({len(vocab) - 1}, {dim}) (one row per "
+                              f"inner node of the Huffman tree), got {syn1.dtype} {syn1.shape}")
+        saved = meta.get("huffman_fingerprint")
+        if saved is None:
+            raise ParvecError(f"{path}/model.json: no huffman_fingerprint for a hierarchical-softmax model")
+        if build_huffman_tree(vocab.counts).fingerprint() != saved:
+            raise ParvecError(f"{path}: the Huffman tree rebuilt from vocab.json's counts differs from the one the "
+                              "model was trained with (vocab.json was changed?)")
+        return np.ascontiguousarray(syn1)
 
     def __repr__(self) -> str:
         n = len(self.vocab) if self.vocab is not None else 0

@@ -1,8 +1,9 @@
 """``parvec train``: text in, word vectors out.
 
 Accepts parvec's flags and word2vec.c's (``-train -output -size -window -negative -sample -min-count
--iter -alpha -threads -binary -cbow 0|1 -hs 0``), so existing word2vec.c scripts run unchanged:
+-iter -alpha -threads -binary -cbow 0|1 -hs 0|1``), so existing word2vec.c scripts run unchanged:
 ``parvec -train text8 -output vec.bin -size 200 -binary 1``.  ``--cbow`` (or ``-cbow 1``) trains CBOW.
+Hierarchical softmax: ``-hs 1`` (or ``--hs``), alone with ``-negative 0`` or together with negative sampling.
 """
 
 from __future__ import annotations
@@ -53,11 +54,24 @@ def threads_arg(text: str) -> int:
     return value
 
 
+def flag01(text: str) -> int:
+    """A word2vec.c 0/1 flag's value (``-hs 1``).
+
+    Example:
+        >>> flag01("1")
+        1
+    """
+    if text not in ("0", "1"):
+        raise argparse.ArgumentTypeError(f"expected 0 or 1, got {text!r}")
+    return int(text)
+
+
 def add_training_arguments(p: argparse.ArgumentParser) -> None:
     """Flags shared by every command that trains word vectors (train; the graph commands add theirs)."""
     p.add_argument("--dim", "-size", "--size", dest="dim", type=int, default=100, help="vector dimension (100)")
     p.add_argument("--window", "-window", dest="window", type=int, default=5, help="max context window (5)")
-    p.add_argument("--negative", "-negative", dest="negative", type=int, default=5, help="negatives per pair (5)")
+    p.add_argument("--negative", "-negative", dest="negative", type=int, default=5,
+                   help="negatives per pair (5; 0 with --hs: hierarchical softmax alone)")
     p.add_argument("--sample", "-sample", dest="sample", type=float, default=1e-3,
                    help="subsampling threshold of frequent words (1e-3; 0 = off)")
     p.add_argument("--epochs", "-iter", "--iter", dest="epochs", type=int, default=5, help="passes over the corpus (5)")
@@ -179,7 +193,11 @@ def register(subparsers: Any) -> None:
                    "(the default) runs the fast batched CBOW kernel, classic word2vec.c's loop")
     p.add_argument("--cbow-mean", dest="cbow_mean", type=int, default=1, choices=(0, 1),
                    help="CBOW: 1 averages the window's input vectors (word2vec.c, gensim's default), 0 sums them")
-    p.add_argument("-hs", dest="hs", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--hs", dest="hs", action="store_const", const=1, default=0,
+                   help="hierarchical softmax (word2vec.c -hs 1): word2vec.c's Huffman tree; with --negative 0 "
+                   "alone, else together with negative sampling; runs word2vec.c's loop (classic) for --algo classic "
+                   "or hogbatch, CPU only")
+    p.add_argument("-hs", dest="hs", type=flag01, default=0, help=argparse.SUPPRESS)
     p.add_argument("-debug", dest="debug", type=int, default=0, help=argparse.SUPPRESS)
     p.set_defaults(func=run_train)
 
@@ -285,8 +303,8 @@ def save_vectors(kv: Any, output: str, binary: bool) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Run ``parvec train``."""
-    if args.hs:
-        raise ParvecError("-hs 1: parvec trains with negative sampling only; use -hs 0")
+    if args.hs and getattr(args, "cluster", None):
+        raise ParvecError("-hs 1 (--hs): hierarchical softmax trains in this process only; leave out --cluster")
     source = args.train_file or args.input
     if args.input and args.train_file and args.input != args.train_file:
         raise ParvecError("give the training file once (either INPUT or -train)")
@@ -300,8 +318,8 @@ def run_train(args: argparse.Namespace) -> int:
         from parvec.config import TrainConfig
         from parvec.gpu import require_device
 
-        # a CPU-only --algo (or CBOW) first
-        TrainConfig(algo=args.algo or DEFAULT_GPU_ALGO, device="cuda", sg=not args.cbow).validate()
+        TrainConfig(algo=args.algo or DEFAULT_GPU_ALGO, device="cuda", sg=not args.cbow, hs=bool(args.hs),
+                    negative=args.negative).validate()  # a CPU-only --algo, CBOW or --hs first
         require_device()
 
     # Before anything is read: no output may be an input or another output, and every output gets its
@@ -359,7 +377,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             batch_size=args.batch_size, par_batch=args.par_batch, compute_loss=args.compute_loss,
             progress=args.progress, cache_dir=cache_dir, lowercase=args.lowercase,
             unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
-            device=args.device, cluster=cluster_from_args(args), sg=0 if args.cbow else 1,
+            device=args.device, cluster=cluster_from_args(args), hs=args.hs, sg=0 if args.cbow else 1,
             cbow_mean=args.cbow_mean,
         )
         encoded = model.encode(corpus_file=source)

@@ -5,13 +5,10 @@ docs/architecture.md) and ``params(config) -> (iparams, extra_fparams, work_floa
 The :class:`parvec.trainer.Trainer` looks algorithms up here by (name, model): the name is
 ``config.algo``, the model skip-gram (``sg=True``) or CBOW (``sg=False``), each pair one module:
 
-=========== ===================================== ======================================
-algo        skip-gram (sg=1)                      CBOW (sg=0)
-=========== ===================================== ======================================
-classic     kernels.classic (word2vec.c)          kernels.cbow (word2vec.c ``-cbow 1``)
-hogbatch    kernels.hogbatch (Ji et al.)          kernels.cbow_batch (targets share negatives)
-par         kernels.par (Moon et al.)             -- (a ParvecError)
-=========== ===================================== ======================================
+=========== ===================================== ===============================A module that sets ``NEEDS_HS = True`` (hierarchical softmax) gets four more arguments after the
+contract's: ``syn1, codes, points, code_len`` (the trainer builds them); :func:`select_algorithm` maps a
+config to its kernel (``hs=True`` trains with :mod:`parvec.kernels.hs`, skip-gram or CBOW, whatever the CPU
+``algo``).
 """
 
 from __future__ import annotations
@@ -33,6 +30,9 @@ _CBOW_MODULES = {
     "classic": "parvec.kernels.cbow",
     "hogbatch": "parvec.kernels.cbow_batch",
 }
+# Hierarchical softmax (skip-gram and CBOW): one classic-style kernel, run for algo classic or hogbatch.
+_HS_MODULE = "parvec.kernels.hs"
+HS_ALGORITHMS = ("classic", "hogbatch")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,11 @@ class Algorithm:
     @property
     def train_chunk(self):
         return self.module.train_chunk
+
+    @property
+    def needs_hs(self) -> bool:
+        """Whether the kernel takes the hierarchical-softmax arrays (syn1, codes, points, code_len)."""
+        return bool(getattr(self.module, "NEEDS_HS", False))
 
     def params(self, config):
         return self.module.params(config)
@@ -82,3 +87,22 @@ def get_algorithm(name: str, sg: bool = True) -> Algorithm:
             raise ParvecError(f"algorithm {name!r} is not available in this build") from None
         raise
     return Algorithm(name, module, bool(sg))
+
+
+def select_algorithm(config) -> Algorithm:
+    """The kernel that trains ``config``: its ``algo``, or with ``hs=True`` the hierarchical-softmax kernel.
+
+    Hierarchical softmax has one kernel (word2vec.c's loop, :mod:`parvec.kernels.hs`), used for ``algo``
+    classic and hogbatch (the default); ``par`` with ``hs=True`` is refused.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> select_algorithm(TrainConfig(hs=True, negative=0)).name
+        'hs'
+    """
+    if not getattr(config, "hs", False):
+        return get_algorithm(config.algo, config.sg)
+    if config.algo not in HS_ALGORITHMS:
+        raise ParvecError(f"hierarchical softmax (hs=1) runs with algo {' or '.join(HS_ALGORITHMS)} only, "
+                          f"not {config.algo!r}")
+    return Algorithm("hs", importlib.import_module(_HS_MODULE), bool(config.sg))
