@@ -127,7 +127,7 @@ class Word2Vec:
                               f"cores: {default_threads()} here)")
         self.config = TrainConfig(
             algo=algo or default_algo(device), dim=vector_size, window=window, negative=negative, sample=sample,
-            alpha=alpha, sg=bool(sg), cbow_mean=bool(cbow_mean),
+            alpha=alpha,
             min_alpha=min_alpha, epochs=epochs, threads=default_threads() if workers is None else workers, seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
             par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,

@@ -5,7 +5,15 @@ docs/architecture.md) and ``params(config) -> (iparams, extra_fparams, work_floa
 The :class:`parvec.trainer.Trainer` looks algorithms up here by (name, model): the name is
 ``config.algo``, the model skip-gram (``sg=True``) or CBOW (``sg=False``), each pair one module:
 
-=========== ===================================== ===============================A module that sets ``NEEDS_HS = True`` (hierarchical softmax) gets four more arguments after the
+=========== ===================================== ======================================
+algo        skip-gram (sg=1)                      CBOW (sg=0)
+=========== ===================================== ======================================
+classic     kernels.classic (word2vec.c)          kernels.cbow (word2vec.c ``-cbow 1``)
+hogbatch    kernels.hogbatch (Ji et al.)          kernels.cbow_batch (targets share negatives)
+par         kernels.par (Moon et al.)             -- (a ParvecError)
+=========== ===================================== ======================================
+
+A module that sets ``NEEDS_HS = True`` (hierarchical softmax) gets four more arguments after the
 contract's: ``syn1, codes, points, code_len`` (the trainer builds them); :func:`select_algorithm` maps a
 config to its kernel (``hs=True`` trains with :mod:`parvec.kernels.hs`, skip-gram or CBOW, whatever the CPU
 ``algo``).
