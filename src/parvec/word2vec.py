@@ -236,12 +236,13 @@ class Word2Vec:
         """Build the vocabulary, allocate the vectors, and return the encoded corpus.
 
         ``update=True`` grows the vocabulary of a model that has one (gensim's online update): the new
-        corpus's words reaching ``min_count`` in it are counted; a word already known keeps its index and
-        vectors and adds its new count, as gensim; the new words are appended after the existing ones,
-        by descending count among themselves (ties in first-seen order), so every existing index stays
-        valid.  A new word's input row is word2vec.c's initial row for its index (what a model built with
-        it would have had) and its output row is zero.  The returned corpus is encoded against the grown
-        vocabulary: pass it to :meth:`train`.  ``corpus_iterable`` is gensim 4's name for ``sentences``.
+        corpus's words reaching ``min_count`` in it become words; a word already known keeps its index and
+        vectors and adds every occurrence in the new corpus to its count, as gensim 4; the new words are
+        appended after the existing ones, by descending count among themselves (ties in first-seen order),
+        so every existing index stays valid.  A new word's input row is word2vec.c's initial row for its
+        index (what a model built with it would have had) and its output row is zero.  The returned corpus
+        is encoded against the grown vocabulary: pass it to :meth:`train`.  ``corpus_iterable`` is gensim
+        4's name for ``sentences``.
 
         Example:
             >>> m = Word2Vec(min_count=1, vector_size=8); enc = m.build_vocab(sentences=[["a", "b", "a"]])
@@ -284,19 +285,19 @@ class Word2Vec:
                               "grown vocabulary): standard input cannot be; save it to a file")
         fresh = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)  # its own min_count
         old = self.vocab
-        counts = old.counts.copy()
         added = [(w, c) for w, c in zip(fresh.vocab.words, fresh.vocab.counts.tolist(), strict=True)
                  if w not in old.index]
-        for w, c in zip(fresh.vocab.words, fresh.vocab.counts.tolist(), strict=True):
-            i = old.index.get(w)
-            if i is not None:
-                counts[i] += c
         n_old, n = len(old), len(old) + len(added)
-        grown = Vocab(old.words + [w for w, _ in added], np.concatenate([counts, [c for _, c in added]]))
+        grown = Vocab(old.words + [w for w, _ in added], np.concatenate([old.counts, [c for _, c in added]]))
         if corpus is not None:
             encoded = _remap(corpus, grown)
         else:
             encoded = self.encode(sentences=sentences, corpus_file=corpus_file, vocab=grown)
+        # Every occurrence in the new corpus adds to a known word's count, rare in it or not (gensim 4's rule);
+        # a new word's count is its count in the new corpus.
+        seen = np.bincount(encoded.tokens, minlength=n).astype(np.int64)
+        grown.counts[:n_old] += seen[:n_old]
+        grown.counts[n_old:] = seen[n_old:]
         self.check_memory(encoded)
         dim = self.config.dim
         w_in = np.concatenate([self.wv.vectors, init_input_vectors(n, dim, self.config.seed, start=n_old)])
