@@ -223,3 +223,25 @@ def test_gensim_pickles_refused_with_the_conversion(tmp_path, capsys):
 
     (tmp_path / "x.kv.gz").write_bytes(gzip.compress(pickle.dumps({"a": 1}, protocol=4)))
     assert is_pickle(tmp_path / "x.kv.gz") and not is_pickle(tmp_path / "v.bin")
+
+
+def test_vocabulary_growth_from_a_file_or_an_encoded_corpus(tmp_path):
+    from parvec.corpus import EncodedCorpus
+
+    first, second = topic_sentences(n=200), [["a1", "new1", "new2", "new1"], ["new1", "b2", "rare"]] * 3 + [["x"]]
+    path = tmp_path / "more.txt"
+    path.write_text("".join(" ".join(s) + "\n" for s in second))
+    grown = []
+    for kw in ({"corpus_file": path}, {"corpus": EncodedCorpus.from_sentences(second, min_count=1)},
+               {"corpus_iterable": second}):
+        m = Word2Vec(min_count=2, **COMMON)
+        m.build_vocab(corpus_iterable=first)
+        before = {w: m.wv.get_vecattr(w, "count") for w in m.wv.index_to_key}
+        enc = m.build_vocab(update=True, **kw)
+        assert m.wv.index_to_key[len(before):] == ["new1", "new2", "rare"]  # by count (9, 3, 3), ties first-seen
+        # (empty sentences aside: an all-unknown line may stay as an empty sentence)
+        grown.append((list(m.wv.index_to_key), m.wv.counts.tolist(), enc.tokens.tolist(), sorted(set(enc.offsets))))
+        assert m.wv.get_vecattr("a1", "count") == before["a1"] + 3
+        m.train(corpus=enc, epochs=1)
+    # x (1) does not reach min_count 2 in the new corpus; the three inputs agree.
+    assert "x" not in grown[0][0] and grown[0] == grown[1] == grown[2]

@@ -285,8 +285,9 @@ class Word2Vec:
                               "grown vocabulary): standard input cannot be; save it to a file")
         fresh = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)  # its own min_count
         old = self.vocab
+        keep = max(1, self.read_options.min_count)  # an EncodedCorpus given may have been built with a lower one
         added = [(w, c) for w, c in zip(fresh.vocab.words, fresh.vocab.counts.tolist(), strict=True)
-                 if w not in old.index]
+                 if w not in old.index and c >= keep]
         n_old, n = len(old), len(old) + len(added)
         grown = Vocab(old.words + [w for w, _ in added], np.concatenate([old.counts, [c for _, c in added]]))
         if corpus is not None:

@@ -143,8 +143,12 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "train",
         help="train word vectors on a text file",
-        description="Train skip-gram negative-sampling word vectors on a text file (one sentence per line; "
-        ".gz/.bz2/.xz read directly; - reads standard input). word2vec.c's flags are accepted too.",
+        description="Train word vectors on a text file (one sentence per line; .gz/.bz2/.xz read directly; - reads "
+        "standard input). word2vec.c's flags are accepted too. Defaults: `-train FILE` takes word2vec.c's for every "
+        "flag left out (-cbow 1, -alpha 0.05 for CBOW and 0.025 for skip-gram, -sample 1e-3, -iter 5, -min-count 5, "
+        "-window 5, -negative 5, -hs 0, -size 100, -binary 0); `parvec train INPUT` takes parvec's (skip-gram, "
+        "alpha 0.025, the others the same, binary when the output ends .bin). A flag given counts in either "
+        "spelling; the first line printed says which defaults applied.",
         epilog="Outputs: before the corpus is read, every output (-o, --report, --save-vocab, --save-model) gets a "
         "temporary file in its directory and --checkpoint-dir is created, so a path that cannot be written fails at "
         "once; the outputs are renamed into place only when the run succeeds. An output that is an input (the "
@@ -186,9 +190,9 @@ def register(subparsers: Any) -> None:
                    help="score WS-353, SimLex-999 and the Google analogies after every epoch (files from "
                    "$PARVEC_EVAL_DIR or shared/data/eval); the scores go into --report and on stderr")
     g = p.add_argument_group("word2vec.c's flags (with -train FILE every default is word2vec.c's; see above)")
-    g.add_argument("-cbow", "--cbow", dest="cbow", type=_zero_one_arg, default=None,
+    g.add_argument("-cbow", "--cbow", dest="cbow", type=_zero_one_arg, default=None, metavar="{0,1}",
                    help="1: CBOW, 0: skip-gram (default 1 with -train, 0 with INPUT)")
-    g.add_argument("-hs", "--hs", dest="hs", type=_zero_one_arg, default=None,
+    g.add_argument("-hs", "--hs", dest="hs", type=_zero_one_arg, default=None, metavar="{0,1}",
                    help="1: hierarchical softmax (0)")
     g.add_argument("-save-vocab", "--save-vocab", dest="save_vocab", metavar="FILE",
                    help="write the vocabulary as word2vec.c does: '</s> SENTENCES', then 'word count' lines by "
@@ -197,12 +201,13 @@ def register(subparsers: Any) -> None:
                    help="take the vocabulary and its counts from a 'word count' file (word2vec.c's -save-vocab "
                    "layout) instead of counting the corpus: corpus words not in it are dropped, --min-count applies "
                    "to the file's counts")
-    g.add_argument("-debug", "--debug", dest="debug", type=int, default=None,
+    g.add_argument("-debug", "--debug", dest="debug", type=int, default=None, metavar="{0,1,2}",
                    help="0: print nothing but errors; 1: the summary lines; 2 (default): also the progress bar when "
                    "stderr is a terminal (--progress / --no-progress decide the bar when given)")
     g.add_argument("-classes", "--classes", dest="classes", type=int, default=0, metavar="K",
                    help="write 'word class' lines (k-means of the unit-length vectors into K classes, "
-                   "scikit-learn's KMeans seeded by --seed) to the output instead of the vectors (0: vectors)")
+                   "scikit-learn's KMeans seeded by --seed) to the output instead of the vectors, as text whatever "
+                   "-binary says, as word2vec.c (0: vectors)")
     # Left out, these take the style's defaults (resolve_defaults): None marks "not given".
     p.set_defaults(func=run_train, dim=None, window=None, negative=None, sample=None, epochs=None, alpha=None,
                    min_count=None)
