@@ -61,6 +61,10 @@ class Word2Vec:
     (a restartable iterable of token lists) or ``corpus`` (an :class:`EncodedCorpus`) to build the
     vocabulary and train at once; or call :meth:`build_vocab` and :meth:`train` yourself.
 
+    gensim's switches ``sg``, ``hs`` and ``cbow_mean`` (0/1) reach the configuration (parvec's default is
+    skip-gram, ``sg=1``; gensim's is CBOW); ``callbacks`` are gensim ``CallbackAny2Vec``-shaped objects (or
+    ``fn(model, epoch, stats)`` functions) for the training the constructor runs (see :meth:`train`).
+
     With ``workers=1`` and a fixed ``seed`` a run repeats bit for bit.  With more workers, threads
     update shared vectors without locks (Hogwild, as word2vec.c), so runs differ slightly.
 
