@@ -81,8 +81,11 @@ def test_input_errors(tmp_path):
         EncodedCorpus.from_file(write(tmp_path / "rare.txt", "a b a c\n"), ReadOptions(min_count=5))
     with pytest.raises(ParvecError, match="is a directory"):
         EncodedCorpus.from_file(tmp_path)
-    with pytest.raises(ParvecError, match="min_count"):
-        EncodedCorpus.from_file(write(tmp_path / "x.txt", "a"), ReadOptions(min_count=0))
+    with pytest.raises(ParvecError, match="min_count must be >= 0"):
+        EncodedCorpus.from_file(write(tmp_path / "x.txt", "a"), ReadOptions(min_count=-1))
+    # min_count=0 keeps every word, as 1 does (gensim's semantics; issue 15)
+    zero = EncodedCorpus.from_file(write(tmp_path / "y.txt", "a b a\n"), ReadOptions(min_count=0))
+    assert zero.vocab.words == ["a", "b"] and zero.vocab.counts.tolist() == [2, 1]
 
 
 def test_unreadable_file(tmp_path):

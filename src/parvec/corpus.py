@@ -92,8 +92,8 @@ class ReadOptions:
 
     def validate(self) -> None:
         """Raise :class:`ParvecError` naming the first bad parameter."""
-        if self.min_count < 1:
-            raise ParvecError(f"min_count must be >= 1, got {self.min_count}")
+        if self.min_count < 0:  # 0 keeps every word, as 1 does (gensim's min_count=0)
+            raise ParvecError(f"min_count must be >= 0, got {self.min_count}")
         if self.max_sentence_length < 1:
             raise ParvecError(f"max_sentence_length must be >= 1, got {self.max_sentence_length}")
         if self.max_final_vocab is not None and self.max_final_vocab < 1:

@@ -942,6 +942,48 @@ def write_word2vec(
 
 
 # ---------------------------------------------------------------------- .npy + vocabulary
+def is_pickle(path: PathLike) -> bool:
+    """Whether ``path`` holds a Python pickle (protocol 2-5), plain or gzip/bz2-compressed, as gensim's
+    ``save()`` writes ``.kv`` and ``.model`` files.
+
+    Example:
+        >>> import pickle, tempfile
+        >>> with tempfile.NamedTemporaryFile(suffix=".kv") as f:
+        ...     _ = f.write(pickle.dumps({"a": 1}, protocol=4)); f.flush(); is_pickle(f.name)
+        True
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+            if head[:2] in (b"\x1f\x8b", b"BZ"):
+                f.seek(0)
+                with (gzip.open if head == b"\x1f\x8b" else bz2.open)(f) as z:
+                    head = z.read(2)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
+def refuse_pickle(path: PathLike, what: str) -> None:
+    """Raise :class:`ParvecError` if ``path`` is a pickle (a gensim ``.kv``/``.model`` file), saying why parvec
+    does not read pickles and how to convert the file; ``what`` names the loader (``"KeyedVectors.load"``).
+
+    Example:
+        >>> refuse_pickle("vectors.txt", "KeyedVectors.load")  # doctest: +SKIP
+    """
+    p = Path(path)
+    if not (p.is_file() and is_pickle(p)):
+        return
+    raise ParvecError(
+        f"{p}: a pickled file (gensim's save() writes .kv and .model files so); {what} does not read pickles: "
+        "unpickling runs code stored in the file, and a pickle is tied to the gensim, numpy and Python versions "
+        "that wrote it. Convert it in gensim: "
+        f"KeyedVectors.load({str(p)!r}).save_word2vec_format('vectors.bin', binary=True) (for a model: "
+        f"Word2Vec.load({str(p)!r}).wv.save_word2vec_format('vectors.bin', binary=True)), then load that with "
+        "parvec.KeyedVectors.load_word2vec_format('vectors.bin', binary=True)"
+    )
+
+
 def npy_paths(path: PathLike) -> tuple[Path, Path, Path]:
     """The ``(vectors .npy, vocabulary .vocab.txt, counts .counts.npy)`` paths for a prefix or ``.npy`` path.
 

@@ -145,6 +145,40 @@ class KeyedVectors:
             return key in self.key_to_index
         return self.get_index(key, -1) >= 0 if isinstance(key, Integral) else False  # type: ignore[arg-type]
 
+    def get_vecattr(self, key: Key, attr: str) -> int:
+        """A per-key attribute, as gensim's: ``"count"`` is the key's frequency in the training corpus.
+
+        Raises KeyError for an unknown key, or for ``"count"`` when these vectors carry no counts (a
+        word2vec file holds none; a trained model's ``wv`` and :meth:`save`'s files do).
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"], counts=[7, 3]).get_vecattr("b", "count")
+            3
+        """
+        index = self.get_index(key)
+        if attr != "count":
+            raise KeyError(f"no attribute {attr!r}: parvec's KeyedVectors keep 'count' only")
+        if self.counts is None:
+            raise KeyError("no attribute 'count': these vectors carry no counts (a word2vec file holds none)")
+        return int(self.counts[index])
+
+    def set_vecattr(self, key: Key, attr: str, value: int) -> None:
+        """Set a per-key attribute (``"count"`` only), as gensim's.
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]); kv.set_vecattr("a", "count", 5)
+            >>> kv.get_vecattr("a", "count"), kv.get_vecattr("b", "count")
+            (5, 0)
+        """
+        index = self.get_index(key)
+        if attr != "count":
+            raise KeyError(f"no attribute {attr!r}: parvec's KeyedVectors keep 'count' only")
+        if self.counts is None:
+            self.counts = np.zeros(len(self), dtype=np.int64)
+        self.counts[index] = int(value)
+
     def get_vector(self, key: Key, norm: bool = False) -> np.ndarray:
         """The vector of ``key`` (a view of the row), unit-normalised if ``norm``.
 
@@ -492,9 +526,14 @@ class KeyedVectors:
     def load(cls, path: str | os.PathLike[str], mmap: bool = False) -> KeyedVectors:
         """Load what :meth:`save` wrote (``path`` is the prefix or the ``.npy`` file).
 
+        No pickle is read: gensim's pickled ``.kv`` files are refused with an explanation and the
+        conversion (``save_word2vec_format`` in gensim, then :meth:`load_word2vec_format`).
+
         Example:
             >>> kv = KeyedVectors.load("out/vectors.npy")  # doctest: +SKIP
         """
+        if not formats.npy_paths(path)[0].exists():
+            formats.refuse_pickle(path, "KeyedVectors.load")  # gensim's pickled .kv: say why and how to convert
         vectors, keys, counts = formats.load_npy(path, mmap=mmap)
         return cls(vectors, keys, counts)
 
@@ -514,6 +553,7 @@ def load_vectors(
         >>> kv = load_vectors("vectors.txt.gz")  # doctest: +SKIP
     """
     p = Path(path)
+    formats.refuse_pickle(p, "parvec")
     if p.suffix.lower() == ".npy":
         if not p.exists():
             raise ParvecError(f"{p}: no such file")

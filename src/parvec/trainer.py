@@ -76,27 +76,37 @@ class TrainStats:
 
 
 @njit(cache=True)
-def _init_input_vectors(n: int, dim: int, seed: int) -> np.ndarray:
-    # word2vec.c's initialisation: its LCG, uniform in [-0.5, 0.5) / dim (seed 1 = word2vec.c's).
-    out = np.empty((n, dim), dtype=np.float32)
+def _init_input_vectors(n: int, dim: int, seed: int, start: int) -> np.ndarray:
+    # word2vec.c's initialisation: its LCG, uniform in [-0.5, 0.5) / dim (seed 1 = word2vec.c's); rows
+    # start..n-1 of that matrix (the stream is advanced past the first `start` rows).
+    out = np.empty((n - start, dim), dtype=np.float32)
     state = np.uint64(seed)
     mul = np.uint64(25214903917)
     inc = np.uint64(11)
-    for a in range(n):
+    for _ in range(start * dim):
+        state = state * mul + inc
+    for a in range(n - start):
         for b in range(dim):
             state = state * mul + inc
             out[a, b] = (np.float32(state & np.uint64(0xFFFF)) / np.float32(65536.0) - np.float32(0.5)) / dim
     return out
 
 
-def init_input_vectors(n: int, dim: int, seed: int = 1) -> np.ndarray:
-    """Input vectors as word2vec.c initialises them (uniform in [-0.5, 0.5) / dim).
+def init_input_vectors(n: int, dim: int, seed: int = 1, start: int = 0) -> np.ndarray:
+    """Input vectors as word2vec.c initialises them (uniform in [-0.5, 0.5) / dim): rows ``start..n-1``.
+
+    Row ``i`` is the same whatever ``start`` is, so the rows of words added to a vocabulary
+    (``build_vocab(update=True)``) are what they would have been in a model built with them.
 
     Example:
         >>> init_input_vectors(3, 4).shape
         (3, 4)
+        >>> bool((init_input_vectors(3, 4, start=2) == init_input_vectors(3, 4)[2:]).all())
+        True
     """
-    return _init_input_vectors(n, dim, seed)
+    if not 0 <= start <= n:
+        raise ValueError(f"start must be in [0, {n}], got {start}")
+    return _init_input_vectors(n, dim, seed, start)
 
 
 def split_long_sentences(offsets: np.ndarray, max_len: int) -> np.ndarray:

@@ -10,9 +10,11 @@ ties in first-seen order, so runs are deterministic.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -150,3 +152,84 @@ def count_words(
     if block:
         counter.update(block)
     return counter
+
+
+# ---------------------------------------------------------------------- word2vec.c's vocabulary files
+SENTENCE_END = "</s>"  # word2vec.c's sentence-end token: the first line of its vocabulary files
+
+
+def write_vocab_file(path: str | os.PathLike[str], vocab: Vocab, sentences: int) -> None:
+    """Write word2vec.c's ``-save-vocab`` file atomically: ``</s> SENTENCES`` first, then ``word count`` lines.
+
+    word2vec.c keeps ``</s>`` (its sentence-end token, counted once per line break) at index 0 and ends a
+    sentence on word 0, so a vocabulary it reads back with ``-read-vocab`` must begin with ``</s>``;
+    parvec ends sentences at line breaks and has no such token, so it writes ``</s>`` with the number of
+    sentences it read, then its words by descending count (ties in first-seen order), as word2vec.c's
+    SaveVocab writes its sorted vocabulary.
+
+    Example:
+        >>> write_vocab_file("vocab.txt", Vocab.from_counts({"the": 5, "cat": 2}), sentences=3)  # doctest: +SKIP
+        >>> open("vocab.txt").read()  # doctest: +SKIP
+        '</s> 3\\nthe 5\\ncat 2\\n'
+    """
+    from parvec.formats import atomic_output
+
+    with atomic_output(path, "w") as f:
+        f.write(f"{SENTENCE_END} {int(sentences)}\n")
+        for w, c in zip(vocab.words, vocab.counts.tolist(), strict=True):
+            if w != SENTENCE_END:
+                f.write(f"{w} {c}\n")
+
+
+def read_vocab_file(
+    path: str | os.PathLike[str], min_count: int = 5, max_final_vocab: int | None = None
+) -> Vocab:
+    """Read a ``word count`` vocabulary file (word2vec.c's ``-save-vocab`` layout), strictly.
+
+    As word2vec.c's ReadVocab: the file's counts are the words' counts (subsampling and negative sampling
+    use them), the words are sorted by descending count (ties in file order) and those under ``min_count``
+    dropped; a ``</s>`` line is skipped (parvec has no sentence-end token).  Each line must be a word and a
+    non-negative integer separated by whitespace (a CR before the newline is ignored, as word2vec.c does);
+    a blank line, a wrong field count, a count that is not an integer, a repeated word or invalid UTF-8 is a
+    :class:`ParvecError` naming the file and line.
+
+    Example:
+        >>> read_vocab_file("vocab.txt", min_count=1).words  # doctest: +SKIP
+        ['the', 'cat']
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ParvecError(f"{p}: no such vocabulary file") from None
+    except OSError as exc:
+        raise ParvecError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    counts: dict[str, int] = {}
+    first_line: dict[str, int] = {}
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line
+    for line_no, line in enumerate(lines, 1):
+        try:
+            text = line.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as exc:
+            raise ParvecError(f"{p}:{line_no}: invalid UTF-8 ({exc.reason})") from None
+        fields = text.split()
+        if len(fields) != 2:
+            what = "is blank" if not fields else f"has {len(fields)} fields"
+            raise ParvecError(f"{p}:{line_no}: expected 'word count', but the line {what}: {text[:80]!r}")
+        word, count_text = fields
+        if not count_text.isascii() or not count_text.isdigit():
+            raise ParvecError(f"{p}:{line_no}: the count of {word!r} is not a non-negative integer: {count_text!r}")
+        if word in first_line:
+            raise ParvecError(f"{p}:{line_no}: {word!r} is listed twice (first on line {first_line[word]})")
+        first_line[word] = line_no
+        if word != SENTENCE_END:
+            counts[word] = int(count_text)
+    if not counts:
+        raise ParvecError(f"{p}: the vocabulary file lists no words")
+    vocab = Vocab.from_counts(counts, min_count=min_count, max_final_vocab=max_final_vocab)
+    if not len(vocab):
+        raise ParvecError(f"{p}: no word of the vocabulary file reaches min_count={min_count} "
+                          f"(the largest count is {max(counts.values())})")
+    return vocab

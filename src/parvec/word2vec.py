@@ -69,6 +69,9 @@ class Word2Vec:
     (a restartable iterable of token lists) or ``corpus`` (an :class:`EncodedCorpus`) to build the
     vocabulary and train at once; or call :meth:`build_vocab` and :meth:`train` yourself.
 
+    gensim's switches ``sg``, ``hs`` and ``cbow_mean`` (0/1) reach the configuration (parvec's default is
+    skip-gram, ``sg=1``; gensim's is CBOW); ``callbacks`` are gensim ``CallbackAny2Vec``-shaped objects (or
+    ``fn(model, epoch, stats)`` functions) for the training the constructor runs (see :meth:`train`).
     ``hs=1`` trains with hierarchical softmax (word2vec.c's Huffman tree; ``syn1`` holds its inner nodes),
     alone with ``negative=0`` or together with negative sampling; with ``sg=0`` it is CBOW (``cbow_mean``:
     average the window's vectors, else sum them).  It runs word2vec.c's loop (:mod:`parvec.kernels.hs`)
@@ -117,10 +120,8 @@ class Word2Vec:
         checkpoint_dir: str | os.PathLike[str] | None = None,
         device: str = "cpu",
         cluster: Any = None,
+        callbacks: Iterable[Any] = (),
     ) -> None:
-        for name, flag in (("sg", sg), ("hs", hs), ("cbow_mean", cbow_mean)):
-            if not isinstance(flag, bool | int | np.integer) or flag not in (0, 1):
-                raise ParvecError(f"{name} must be 0 or 1, got {flag!r}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int | np.integer)
                                     or workers < 1):
             raise ParvecError(f"workers must be a positive integer, got {workers!r} (None, the default, uses all "
@@ -131,7 +132,7 @@ class Word2Vec:
             min_alpha=min_alpha, epochs=epochs, threads=default_threads() if workers is None else workers, seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
             par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,
-            sg=bool(sg), hs=bool(hs), cbow_mean=bool(cbow_mean),
+            sg=_zero_one("sg", sg), hs=_zero_one("hs", hs), cbow_mean=_zero_one("cbow_mean", cbow_mean),
         ).validate()
         # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
         self.cluster = None
@@ -166,11 +167,14 @@ class Word2Vec:
         self.raw_words = 0
         self.stats = TrainStats()
         self.checkpoint_dir = checkpoint_dir
+        self.corpus_count = 0  # sentences of the corpus the vocabulary was last built from (gensim's)
+        self.running_training_loss = 0.0  # summed loss of the latest train() call (get_latest_training_loss)
+        self.callbacks = tuple(callbacks)  # as gensim: used by the training this constructor runs
         if sum(x is not None for x in (sentences, corpus_file, corpus)) > 1:
             raise ParvecError("give only one of sentences, corpus_file and corpus")
         if sentences is not None or corpus_file is not None or corpus is not None:
             encoded = self.build_vocab(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
-            self.train(corpus=encoded)
+            self.train(corpus=encoded, callbacks=self.callbacks)
 
     # ------------------------------------------------------------------ gensim-style attributes
     @property
@@ -184,6 +188,35 @@ class Word2Vec:
     @property
     def workers(self) -> int:
         return self.config.threads
+
+    @property
+    def sg(self) -> int:
+        return int(self.config.sg)
+
+    @property
+    def hs(self) -> int:
+        return int(self.config.hs)
+
+    @property
+    def cbow_mean(self) -> int:
+        return int(self.config.cbow_mean)
+
+    @property
+    def corpus_total_words(self) -> int:
+        """Every token of the corpus the vocabulary was last built from, out-of-vocabulary ones too (gensim's)."""
+        return self.raw_words
+
+    def get_latest_training_loss(self) -> float:
+        """The loss summed over every positive pair (its negatives' terms included) trained so far by the latest
+        :meth:`train` call, as gensim's: read it in an ``on_epoch_end`` callback for the running total.  0.0
+        with ``compute_loss=False``.  (``stats.loss_per_epoch`` has the mean per pair.)
+
+        Example:
+            >>> Word2Vec(sentences=[["a", "b", "c"]] * 50, min_count=1, vector_size=8, workers=1, sample=0,
+            ...          epochs=1).get_latest_training_loss() > 0
+            True
+        """
+        return self.running_training_loss
 
     # ------------------------------------------------------------------ vocabulary
     def encode(
@@ -219,14 +252,30 @@ class Word2Vec:
         sentences: Iterable[list[str]] | None = None,
         corpus_file: str | os.PathLike[str] | None = None,
         corpus: EncodedCorpus | None = None,
+        update: bool = False,
+        corpus_iterable: Iterable[list[str]] | None = None,
     ) -> EncodedCorpus:
         """Build the vocabulary, allocate the vectors, and return the encoded corpus.
+
+        ``update=True`` grows the vocabulary of a model that has one (gensim's online update): the new
+        corpus's words reaching ``min_count`` in it become words; a word already known keeps its index and
+        vectors and adds every occurrence in the new corpus to its count, as gensim 4; the new words are
+        appended after the existing ones, by descending count among themselves (ties in first-seen order),
+        so every existing index stays valid.  A new word's input row is word2vec.c's initial row for its
+        index (what a model built with it would have had) and its output row is zero.  The returned corpus
+        is encoded against the grown vocabulary: pass it to :meth:`train`.  ``corpus_iterable`` is gensim
+        4's name for ``sentences``.
 
         Example:
             >>> m = Word2Vec(min_count=1, vector_size=8); enc = m.build_vocab(sentences=[["a", "b", "a"]])
             >>> m.wv.index_to_key
             ['a', 'b']
+            >>> enc = m.build_vocab([["c", "a"]], update=True); m.wv.index_to_key, m.wv.get_vecattr("a", "count")
+            (['a', 'b', 'c'], 3)
         """
+        sentences = _one_of(sentences, corpus_iterable)
+        if update:
+            return self._grow_vocab(sentences, corpus_file, corpus)
         encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
         self.vocab = encoded.vocab
         self.check_memory(encoded)
@@ -243,7 +292,51 @@ class Word2Vec:
             ) from None
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
+        self.corpus_count = encoded.n_sentences
         self.epochs_trained = 0
+        return encoded
+
+    def _grow_vocab(self, sentences: Iterable[list[str]] | None, corpus_file: str | os.PathLike[str] | None,
+                    corpus: EncodedCorpus | None) -> EncodedCorpus:
+        # build_vocab(update=True): see its docstring for the rule.
+        if self.vocab is None or self.wv is None or self.syn1neg is None:
+            raise ParvecError("build_vocab(update=True) grows an existing vocabulary, and this model has none: "
+                              "call build_vocab(...) without update first (gensim: \"You cannot do an online "
+                              "vocabulary-update of a model which has no prior vocabulary\")")
+        if corpus_file is not None and os.fspath(corpus_file) == "-":
+            raise ParvecError("build_vocab(update=True) reads the corpus twice (count, then encode against the "
+                              "grown vocabulary): standard input cannot be; save it to a file")
+        fresh = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)  # its own min_count
+        old = self.vocab
+        keep = max(1, self.read_options.min_count)  # an EncodedCorpus given may have been built with a lower one
+        added = [(w, c) for w, c in zip(fresh.vocab.words, fresh.vocab.counts.tolist(), strict=True)
+                 if w not in old.index and c >= keep]
+        n_old, n = len(old), len(old) + len(added)
+        grown = Vocab(old.words + [w for w, _ in added], np.concatenate([old.counts, [c for _, c in added]]))
+        if corpus is not None:
+            encoded = _remap(corpus, grown)
+        else:
+            encoded = self.encode(sentences=sentences, corpus_file=corpus_file, vocab=grown)
+        # Every occurrence in the new corpus adds to a known word's count, rare in it or not (gensim 4's rule);
+        # a new word's count is its count in the new corpus.
+        seen = np.bincount(encoded.tokens, minlength=n).astype(np.int64)
+        grown.counts[:n_old] += seen[:n_old]
+        grown.counts[n_old:] = seen[n_old:]
+        self.check_memory(encoded)
+        dim = self.config.dim
+        w_in = np.concatenate([self.wv.vectors, init_input_vectors(n, dim, self.config.seed, start=n_old)])
+        w_out = np.concatenate([self.syn1neg, np.zeros((n - n_old, dim), dtype=np.float32)])
+        self.vocab = grown
+        self.syn1neg = np.ascontiguousarray(w_out, dtype=np.float32)
+        # The same KeyedVectors object, grown in place (a reference to model.wv taken before stays valid).
+        wv = self.wv
+        wv.index_to_key.extend(w for w, _ in added)
+        wv.key_to_index.update((w, n_old + j) for j, (w, _) in enumerate(added))
+        wv.counts = grown.counts
+        wv.vectors = np.ascontiguousarray(w_in, dtype=np.float32)
+        self.corpus_words = encoded.n_tokens
+        self.raw_words = encoded.raw_words
+        self.corpus_count = encoded.n_sentences
         return encoded
 
     def check_memory(self, encoded: EncodedCorpus) -> int:
@@ -293,21 +386,58 @@ class Word2Vec:
         corpus: EncodedCorpus | None = None,
         epochs: int | None = None,
         resume: bool = False,
-        callbacks: Iterable[Callable[[Word2Vec, int, TrainStats], None]] = (),
+        callbacks: Iterable[Any] = (),
+        total_examples: int | None = None,
+        total_words: int | None = None,
+        corpus_iterable: Iterable[list[str]] | None = None,
+        compute_loss: bool | None = None,
     ) -> TrainStats:
         """Train (or continue training) on a corpus encoded against the model's vocabulary.
 
         With ``resume=True`` a model loaded from a checkpoint finishes its planned epochs with the
         learning-rate schedule and random streams it would have had uninterrupted; otherwise
         ``epochs`` more epochs run with a fresh linear schedule.  Words outside the vocabulary
-        are skipped.  ``callbacks`` are called as ``cb(model, epoch, stats)`` after each epoch.
+        are skipped.
+
+        ``callbacks``: gensim's ``CallbackAny2Vec``-shaped objects (``on_train_begin``, ``on_epoch_begin``,
+        ``on_epoch_end``, ``on_train_end``, each called with the model; any may be missing), or plain
+        functions called as ``cb(model, epoch, stats)`` after each epoch.
+
+        ``total_examples`` (sentences) or ``total_words`` (every token, out-of-vocabulary ones too) have
+        gensim's meaning: the size of one epoch for the learning-rate schedule, which decays from ``alpha``
+        to ``min_alpha`` over ``epochs`` of them (a larger total ends the run above ``min_alpha``, a smaller
+        one reaches it early).  parvec counts the corpus before training, so they may be left out (the
+        corpus's own size is used); given as gensim 4's ``corpus_iterable=``, the corpus needs one of them
+        and an explicit ``epochs``, with gensim's errors.  ``compute_loss`` overrides the model's setting.
 
         Example:
             >>> model.train(corpus_file="more.txt", epochs=1)  # doctest: +SKIP
+            >>> model.train(more, total_examples=model.corpus_count, epochs=model.epochs)  # doctest: +SKIP
         """
+        if corpus_iterable is not None:  # gensim 4's keyword: gensim's checks (_check_training_sanity)
+            if total_examples is None and total_words is None:
+                raise ParvecError(
+                    "You must specify either total_examples or total_words, for proper learning-rate and progress "
+                    "calculations. If you've just built the vocabulary using the same corpus, using the count "
+                    "cached in the model is sufficient: total_examples=model.corpus_count."
+                )
+            if epochs is None or epochs <= 0:
+                raise ParvecError("You must specify an explicit epochs count. The usual value is epochs=model.epochs.")
+        sentences = _one_of(sentences, corpus_iterable)
         if self.vocab is None or self.wv is None:
             raise ParvecError("build the vocabulary first (build_vocab), or pass the corpus to Word2Vec(...)")
+        for name, value in (("total_examples", total_examples), ("total_words", total_words)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | np.integer)
+                                      or value < 1):
+                raise ParvecError(f"{name} must be a positive integer, got {value!r}")
+        if compute_loss is not None:
+            self.config.compute_loss = bool(compute_loss)
         encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus, vocab=self.vocab)
+        schedule_words = encoded.n_tokens
+        if total_words is not None:  # gensim counts every token; the schedule here counts in-vocabulary ones
+            schedule_words = max(1, round(int(total_words) * encoded.n_tokens / max(1, encoded.raw_words)))
+        elif total_examples is not None:
+            schedule_words = max(1, round(int(total_examples) * encoded.n_tokens / max(1, encoded.n_sentences)))
         total_epochs = self.config.epochs if epochs is None else epochs
         start = 0
         if resume:
@@ -318,7 +448,14 @@ class Word2Vec:
         if total_epochs < 1:
             raise ParvecError(f"epochs must be a positive integer, got {total_epochs}")
         trainer = self._make_trainer()
-        callbacks = list(callbacks)
+        if schedule_words != encoded.n_tokens and resume:
+            raise ParvecError("total_examples/total_words cannot be combined with resume=True: a resumed run keeps "
+                              "its schedule")
+        if schedule_words != encoded.n_tokens and not hasattr(trainer, "train_parts"):
+            raise ParvecError("total_examples/total_words other than the corpus's own size are supported by the CPU "
+                              "trainer only (not with device='cuda' or a cluster): leave them out")
+        epoch_fns, gensim_cbs = _split_callbacks(callbacks)
+        self.running_training_loss = 0.0
         base_epochs = 0 if resume else self.epochs_trained
         eval_files = self._eval_files() if self.eval_every_epoch else None
         run_log = self.run_log
@@ -349,10 +486,28 @@ class Word2Vec:
                                   eval_seconds=t_eval)
             if self.checkpoint_dir is not None:
                 self.save(Path(self.checkpoint_dir) / "checkpoint")
-            for cb in callbacks:
-                cb(self, epoch, stats)
+            if self.config.compute_loss:
+                self.running_training_loss = float(sum(
+                    lv * pv for lv, pv in zip(stats.loss_per_epoch, stats.pairs_per_epoch, strict=True) if pv))
+            for fn in epoch_fns:
+                fn(self, epoch, stats)
+            for cb in gensim_cbs:
+                _call(cb, "on_epoch_end", self)
+            if epoch + 1 < total_epochs:
+                for cb in gensim_cbs:
+                    _call(cb, "on_epoch_begin", self)
 
-        stats = trainer.train(encoded, epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start)
+        for cb in gensim_cbs:
+            _call(cb, "on_train_begin", self)
+        for cb in gensim_cbs:
+            _call(cb, "on_epoch_begin", self)
+        if schedule_words != encoded.n_tokens:
+            stats = trainer.train_parts(lambda epoch: [(encoded.tokens, encoded.offsets)], schedule_words,
+                                        epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start)
+        else:
+            stats = trainer.train(encoded, epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start)
+        for cb in gensim_cbs:
+            _call(cb, "on_train_end", self)
         self.epochs_trained = base_epochs + total_epochs
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
@@ -430,6 +585,7 @@ class Word2Vec:
                 "epochs_trained": self.epochs_trained,
                 "corpus_words": self.corpus_words,
                 "raw_words": self.raw_words,
+                "corpus_count": self.corpus_count,
             }
             if self.syn1 is not None:
                 meta["huffman_fingerprint"] = build_huffman_tree(self.vocab.counts).fingerprint()
@@ -453,6 +609,9 @@ class Word2Vec:
             >>> model = Word2Vec.load("model.parvec")  # doctest: +SKIP
         """
         path = Path(path)
+        from parvec.formats import refuse_pickle
+
+        refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
         meta_path = path / "model.json"
         if not meta_path.exists():
             raise ParvecError(f"{path}: not a parvec model directory (no model.json)")
@@ -489,6 +648,7 @@ class Word2Vec:
         model.epochs_trained = int(meta.get("epochs_trained", 0))
         model.corpus_words = int(meta.get("corpus_words", 0))
         model.raw_words = int(meta.get("raw_words", 0))
+        model.corpus_count = int(meta.get("corpus_count", 0))
         return model
 
     @staticmethod
@@ -516,3 +676,50 @@ class Word2Vec:
         model = "" if self.config.sg else f", sg=0, cbow_mean={int(self.config.cbow_mean)}"
         return (f"Word2Vec<vocab={n}, vector_size={self.config.dim}{model}, algo={self.config.algo}, "
                 f"alpha={self.config.alpha}>")
+
+
+def _zero_one(name: str, value: Any) -> bool:
+    """gensim's 0/1 switches (``sg``, ``hs``, ``cbow_mean``) as a bool; anything else is a ParvecError."""
+    if isinstance(value, bool | int | np.integer) and int(value) in (0, 1):
+        return bool(value)
+    raise ParvecError(f"{name} must be 0 or 1, got {value!r}")
+
+
+def _one_of(sentences: Any, corpus_iterable: Any) -> Any:
+    # gensim 4 calls the iterable corpus_iterable (build_vocab, train); parvec and gensim 3 call it sentences.
+    if sentences is not None and corpus_iterable is not None:
+        raise ParvecError("give the sentences once: sentences= or corpus_iterable= (gensim 4's name), not both")
+    return corpus_iterable if sentences is None else sentences
+
+
+_GENSIM_HOOKS = ("on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end")
+
+
+def _split_callbacks(callbacks: Iterable[Any]) -> tuple[list[Callable[..., Any]], list[Any]]:
+    """(plain ``fn(model, epoch, stats)`` functions, gensim ``CallbackAny2Vec``-shaped objects)."""
+    plain, gensim_style = [], []
+    for cb in callbacks:
+        if any(callable(getattr(cb, hook, None)) for hook in _GENSIM_HOOKS):
+            gensim_style.append(cb)
+        elif callable(cb):
+            plain.append(cb)
+        else:
+            raise ParvecError(f"callback {cb!r} is neither a function fn(model, epoch, stats) nor an object with "
+                              f"gensim's {', '.join(_GENSIM_HOOKS)} methods")
+    return plain, gensim_style
+
+
+def _call(cb: Any, hook: str, model: Word2Vec) -> None:
+    method = getattr(cb, hook, None)
+    if callable(method):
+        method(model)
+
+
+def _remap(corpus: EncodedCorpus, vocab: Vocab) -> EncodedCorpus:
+    """``corpus`` re-encoded against ``vocab`` (its words missing from ``vocab`` dropped, sentences kept)."""
+    ids = np.array([vocab.index.get(w, -1) for w in corpus.vocab.words], dtype=np.int32)
+    mapped = ids[corpus.tokens] if len(corpus.tokens) else np.zeros(0, dtype=np.int32)
+    kept = mapped >= 0
+    before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
+    return EncodedCorpus(vocab, np.ascontiguousarray(mapped[kept], dtype=np.int32),
+                         before[corpus.offsets].astype(np.int64), raw_words=corpus.raw_words, source=corpus.source)

@@ -152,7 +152,8 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
         assert key in report, key
     assert report["shards"] == 2 and report["clients"] == 1 and len(report["shard_peak_memory_bytes"]) == 2
     assert report["vocab_size"] == len(keys) and len(report["loss_per_epoch"]) == 2
-    assert (tmp_path / "vocab.txt").read_text().split("\n")[0] == f"{keys[0]} {counts[0]}"
+    vocab_lines = (tmp_path / "vocab.txt").read_text().split("\n")  # word2vec.c's layout: "</s> SENTENCES" first
+    assert vocab_lines[0] == f"</s> {report['sentences']}" and vocab_lines[1] == f"{keys[0]} {counts[0]}"
     assert "sharded: 2 shards" in capsys.readouterr().err
 
 

@@ -1,14 +1,25 @@
 """``parvec train``: text in, word vectors out.
 
 Accepts parvec's flags and word2vec.c's (``-train -output -size -window -negative -sample -min-count
--iter -alpha -threads -binary -cbow 0|1 -hs 0|1``), so existing word2vec.c scripts run unchanged:
-``parvec -train text8 -output vec.bin -size 200 -binary 1``.  ``--cbow`` (or ``-cbow 1``) trains CBOW.
-Hierarchical softmax: ``-hs 1`` (or ``--hs``), alone with ``-negative 0`` or together with negative sampling.
+-iter -alpha -threads -binary -cbow -cbow-mean -hs -save-vocab -read-vocab -debug -classes``), so existing word2vec.c
+scripts run unchanged: ``parvec -train text8 -output vec.bin -size 200 -binary 1``.
+
+**Which defaults apply** is set by how the training file is named: ``-train FILE`` means word2vec.c's
+defaults for every flag left out (CBOW ``-cbow 1``, ``-alpha`` 0.05 for CBOW and 0.025 for skip-gram,
+``-sample 1e-3``, ``-iter 5``, ``-min-count 5``, ``-window 5``, ``-negative 5``, ``-hs 0``, ``-size 100``,
+``-binary 0``: text output whatever the name); ``parvec train INPUT`` means parvec's (skip-gram, alpha
+0.025, the rest as word2vec.c's, binary when the output ends ``.bin``).  A flag given is honoured in
+either spelling and either style (``-train c.txt --epochs 3`` trains 3 epochs); naming the training file
+both ways is refused.  The first line printed says which defaults applied.
+``-cbow 1`` (or ``--cbow``) trains CBOW, ``-hs 1`` (or ``--hs``) hierarchical softmax, alone with ``-negative 0``
+or together with negative sampling.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import resource
@@ -16,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from parvec.cli.outputs import OutputPlan, check_paths
 from parvec.config import ALL_ALGORITHMS, DEFAULT_ALGO, DEFAULT_GPU_ALGO, default_threads
@@ -146,8 +159,12 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "train",
         help="train word vectors on a text file",
-        description="Train skip-gram (or, with --cbow, CBOW) negative-sampling word vectors on a text file (one "
-        "sentence per line; .gz/.bz2/.xz read directly; - reads standard input). word2vec.c's flags are accepted too.",
+        description="Train word vectors on a text file (one sentence per line; .gz/.bz2/.xz read directly; - reads "
+        "standard input). word2vec.c's flags are accepted too. Defaults: `-train FILE` takes word2vec.c's for every "
+        "flag left out (-cbow 1, -alpha 0.05 for CBOW and 0.025 for skip-gram, -sample 1e-3, -iter 5, -min-count 5, "
+        "-window 5, -negative 5, -hs 0, -size 100, -binary 0); `parvec train INPUT` takes parvec's (skip-gram, "
+        "alpha 0.025, the others the same, binary when the output ends .bin). A flag given counts in either "
+        "spelling; the first line printed says which defaults applied.",
         epilog="Outputs: before the corpus is read, every output (-o, --report, --save-vocab, --save-model) gets a "
         "temporary file in its directory and --checkpoint-dir is created, so a path that cannot be written fails at "
         "once; the outputs are renamed into place only when the run succeeds. An output that is an input (the "
@@ -155,7 +172,8 @@ def register(subparsers: Any) -> None:
         "output or error (e.g. `2>&1 | head`) does not stop the run. Exit status: 0 when every output was written, "
         "2 on an error (the message names the file or flag), 130 when interrupted.",
     )
-    p.add_argument("input", nargs="?", help="training text; - reads standard input (or -train FILE)")
+    p.add_argument("input", nargs="?", help="training text; - reads standard input (or -train FILE: word2vec.c's "
+                   "defaults)")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
                    ".bin (with --binary), .npy (NumPy + vocab file)")
@@ -187,19 +205,120 @@ def register(subparsers: Any) -> None:
     p.add_argument("--eval-every-epoch", dest="eval_every_epoch", action="store_true",
                    help="score WS-353, SimLex-999 and the Google analogies after every epoch (files from "
                    "$PARVEC_EVAL_DIR or shared/data/eval); the scores go into --report and on stderr")
-    p.add_argument("-save-vocab", "--save-vocab", dest="save_vocab", help="write 'word count' lines")
-    p.add_argument("--cbow", "-cbow", dest="cbow", type=int, nargs="?", const=1, default=0, choices=(0, 1),
-                   help="train CBOW (word2vec.c's -cbow 1, gensim's sg=0) instead of skip-gram; --algo hogbatch "
-                   "(the default) runs the fast batched CBOW kernel, classic word2vec.c's loop")
-    p.add_argument("--cbow-mean", dest="cbow_mean", type=int, default=1, choices=(0, 1),
+    g = p.add_argument_group("word2vec.c's flags (with -train FILE every default is word2vec.c's; see above)")
+    g.add_argument("-cbow", "--cbow", dest="cbow", type=_zero_one_arg, nargs="?", const=1, default=None,
+                   metavar="{0,1}", help="1 (or --cbow alone): CBOW (gensim's sg=0), 0: skip-gram (default 1 with "
+                   "-train, 0 with INPUT); --algo hogbatch (the default) runs the fast batched CBOW kernel, classic "
+                   "word2vec.c's loop")
+    g.add_argument("--cbow-mean", dest="cbow_mean", type=int, default=1, choices=(0, 1),
                    help="CBOW: 1 averages the window's input vectors (word2vec.c, gensim's default), 0 sums them")
-    p.add_argument("--hs", dest="hs", action="store_const", const=1, default=0,
-                   help="hierarchical softmax (word2vec.c -hs 1): word2vec.c's Huffman tree; with --negative 0 "
-                   "alone, else together with negative sampling; runs word2vec.c's loop (classic) for --algo classic "
-                   "or hogbatch, CPU only")
-    p.add_argument("-hs", dest="hs", type=flag01, default=0, help=argparse.SUPPRESS)
-    p.add_argument("-debug", dest="debug", type=int, default=0, help=argparse.SUPPRESS)
-    p.set_defaults(func=run_train)
+    g.add_argument("-hs", "--hs", dest="hs", type=_zero_one_arg, nargs="?", const=1, default=None,
+                   metavar="{0,1}", help="1 (or --hs alone): hierarchical softmax, word2vec.c's Huffman tree; with "
+                   "--negative 0 alone, else together with negative sampling; word2vec.c's loop for --algo classic "
+                   "or hogbatch, CPU only (0)")
+    g.add_argument("-save-vocab", "--save-vocab", dest="save_vocab", metavar="FILE",
+                   help="write the vocabulary as word2vec.c does: '</s> SENTENCES', then 'word count' lines by "
+                   "descending count")
+    g.add_argument("-read-vocab", "--read-vocab", dest="read_vocab", metavar="FILE",
+                   help="take the vocabulary and its counts from a 'word count' file (word2vec.c's -save-vocab "
+                   "layout) instead of counting the corpus: corpus words not in it are dropped, --min-count applies "
+                   "to the file's counts")
+    g.add_argument("-debug", "--debug", dest="debug", type=int, default=None, metavar="{0,1,2}",
+                   help="0: print nothing but errors; 1: the summary lines; 2 (default): also the progress bar when "
+                   "stderr is a terminal (--progress / --no-progress decide the bar when given)")
+    g.add_argument("-classes", "--classes", dest="classes", type=int, default=0, metavar="K",
+                   help="write 'word class' lines (k-means of the unit-length vectors into K classes, "
+                   "scikit-learn's KMeans seeded by --seed) to the output instead of the vectors, as text whatever "
+                   "-binary says, as word2vec.c (0: vectors)")
+    # Left out, these take the style's defaults (resolve_defaults): None marks "not given".
+    p.set_defaults(func=run_train, dim=None, window=None, negative=None, sample=None, epochs=None, alpha=None,
+                   min_count=None)
+
+
+def _zero_one_arg(text: str) -> int:
+    """``-cbow`` / ``-hs`` value: 0 or 1.
+
+    Example:
+        >>> _zero_one_arg("1")
+        1
+    """
+    if text.strip() not in ("0", "1"):
+        raise argparse.ArgumentTypeError(f"expected 0 or 1, got {text!r}")
+    return int(text)
+
+
+# The defaults of the two styles; alpha is 0.05 for CBOW and 0.025 for skip-gram in both (word2vec.c's rule).
+_STYLE_DEFAULTS = {
+    "word2vec.c": {"cbow": 1, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,
+                   "dim": 100, "binary": 0},
+    "parvec": {"cbow": 0, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,
+               "dim": 100, "binary": None},
+}
+# How each setting is spelled in the first line, in each style.
+_FLAG_NAMES = {
+    "word2vec.c": {"cbow": "cbow", "alpha": "alpha", "sample": "sample", "epochs": "iter", "min_count": "min-count",
+                   "window": "window", "negative": "negative", "hs": "hs", "dim": "size", "binary": "binary"},
+    "parvec": {"cbow": "cbow", "alpha": "alpha", "sample": "sample", "epochs": "epochs", "min_count": "min-count",
+               "window": "window", "negative": "negative", "hs": "hs", "dim": "dim", "binary": "binary"},
+}
+
+
+def _number(value: Any) -> str:
+    """A flag's value as word2vec.c's documentation writes it: ``1e-3``, ``0.05``, ``5``.
+
+    Example:
+        >>> _number(1e-3), _number(0.05), _number(5), _number(0.0)
+        ('1e-3', '0.05', '5', '0')
+    """
+    if isinstance(value, float) and value != 0 and abs(value) < 0.01:
+        mantissa, exponent = f"{value:.6e}".split("e")
+        return f"{float(mantissa):g}e{int(exponent)}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def resolve_defaults(args: argparse.Namespace) -> str:
+    """Fill every flag left out with its style's default and return the line that says which applied.
+
+    ``-train FILE`` selects word2vec.c's defaults, ``INPUT`` parvec's (see the module's docstring); naming
+    the training file both ways is refused.
+
+    Example:
+        >>> ns = argparse.Namespace(train_file="c.txt", input=None, cbow=None, hs=None, dim=200, window=None,
+        ...     negative=None, sample=None, epochs=None, alpha=None, min_count=None, binary=None)
+        >>> resolve_defaults(ns)[:76]
+        'word2vec.c defaults (the corpus given by -train): cbow 1, alpha 0.05, sample'
+        >>> ns.cbow, ns.alpha, ns.dim, ns.binary
+        (1, 0.05, 200, 0)
+    """
+    if args.train_file is not None and args.input is not None:
+        raise ParvecError(f"the training file is named twice ({args.input} and -train {args.train_file}): give "
+                          "-train FILE (word2vec.c's defaults) or INPUT (parvec's defaults), not both")
+    style = "word2vec.c" if args.train_file is not None else "parvec"
+    defaults = dict(_STYLE_DEFAULTS[style])
+    names = _FLAG_NAMES[style]
+    applied, given = [], []
+    for key in ("cbow", "alpha", "sample", "epochs", "min_count", "window", "negative", "hs", "dim", "binary"):
+        value = getattr(args, key)
+        if key == "alpha":
+            default = 0.05 if args.cbow else 0.025  # cbow is resolved first
+        else:
+            default = defaults[key]
+        if value is None:
+            setattr(args, key, default)
+            if default is not None:
+                applied.append(f"{names[key]} {_number(default)}")
+        else:
+            given.append(f"{names[key]} {_number(value)}")
+    if style == "word2vec.c":
+        head = "word2vec.c defaults (the corpus given by -train)"
+    else:
+        head = "parvec defaults (the corpus given as INPUT)"
+        if args.binary is None:
+            applied.append("binary when the output ends .bin")
+    line = f"{head}: {', '.join(applied) if applied else 'none (every flag given)'}"
+    if given:
+        line += f"; given: {', '.join(given)}"
+    return line
 
 
 def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
@@ -212,6 +331,8 @@ def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
     from parvec.cli.outputs import Use, directory_inputs
 
     uses = [] if source == "-" else [Use("the training corpus", Path(source))]
+    if getattr(args, "read_vocab", None):
+        uses.append(Use("the vocabulary -read-vocab", Path(args.read_vocab)))
     if args.resume:
         uses += directory_inputs("the resumed model --resume", args.resume)
     if getattr(args, "eval_every_epoch", False):
@@ -301,17 +422,81 @@ def save_vectors(kv: Any, output: str, binary: bool) -> None:
         kv.save_word2vec_format(output, binary=binary)
 
 
+def word_classes(kv: Any, k: int, seed: int = 1) -> np.ndarray:
+    """word2vec.c's ``-classes K``: a class in ``0..K-1`` for every word, by k-means of the unit-length vectors.
+
+    word2vec.c assigns each word to the centroid of largest dot product with its unit-length centroids;
+    here scikit-learn's ``KMeans`` (``random_state=seed``, so runs repeat) clusters the unit-length vectors,
+    whose Euclidean distances order as their cosines do.
+
+    Example:
+        >>> from parvec.keyedvectors import KeyedVectors
+        >>> kv = KeyedVectors(np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], dtype=np.float32), list("abcd"))
+        >>> c = word_classes(kv, 2); bool(c[0] == c[1] and c[2] == c[3] and c[0] != c[2])
+        True
+    """
+    from sklearn.cluster import KMeans
+
+    if not 1 <= k <= len(kv):
+        raise ParvecError(f"-classes {k}: must be between 1 and the vocabulary size ({len(kv)})")
+    km = KMeans(n_clusters=k, n_init=3, random_state=seed)
+    return km.fit_predict(kv.get_normed_vectors().astype(np.float64)).astype(np.int64)
+
+
+def write_classes(path: str | os.PathLike[str], words: list[str], classes: np.ndarray) -> None:
+    """Write word2vec.c's ``-classes`` output atomically: one ``word class`` line per word, in vocabulary order.
+
+    Example:
+        >>> write_classes("classes.txt", ["the", "cat"], np.array([1, 0]))  # doctest: +SKIP
+    """
+    from parvec.formats import atomic_output
+
+    with atomic_output(path, "w") as f:
+        for w, c in zip(words, classes.tolist(), strict=True):
+            f.write(f"{w} {c}\n")
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Run ``parvec train``."""
+    debug = 2 if args.debug is None else args.debug
+    if debug not in (0, 1, 2):
+        raise ParvecError(f"-debug must be 0, 1 or 2, got {args.debug}")
+    if args.progress is None and debug < 2:
+        args.progress = False
+    if debug == 0:  # silent: nothing on stderr but the error, if any (printed by the caller)
+        with contextlib.redirect_stderr(io.StringIO()):
+            return _run_train(args)
+    return _run_train(args)
+
+
+def _run_train(args: argparse.Namespace) -> int:
     if args.hs and getattr(args, "cluster", None):
         raise ParvecError("-hs 1 (--hs): hierarchical softmax trains in this process only; leave out --cluster")
     source = args.train_file or args.input
-    if args.input and args.train_file and args.input != args.train_file:
-        raise ParvecError("give the training file once (either INPUT or -train)")
+    defaults_line = resolve_defaults(args)
     if not source:
-        raise ParvecError("no training file: parvec train INPUT -o OUTPUT")
+        raise ParvecError("no training file: parvec train INPUT -o OUTPUT (or word2vec.c's -train FILE -output OUTPUT)")
     if not args.output and not args.save_model:
         raise ParvecError("no output: give -o OUTPUT (and/or --save-model DIR)")
+    if args.classes:
+        if args.classes < 0:
+            raise ParvecError(f"-classes must be 0 (write vectors) or a positive number of classes, got {args.classes}")
+        if not args.output:
+            raise ParvecError("-classes K writes 'word class' lines to -output: give -output FILE")
+        if args.output.endswith(".npy"):
+            raise ParvecError(f"-classes K writes 'word class' text lines: -output {args.output} names a .npy file")
+    for flag, value in (("-read-vocab", args.read_vocab), ("-classes", args.classes)):
+        if value and args.resume:
+            raise ParvecError(f"{flag} cannot be combined with --resume (the resumed model has its vocabulary and "
+                              "writes its vectors)")
+    if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
+        if args.cbow or args.hs:
+            raise ParvecError("--mode sharded trains skip-gram with negative sampling only: add -cbow 0 -hs 0")
+        for flag, value in (("-read-vocab", args.read_vocab), ("-classes", args.classes)):
+            if value:
+                raise ParvecError(f"{flag} is not available with --mode sharded")
+    if not args.resume:
+        print(defaults_line, file=sys.stderr)
     binary = bool(args.binary) if args.binary is not None else str(args.output or "").endswith(".bin")
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
     if getattr(args, "device", "cpu") == "cuda":  # before reading the corpus: say now if there is no GPU
@@ -380,7 +565,19 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             device=args.device, cluster=cluster_from_args(args), hs=args.hs, sg=0 if args.cbow else 1,
             cbow_mean=args.cbow_mean,
         )
-        encoded = model.encode(corpus_file=source)
+        read_vocab = None
+        if args.read_vocab:
+            from parvec.vocab import read_vocab_file
+
+            read_vocab = read_vocab_file(args.read_vocab, min_count=args.min_count,
+                                         max_final_vocab=args.max_final_vocab)
+        encoded = model.encode(corpus_file=source, vocab=read_vocab)
+        if read_vocab is not None:
+            unseen = int(np.count_nonzero(np.bincount(encoded.tokens, minlength=len(read_vocab)) == 0))
+            print(f"vocabulary read from {args.read_vocab}: {len(read_vocab):,} words reach min-count "
+                  f"{args.min_count}; corpus words not in it are dropped"
+                  + (f"; {unseen:,} of its words never occur in the corpus and keep their random initial "
+                     "vectors (as word2vec.c)" if unseen else ""), file=sys.stderr)
     read_seconds = time.perf_counter() - t0
     vocab = encoded.vocab
     need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)
@@ -401,15 +598,9 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
     )
     print(_cache_line(cache_used, args, source, cache_dir), file=sys.stderr)
     if args.save_vocab:
+        from parvec.vocab import write_vocab_file
 
-        def write_vocab(path: Path) -> None:
-            from parvec.formats import atomic_output
-
-            with atomic_output(path, "w") as f:
-                for w, c in zip(vocab.words, vocab.counts.tolist(), strict=True):
-                    f.write(f"{w} {c}\n")
-
-        out["save_vocab"].write(write_vocab)
+        out["save_vocab"].write(lambda path: write_vocab_file(path, vocab, encoded.n_sentences))
         done.append(f"wrote the vocabulary ({len(vocab):,} words) to {args.save_vocab}")
     if args.report or args.eval_every_epoch:
         from parvec.runlog import RunLog
@@ -436,7 +627,11 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         f"in {stats.seconds:.1f} s: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
         file=sys.stderr,
     )
-    if args.output:
+    if args.output and args.classes:
+        classes = word_classes(model.wv, args.classes, seed=args.seed)
+        out["output"].write(lambda path: write_classes(path, model.wv.index_to_key, classes))
+        done.append(f"wrote the classes of {len(vocab):,} words ({args.classes} k-means classes) to {args.output}")
+    elif args.output:
         out["output"].write(lambda path: save_vectors(model.wv, str(path), binary))
         done.append(f"wrote {len(vocab):,} vectors of {model.config.dim} to {args.output}")
     if args.save_model:

@@ -453,12 +453,9 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
                   f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words",
                   file=sys.stderr)
             if args.save_vocab:
-                def write_vocab(p: Path) -> None:
-                    with atomic_output(p, "w") as f:
-                        for w, c in zip(vocab.words, vocab.counts.tolist(), strict=True):
-                            f.write(f"{w} {c}\n")
+                from parvec.vocab import write_vocab_file
 
-                out["save_vocab"].write(write_vocab)
+                out["save_vocab"].write(lambda p: write_vocab_file(p, vocab, enc["sentences"]))
                 done.append(f"wrote the vocabulary ({len(vocab):,} words) to {args.save_vocab}")
             run_log = None
             if args.report:
