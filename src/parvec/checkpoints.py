@@ -93,17 +93,20 @@ def list_checkpoints(directory: str | Path, run_id: str | None = None) -> list[F
 
 
 def latest_checkpoint(directory: str | Path) -> Path | None:
-    """The newest checkpoint in a checkpoint directory whose ``model.json`` reads (None if none).
+    """The newest checkpoint of the newest run in a checkpoint directory (None if none).  A mid-epoch one
+    whose ``model.json`` does not read still counts (resuming from it then fails, naming it and the
+    previous intact one) rather than being passed over in silence.
 
     Example:
         >>> latest_checkpoint("no/such/dir") is None
         True
     """
-    readable = [f for f in list_checkpoints(directory) if f.meta is not None]
-    if not readable:
+    found = list_checkpoints(directory)
+    readable = [f for f in found if f.meta is not None]
+    if not found:
         return None
-    newest_run = max(readable, key=lambda f: f.meta.get("saved_at", 0.0)).meta.get("run_id")  # type: ignore[union-attr]
-    same = [f for f in readable if f.meta.get("run_id") == newest_run] or readable  # type: ignore[union-attr]
+    run = max(readable, key=lambda f: float(f.meta.get("saved_at") or 0.0)).meta.get("run_id") if readable else None
+    same = [f for f in found if f.meta is None or f.meta.get("run_id") == run]
     return same[-1].path
 
 
@@ -124,8 +127,8 @@ def prune_mid_checkpoints(directory: str | Path, run_id: str, keep: int = 2) -> 
 
 
 def previous_checkpoint(path: str | Path) -> Found | None:
-    """The newest checkpoint beside ``path`` (same directory, other than ``path``) that loads whole:
-    what to offer when ``path`` is damaged.
+    """The newest checkpoint beside ``path`` (same directory), before it in the run when its place is
+    known, that loads whole: what to offer when ``path`` is damaged.
 
     Example:
         >>> previous_checkpoint("no/such/dir/checkpoint") is None
@@ -139,8 +142,10 @@ def previous_checkpoint(path: str | Path) -> Found | None:
         resolved = path.resolve()
     except OSError:
         resolved = path
-    for f in reversed(list_checkpoints(path.parent)):
-        if f.path.resolve() == resolved or f.meta is None:
+    found = list_checkpoints(path.parent)
+    me = next((f for f in found if f.path.resolve() == resolved), None)
+    for f in reversed(found):
+        if f.path.resolve() == resolved or f.meta is None or (me is not None and f.key >= me.key):
             continue
         try:
             Word2Vec.load(f.path)
@@ -148,3 +153,30 @@ def previous_checkpoint(path: str | Path) -> Found | None:
             continue
         return f
     return None
+
+
+def load_for_resume(path: str | Path) -> tuple[Any, Path, str | None]:
+    """Load the model or checkpoint to resume: ``path`` itself, or the latest checkpoint in it when it is a
+    checkpoint directory.  Returns ``(model, the path loaded, a note to show or None)``; a damaged one
+    raises :class:`parvec.errors.CheckpointError` that names the previous intact checkpoint, if any.
+
+    Example:
+        >>> model, where, note = load_for_resume("ck")  # doctest: +SKIP
+    """
+    from parvec.errors import CheckpointError
+    from parvec.word2vec import Word2Vec
+
+    path = Path(path)
+    note = None
+    if path.is_dir() and not (path / "model.json").exists():
+        latest = latest_checkpoint(path)
+        if latest is not None:
+            note = f"--resume {path}: its latest checkpoint is {latest}"
+            path = latest
+    try:
+        return Word2Vec.load(path), path, note
+    except CheckpointError as exc:
+        prev = previous_checkpoint(path)
+        offer = (f"; the previous checkpoint {prev.path} ({prev.describe()}) is intact: --resume {prev.path}"
+                 if prev is not None else "; there is no other intact checkpoint beside it")
+        raise CheckpointError(f"cannot resume: {exc}{offer}") from None
