@@ -172,6 +172,8 @@ def load_for_resume(path: str | Path) -> tuple[Any, Path, str | None]:
         latest = latest_checkpoint(path)
         if latest is not None:
             note = f"--resume {path}: its latest checkpoint is {latest}"
+            if (path / EPOCH_END).is_dir() and _read_meta(path / EPOCH_END) is None:
+                note += f" ({path / EPOCH_END} has no readable model.json and was passed over)"
             path = latest
     try:
         return Word2Vec.load(path), path, note

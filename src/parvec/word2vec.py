@@ -329,10 +329,10 @@ class Word2Vec:
         if total_epochs < 1:
             raise ParvecError(f"epochs must be a positive integer, got {total_epochs}")
         trainer = self._make_trainer()
-        if (resume_at is not None or self._checkpoint_interval is not None) and type(trainer) is not Trainer:
-            raise ParvecError("mid-epoch checkpoints (checkpoint_every, --checkpoint-every) and resuming from one "
-                              "work with the CPU trainer only, not on a GPU or a cluster; use epoch-end "
-                              "checkpoints (checkpoint_dir) there")
+        if (checkpoints or self._checkpoint_interval is not None) and type(trainer) is not Trainer:
+            raise ParvecError("mid-epoch checkpoints (checkpoint_every, --checkpoint-every), resuming from one and "
+                              "changing the epochs of a resumed run work with the CPU trainer only, not on a GPU or "
+                              "a cluster; use epoch-end checkpoints (checkpoint_dir) there")
         if not resume or self.run_id is None:
             self.run_id = uuid.uuid4().hex
         self.corpus_words = encoded.n_tokens
@@ -575,6 +575,8 @@ class Word2Vec:
         path = Path(path)
         meta_path = path / "model.json"
         if not meta_path.exists():
+            if path.is_dir() and any((path / name).exists() for name in ("vectors.npy", "syn1neg.npy", "vocab.json")):
+                raise CheckpointError(f"{meta_path}: missing (the model directory is incomplete)")
             raise ParvecError(f"{path}: not a parvec model directory (no model.json)")
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
