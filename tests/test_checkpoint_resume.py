@@ -91,6 +91,7 @@ def test_keeps_the_last_two_mid_epoch_checkpoints_of_its_run(checkpointed, corpu
     names = {p.name for p in ck2.iterdir()}
     assert foreign.name in names and len([n for n in names if n.startswith("mid-")]) == 3
     assert latest_checkpoint(ck2).name == EPOCH_END
+    assert Word2Vec.load(ck2).epochs_trained == KW["epochs"]  # a checkpoint directory loads its latest
 
 
 def test_api_resume_from_every_checkpoint_is_bit_identical(checkpointed, corpus):
@@ -187,9 +188,7 @@ def test_a_damaged_checkpoint_is_named_and_the_previous_one_offered(checkpointed
     assert newest.chunks_done and older.chunks_done
     _damage(newest.path, how)
     with pytest.raises(CheckpointError, match=str(older.path)):
-        from parvec.checkpoints import load_for_resume
-
-        load_for_resume(newest.path)
+        Word2Vec.load(newest.path)
     code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", newest.path], capsys)
     assert code == 2 and "Traceback" not in err
     assert str(newest.path) in err and f"--resume {older.path}" in err

@@ -148,14 +148,14 @@ def previous_checkpoint(path: str | Path) -> Found | None:
         if f.path.resolve() == resolved or f.meta is None or (me is not None and f.key >= me.key):
             continue
         try:
-            Word2Vec.load(f.path)
+            Word2Vec._load(f.path)
         except ParvecError:
             continue
         return f
     return None
 
 
-def load_for_resume(path: str | Path) -> tuple[Any, Path, str | None]:
+def load_for_resume(path: str | Path, mmap: str | None = None) -> tuple[Any, Path, str | None]:
     """Load the model or checkpoint to resume: ``path`` itself, or the latest checkpoint in it when it is a
     checkpoint directory.  Returns ``(model, the path loaded, a note to show or None)``; a damaged one
     raises :class:`parvec.errors.CheckpointError` that names the previous intact checkpoint, if any.
@@ -176,9 +176,9 @@ def load_for_resume(path: str | Path) -> tuple[Any, Path, str | None]:
                 note += f" ({path / EPOCH_END} has no readable model.json and was passed over)"
             path = latest
     try:
-        return Word2Vec.load(path), path, note
+        return Word2Vec._load(path, mmap=mmap), path, note
     except CheckpointError as exc:
         prev = previous_checkpoint(path)
         offer = (f"; the previous checkpoint {prev.path} ({prev.describe()}) is intact: --resume {prev.path}"
                  if prev is not None else "; there is no other intact checkpoint beside it")
-        raise CheckpointError(f"cannot resume: {exc}{offer}") from None
+        raise CheckpointError(f"{exc}{offer}") from None

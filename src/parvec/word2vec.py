@@ -565,13 +565,22 @@ class Word2Vec:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: str | None = None) -> Word2Vec:
-        """Load a model saved by :meth:`save` (or a checkpoint).  A damaged one (missing or truncated
-        ``.npy``, unreadable JSON, a checksum or position that does not match) raises
-        :class:`parvec.errors.CheckpointError` naming the file.
+        """Load a model saved by :meth:`save`, a checkpoint, or the latest checkpoint of a checkpoint
+        directory (``checkpoint_dir``).  A damaged one (missing or truncated ``.npy``, unreadable JSON, a
+        checksum or position that does not match) raises :class:`parvec.errors.CheckpointError` naming the
+        file and the previous intact checkpoint beside it, if any.
 
         Example:
             >>> model = Word2Vec.load("model.parvec")  # doctest: +SKIP
+            >>> Word2Vec.load("ck").train(corpus_file="corpus.txt", resume=True)  # doctest: +SKIP
         """
+        from parvec.checkpoints import load_for_resume
+
+        return load_for_resume(path, mmap=mmap)[0]
+
+    @classmethod
+    def _load(cls, path: str | os.PathLike[str], mmap: str | None = None) -> Word2Vec:
+        # One model directory, as it is: ParvecError / CheckpointError naming what is wrong.
         path = Path(path)
         meta_path = path / "model.json"
         if not meta_path.exists():
