@@ -345,12 +345,16 @@ class Trainer:
         words = np.zeros((n_threads, epochs), dtype=np.int64)
         pairs = np.zeros((n_threads, epochs), dtype=np.int64)
         losses = np.zeros((n_threads, epochs), dtype=np.float64)
-        # The counters of the epochs (or part of one) done before the checkpoint this call resumes from:
-        # added to the reported per-epoch figures, never to this call's words/s.
-        carried = [np.zeros(epochs, dtype=np.int64), np.zeros(epochs, dtype=np.int64), np.zeros(epochs)]
+        # The counters of the epochs (or part of one) done before the checkpoint this call resumes from.
+        # Thread 0's pairs and loss start from them, so a resumed 1-thread run sums its loss in the order an
+        # uninterrupted one does; the words are kept apart (this call's words/s and schedule use its own).
+        carried = (np.zeros(epochs, dtype=np.int64), np.zeros(epochs, dtype=np.int64))  # words, pairs
         if resume_at is not None:
-            for arr, values in zip(carried, (resume_at.words, resume_at.pairs, resume_at.losses), strict=True):
-                arr[: min(epochs, len(values))] = values[:epochs]
+            n = min(epochs, resume_at.epoch + 1)
+            carried[0][:n] = resume_at.words[:n]
+            carried[1][:n] = resume_at.pairs[:n]
+            pairs[0, :n] = resume_at.pairs[:n]
+            losses[0, :n] = resume_at.losses[:n]
         ck_clock = [time.perf_counter(), 0]  # when the last checkpoint was taken; words handed out since
         total_words = words_per_epoch * (epochs if schedule_epochs is None else schedule_epochs)
         todo_words = words_per_epoch * (epochs - start_epoch) - (resume_at.words_done if resume_at else 0)
@@ -376,8 +380,7 @@ class Trainer:
         def take_checkpoint(epoch: int, chunks_done: int, position: int) -> None:
             # Every chunk handed out is trained (the caller joined the queue): the chunks done are the
             # epoch's first `chunks_done`, and the counters are final for them.
-            w, p, lo = (words.sum(axis=0) + carried[0], pairs.sum(axis=0) + carried[1],
-                        losses.sum(axis=0) + carried[2])
+            w, p, lo = words.sum(axis=0) + carried[0], pairs.sum(axis=0), losses.sum(axis=0)
             assert on_checkpoint is not None
             on_checkpoint(Position(epoch, chunks_done, position, [int(x) for x in w[: epoch + 1]],
                                    [int(x) for x in p[: epoch + 1]], [float(x) for x in lo[: epoch + 1]],
@@ -596,13 +599,15 @@ class Trainer:
 
     @staticmethod
     def _stats_so_far(words, pairs, losses, first: int, end: int, carried=None) -> TrainStats:
-        # words/pairs: this call's; the per-epoch figures include what a resumed checkpoint had done.
+        # words/pairs: this call's; the per-epoch figures include what a resumed checkpoint had done
+        # (`carried` words and pairs; its pairs and loss are already in thread 0's counters).
         w = words.sum(axis=0)[first:end]
         p = pairs.sum(axis=0)[first:end]
         loss = losses.sum(axis=0)[first:end]
         this_words, this_pairs = int(w.sum()), int(p.sum())
         if carried is not None:
-            w, p, loss = w + carried[0][first:end], p + carried[1][first:end], loss + carried[2][first:end]
+            w = w + carried[0][first:end]
+            this_pairs -= int(carried[1][first:end].sum())
         return TrainStats(
             words=this_words,
             pairs=this_pairs,
