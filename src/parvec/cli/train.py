@@ -421,7 +421,7 @@ def _describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
     else:
         where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
     lines = [where]
-    if model.saved_at is not None:
+    if model.saved_at is not None and (model.position is not None or Path(path).name == "checkpoint"):
         age = max(0.0, _time.time() - model.saved_at)
         every = f"; checkpoints every {model.saved_checkpoint_every}" if model.saved_checkpoint_every else ""
         lines.append(f"lost: the training after this checkpoint, written {age:.1f} s ago at "
