@@ -19,3 +19,14 @@ class ParvecError(Exception):
     """
 
     exit_code = 2
+
+
+class CheckpointError(ParvecError):
+    """A saved model or checkpoint that cannot be resumed from: missing or truncated arrays, unreadable
+    JSON, a missing position, arrays whose checksum does not match.  The message names the file and,
+    when there is one, the previous intact checkpoint to resume from instead.
+
+    Example:
+        >>> isinstance(CheckpointError("ck/mid-e0001-c000000004/vectors.npy: truncated"), ParvecError)
+        True
+    """

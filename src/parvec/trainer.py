@@ -13,6 +13,11 @@ loss bookkeeping and epoch callbacks (checkpoints).  A kernel only trains one ch
   bit; with more, Hogwild's unsynchronised updates make runs differ slightly (as word2vec.c's do).
 - **Streaming.** :meth:`Trainer.train_parts` takes a function that yields corpus parts per epoch
   (graph walks are generated batch by batch); :meth:`Trainer.train` is the one-part case.
+- **Mid-epoch checkpoints.** With ``checkpoint_every``, at the first chunk boundary after the interval the
+  producer stops handing out chunks, waits until every chunk in flight is trained (a *prefix* of the
+  epoch's chunks is then done, whatever order the threads took them in), calls ``on_checkpoint`` with the
+  :class:`Position` and carries on.  ``resume_at`` skips that prefix (same chunk indexes, same schedule
+  positions) and restores the loss and word counters, so a resumed 1-thread run repeats bit for bit.
 """
 
 from __future__ import annotations
@@ -143,6 +148,76 @@ def chunk_bounds(offsets: np.ndarray, chunk_words: int) -> np.ndarray:
 
 
 @dataclass
+class Position:
+    """Where a run stands at a chunk boundary: what a mid-epoch checkpoint saves and a resume restarts from.
+
+    ``epoch`` is the epoch in progress (counted from 0, within the call); its first ``chunks_done`` chunks
+    (across all its parts) are trained, ``words_done`` raw tokens (the schedule position inside the
+    epoch).  ``words``, ``pairs`` and ``losses`` are the counters of epochs ``0 .. epoch`` (the last one
+    partial), so the resumed run reports whole-epoch losses.
+
+    Example:
+        >>> Position(epoch=1, chunks_done=3, words_done=30000).to_dict()["chunks_done"]
+        3
+    """
+
+    epoch: int
+    chunks_done: int
+    words_done: int
+    words: list[int] = field(default_factory=list)
+    pairs: list[int] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    alpha: float = 0.0  # the learning rate at this point (informational)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "chunks_done": self.chunks_done, "words_done": self.words_done,
+                "words": list(self.words), "pairs": list(self.pairs), "losses": list(self.losses),
+                "alpha": self.alpha}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Position:
+        """Inverse of :meth:`to_dict`; :class:`ParvecError` (KeyError/TypeError/ValueError) on a bad dict."""
+        pos = cls(epoch=int(d["epoch"]), chunks_done=int(d["chunks_done"]), words_done=int(d["words_done"]),
+                  words=[int(x) for x in d["words"]], pairs=[int(x) for x in d["pairs"]],
+                  losses=[float(x) for x in d["losses"]], alpha=float(d.get("alpha", 0.0)))
+        if (pos.epoch < 0 or pos.chunks_done < 0 or pos.words_done < 0
+                or not len(pos.words) == len(pos.pairs) == len(pos.losses) == pos.epoch + 1):
+            raise ValueError("inconsistent position fields")
+        return pos
+
+
+def parse_interval(value: str | int | float) -> tuple[str, float]:
+    """``checkpoint_every``: ``("seconds", s)`` for a duration (``30s``, ``10m``, ``2h``, ``1d``) or
+    ``("words", n)`` for a word count (``2000000``, ``500k``, ``50M``, ``1G``).  Lower-case ``m`` is
+    minutes, upper-case ``M`` millions of words.
+
+    Example:
+        >>> parse_interval("10m"), parse_interval("50M"), parse_interval(2000)
+        (('seconds', 600.0), ('words', 50000000.0), ('words', 2000.0))
+    """
+    units = {"s": ("seconds", 1), "m": ("seconds", 60), "h": ("seconds", 3600), "d": ("seconds", 86400),
+             "k": ("words", 10**3), "K": ("words", 10**3), "M": ("words", 10**6), "G": ("words", 10**9),
+             "B": ("words", 10**9)}
+    bad = ParvecError(f"checkpoint interval must be a duration (30s, 10m, 2h) or a word count (2000000, 500k, "
+                      f"50M), got {value!r}")
+    if isinstance(value, bool):
+        raise bad
+    if isinstance(value, int | float):
+        kind, amount = "words", float(value)
+    else:
+        text = str(value).strip()
+        kind, scale = units.get(text[-1:], ("words", 1)) if text else ("words", 1)
+        number = text[:-1] if text[-1:] in units else text
+        try:
+            amount = float(number) * scale
+        except ValueError:
+            raise bad from None
+    if not (math.isfinite(amount) and amount > 0):
+        raise bad
+    return kind, amount
+
+
+@dataclass
 class _Job:
     tokens: np.ndarray
     offsets: np.ndarray
@@ -224,15 +299,17 @@ class Trainer:
         epochs: int | None = None,
         on_epoch_end: Callable[[int, TrainStats], None] | None = None,
         start_epoch: int = 0,
+        **checkpoints: Any,
     ) -> TrainStats:
         """Train on one encoded corpus for ``epochs`` (default ``config.epochs``); ``start_epoch`` > 0
-        resumes a run whose first epochs are done (same schedule and random streams)."""
+        resumes a run whose first epochs are done (same schedule and random streams).  ``checkpoints``:
+        ``checkpoint_every``, ``on_checkpoint``, ``resume_at`` of :meth:`train_parts`."""
         if len(corpus.vocab) != len(self.w_in):
             raise ParvecError(
                 f"the corpus vocabulary has {len(corpus.vocab)} words but the model has {len(self.w_in)}"
             )
         return self.train_parts(lambda epoch: [(corpus.tokens, corpus.offsets)], corpus.n_tokens,
-                                epochs=epochs, on_epoch_end=on_epoch_end, start_epoch=start_epoch)
+                                epochs=epochs, on_epoch_end=on_epoch_end, start_epoch=start_epoch, **checkpoints)
 
     def train_parts(
         self,
@@ -245,6 +322,9 @@ class Trainer:
         chunk_index_base: int = 0,
         word_position: Callable[[int, int], float] | None = None,
         schedule_epochs: int | None = None,
+        checkpoint_every: tuple[str, float] | None = None,
+        on_checkpoint: Callable[[Position], None] | None = None,
+        resume_at: Position | None = None,
     ) -> TrainStats:
         """Train on parts streamed per epoch: ``make_parts(epoch)`` yields ``(tokens, offsets)``.
 
@@ -263,6 +343,10 @@ class Trainer:
           raw words into this call's epoch; default ``epoch * words_per_epoch + words_before``.
         - ``schedule_epochs``: the epochs the learning-rate schedule spans (default ``epochs``), so one
           epoch of a longer run can be trained by itself.
+
+        Mid-epoch checkpoints (module docstring): ``checkpoint_every`` (from :func:`parse_interval`) and
+        ``on_checkpoint(position)``, called with every worker idle (it may read or copy the vectors);
+        ``resume_at`` (a :class:`Position` in epoch ``start_epoch``) continues from such a checkpoint.
         """
         cfg = self.config
         epochs = cfg.epochs if epochs is None else epochs
@@ -270,6 +354,9 @@ class Trainer:
             raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
         if words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+        if resume_at is not None and resume_at.epoch != start_epoch:
+            raise ParvecError(f"resume_at is in epoch {resume_at.epoch} but start_epoch is {start_epoch}")
+
         def split_parts(epoch: int) -> Iterator[Part]:
             return (self._as_trained(part) for part in make_parts(epoch))
 
@@ -287,8 +374,19 @@ class Trainer:
         words = np.zeros((n_threads, epochs), dtype=np.int64)
         pairs = np.zeros((n_threads, epochs), dtype=np.int64)
         losses = np.zeros((n_threads, epochs), dtype=np.float64)
+        # The counters of the epochs (or part of one) done before the checkpoint this call resumes from.
+        # Thread 0's pairs and loss start from them, so a resumed 1-thread run sums its loss in the order an
+        # uninterrupted one does; the words are kept apart (this call's words/s and schedule use its own).
+        carried = (np.zeros(epochs, dtype=np.int64), np.zeros(epochs, dtype=np.int64))  # words, pairs
+        if resume_at is not None:
+            n = min(epochs, resume_at.epoch + 1)
+            carried[0][:n] = resume_at.words[:n]
+            carried[1][:n] = resume_at.pairs[:n]
+            pairs[0, :n] = resume_at.pairs[:n]
+            losses[0, :n] = resume_at.losses[:n]
+        ck_clock = [time.perf_counter(), 0]  # when the last checkpoint was taken; words handed out since
         total_words = words_per_epoch * (epochs if schedule_epochs is None else schedule_epochs)
-        todo_words = words_per_epoch * (epochs - start_epoch)
+        todo_words = words_per_epoch * (epochs - start_epoch) - (resume_at.words_done if resume_at else 0)
         a_start, a_end = cfg.alpha, cfg.final_alpha
         longest = [0]  # the longest sentence handed to the kernels, for the no-pairs error
 
@@ -300,11 +398,32 @@ class Trainer:
                 return epoch * words_per_epoch + words_before
             return word_position(epoch, words_before)
 
+        def checkpoint_due() -> bool:
+            if checkpoint_every is None or on_checkpoint is None:
+                return False
+            kind, amount = checkpoint_every
+            if kind == "words":
+                return ck_clock[1] >= amount
+            return time.perf_counter() - ck_clock[0] >= amount
+
+        def take_checkpoint(epoch: int, chunks_done: int, position: int) -> None:
+            # Every chunk handed out is trained (the caller joined the queue): the chunks done are the
+            # epoch's first `chunks_done`, and the counters are final for them.
+            w, p, lo = words.sum(axis=0) + carried[0], pairs.sum(axis=0), losses.sum(axis=0)
+            assert on_checkpoint is not None
+            on_checkpoint(Position(epoch, chunks_done, position, [int(x) for x in w[: epoch + 1]],
+                                   [int(x) for x in p[: epoch + 1]], [float(x) for x in lo[: epoch + 1]],
+                                   alpha_at(position_of(epoch, position))))
+            ck_clock[0], ck_clock[1] = time.perf_counter(), 0
+
         def produce() -> None:
             try:
                 for epoch in range(start_epoch, epochs):
                     position = 0
                     chunk_index = chunk_index_base
+                    # Resuming mid-epoch: the first chunks were trained before the checkpoint; walk past
+                    # them (same indexes and schedule positions) without training them.
+                    skip = resume_at.chunks_done if resume_at is not None and epoch == start_epoch else 0
                     parts = split_parts(epoch) if epoch != start_epoch else (
                         first_parts if first is None else itertools.chain([first], first_parts))
                     for part_index, (tokens, offsets) in enumerate(parts):
@@ -314,11 +433,27 @@ class Trainer:
                         for c in range(len(bounds) - 1):
                             lo, hi = int(bounds[c]), int(bounds[c + 1])
                             n_words = int(offsets[hi] - offsets[lo])
+                            if skip > 0:
+                                skip -= 1
+                                position += n_words
+                                chunk_index += 1
+                                if skip == 0 and resume_at is not None and position != resume_at.words_done:
+                                    raise ParvecError(
+                                        f"the corpus does not match the checkpoint: its first {resume_at.chunks_done}"
+                                        f" chunks of epoch {epoch + 1} hold {position} words, the checkpoint's "
+                                        f"{resume_at.words_done}")
+                                continue
+                            if chunk_index > chunk_index_base and checkpoint_due():
+                                jobs.join()  # drain: every chunk handed out is trained, the workers are idle
+                                if stop.is_set():
+                                    return
+                                take_checkpoint(epoch, chunk_index - chunk_index_base, position)
                             job = _Job(tokens, offsets, lo, hi, chunk_seed(cfg.seed, epoch, chunk_index),
                                        alpha_at(position_of(epoch, position)),
                                        alpha_at(position_of(epoch, position + n_words)), epoch)
                             position += n_words
                             chunk_index += 1
+                            ck_clock[1] += n_words
                             while not stop.is_set():
                                 try:
                                     jobs.put(job, timeout=0.1)
@@ -332,13 +467,18 @@ class Trainer:
                             if stop.is_set():
                                 return
                             on_part_end(epoch, part_index)
+                    if skip > 0:
+                        raise ParvecError(f"the corpus does not match the checkpoint: epoch {epoch + 1} has fewer "
+                                          f"than the {resume_at.chunks_done} chunks the checkpoint trained")
                     jobs.join()  # the epoch is complete only when every chunk is trained
                     if stop.is_set():
                         return
                     if not np.isfinite(self.w_in.sum()):  # ~1 ms per 10^6 floats: catches --no-loss runs
                         raise self._diverged(epoch, "the input vectors hold NaN or inf")
                     if on_epoch_end is not None:
-                        on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1))
+                        on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1,
+                                                               carried))
+                    ck_clock[0], ck_clock[1] = time.perf_counter(), 0  # an epoch-end checkpoint resets the clock
             except BaseException as exc:  # surfaced by the main thread
                 errors.append(exc)
                 stop.set()
@@ -379,10 +519,11 @@ class Trainer:
         threads = [threading.Thread(target=work, args=(t,), name=f"parvec-worker-{t}", daemon=True)
                    for t in range(n_threads)]
         producer = threading.Thread(target=produce, name="parvec-producer", daemon=True)
+        words_before = start_epoch * words_per_epoch + (resume_at.words_done if resume_at is not None else 0)
         bar = self._progress_bar(todo_words)
         start = time.perf_counter()
         if self.on_progress is not None:  # the curves start at word 0, at the starting learning rate
-            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, start_epoch * words_per_epoch))
+            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
         for th in threads:
             th.start()
         producer.start()
@@ -393,9 +534,9 @@ class Trainer:
                 waiting = producer if producer.is_alive() else next((th for th in threads if th.is_alive()), producer)
                 waiting.join(timeout=0.25)
                 if bar is not None:
-                    self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + start_epoch * words_per_epoch))
+                    self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + words_before))
                 if self.on_progress is not None:
-                    self.on_progress(self._totals(words, pairs, losses, start, alpha_at, start_epoch * words_per_epoch))
+                    self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
         except KeyboardInterrupt:
             stop.set()
             for th in threads:
@@ -408,11 +549,11 @@ class Trainer:
             th.join()
         seconds = time.perf_counter() - start
         if self.on_progress is not None and not errors:
-            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, start_epoch * words_per_epoch),
+            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before),
                              force=True)
         if errors:
             raise errors[0]
-        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
+        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs, carried)
         stats.seconds = seconds
         self.stats = stats
         if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
@@ -487,13 +628,19 @@ class Trainer:
                            "larger corpus")
 
     @staticmethod
-    def _stats_so_far(words, pairs, losses, first: int, end: int) -> TrainStats:
+    def _stats_so_far(words, pairs, losses, first: int, end: int, carried=None) -> TrainStats:
+        # words/pairs: this call's; the per-epoch figures include what a resumed checkpoint had done
+        # (`carried` words and pairs; its pairs and loss are already in thread 0's counters).
         w = words.sum(axis=0)[first:end]
         p = pairs.sum(axis=0)[first:end]
         loss = losses.sum(axis=0)[first:end]
+        this_words, this_pairs = int(w.sum()), int(p.sum())
+        if carried is not None:
+            w = w + carried[0][first:end]
+            this_pairs -= int(carried[1][first:end].sum())
         return TrainStats(
-            words=int(w.sum()),
-            pairs=int(p.sum()),
+            words=this_words,
+            pairs=this_pairs,
             epochs=end - first,
             loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(loss, p, strict=True)],
             words_per_epoch=[int(x) for x in w],

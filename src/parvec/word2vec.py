@@ -9,6 +9,8 @@ counts, epochs trained), ``vectors.npy`` (input vectors), ``syn1neg.npy`` (outpu
 ``vocab.json``; with hierarchical softmax also ``syn1.npy`` (the Huffman tree's inner nodes, ``V-1``
 rows).  The tree itself is rebuilt from the vocabulary's counts on load (word2vec.c's
 ``CreateBinaryTree`` is deterministic) and checked against the fingerprint saved in ``model.json``.
+``vocab.json``.  ``model.json`` also holds a CRC-32 of each array and, for checkpoints, the run's id and
+the exact position to resume from (:mod:`parvec.checkpoints`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -26,9 +30,17 @@ import numpy as np
 
 from parvec.config import TrainConfig, default_algo, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions
-from parvec.errors import ParvecError
+from parvec.errors import CheckpointError, ParvecError
 from parvec.keyedvectors import KeyedVectors
-from parvec.trainer import Trainer, TrainStats, available_memory, estimate_memory, init_input_vectors
+from parvec.trainer import (
+    Position,
+    Trainer,
+    TrainStats,
+    available_memory,
+    estimate_memory,
+    init_input_vectors,
+    parse_interval,
+)
 from parvec.vocab import Vocab
 
 MODEL_FORMAT = "parvec-word2vec"
@@ -120,6 +132,7 @@ class Word2Vec:
         checkpoint_dir: str | os.PathLike[str] | None = None,
         device: str = "cpu",
         cluster: Any = None,
+        checkpoint_every: str | int | None = None,
         callbacks: Iterable[Any] = (),
     ) -> None:
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int | np.integer)
@@ -170,6 +183,15 @@ class Word2Vec:
         self.corpus_count = 0  # sentences of the corpus the vocabulary was last built from (gensim's)
         self.running_training_loss = 0.0  # summed loss of the latest train() call (get_latest_training_loss)
         self.callbacks = tuple(callbacks)  # as gensim: used by the training this constructor runs
+        # Mid-epoch checkpoints into checkpoint_dir every this long ("10m") or this many words ("50M").
+        self.checkpoint_every = checkpoint_every
+        self.run_id: str | None = None  # one run's checkpoints share it (kept across resumes)
+        self.position: Position | None = None  # set when loaded from a mid-epoch checkpoint
+        self.schedule_anchor: tuple[float, float] | None = None  # (words, alpha) where --epochs was changed
+        self.saved_checkpoint_every: str | None = None  # the loaded checkpoint's interval, for resuming
+        self.saved_at: float | None = None  # when the loaded model/checkpoint was written (time.time())
+        self.on_checkpoint_saved: Callable[[Path, Position | None, float], None] | None = None
+        self.checkpoint_report: dict[str, Any] = {}
         if sum(x is not None for x in (sentences, corpus_file, corpus)) > 1:
             raise ParvecError("give only one of sentences, corpus_file and corpus")
         if sentences is not None or corpus_file is not None or corpus is not None:
@@ -217,6 +239,16 @@ class Word2Vec:
             True
         """
         return self.running_training_loss
+
+    @property
+    def checkpoint_every(self) -> str | int | None:
+        """The mid-epoch checkpoint interval: a duration (``"30s"``, ``"10m"``) or words (``"50M"``, 2000000)."""
+        return self._checkpoint_every
+
+    @checkpoint_every.setter
+    def checkpoint_every(self, value: str | int | None) -> None:
+        self._checkpoint_interval = None if value is None else parse_interval(value)
+        self._checkpoint_every = value
 
     # ------------------------------------------------------------------ vocabulary
     def encode(
@@ -432,7 +464,11 @@ class Word2Vec:
                 raise ParvecError(f"{name} must be a positive integer, got {value!r}")
         if compute_loss is not None:
             self.config.compute_loss = bool(compute_loss)
-        encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus, vocab=self.vocab)
+        if resume:  # counted afresh: a resumed run must see the corpus the checkpoint was trained on
+            encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
+            self._check_resume_corpus(encoded)
+        else:
+            encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus, vocab=self.vocab)
         schedule_words = encoded.n_tokens
         if total_words is not None:  # gensim counts every token; the schedule here counts in-vocabulary ones
             schedule_words = max(1, round(int(total_words) * encoded.n_tokens / max(1, encoded.raw_words)))
@@ -440,11 +476,19 @@ class Word2Vec:
             schedule_words = max(1, round(int(total_examples) * encoded.n_tokens / max(1, encoded.n_sentences)))
         total_epochs = self.config.epochs if epochs is None else epochs
         start = 0
+        resume_at: Position | None = None
+        checkpoints: dict[str, Any] = {}
         if resume:
-            total_epochs = self.config.epochs
-            start = self.epochs_trained
+            start, resume_at = self.epochs_trained, self.position
+            total_epochs = self._resume_epochs(epochs, start, resume_at, encoded.n_tokens)
             if start >= total_epochs:
                 return TrainStats()
+            if resume_at is not None:
+                checkpoints["resume_at"] = resume_at
+            if self.schedule_anchor is not None:
+                checkpoints["word_position"] = self._anchored_position(encoded.n_tokens, total_epochs)
+        else:
+            self.schedule_anchor = None
         if total_epochs < 1:
             raise ParvecError(f"epochs must be a positive integer, got {total_epochs}")
         trainer = self._make_trainer()
@@ -454,6 +498,15 @@ class Word2Vec:
         if schedule_words != encoded.n_tokens and not hasattr(trainer, "train_parts"):
             raise ParvecError("total_examples/total_words other than the corpus's own size are supported by the CPU "
                               "trainer only (not with device='cuda' or a cluster): leave them out")
+        if (checkpoints or self._checkpoint_interval is not None) and type(trainer) is not Trainer:
+            raise ParvecError("mid-epoch checkpoints (checkpoint_every, --checkpoint-every), resuming from one and "
+                              "changing the epochs of a resumed run work with the CPU trainer only, not on a GPU or "
+                              "a cluster; use epoch-end checkpoints (checkpoint_dir) there")
+        if not resume or self.run_id is None:
+            self.run_id = uuid.uuid4().hex
+        self.corpus_words = encoded.n_tokens
+        self.raw_words = encoded.raw_words
+        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0}
         epoch_fns, gensim_cbs = _split_callbacks(callbacks)
         self.running_training_loss = 0.0
         base_epochs = 0 if resume else self.epochs_trained
@@ -485,7 +538,10 @@ class Word2Vec:
                                   seconds=time.perf_counter() - started - eval_seconds, lr=lr, scores=scores,
                                   eval_seconds=t_eval)
             if self.checkpoint_dir is not None:
-                self.save(Path(self.checkpoint_dir) / "checkpoint")
+                t0 = time.perf_counter()
+                path = Path(self.checkpoint_dir) / "checkpoint"
+                self.save(path)
+                self._checkpoint_saved(path, None, time.perf_counter() - t0)
             if self.config.compute_loss:
                 self.running_training_loss = float(sum(
                     lv * pv for lv, pv in zip(stats.loss_per_epoch, stats.pairs_per_epoch, strict=True) if pv))
@@ -497,26 +553,116 @@ class Word2Vec:
                 for cb in gensim_cbs:
                     _call(cb, "on_epoch_begin", self)
 
+        if self._checkpoint_interval is not None:
+            if self.checkpoint_dir is None:
+                raise ParvecError("checkpoint_every needs checkpoint_dir (--checkpoint-every needs --checkpoint-dir)")
+            if not resume and base_epochs:
+                raise ParvecError(f"checkpoint_every: mid-epoch checkpoints belong to a run trained from its start "
+                                  f"(a fresh model, or resume=True); this model has trained {base_epochs} epochs")
+            checkpoints["checkpoint_every"] = self._checkpoint_interval
+            checkpoints["on_checkpoint"] = self._mid_epoch_saver()
         for cb in gensim_cbs:
             _call(cb, "on_train_begin", self)
         for cb in gensim_cbs:
             _call(cb, "on_epoch_begin", self)
         if schedule_words != encoded.n_tokens:
             stats = trainer.train_parts(lambda epoch: [(encoded.tokens, encoded.offsets)], schedule_words,
-                                        epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start)
+                                        epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start,
+                                        **checkpoints)
         else:
-            stats = trainer.train(encoded, epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start)
+            stats = trainer.train(encoded, epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start,
+                                  **checkpoints)
+        self.position = None
         for cb in gensim_cbs:
             _call(cb, "on_train_end", self)
         self.epochs_trained = base_epochs + total_epochs
-        self.corpus_words = encoded.n_tokens
-        self.raw_words = encoded.raw_words
         self.wv.fill_norms(force=True)  # vectors changed in place: drop cached unit vectors
         if eval_seconds:
             stats.seconds = max(0.0, stats.seconds - eval_seconds)  # words/s is training's, not evaluation's
         self.stats = stats
         self.run_report = trainer.report() if hasattr(trainer, "report") else {}
         return stats
+
+    # ------------------------------------------------------------------ checkpoints and resume
+    def _mid_epoch_saver(self) -> Callable[[Position], None]:
+        # The Trainer calls this at a chunk boundary with every worker idle: the vectors are consistent.
+        from parvec.checkpoints import mid_name, prune_mid_checkpoints
+
+        def save(pos: Position) -> None:
+            t0 = time.perf_counter()
+            path = Path(self.checkpoint_dir) / mid_name(pos.epoch, pos.chunks_done)  # type: ignore[arg-type]
+            self.epochs_trained = pos.epoch
+            self.save(path, position=pos)
+            prune_mid_checkpoints(self.checkpoint_dir, self.run_id)  # type: ignore[arg-type]
+            self._checkpoint_saved(path, pos, time.perf_counter() - t0)
+
+        return save
+
+    def _checkpoint_saved(self, path: Path, pos: Position | None, seconds: float) -> None:
+        rep = self.checkpoint_report
+        rep["mid_epoch_checkpoints" if pos is not None else "epoch_end_checkpoints"] += 1
+        rep["checkpoint_seconds"] += seconds
+        if self.run_log is not None:
+            self.run_log.pause(seconds)
+        if self.on_checkpoint_saved is not None:
+            self.on_checkpoint_saved(path, pos, seconds)
+
+    def _check_resume_corpus(self, encoded: EncodedCorpus) -> None:
+        # The checkpoint's vocabulary and token count are the corpus's fingerprint.
+        assert self.vocab is not None
+        mine, theirs = self.vocab, encoded.vocab
+        if mine.words != theirs.words or not np.array_equal(mine.counts, theirs.counts):
+            if len(mine) != len(theirs):
+                what = f"{len(theirs):,} words, the checkpoint's {len(mine):,}"
+            else:
+                i = next((i for i, (a, b, ca, cb) in enumerate(zip(mine.words, theirs.words, mine.counts.tolist(),
+                                                                     theirs.counts.tolist(), strict=True))
+                          if a != b or ca != cb), 0)
+                what = (f"word {i + 1} is {theirs.words[i]!r} (count {int(theirs.counts[i])}), the checkpoint's "
+                        f"{mine.words[i]!r} (count {int(mine.counts[i])})")
+            raise ParvecError(f"cannot resume: this corpus is not the one the checkpoint was trained on (its "
+                              f"vocabulary has {what}); give the same corpus and the same --min-count, "
+                              "--max-vocab-size, --max-final-vocab, --lowercase")
+        if self.corpus_words and encoded.n_tokens != self.corpus_words:
+            raise ParvecError(f"cannot resume: this corpus has {encoded.n_tokens:,} in-vocabulary tokens, the one "
+                              f"the checkpoint was trained on {self.corpus_words:,}; give the same corpus")
+
+    def _resume_epochs(self, epochs: int | None, start: int, at: Position | None, words_per_epoch: int) -> int:
+        # A resumed run finishes config.epochs; another number applies from the checkpoint on: the learning
+        # rate decays linearly from its value there to min_alpha at the new end (schedule_anchor).
+        if epochs is None or epochs == self.config.epochs:
+            return self.config.epochs
+        begun = start + (1 if at is not None else 0)
+        if isinstance(epochs, bool) or not isinstance(epochs, int | np.integer) or epochs < max(begun, 1):
+            raise ParvecError(f"cannot resume with epochs={epochs}: the checkpoint has already "
+                              f"{'begun' if at is not None else 'done'} {begun} epoch(s) of {self.config.epochs}")
+        words = start * words_per_epoch + (at.words_done if at is not None else 0)
+        self.schedule_anchor = (float(words), self._alpha_at(words, words_per_epoch))
+        self.config.epochs = int(epochs)
+        return int(epochs)
+
+    def _alpha_at(self, words: float, words_per_epoch: int) -> float:
+        # The schedule's learning rate `words` into the run (linear, or from schedule_anchor on).
+        a_s, a_e = self.config.alpha, self.config.final_alpha
+        end = float(words_per_epoch * self.config.epochs)
+        w0, a0 = self.schedule_anchor if self.schedule_anchor is not None else (0.0, a_s)
+        if end <= w0:
+            return a_e
+        return max(a_e, a0 - (a0 - a_e) * min(1.0, (words - w0) / (end - w0)))
+
+    def _anchored_position(self, words_per_epoch: int, epochs: int) -> Callable[[int, int], float]:
+        # The Trainer's schedule is linear from alpha over epochs * words_per_epoch words: map each point
+        # to the position where that line has the anchored schedule's rate.
+        a_s, a_e = self.config.alpha, self.config.final_alpha
+        total = float(words_per_epoch * epochs)
+
+        def position(epoch: int, words_before: int) -> float:
+            words = epoch * words_per_epoch + words_before
+            if a_s == a_e:
+                return float(words)
+            return total * (a_s - self._alpha_at(words, words_per_epoch)) / (a_s - a_e)
+
+        return position
 
     def _eval_files(self) -> dict[str, Path]:
         # Checked before training: a run asked to evaluate every epoch must not find out at epoch 1.
@@ -556,8 +702,11 @@ class Word2Vec:
         return Trainer(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg, syn1=self.syn1)
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Save as a directory of ``.npy`` arrays and JSON (written to a temp dir, then renamed).
+    def save(self, path: str | os.PathLike[str], position: Position | None = None) -> None:
+        """Save as a directory of ``.npy`` arrays and JSON (written to a temp dir, synced, then renamed).
+
+        ``position`` makes it a mid-epoch checkpoint: training resumes from there
+        (``Word2Vec.load(path).train(corpus_file=..., resume=True)``).
 
         Example:
             >>> model.save("model.parvec")  # doctest: +SKIP
@@ -570,13 +719,11 @@ class Word2Vec:
             raise ParvecError(f"{parent}: the output directory does not exist")
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
         try:
-            np.save(tmp / "vectors.npy", self.wv.vectors)
-            np.save(tmp / "syn1neg.npy", self.syn1neg)
-            if self.syn1 is not None:
-                from parvec.huffman import build_huffman_tree
-
-                np.save(tmp / "syn1.npy", self.syn1)
-            (tmp / "vocab.json").write_text(self.vocab.to_json(), encoding="utf-8")
+            pairs = [("vectors.npy", self.wv.vectors), ("syn1neg.npy", self.syn1neg)]
+            if self.syn1 is not None:  # hierarchical softmax's inner nodes
+                pairs.append(("syn1.npy", self.syn1))
+            arrays = {name: _write_array(tmp / name, a) for name, a in pairs}
+            _write_synced(tmp / "vocab.json", self.vocab.to_json().encode("utf-8"))
             meta: dict[str, Any] = {
                 "format": MODEL_FORMAT,
                 "version": MODEL_VERSION,
@@ -586,10 +733,20 @@ class Word2Vec:
                 "corpus_words": self.corpus_words,
                 "raw_words": self.raw_words,
                 "corpus_count": self.corpus_count,
+                "kind": "mid-epoch checkpoint" if position is not None else "model",
+                "position": position.to_dict() if position is not None else None,
+                "run_id": self.run_id,
+                "saved_at": time.time(),
+                "checkpoint_every": None if self.checkpoint_every is None else str(self.checkpoint_every),
+                "schedule_anchor": list(self.schedule_anchor) if self.schedule_anchor is not None else None,
+                "arrays": arrays,
             }
             if self.syn1 is not None:
+                from parvec.huffman import build_huffman_tree
+
                 meta["huffman_fingerprint"] = build_huffman_tree(self.vocab.counts).fingerprint()
-            (tmp / "model.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+            _write_synced(tmp / "model.json", json.dumps(meta, indent=1).encode("utf-8"))  # last: marks it whole
+            _fsync_dir(tmp)
             if path.exists():
                 old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
                 os.replace(path, old / "x")
@@ -597,30 +754,84 @@ class Word2Vec:
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, path)
+            _fsync_dir(parent)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: str | None = None) -> Word2Vec:
-        """Load a model saved by :meth:`save`.
+        """Load a model saved by :meth:`save`, a checkpoint, or the latest checkpoint of a checkpoint
+        directory (``checkpoint_dir``).  A damaged one (missing or truncated ``.npy``, unreadable JSON, a
+        checksum or position that does not match) raises :class:`parvec.errors.CheckpointError` naming the
+        file and the previous intact checkpoint beside it, if any.
 
         Example:
             >>> model = Word2Vec.load("model.parvec")  # doctest: +SKIP
+            >>> Word2Vec.load("ck").train(corpus_file="corpus.txt", resume=True)  # doctest: +SKIP
         """
+        from parvec.checkpoints import load_for_resume
+
+        return load_for_resume(path, mmap=mmap)[0]
+
+    @classmethod
+    def _load(cls, path: str | os.PathLike[str], mmap: str | None = None) -> Word2Vec:
+        # One model directory, as it is: ParvecError / CheckpointError naming what is wrong.
         path = Path(path)
         from parvec.formats import refuse_pickle
 
         refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
         meta_path = path / "model.json"
         if not meta_path.exists():
+            if path.is_dir() and any((path / name).exists() for name in ("vectors.npy", "syn1neg.npy", "vocab.json")):
+                raise CheckpointError(f"{meta_path}: missing (the model directory is incomplete)")
             raise ParvecError(f"{path}: not a parvec model directory (no model.json)")
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ParvecError(f"{meta_path}: unreadable model description: {exc}") from None
-        if meta.get("format") != MODEL_FORMAT:
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{meta_path}: unreadable model description: {exc}") from None
+        if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
             raise ParvecError(f"{meta_path}: not a parvec Word2Vec model")
+        try:
+            model = cls._from_meta(meta)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise CheckpointError(f"{meta_path}: incomplete or damaged model description ({what})") from None
+        try:
+            model.vocab = Vocab.from_json((path / "vocab.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CheckpointError(f"{path / 'vocab.json'}: missing or damaged vocabulary: "
+                                  f"{getattr(exc, 'strerror', None) or exc}") from None
+        config = model.config
+        sums = meta.get("arrays") if isinstance(meta.get("arrays"), dict) else {}
+        w_in, w_out = (_read_array(path / name, mmap, sums.get(name)) for name in ("vectors.npy", "syn1neg.npy"))
+        if w_in.shape != (len(model.vocab), config.dim) or w_out.shape != w_in.shape:
+            raise CheckpointError(f"{path}: array shapes {w_in.shape} and {w_out.shape} do not match the vocabulary "
+                                  f"({len(model.vocab)} words) and dimension ({config.dim})")
+        if w_in.dtype != np.float32 or w_out.dtype != np.float32:
+            raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
+        syn1 = None
+        if config.hs:
+            if "syn1.npy" in sums:  # the checksum first: a damaged syn1.npy is named as the others are
+                _read_array(path / "syn1.npy", mmap, sums.get("syn1.npy"))
+            syn1 = cls._load_syn1(path, meta, model.vocab, config.dim, mmap)
+        model._set_vectors(np.ascontiguousarray(w_in), np.ascontiguousarray(w_out), syn1)
+        if str(meta.get("kind", "")).startswith("mid-epoch"):
+            try:
+                model.position = Position.from_dict(meta["position"])
+                if model.position.epoch != model.epochs_trained:
+                    raise ValueError(f"position in epoch {model.position.epoch + 1} but {model.epochs_trained} "
+                                     "epochs done")
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise CheckpointError(f"{meta_path}: a mid-epoch checkpoint without a valid position ({what})"
+                                      ) from None
+        return model
+
+    @classmethod
+    def _from_meta(cls, meta: dict[str, Any]) -> Word2Vec:
+        # The model model.json describes, without its vocabulary and arrays (KeyError/TypeError/ValueError
+        # when a field is missing or of the wrong type).
         config = TrainConfig.from_dict(meta["config"])
         opts = meta.get("read_options", {})
         model = cls(
@@ -636,18 +847,14 @@ class Word2Vec:
         )
         model.config.par_h_factor = config.par_h_factor
         model.config.chunk_words = config.chunk_words
-        model.vocab = Vocab.from_json((path / "vocab.json").read_text(encoding="utf-8"))
-        w_in = np.load(path / "vectors.npy", mmap_mode=mmap)
-        w_out = np.load(path / "syn1neg.npy", mmap_mode=mmap)
-        if w_in.shape != (len(model.vocab), config.dim) or w_out.shape != w_in.shape:
-            raise ParvecError(f"{path}: array shapes do not match the vocabulary and dimension")
-        syn1 = None
-        if config.hs:
-            syn1 = cls._load_syn1(path, meta, model.vocab, config.dim, mmap)
-        model._set_vectors(np.ascontiguousarray(w_in), np.ascontiguousarray(w_out), syn1)
         model.epochs_trained = int(meta.get("epochs_trained", 0))
         model.corpus_words = int(meta.get("corpus_words", 0))
         model.raw_words = int(meta.get("raw_words", 0))
+        model.run_id = meta.get("run_id")
+        model.saved_at = float(meta["saved_at"]) if meta.get("saved_at") is not None else None
+        anchor = meta.get("schedule_anchor")
+        model.schedule_anchor = (float(anchor[0]), float(anchor[1])) if anchor else None
+        model.saved_checkpoint_every = meta.get("checkpoint_every")
         model.corpus_count = int(meta.get("corpus_count", 0))
         return model
 
@@ -723,3 +930,54 @@ def _remap(corpus: EncodedCorpus, vocab: Vocab) -> EncodedCorpus:
     before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
     return EncodedCorpus(vocab, np.ascontiguousarray(mapped[kept], dtype=np.int32),
                          before[corpus.offsets].astype(np.int64), raw_words=corpus.raw_words, source=corpus.source)
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _crc32(a: np.ndarray) -> int:
+    return zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B")) & 0xFFFFFFFF
+
+
+def _write_array(path: Path, a: np.ndarray) -> dict[str, Any]:
+    # One array as .npy, synced; returns what load checks it against.
+    with open(path, "wb") as f:
+        np.save(f, a)
+        f.flush()
+        os.fsync(f.fileno())
+    return {"shape": list(a.shape), "dtype": str(a.dtype), "crc32": _crc32(a)}
+
+
+def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
+    # An array of a saved model; CheckpointError naming the file when it is missing, truncated or altered.
+    try:
+        a = np.load(path, mmap_mode=mmap, allow_pickle=False)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise CheckpointError(f"{path}: truncated or damaged array ({getattr(exc, 'strerror', None) or exc})") from None
+    if isinstance(expect, dict):
+        if list(a.shape) != expect.get("shape") or str(a.dtype) != expect.get("dtype"):
+            raise CheckpointError(f"{path}: shape {a.shape} {a.dtype}, but model.json recorded "
+                                  f"{expect.get('shape')} {expect.get('dtype')}")
+        if "crc32" in expect and _crc32(a) != expect["crc32"]:
+            raise CheckpointError(f"{path}: the array's checksum does not match model.json (the file was altered "
+                                  "or damaged)")
+    return a

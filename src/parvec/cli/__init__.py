@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = argv  # which flags were given (not defaulted): `parvec train --resume` checks them
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -90,7 +91,7 @@ def _run(argv: list[str]) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         checkpoints = getattr(args, "checkpoint_dir", None)
-        kept = f" (checkpoints in {checkpoints} are kept: --resume {checkpoints}/checkpoint)" if checkpoints else ""
+        kept = f" (checkpoints in {checkpoints} are kept: --resume {checkpoints})" if checkpoints else ""
         print(f"parvec: interrupted; no output was written{kept}", file=sys.stderr)
         return 130
     except OSError as exc:  # a file the run reads or writes failed in a way no check foresaw

@@ -91,6 +91,9 @@ def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     t.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     t.add_argument("--seed", type=int, default=1, help="random seed for walks and training (default 1)")
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    t.add_argument("--checkpoint-every", dest="checkpoint_every", default=None, metavar="DURATION|WORDS",
+                   help="not available for graph embeddings yet (refused): mid-epoch checkpoints and --resume are "
+                   "`parvec train`'s")
     t.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cpu (default) or cuda: an NVIDIA GPU through numba-cuda (pip install 'parvec[gpu]')")
     r = p.add_argument_group("report")
@@ -233,6 +236,9 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     # unwritable path fails before the (long) walks and training; parvec's main removes it on failure.
     from parvec.cli.outputs import OutputPlan, Use, check_paths, vector_outputs
 
+    if getattr(args, "checkpoint_every", None) is not None:
+        raise ParvecError(f"--checkpoint-every: mid-epoch checkpoints and resume are not implemented for "
+                          f"`parvec {args.command}` yet (only for `parvec train`); run it without --checkpoint-every")
     if args.eval_every_epoch and not args.labels:
         raise ParvecError("--eval-every-epoch scores node classification: give --labels FILE")
     if not args.report_interval > 0:

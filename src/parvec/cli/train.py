@@ -197,7 +197,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--save-model", dest="save_model", help="also save the full model (directory) to continue training")
     p.add_argument("--checkpoint-dir", dest="checkpoint_dir", help="save the model here (DIR/checkpoint) after every "
                    "epoch; DIR is created if its parent exists")
-    p.add_argument("--resume", dest="resume", help="finish the run saved in this model/checkpoint directory")
+    p.add_argument("--checkpoint-every", dest="checkpoint_every", metavar="DURATION|WORDS", default=None,
+                   help="also checkpoint mid-epoch into --checkpoint-dir at the first chunk boundary after this long "
+                   "(30s, 10m, 2h) or this many words (2000000, 500k, 50M); the last two are kept as DIR/mid-*")
+    p.add_argument("--resume", dest="resume", help="finish the run saved in this model/checkpoint directory (or the "
+                   "latest checkpoint in a --checkpoint-dir) from its exact position; its flags are the saved ones")
     p.add_argument("--report", dest="report", help="write a JSON report of the run to this file, with its time "
                    "series (words/s, loss, learning rate, memory); draw it with `parvec report`")
     p.add_argument("--report-interval", dest="report_interval", type=float, default=2.0,
@@ -385,7 +389,7 @@ def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, 
 
     why = ("--no-cache" if args.no_cache else "standard input is read once, never cached" if source == "-"
            else f"{source} is a stream (pipe or FIFO), read once, never cached" if is_stream(source)
-           else "a resumed run encodes with the model's vocabulary" if args.resume else "no cache for this input")
+           else "no cache for this input")
     return f"encoded-corpus cache: not used ({why})"
 
 
@@ -499,6 +503,13 @@ def _run_train(args: argparse.Namespace) -> int:
         print(defaults_line, file=sys.stderr)
     binary = bool(args.binary) if args.binary is not None else str(args.output or "").endswith(".bin")
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    if args.checkpoint_every is not None:
+        from parvec.trainer import parse_interval
+
+        parse_interval(args.checkpoint_every)
+        if not args.checkpoint_dir and not args.resume:
+            raise ParvecError("--checkpoint-every needs --checkpoint-dir DIR (where the checkpoints go)")
+    resumed = _prepare_resume(args) if args.resume else None
     if getattr(args, "device", "cpu") == "cuda":  # before reading the corpus: say now if there is no GPU
         from parvec.config import TrainConfig
         from parvec.gpu import require_device
@@ -519,15 +530,127 @@ def _run_train(args: argparse.Namespace) -> int:
         }
         if args.checkpoint_dir:
             plan.checkpoint_dir("--checkpoint-dir", args.checkpoint_dir, entry="checkpoint")
-        done = _train_and_write(args, source, binary, cache_dir, out)
+        done = _train_and_write(args, source, binary, cache_dir, out, resumed)
         plan.commit()
     for line in done:
         print(line, file=sys.stderr)
     return 0
 
 
+# Flags a resumed run takes from its checkpoint: given with another value, they are refused.
+_SAVED_FLAGS = {
+    "dim": ("--dim", lambda m: m.config.dim), "window": ("--window", lambda m: m.config.window),
+    "negative": ("--negative", lambda m: m.config.negative), "sample": ("--sample", lambda m: m.config.sample),
+    "alpha": ("--alpha", lambda m: m.config.alpha), "min_alpha": ("--min-alpha", lambda m: m.config.min_alpha),
+    "seed": ("--seed", lambda m: m.config.seed), "algo": ("--algo", lambda m: m.config.algo),
+    "batch_size": ("--batch-size", lambda m: m.config.batch_size),
+    "par_batch": ("--par-batch", lambda m: m.config.par_batch),
+    "compute_loss": ("--no-loss", lambda m: m.config.compute_loss),
+    "max_sentence_length": ("--max-sentence-length", lambda m: m.config.max_sentence_length),
+    "device": ("--device", lambda m: m.config.device),
+    "min_count": ("--min-count", lambda m: m.read_options.min_count),
+    "max_vocab_size": ("--max-vocab-size", lambda m: m.read_options.max_vocab_size),
+    "max_final_vocab": ("--max-final-vocab", lambda m: m.read_options.max_final_vocab),
+    "lowercase": ("--lowercase", lambda m: m.read_options.lowercase),
+    "unicode_errors": ("--unicode-errors", lambda m: m.read_options.unicode_errors),
+}
+_UNSET = object()
+
+
+def explicit_flags(args: argparse.Namespace) -> set[str]:
+    """The destinations of the flags given on the command line (not left at their defaults).
+
+    Example:
+        >>> sorted(explicit_flags(argparse.Namespace(_argv=["train", "c.txt", "--dim", "50", "-o", "v.txt"])))
+        ['dim', 'input', 'output']
+    """
+    argv = getattr(args, "_argv", None)
+    if not argv or "train" not in argv:
+        return set()
+    parser = argparse.ArgumentParser(add_help=False)
+    sub = parser.add_subparsers(dest="command")
+    register(sub)
+    train = sub.choices["train"]
+    # Every flag defaults to a sentinel: what parses to something else was given.
+    dests = {a.dest for a in train._actions if a.dest not in ("help", argparse.SUPPRESS)}
+    train.set_defaults(**dict.fromkeys(dests, _UNSET))
+    ns, _ = train.parse_known_args(argv[argv.index("train") + 1:])
+    return {k for k, v in vars(ns).items() if v is not _UNSET and k in dests}
+
+
+def _prepare_resume(args: argparse.Namespace) -> Any:
+    # Before any output is reserved: load the checkpoint (the latest one when --resume names a checkpoint
+    # directory), refuse flags that contradict it, and take its threads, checkpoint directory and interval.
+    from parvec.checkpoints import EPOCH_END, load_for_resume
+
+    model, path, note = load_for_resume(args.resume)
+    args.resume = str(path)
+    if note:
+        print(note, file=sys.stderr)
+    given = explicit_flags(args)
+    conflicts = []
+    for dest, (flag, saved) in _SAVED_FLAGS.items():
+        if dest in given and getattr(args, dest) != saved(model):
+            value = getattr(args, dest)
+            shown = "off" if dest == "compute_loss" else value
+            conflicts.append(f"{flag} {shown} (the checkpoint has {saved(model)})")
+    if conflicts:
+        raise ParvecError(f"cannot resume {path} with different training flags: {'; '.join(conflicts)}; a resumed "
+                          "run keeps its saved flags (leave these out), or start a new run without --resume")
+    begun = model.epochs_trained + (1 if model.position is not None else 0)
+    if "epochs" in given and args.epochs != model.config.epochs:
+        if args.epochs < max(begun, 1):
+            raise ParvecError(f"cannot resume {path} with --epochs {args.epochs}: it has already "
+                              f"{'begun' if model.position is not None else 'done'} {begun} of its "
+                              f"{model.config.epochs} epochs")
+        print(f"--epochs {args.epochs} (the checkpoint planned {model.config.epochs}): the learning rate now decays "
+              f"from its value at the checkpoint to the final rate at the end of epoch {args.epochs}, so the vectors "
+              f"differ from an uninterrupted {model.config.epochs}-epoch run", file=sys.stderr)
+        resume_epochs = args.epochs
+    else:
+        resume_epochs = None
+    if "threads" in given and args.threads != model.config.threads:
+        print(f"--threads {args.threads} overrides the checkpoint's {model.config.threads}", file=sys.stderr)
+        model.config.threads = args.threads
+    else:
+        print(f"threads: {model.config.threads}, as the checkpoint was trained (--threads overrides)", file=sys.stderr)
+    if not args.checkpoint_dir and (path.name == EPOCH_END or path.name.startswith("mid-e")):
+        args.checkpoint_dir = str(path.parent)
+        print(f"checkpoints continue in {path.parent} (--checkpoint-dir overrides)", file=sys.stderr)
+    if args.checkpoint_every is None and args.checkpoint_dir and model.saved_checkpoint_every:
+        args.checkpoint_every = model.saved_checkpoint_every
+        print(f"mid-epoch checkpoints every {args.checkpoint_every}, as before (--checkpoint-every overrides)",
+              file=sys.stderr)
+    return model, resume_epochs
+
+
+def _describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
+    import time as _time
+
+    e = model.config.epochs
+    if model.position is not None:
+        pos = model.position
+        where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} chunks ({pos.words_done:,} of "
+                 f"{words_per_epoch:,} words) done")
+    else:
+        where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
+    lines = [where]
+    if model.saved_at is not None and (model.position is not None or Path(path).name == "checkpoint"):
+        age = max(0.0, _time.time() - model.saved_at)
+        every = f"; checkpoints every {model.saved_checkpoint_every}" if model.saved_checkpoint_every else ""
+        lines.append(f"lost: the training after this checkpoint, written {age:.1f} s ago at "
+                     f"{_time.strftime('%Y-%m-%d %H:%M:%S', _time.localtime(model.saved_at))} (saved_at "
+                     f"{model.saved_at:.3f}){every}, is redone")
+    return lines
+
+
+def _print_checkpoint(path: Path, pos: Any, seconds: float) -> None:
+    where = "end of epoch" if pos is None else f"epoch {pos.epoch + 1}, {pos.words_done:,} words in"
+    print(f"checkpoint: {path} ({where}) written in {seconds:.2f} s", file=sys.stderr, flush=True)
+
+
 def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_dir: Any,
-                     out: dict[str, Any]) -> list[str]:
+                     out: dict[str, Any], resumed: Any = None) -> list[str]:
     # Reads, trains and writes every output into its reserved temporary; returns the lines to print
     # once run_train has renamed them into place.
     from parvec.trainer import available_memory, estimate_memory
@@ -542,17 +665,19 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
     done: list[str] = []
     t0 = time.perf_counter()
     if args.resume:
-        model = Word2Vec.load(args.resume)
-        model.config.threads = args.threads
+        model, resume_epochs = resumed
         model.config.progress = args.progress
         model.cache_dir = cache_dir
         model.checkpoint_dir = args.checkpoint_dir
+        model.checkpoint_every = args.checkpoint_every
         resumed_cluster = cluster_from_args(args)
         if resumed_cluster is not None:  # a run may be resumed on a cluster (or a different one)
             model.cluster = resumed_cluster
-        encoded = model.encode(corpus_file=source, vocab=model.vocab)
-        print(f"resuming {args.resume}: {model.epochs_trained} of {model.config.epochs} epochs done",
-              file=sys.stderr)
+        # Counted afresh (the cache serves it): train(resume=True) refuses a corpus whose vocabulary or token
+        # count differs from the checkpoint's.
+        encoded = model.encode(corpus_file=source)
+        for line in _describe_resume(model, args.resume, encoded.n_tokens):
+            print(line, file=sys.stderr)
     else:
         model = Word2Vec(
             vector_size=args.dim, window=args.window, negative=args.negative, sample=args.sample,
@@ -564,6 +689,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
             device=args.device, cluster=cluster_from_args(args), hs=args.hs, sg=0 if args.cbow else 1,
             cbow_mean=args.cbow_mean,
+            checkpoint_every=args.checkpoint_every,
         )
         read_vocab = None
         if args.read_vocab:
@@ -585,7 +711,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
     cache_used = getattr(encoded, "cache_used", None)
     name = "standard input" if source == "-" else source
     print(
-        f"{name}: {encoded.raw_words:,} words, vocabulary {len(vocab):,} (min-count {args.min_count}), "
+        f"{name}: {encoded.raw_words:,} words, vocabulary {len(vocab):,} (min-count {model.read_options.min_count}), "
         f"{encoded.n_tokens:,} in-vocabulary tokens in {encoded.n_sentences:,} sentences "
         f"[read in {read_seconds:.1f} s]",
         file=sys.stderr,
@@ -609,8 +735,13 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             raise ParvecError(f"--report-interval must be positive, got {args.report_interval}")
         model.run_log = RunLog(interval_s=args.report_interval)
         model.eval_every_epoch = bool(args.eval_every_epoch)
+    if args.checkpoint_every is not None:
+        model.on_checkpoint_saved = _print_checkpoint
+    resumed_from = None
     if args.resume:
-        stats = model.train(corpus=encoded, resume=True)
+        resumed_from = {"path": args.resume, "saved_at": model.saved_at,
+                        "position": None if model.position is None else model.position.to_dict()}
+        stats = model.train(corpus=encoded, resume=True, epochs=resume_epochs)
     else:
         model.build_vocab(corpus=encoded)
         stats = model.train(corpus=encoded)
@@ -621,10 +752,13 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             print(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else format(rec['loss'], '.4f')}; "
                   f"{scores}", file=sys.stderr)
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
+    ck = model.checkpoint_report
+    n_ck = ck.get("mid_epoch_checkpoints", 0) + ck.get("epoch_end_checkpoints", 0)
+    ck_note = f" (of which {n_ck} checkpoints {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
     print(
         f"trained {stats.words:,} words ({stats.epochs} epochs, {_what_ran(model.config)}, "
         f"{model.config.threads} threads) "
-        f"in {stats.seconds:.1f} s: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
+        f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
         file=sys.stderr,
     )
     if args.output and args.classes:
@@ -640,8 +774,8 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
     if args.report:
         report = {
             "parameters": model.config.to_dict() | {
-                "min_count": args.min_count, "max_vocab_size": args.max_vocab_size,
-                "max_final_vocab": args.max_final_vocab, "input": source,
+                "min_count": model.read_options.min_count, "max_vocab_size": model.read_options.max_vocab_size,
+                "max_final_vocab": model.read_options.max_final_vocab, "input": source,
             },
             "vocab_size": len(vocab),
             "corpus_words": encoded.raw_words,
@@ -662,6 +796,8 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             "device": model.config.device,
             "cluster": model.cluster.to_dict() if model.cluster is not None else None,
             "cache_used": cache_used,
+            "checkpoints": model.checkpoint_report | {"every": args.checkpoint_every, "dir": args.checkpoint_dir},
+            "resumed_from": resumed_from,
         } | model.run_report | (model.run_log.to_dict() if model.run_log is not None else {})
 
         def write_report(path: Path) -> None:
