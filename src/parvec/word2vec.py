@@ -812,7 +812,7 @@ class Word2Vec:
             raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
         syn1 = None
         if config.hs:
-            if "syn1.npy" in sums:  # the checksum first: a damaged syn1.npy is named as the others are
+            if "syn1.npy" in sums and (path / "syn1.npy").exists():  # a damaged syn1.npy is named as the others
                 _read_array(path / "syn1.npy", mmap, sums.get("syn1.npy"))
             syn1 = cls._load_syn1(path, meta, model.vocab, config.dim, mmap)
         model._set_vectors(np.ascontiguousarray(w_in), np.ascontiguousarray(w_out), syn1)
