@@ -57,7 +57,8 @@ class Word2Vec:
     ``device="cuda"`` on a GPU by ``full-w2v`` (the default there) or ``par`` (docs/gpu.md).
 
     Parameter names follow gensim's ``Word2Vec`` (``vector_size``, ``workers``, ``epochs``, ...).  Give
-    ``corpus_file`` (a text file, one sentence per line; .gz/.bz2/.xz read directly), ``sentences``
+    ``corpus_file`` (a text file, one sentence per line; .gz/.bz2/.xz read directly; or several: a list of
+    paths, a directory or a glob pattern, read as one corpus), ``sentences``
     (a restartable iterable of token lists) or ``corpus`` (an :class:`EncodedCorpus`) to build the
     vocabulary and train at once; or call :meth:`build_vocab` and :meth:`train` yourself.
 
@@ -74,7 +75,7 @@ class Word2Vec:
     def __init__(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
         vector_size: int = 100,
         window: int = 5,
@@ -167,7 +168,7 @@ class Word2Vec:
     def encode(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
         vocab: Vocab | None = None,
     ) -> EncodedCorpus:
@@ -195,7 +196,7 @@ class Word2Vec:
     def build_vocab(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
     ) -> EncodedCorpus:
         """Build the vocabulary, allocate the vectors, and return the encoded corpus.
@@ -225,7 +226,9 @@ class Word2Vec:
 
     def check_memory(self, encoded: EncodedCorpus) -> int:
         """Bytes the model and encoded corpus take; :class:`ParvecError` if over the available memory."""
-        need = estimate_memory(len(encoded.vocab), self.config.dim, encoded.n_tokens, encoded.n_sentences)
+        # A memory-mapped token array (a large corpus, or one from the cache) is read from disk, not held.
+        in_memory_tokens = 0 if isinstance(encoded.tokens, np.memmap) else encoded.n_tokens
+        need = estimate_memory(len(encoded.vocab), self.config.dim, in_memory_tokens, encoded.n_sentences)
         avail = available_memory()
         if avail is not None and need > avail:
             raise ParvecError(
@@ -257,7 +260,7 @@ class Word2Vec:
     def train(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
         epochs: int | None = None,
         resume: bool = False,

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from parvec.cli.outputs import OutputPlan, check_paths
 from parvec.config import ALL_ALGORITHMS, DEFAULT_ALGO, DEFAULT_GPU_ALGO, default_threads
 from parvec.errors import ParvecError
@@ -140,7 +142,8 @@ def register(subparsers: Any) -> None:
         "output or error (e.g. `2>&1 | head`) does not stop the run. Exit status: 0 when every output was written, "
         "2 on an error (the message names the file or flag), 130 when interrupted.",
     )
-    p.add_argument("input", nargs="?", help="training text; - reads standard input (or -train FILE)")
+    p.add_argument("input", nargs="*", help="training text; - reads standard input (or -train FILE); several "
+                   "files, a directory (its files, by name) or a quoted glob ('shards/*.txt.gz') are one corpus")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
                    ".bin (with --binary), .npy (NumPy + vocab file)")
@@ -187,8 +190,9 @@ def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
         ['the training corpus']
     """
     from parvec.cli.outputs import Use, directory_inputs
+    from parvec.corpus import _expand_inputs
 
-    uses = [] if source == "-" else [Use("the training corpus", Path(source))]
+    uses = [] if source == "-" else [Use("the training corpus", p) for p in _expand_inputs(source) or [Path(source)]]
     if args.resume:
         uses += directory_inputs("the resumed model --resume", args.resume)
     if getattr(args, "eval_every_epoch", False):
@@ -240,7 +244,8 @@ def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, 
     from parvec.formats import is_stream
 
     why = ("--no-cache" if args.no_cache else "standard input is read once, never cached" if source == "-"
-           else f"{source} is a stream (pipe or FIFO), read once, never cached" if is_stream(source)
+           else f"{source} is a stream (pipe or FIFO), read once, never cached" if isinstance(source, str)
+           and is_stream(source)
            else "a resumed run encodes with the model's vocabulary" if args.resume else "no cache for this input")
     return f"encoded-corpus cache: not used ({why})"
 
@@ -277,9 +282,12 @@ def run_train(args: argparse.Namespace) -> int:
         raise ParvecError("-cbow 1: parvec trains skip-gram only; use -cbow 0")
     if args.hs:
         raise ParvecError("-hs 1: parvec trains with negative sampling only; use -hs 0")
-    source = args.train_file or args.input
-    if args.input and args.train_file and args.input != args.train_file:
+    inputs = list(args.input or [])
+    if args.train_file and inputs and inputs != [args.train_file]:
         raise ParvecError("give the training file once (either INPUT or -train)")
+    source: Any = args.train_file or (inputs[0] if len(inputs) == 1 else inputs or None)
+    if isinstance(source, list) and "-" in source:
+        raise ParvecError("standard input ('-') cannot be one of several inputs")
     if not source:
         raise ParvecError("no training file: parvec train INPUT -o OUTPUT")
     if not args.output and not args.save_model:
@@ -324,6 +332,8 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         # model in this process (parvec.distributed.pipeline).
         from parvec.distributed.pipeline import train_sharded_cli
 
+        if isinstance(source, list):
+            raise ParvecError("--mode sharded reads one input file: concatenate the inputs first")
         return train_sharded_cli(args, source, binary, cache_dir, out)
     done: list[str] = []
     t0 = time.perf_counter()
@@ -352,20 +362,26 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         )
         encoded = model.encode(corpus_file=source)
     read_seconds = time.perf_counter() - t0
+    cache_used = getattr(encoded, "cache_used", None)
     vocab = encoded.vocab
     need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)
     avail = available_memory()
-    cache_used = getattr(encoded, "cache_used", None)
-    name = "standard input" if source == "-" else source
+    name = "standard input" if source == "-" else " ".join(source) if isinstance(source, list) else source
     print(
         f"{name}: {encoded.raw_words:,} words, vocabulary {len(vocab):,} (min-count {args.min_count}), "
         f"{encoded.n_tokens:,} in-vocabulary tokens in {encoded.n_sentences:,} sentences "
         f"[read in {read_seconds:.1f} s]",
         file=sys.stderr,
     )
+    pruning = getattr(encoded, "pruning", None)  # parvec.corpus logged a warning saying so
+    if pruning and cache_used:  # read back from the cache: say it again
+        from parvec.corpus import pruning_note
+
+        print(f"note: {pruning_note(pruning)}", file=sys.stderr)
+    mapped = " (memory-mapped from disk)" if isinstance(encoded.tokens, np.memmap) else ""
     print(
         f"memory: vectors {_human_bytes(2 * len(vocab) * model.config.dim * 4)} + encoded corpus "
-        f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)} = {_human_bytes(need)}"
+        f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)}{mapped} = {_human_bytes(need)}"
         + (f" of {_human_bytes(avail)} available" if avail else ""),
         file=sys.stderr,
     )
@@ -420,6 +436,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             "vocab_size": len(vocab),
             "corpus_words": encoded.raw_words,
             "corpus_tokens_in_vocab": encoded.n_tokens,
+            "vocab_pruning": pruning,
             "sentences": encoded.n_sentences,
             "words_trained": stats.words,
             "epochs": stats.epochs,
