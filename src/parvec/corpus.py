@@ -297,7 +297,10 @@ def _expand_inputs(path: Any) -> list[Path] | None:
             if os.fspath(p) == STDIN:
                 raise ParvecError("standard input ('-') cannot be one of several inputs")
             found += _expand_inputs(p) or [Path(p)]
-        return found
+        kept = [p for p in found if _nonempty(p)]  # an empty shard adds nothing (a missing one is named)
+        if not kept:
+            raise ParvecError(f"{found[0]}: the file is empty" if len(found) == 1 else "every input file is empty")
+        return kept
     text = os.fspath(path)
     if text == STDIN:
         return None
@@ -322,7 +325,7 @@ def _expand_inputs(path: Any) -> list[Path] | None:
 
 def _nonempty(path: Path) -> bool:
     try:
-        return path.stat().st_size > 0
+        return not path.is_file() or path.stat().st_size > 0
     except OSError:
         return True  # let the reader name the problem
 
