@@ -412,12 +412,29 @@ class Word2Vec:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: str | None = None) -> Word2Vec:
-        """Load a model saved by :meth:`save`.
+        """Load a model saved by :meth:`save` (or an epoch-end checkpoint, ``CHECKPOINT_DIR/checkpoint``).
+
+        A missing, truncated or damaged file, or a model.json that does not describe a model, raises
+        :class:`ParvecError` naming the directory (found by tests/test_fuzz_model.py).
 
         Example:
             >>> model = Word2Vec.load("model.parvec")  # doctest: +SKIP
         """
         path = Path(path)
+        try:
+            return cls._load(path, mmap)
+        except ParvecError as exc:
+            if str(path) in str(exc):
+                raise
+            raise ParvecError(f"{path}: not a usable parvec model: {exc}") from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, SyntaxError,
+                OverflowError, MemoryError, UnicodeDecodeError, RecursionError) as exc:
+            raise ParvecError(
+                f"{path}: damaged or incomplete parvec model ({type(exc).__name__}: {exc})"[:600]
+            ) from None
+
+    @classmethod
+    def _load(cls, path: Path, mmap: str | None) -> Word2Vec:
         meta_path = path / "model.json"
         if not meta_path.exists():
             raise ParvecError(f"{path}: not a parvec model directory (no model.json)")
@@ -425,8 +442,10 @@ class Word2Vec:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ParvecError(f"{meta_path}: unreadable model description: {exc}") from None
-        if meta.get("format") != MODEL_FORMAT:
+        if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
             raise ParvecError(f"{meta_path}: not a parvec Word2Vec model")
+        if not isinstance(meta.get("config"), dict) or not isinstance(meta.get("read_options", {}), dict):
+            raise ParvecError(f"{meta_path}: damaged model description (config or read_options not an object)")
         config = TrainConfig.from_dict(meta["config"])
         opts = meta.get("read_options", {})
         model = cls(
@@ -441,11 +460,20 @@ class Word2Vec:
         )
         model.config.par_h_factor = config.par_h_factor
         model.config.chunk_words = config.chunk_words
-        model.vocab = Vocab.from_json((path / "vocab.json").read_text(encoding="utf-8"))
-        w_in = np.load(path / "vectors.npy", mmap_mode=mmap)
-        w_out = np.load(path / "syn1neg.npy", mmap_mode=mmap)
+        data = json.loads((path / "vocab.json").read_text(encoding="utf-8"))
+        words = data.get("words") if isinstance(data, dict) else None
+        counts = data.get("counts") if isinstance(data, dict) else None
+        if (not isinstance(words, list) or not isinstance(counts, list) or len(words) != len(counts)
+                or not all(isinstance(w, str) for w in words) or len(set(words)) != len(words)
+                or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in counts)):
+            raise ParvecError(f"{path / 'vocab.json'}: damaged vocabulary (words and counts)")
+        model.vocab = Vocab(list(words), np.array(counts, dtype=np.int64))
+        w_in = np.load(path / "vectors.npy", mmap_mode=mmap, allow_pickle=False)
+        w_out = np.load(path / "syn1neg.npy", mmap_mode=mmap, allow_pickle=False)
         if w_in.shape != (len(model.vocab), config.dim) or w_out.shape != w_in.shape:
             raise ParvecError(f"{path}: array shapes do not match the vocabulary and dimension")
+        if w_in.dtype != np.float32 or w_out.dtype != np.float32:
+            raise ParvecError(f"{path}: vectors.npy and syn1neg.npy must hold float32")
         model._set_vectors(np.ascontiguousarray(w_in), np.ascontiguousarray(w_out))
         model.epochs_trained = int(meta.get("epochs_trained", 0))
         model.corpus_words = int(meta.get("corpus_words", 0))
