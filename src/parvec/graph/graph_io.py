@@ -475,6 +475,9 @@ def _weights_ok(w: np.ndarray) -> bool:
     return bool(np.isfinite(w).all() and (w >= 0).all())
 
 
+_FLOAT_CHARS = re.compile(r"[.eEnNiI]")
+
+
 def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
     """All-numpy parse, block by block, for files whose IDs are already ``0..n-1``."""
     src, dst, ws = _Column(np.int32), _Column(np.int32), _Column(np.float64)
@@ -485,8 +488,10 @@ def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | 
         if not arr.shape[0]:  # a block of blank or comment lines (fuzzing found arr[:, 2] of a (0, 2) block)
             continue
         columns = arr.shape[1]
-        if _loadtxt(lines, np.int64, delimiter, usecols=(0, 1)) is None:
-            return None  # an id that is not an integer ("1e3", "2.0"): the line reader names it (fuzzing)
+        # An id that is not an integer ("1e3", "2.0") parses as a float too: check the ids as integers when
+        # the block holds a character of such a number (found by fuzzing); the line reader names the line.
+        if _FLOAT_CHARS.search("".join(lines)) and _loadtxt(lines, np.int64, delimiter, usecols=(0, 1)) is None:
+            return None
         ids = arr[:, :2]
         if not (np.isfinite(ids).all() and (ids >= 0).all() and (ids == np.floor(ids)).all()
                 and (ids < 2**31).all()):  # fmt: skip
