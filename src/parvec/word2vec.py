@@ -11,6 +11,7 @@ counts, epochs trained), ``vectors.npy`` (input vectors), ``syn1neg.npy`` (outpu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -31,6 +32,14 @@ from parvec.vocab import Vocab
 
 MODEL_FORMAT = "parvec-word2vec"
 MODEL_VERSION = 1
+
+
+_MODEL_FILES = ("vectors.npy", "syn1neg.npy", "vocab.json")
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _rlimit_headroom() -> int | None:
@@ -397,6 +406,9 @@ class Word2Vec:
                 "epochs_trained": self.epochs_trained,
                 "corpus_words": self.corpus_words,
                 "raw_words": self.raw_words,
+                # Checksums: a flipped byte in the arrays or the vocabulary is refused at load, not used
+                # (model.json itself is not covered: users edit it, e.g. its epochs to extend a run).
+                "files": {name: _sha256(tmp / name) for name in _MODEL_FILES},
             }
             (tmp / "model.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
             if path.exists():
@@ -446,6 +458,13 @@ class Word2Vec:
             raise ParvecError(f"{meta_path}: not a parvec Word2Vec model")
         if not isinstance(meta.get("config"), dict) or not isinstance(meta.get("read_options", {}), dict):
             raise ParvecError(f"{meta_path}: damaged model description (config or read_options not an object)")
+        files = meta.get("files")
+        if files is not None:
+            if not isinstance(files, dict):
+                raise ParvecError(f"{meta_path}: damaged model description (files)")
+            for name in _MODEL_FILES:
+                if _sha256(path / name) != files.get(name):
+                    raise ParvecError(f"{path / name}: damaged (its SHA-256 differs from model.json's)")
         config = TrainConfig.from_dict(meta["config"])
         opts = meta.get("read_options", {})
         model = cls(
