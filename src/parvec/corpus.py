@@ -34,10 +34,12 @@ files are rebuilt, never trusted.  Streams are never cached.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
 import lzma
+import mmap
 import os
 import shutil
 import tempfile
@@ -57,8 +59,12 @@ from parvec.vocab import Vocab, count_words
 
 log = logging.getLogger(__name__)
 
-_BLOCK_BYTES = 1 << 22  # 4 MiB of text per read
-_ENCODE_BLOCK = 1 << 20  # tokens encoded per numpy block
+_BLOCK_BYTES = 1 << 20  # 1 MiB of text per read (its words, as str objects, take ~12 MiB)
+_ENCODE_BLOCK = 1 << 18  # tokens encoded per numpy block
+# A corpus of this many tokens or more (16 MiB of int32) is encoded into a file and memory-mapped, even
+# without a cache directory (then in a temporary directory removed at once).
+_SPILL_TOKENS = 1 << 22
+_CHECK_BLOCK = 1 << 24  # tokens range-checked at a time when a memory-mapped corpus is loaded
 CACHE_FORMAT_VERSION = 2
 # A file whose ctime is less than this before it is read may change again within the same tick of the
 # file system's clock (coarse, and up to 2 s on some file systems) without a new ctime: its cache entry
@@ -126,6 +132,8 @@ class EncodedCorpus:
     source: str = ""
     # True: loaded from the cache; False: a cache was consulted and (re)built; None: no cache involved.
     cache_used: bool | None = None
+    # What vocabulary pruning did while counting (VocabCounter.pruning), None if it did not prune.
+    pruning: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.tokens.dtype != np.int32:
@@ -160,7 +168,7 @@ class EncodedCorpus:
     @classmethod
     def from_file(
         cls,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...],
         options: ReadOptions | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         vocab: Vocab | None = None,
@@ -171,6 +179,11 @@ class EncodedCorpus:
         With ``vocab`` given, tokens are encoded against it (continued training) instead of building
         a new vocabulary, and no cache is used.
 
+        Several files are one corpus: a list of paths, a directory (its files, by name, hidden ones
+        skipped) or a glob pattern (``"shards/*.txt.gz"``, sorted); they are read in order, each file's
+        last line ending there.  The cache key covers every file.  The tokens are written to the cache
+        (or, for a large corpus without one, a temporary file) block by block and memory-mapped.
+
         Example:
             >>> corpus = EncodedCorpus.from_file("corpus.txt.xz", ReadOptions(min_count=5))  # doctest: +SKIP
             >>> corpus.cache_used is None  # no cache_dir given  # doctest: +SKIP
@@ -178,6 +191,15 @@ class EncodedCorpus:
         """
         options = options or ReadOptions()
         options.validate()
+        paths = _expand_inputs(path)
+        if paths is not None:
+            source = " ".join(str(p) for p in paths)
+            if len(paths) == 1:
+                path = paths[0]
+            elif cache_dir is None or vocab is not None:
+                return _encode(_TextSentences(paths, options, name=source), options, vocab, source=source)
+            else:
+                return _read_cached(paths, options, Path(cache_dir))
         stdin = os.fspath(path) == STDIN
         p = check_input(path, allow_stream=True)
         if not stdin and str(p) == STDIN:
@@ -262,6 +284,52 @@ class EncodedCorpus:
 
 
 # ---------------------------------------------------------------------- reading text
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _expand_inputs(path: Any) -> list[Path] | None:
+    """The files of a multi-file input (a list, a directory, a glob pattern); None for one plain path."""
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise ParvecError("no input file given (an empty list)")
+        found: list[Path] = []
+        for p in path:
+            if os.fspath(p) == STDIN:
+                raise ParvecError("standard input ('-') cannot be one of several inputs")
+            found += _expand_inputs(p) or [Path(p)]
+        kept = [p for p in found if _nonempty(p)]  # an empty shard adds nothing (a missing one is named)
+        if not kept:
+            raise ParvecError(f"{found[0]}: the file is empty" if len(found) == 1 else "every input file is empty")
+        return kept
+    text = os.fspath(path)
+    if text == STDIN:
+        return None
+    p = Path(text)
+    if p.is_dir():
+        try:
+            files = sorted(c for c in p.iterdir() if not c.name.startswith(".") and c.is_file())
+        except OSError as exc:
+            raise ParvecError(f"{p}: cannot list the directory: {exc.strerror or exc}") from None
+        files = [f for f in files if _nonempty(f)]
+        if not files:
+            raise ParvecError(f"{p}: the directory holds no (non-empty, non-hidden) file to read")
+        return files
+    if not p.exists() and _GLOB_CHARS & set(text):
+        files = [Path(f) for f in sorted(glob.glob(text)) if Path(f).is_file()]
+        files = [f for f in files if _nonempty(f)]
+        if not files:
+            raise ParvecError(f"{text}: the pattern matches no (non-empty) file")
+        return files
+    return None
+
+
+def _nonempty(path: Path) -> bool:
+    try:
+        return not path.is_file() or path.stat().st_size > 0
+    except OSError:
+        return True  # let the reader name the problem
+
+
 class _TextSentences:
     """Stream of token lists from a text file or stream, in bounded memory.
 
@@ -271,9 +339,17 @@ class _TextSentences:
     """
 
     def __init__(
-        self, path: Path, options: ReadOptions, name: str | None = None, once: bool = False, digest: bool = False
+        self,
+        path: Path | list[Path],
+        options: ReadOptions,
+        name: str | None = None,
+        once: bool = False,
+        digest: bool = False,
     ) -> None:
-        self.path = path
+        # Several files are one corpus, read in order; each file's last line ends there (as if it ended with
+        # a newline), and the digest covers the bytes of all of them.
+        self.paths = list(path) if isinstance(path, list) else [path]
+        self.path = self.paths[0]
         self.options = options
         self.name = str(path) if name is None else name
         self.once = once
@@ -285,13 +361,19 @@ class _TextSentences:
         if self.once and self._passes:
             raise ParvecError(f"{self.name}: a stream can be read only once")
         self._passes += 1
-        max_len = self.options.max_sentence_length
         hasher = hashlib.sha256() if self.digest else None
+        for path in self.paths:
+            yield from self._read(path, self.name if len(self.paths) == 1 else str(path), hasher)
+        if hasher is not None:
+            self.digests.append(hasher.hexdigest())
+
+    def _read(self, path: Path, name: str, hasher: Any) -> Iterator[list[str]]:
+        max_len = self.options.max_sentence_length
         line_no = 1
         current: list[str] = []
         carry = b""
         try:
-            with open_input(self.path, allow_stream=True) as f:
+            with open_input(path, allow_stream=True) as f:
                 while True:
                     block = f.read(_BLOCK_BYTES)
                     at_end = not block
@@ -305,13 +387,13 @@ class _TextSentences:
                         cut = max(block.rfind(b" "), block.rfind(b"\n"), block.rfind(b"\t"))
                         if cut < 0:
                             carry = block
-                            if len(carry) > 64 * _BLOCK_BYTES:
-                                raise ParvecError(f"{self.name}:{line_no}: a single token longer than 256 MB")
+                            if len(carry) > 256 * _BLOCK_BYTES:
+                                raise ParvecError(f"{name}:{line_no}: a single token longer than 256 MB")
                             continue
                         carry, block = block[cut + 1 :], block[: cut + 1]
                     else:
                         carry = b""
-                    text = self._decode(block, line_no)
+                    text = self._decode(block, line_no, name)
                     lines = text.split("\n")
                     for i, line in enumerate(lines):
                         if self.options.lowercase:
@@ -331,19 +413,17 @@ class _TextSentences:
                     if at_end:
                         break
         except _READ_ERRORS as exc:
-            raise ParvecError(f"{self.name}: cannot read: {exc}") from None
+            raise ParvecError(f"{name}: cannot read: {exc}") from None
         if current:
             yield current
-        if hasher is not None:
-            self.digests.append(hasher.hexdigest())
 
-    def _decode(self, block: bytes, line_no: int) -> str:
+    def _decode(self, block: bytes, line_no: int, name: str) -> str:
         try:
             return block.decode("utf-8", errors=self.options.unicode_errors)
         except UnicodeDecodeError as exc:
             line = line_no + block.count(b"\n", 0, exc.start)
             raise ParvecError(
-                f"{self.name}:{line}: invalid UTF-8 ({exc.reason}); "
+                f"{name}:{line}: invalid UTF-8 ({exc.reason}); "
                 "use --unicode-errors replace (or ignore) to read it anyway"
             ) from None
 
@@ -384,7 +464,8 @@ class _FirstSeen(dict):
 class _Blocks:
     """Token ids and sentence lengths gathered in numpy blocks of about ``_ENCODE_BLOCK`` tokens."""
 
-    def __init__(self, on_block: Any = None) -> None:
+    def __init__(self, on_block: Any = None, sink: Any = None) -> None:
+        self.sink = sink  # if given, called with each (ids, lengths) block, which is then not kept
         self.ids: list[np.ndarray] = []
         self.lengths: list[np.ndarray] = []
         self.raw_words = 0
@@ -412,8 +493,11 @@ class _Blocks:
         self.raw_words += len(ids)
         if self._on_block is not None:
             self._on_block(ids)
-        self.ids.append(ids)
-        self.lengths.append(np.asarray(self._lengths, dtype=np.int64))
+        if self.sink is not None:
+            self.sink(ids, np.asarray(self._lengths, dtype=np.int64))
+        else:
+            self.ids.append(ids)
+            self.lengths.append(np.asarray(self._lengths, dtype=np.int64))
         self._ids.clear()
         self._lengths.clear()
         self._pending = 0
@@ -471,17 +555,179 @@ def _encode(
     options: ReadOptions,
     vocab: Vocab | None,
     source: str,
+    directory: Path | None = None,
 ) -> EncodedCorpus:
-    """Two passes, as word2vec.c: count the vocabulary, then encode the tokens (one with ``vocab`` given)."""
+    """Two passes, as word2vec.c: count the vocabulary, then encode the tokens (one with ``vocab`` given).
+
+    A corpus of at least ``_SPILL_TOKENS`` tokens (known from the counting pass) is streamed, block by
+    block, into ``tokens.npy`` and ``offsets.npy`` in ``directory`` (with ``vocab.json``) and comes back
+    memory-mapped: never the whole token array in memory.  Without ``directory`` that is a temporary
+    directory removed at once (the mapped file lives until the corpus is freed).  A smaller corpus is
+    encoded in memory (and saved into ``directory`` if given): the same tokens, offsets and vocabulary."""
     raw_words = None
+    pruning = None
     if vocab is None:
         counter = count_words(sentences, options.max_vocab_size)
         vocab = counter.finish(options.min_count, options.max_final_vocab)
         raw_words = counter.raw_words
+        pruning = counter.pruning
         _check_vocab(vocab, raw_words, max(counter.counts.values(), default=0), options, source)
+        if pruning is not None:
+            log.warning("%s: %s", source, pruning_note(pruning))
+        del counter
+    if directory is None and raw_words is not None and raw_words >= _SPILL_TOKENS:
+        spill = _spill_directory()
+        if spill is not None:
+            try:
+                return _encode_to(spill, sentences, vocab, raw_words, source, pruning)
+            finally:
+                shutil.rmtree(spill, ignore_errors=True)  # unlinked; the mapping keeps the data
+    if directory is not None and raw_words is not None and raw_words >= _SPILL_TOKENS:
+        return _encode_to(directory, sentences, vocab, raw_words, source, pruning)
     blocks = _Blocks()
     blocks.add_all(sentences, _Lookup(vocab.index))
-    return _assemble(blocks, vocab, raw_words or blocks.raw_words, source)
+    corpus = _assemble(blocks, vocab, raw_words or blocks.raw_words, source)
+    corpus.pruning = pruning
+    if directory is not None:
+        np.save(directory / "tokens.npy", corpus.tokens)
+        np.save(directory / "offsets.npy", corpus.offsets)
+        (directory / "vocab.json").write_text(corpus.vocab.to_json(), encoding="utf-8")
+    return corpus
+
+
+def pruning_note(pruning: dict[str, Any]) -> str:
+    """One line saying what vocabulary pruning did (see :attr:`parvec.vocab.VocabCounter.pruning`).
+
+    Example:
+        >>> pruning_note({"words_dropped": 5, "max_count_cut": 1, "max_vocab_size": 10, "automatic": False})
+        'vocabulary counting pruned 5 rare words (counts up to 1 cut) to hold at most 10 distinct words \
+(--max-vocab-size)'
+    """
+    why = ("the automatic cap from the available memory; set --max-vocab-size to choose"
+           if pruning.get("automatic") else "--max-vocab-size")
+    return (f"vocabulary counting pruned {pruning['words_dropped']:,} rare words (counts up to "
+            f"{pruning['max_count_cut']} cut) to hold at most {pruning['max_vocab_size']:,} distinct words ({why})")
+
+
+def _spill_directory() -> Path | None:
+    """A new private directory under the system's temporary directory (None if it cannot be made)."""
+    try:
+        return Path(tempfile.mkdtemp(prefix="parvec-encoded-"))
+    except OSError as exc:
+        log.warning("cannot create a temporary directory for the encoded corpus (%s): encoding in memory", exc)
+        return None
+
+
+def _encode_to(
+    directory: Path,
+    sentences: Iterable[list[str]],
+    vocab: Vocab,
+    raw_words: int | None,
+    source: str,
+    pruning: dict[str, Any] | None,
+) -> EncodedCorpus:
+    """The encoding pass streamed into ``directory`` (see :func:`_encode`); returns it memory-mapped."""
+    with _TokenFiles(directory, source) as out:
+        blocks = _Blocks(sink=out.add)
+        blocks.add_all(sentences, _Lookup(vocab.index))
+    if out.n_tokens == 0:
+        raise ParvecError(f"{source}: no token of the corpus is in the vocabulary")
+    try:
+        (directory / "vocab.json").write_text(vocab.to_json(), encoding="utf-8")
+        tokens = np.load(directory / "tokens.npy", mmap_mode="r", allow_pickle=False)
+        offsets = np.load(directory / "offsets.npy", allow_pickle=False)
+    except OSError as exc:
+        raise ParvecError(f"{source}: cannot write the encoded corpus in {directory}: {exc.strerror or exc}") from None
+    corpus = EncodedCorpus(vocab, tokens, offsets, raw_words=raw_words or blocks.raw_words, source=source)
+    corpus.pruning = pruning
+    return corpus
+
+
+_NPY_HEADER_BYTES = 128  # a 1-D array's .npy header, padded: the shape is written once the length is known
+
+
+def _npy_header(dtype: np.dtype, length: int) -> bytes:
+    body = f"{{'descr': {np.dtype(dtype).str!r}, 'fortran_order': False, 'shape': ({length},), }}"
+    size = _NPY_HEADER_BYTES - 10
+    return b"\x93NUMPY\x01\x00" + size.to_bytes(2, "little") + (body.ljust(size - 1) + "\n").encode("latin1")
+
+
+class _TokenFiles:
+    """``tokens.npy`` (int32) and ``offsets.npy`` (int64) written block by block; headers written last."""
+
+    def __init__(self, directory: Path, source: str) -> None:
+        self.directory = directory
+        self.source = source
+        self.n_tokens = 0
+        self.n_sentences = 0
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self.tokens = open(directory / "tokens.npy", "wb")  # noqa: SIM115 - closed in __exit__
+            self.offsets = open(directory / "offsets.npy", "wb")  # noqa: SIM115
+            self.tokens.write(bytes(_NPY_HEADER_BYTES))
+            self.offsets.write(bytes(_NPY_HEADER_BYTES))
+            self.offsets.write(np.zeros(1, dtype=np.int64).tobytes())
+        except OSError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: OSError) -> ParvecError:
+        return ParvecError(f"{self.source}: cannot write the encoded corpus in {self.directory}: "
+                           f"{exc.strerror or exc} (free space there, or choose another --cache-dir)")
+
+    def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        ids, lengths = _compact(ids, lengths)
+        lengths = lengths[lengths > 0]  # sentences made only of dropped words carry nothing
+        ends = np.cumsum(lengths)
+        ends += self.n_tokens
+        try:
+            self.tokens.write(memoryview(np.ascontiguousarray(ids, dtype=np.int32)).cast("B"))
+            self.offsets.write(memoryview(ends.astype(np.int64, copy=False)).cast("B"))
+        except OSError as exc:
+            raise self._error(exc) from None
+        self.n_tokens += len(ids)
+        self.n_sentences += len(lengths)
+
+    def __enter__(self) -> _TokenFiles:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            if exc_info[0] is None:
+                for f, dtype, n in ((self.tokens, np.int32, self.n_tokens), (self.offsets, np.int64,
+                                                                               self.n_sentences + 1)):
+                    f.seek(0)
+                    f.write(_npy_header(np.dtype(dtype), n))
+        except OSError as exc:
+            raise self._error(exc) from None
+        finally:
+            self.tokens.close()
+            self.offsets.close()
+
+
+def release_pages(array: np.ndarray, start: int, end: int) -> None:
+    """Drop this process's resident pages of ``array[start:end]`` if ``array`` is a read-only memory map.
+
+    The data stays in the file (and the page cache); a later read maps it again.  Training calls it
+    after each chunk so that reading a token file bigger than memory through ``np.memmap`` keeps the
+    resident set small.  Anything else (an in-memory array) is left alone.
+
+    Example:
+        >>> release_pages(np.zeros(10, dtype=np.int32), 0, 10)  # not a memory map: nothing happens
+    """
+    mm = getattr(array, "_mmap", None)
+    if mm is None or not isinstance(array, np.memmap) or array.flags.writeable or end <= start:
+        return
+    try:
+        base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
+        first = array.ctypes.data - base + start * array.itemsize
+        last = array.ctypes.data - base + end * array.itemsize
+        page = mmap.PAGESIZE
+        first = -(-first // page) * page  # whole pages only: a neighbour's chunk may share a boundary page
+        last = last // page * page
+        if last > first:
+            mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+    except (ValueError, OSError, AttributeError):
+        pass
 
 
 def _encode_one_pass(sentences: Iterable[list[str]], options: ReadOptions, source: str) -> EncodedCorpus:
@@ -575,64 +821,84 @@ def _input_identity(path: Path) -> dict[str, Any]:
     }
 
 
-def _cache_key(path: Path, identity: dict[str, Any], options: ReadOptions) -> str:
+def _identity(path: Path | list[Path]) -> dict[str, Any]:
+    """One file's identity, or for several files their paths and each one's identity, in order."""
+    if isinstance(path, list):
+        files = [_input_identity(p) for p in path]
+        return {"path": [f["path"] for f in files], "files": files}
+    return _input_identity(path)
+
+
+def _newest_ctime(identity: dict[str, Any]) -> int:
+    return max(f["ctime_ns"] for f in identity["files"]) if "files" in identity else identity["ctime_ns"]
+
+
+def _cache_key(path: Path | list[Path], identity: dict[str, Any], options: ReadOptions) -> str:
     ident = {"input": identity, "options": asdict(options), "version": CACHE_FORMAT_VERSION}
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
-    return f"{path.name[:100]}.{digest}"  # short enough for any file system's name limit
+    name = path.name[:100] if isinstance(path, Path) else f"{path[0].name[:80]}+{len(path) - 1}"
+    return f"{name}.{digest}"  # short enough for any file system's name limit
 
 
-def _input_digest(path: Path) -> str:
-    """SHA-256 of the file's (decompressed) bytes, as :class:`_TextSentences` digests them."""
+def _input_digest(path: Path | list[Path]) -> str:
+    """SHA-256 of the file's (decompressed) bytes, as :class:`_TextSentences` digests them (several files:
+    of their bytes in order)."""
     hasher = hashlib.sha256()
-    with open_input(path) as f:
-        while block := f.read(_BLOCK_BYTES):
-            hasher.update(block)
+    for p in path if isinstance(path, list) else [path]:
+        with open_input(p) as f:
+            while block := f.read(_BLOCK_BYTES):
+                hasher.update(block)
     return hasher.hexdigest()
 
 
-def _read_cached(path: Path, options: ReadOptions, root: Path) -> EncodedCorpus:
-    """The cached encoding of ``path`` if its entry is intact and current, else read it and cache it."""
+def _read_cached(path: Path | list[Path], options: ReadOptions, root: Path) -> EncodedCorpus:
+    """The cached encoding of ``path`` (one file or several) if its entry is intact and current, else read
+    it, streaming the tokens into a new entry (a temporary directory renamed into place)."""
     now_ns = time.time_ns()
-    identity = _input_identity(path)
+    identity = _identity(path)
+    source = str(path) if isinstance(path, Path) else " ".join(str(p) for p in path)
     entry = root / _cache_key(path, identity, options)
     cached = _load_cache(entry, path, identity, options)
     if cached is not None:
         cached.cache_used = True
         return cached
-    verify = identity["ctime_ns"] >= now_ns - _RACY_NS
-    reader = _TextSentences(path, options, digest=verify)
-    result = _encode(reader, options, None, source=str(path))
-    result.cache_used = False
-    try:
-        unchanged = _input_identity(path) == identity and len(set(reader.digests)) <= 1
-    except OSError:
-        unchanged = False
-    if not unchanged:
-        log.warning("%s changed while it was read: its encoded corpus is not cached", path)
-        return result
-    info = {**identity, "verify_content": verify, "sha256": reader.digests[-1] if verify else None}
-    _save_cache(result, entry, info, options)
-    return result
-
-
-def _save_cache(corpus: EncodedCorpus, entry: Path, info: dict[str, Any], options: ReadOptions) -> None:
-    """Write the entry to a temporary directory, then rename it into place (never half-written)."""
-    root = entry.parent
-    tmp: Path | None = None
+    verify = _newest_ctime(identity) >= now_ns - _RACY_NS
+    reader = _TextSentences(path, options, name=source, digest=verify)
+    tmp = None
     try:
         root.mkdir(parents=True, exist_ok=True)
         _remove_stale_temporaries(root)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-        save_encoded(corpus, tmp, extra={"input": info, "options": asdict(options)})
+    except OSError as exc:
+        log.warning("cannot write the encoded-corpus cache in %s: %s", root, exc)  # only a lost speed-up
+        result = _encode(reader, options, None, source=source)
+        result.cache_used = False
+        return result
+    try:
+        result = _encode(reader, options, None, source=source, directory=tmp)
+        result.cache_used = False
+        try:
+            unchanged = _identity(path) == identity and len(set(reader.digests)) <= 1
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            log.warning("%s changed while it was read: its encoded corpus is not cached", source)
+            return result
+        info = {**identity, "verify_content": verify, "sha256": reader.digests[-1] if verify else None}
+        extra = {"input": info, "options": asdict(options), "pruning": result.pruning}
+        _write_header(result, tmp, extra)
         if entry.exists():  # a damaged entry under this key (or a concurrent run's)
             shutil.rmtree(entry)
         os.replace(tmp, entry)
+        tmp = None
     except OSError as exc:
-        log.warning("cannot write the encoded-corpus cache in %s: %s", root, exc)  # only a lost speed-up
+        log.warning("cannot write the encoded-corpus cache in %s: %s", root, exc)
+        return result
     finally:
-        if tmp is not None and tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)  # an entry not kept (the mapping keeps its data)
     _remove_superseded(root, entry, info["path"], options)
+    return result
 
 
 def _remove_stale_temporaries(root: Path) -> None:
@@ -670,7 +936,9 @@ def _remove_superseded(root: Path, entry: Path, input_path: str, options: ReadOp
             continue
 
 
-def _load_cache(entry: Path, path: Path, identity: dict[str, Any], options: ReadOptions) -> EncodedCorpus | None:
+def _load_cache(
+    entry: Path, path: Path | list[Path], identity: dict[str, Any], options: ReadOptions
+) -> EncodedCorpus | None:
     """The entry's corpus if it is intact and encodes this version of ``path`` with ``options``."""
     if not entry.is_dir():
         return None
@@ -683,7 +951,7 @@ def _load_cache(entry: Path, path: Path, identity: dict[str, Any], options: Read
             now_ns = time.time_ns()
             if _input_digest(path) != info["sha256"]:
                 return None  # changed within the clock tick of its last change
-            if identity["ctime_ns"] < now_ns - _RACY_NS:
+            if _newest_ctime(identity) < now_ns - _RACY_NS:
                 # Unchanged until now, and any later change gets a later ctime: the stat key suffices.
                 _rewrite_header(entry, {**header, "input": {**info, "verify_content": False}})
     except (*_DAMAGE_ERRORS, ParvecError) as exc:
@@ -726,6 +994,10 @@ def save_encoded(corpus: EncodedCorpus, directory: str | os.PathLike[str], extra
     np.save(directory / "tokens.npy", np.asarray(corpus.tokens))
     np.save(directory / "offsets.npy", np.asarray(corpus.offsets))
     (directory / "vocab.json").write_text(corpus.vocab.to_json(), encoding="utf-8")
+    _write_header(corpus, directory, extra)
+
+
+def _write_header(corpus: EncodedCorpus, directory: Path, extra: dict[str, Any] | None) -> None:
     header = {
         "format": "parvec-encoded-corpus",
         "version": CACHE_FORMAT_VERSION,
@@ -782,9 +1054,21 @@ def _load(directory: Path, mmap: bool, verify: bool) -> tuple[EncodedCorpus, dic
         problem = "arrays or vocabulary do not match the header"
     elif offsets[0] != 0 or offsets[-1] != len(tokens) or np.any(np.diff(offsets) < 0):
         problem = "sentence offsets out of order"
-    elif len(tokens) and (int(tokens.min()) < 0 or int(tokens.max()) >= len(vocab)):
+    elif not _ids_in_range(tokens, len(vocab)):
         problem = "token ids outside the vocabulary"
     if problem:
         raise ParvecError(f"{directory}: damaged encoded corpus: {problem}")
     corpus = EncodedCorpus(vocab, tokens, offsets, raw_words=int(header["raw_words"]), source=header.get("source", ""))
+    pruning = header.get("pruning")
+    corpus.pruning = pruning if isinstance(pruning, dict) else None
     return corpus, header
+
+
+def _ids_in_range(tokens: np.ndarray, n_words: int) -> bool:
+    """All ids in ``[0, n_words)``, checked a block at a time (a memory map's pages released after each)."""
+    for start in range(0, len(tokens), _CHECK_BLOCK):
+        block = tokens[start : start + _CHECK_BLOCK]
+        if int(block.min()) < 0 or int(block.max()) >= n_words:
+            return False
+        release_pages(tokens, start, start + len(block))
+    return True

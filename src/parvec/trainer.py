@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from parvec.config import TrainConfig
-from parvec.corpus import EncodedCorpus
+from parvec.corpus import EncodedCorpus, release_pages
 from parvec.errors import ParvecError
 from parvec.kernels import select_algorithm
 from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution
@@ -505,6 +505,8 @@ class Trainer:
                         w, p, loss = kernel(self.w_in, self.w_out, job.tokens, job.offsets, job.s_lo, job.s_hi,
                                             self.keep, self.noise_prob, self.noise_alias, self.iparams, fparams,
                                             job.seed, sent_buf, scratch, *self._kernel_extra)
+                        # A memory-mapped corpus: drop the chunk's pages, so the resident set stays small
+                        release_pages(job.tokens, int(job.offsets[job.s_lo]), int(job.offsets[job.s_hi]))
                         words[t, job.epoch] += w
                         pairs[t, job.epoch] += p
                         losses[t, job.epoch] += loss

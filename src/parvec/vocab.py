@@ -2,9 +2,14 @@
 
 Counting keeps memory bounded on huge corpora the way word2vec.c and gensim do: when the number of
 distinct words exceeds ``max_vocab_size``, every word seen at most ``min_reduce`` times is dropped and
-``min_reduce`` grows by one.  The final vocabulary keeps words with ``count >= min_count`` (raised, if
-``max_final_vocab`` is given, so that at most that many words remain), sorted by descending count with
-ties in first-seen order, so runs are deterministic.
+``min_reduce`` grows by one.  Without ``max_vocab_size`` the cap is automatic
+(:func:`default_max_vocab_size`): word2vec.c's 21 million words (0.7 of its 30M-entry hash table), lowered
+when the memory this process may use cannot hold that many; a corpus with fewer distinct words is never
+pruned, and the counter says when it pruned (:attr:`VocabCounter.pruning`).
+
+The final vocabulary keeps words with ``count >= min_count`` (raised, if ``max_final_vocab`` is given, so
+that at most that many words remain), sorted by descending count with ties in first-seen order, so runs are
+deterministic.
 """
 
 from __future__ import annotations
@@ -15,12 +20,58 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from parvec.errors import ParvecError
 
-_COUNT_BLOCK = 1 << 20  # tokens counted per Counter update (and the granularity of max_vocab_size pruning)
+_COUNT_BLOCK = 1 << 18  # tokens counted per Counter update (and the granularity of max_vocab_size pruning)
+_W2V_PRUNE_AT = 21_000_000  # word2vec.c prunes when its vocabulary passes 0.7 * vocab_hash_size (30M)
+_BYTES_PER_WORD = 200  # a counted word: the str (~60 B for a short word), its dict slot and its int count
+_MIN_AUTO_CAP = 1_000_000
+
+
+def _memory_budget() -> int | None:
+    """Bytes this process may still use: MemAvailable, capped by RLIMIT_DATA/RLIMIT_AS headroom."""
+    import resource
+
+    budget = None
+    try:
+        with open("/proc/meminfo") as f:
+            budget = next((int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")), None)
+    except OSError:
+        pass
+    for limit, field_name in ((resource.RLIMIT_DATA, "VmData:"), (resource.RLIMIT_AS, "VmSize:")):
+        soft = resource.getrlimit(limit)[0]
+        if soft == resource.RLIM_INFINITY:
+            continue
+        used = 0
+        try:
+            with open("/proc/self/status") as f:
+                used = next((int(line.split()[1]) * 1024 for line in f if line.startswith(field_name)), 0)
+        except OSError:
+            pass
+        room = max(0, soft - used)
+        budget = room if budget is None else min(budget, room)
+    return budget
+
+
+def default_max_vocab_size() -> int:
+    """The cap on distinct words held while counting when none is given.
+
+    word2vec.c's rule (prune past 21M distinct words), lowered so that the counts take at most a quarter of
+    the memory this process may use (MemAvailable, and the RLIMIT_DATA/RLIMIT_AS headroom), never below
+    one million words.
+
+    Example:
+        >>> 1_000_000 <= default_max_vocab_size() <= 21_000_000
+        True
+    """
+    budget = _memory_budget()
+    if budget is None:
+        return _W2V_PRUNE_AT
+    return int(min(_W2V_PRUNE_AT, max(_MIN_AUTO_CAP, budget // 4 // _BYTES_PER_WORD)))
 
 
 @dataclass
@@ -105,11 +156,30 @@ class VocabCounter:
     def __init__(self, max_vocab_size: int | None = None) -> None:
         if max_vocab_size is not None and max_vocab_size < 1:
             raise ParvecError(f"max_vocab_size must be positive, got {max_vocab_size}")
-        self.max_vocab_size = max_vocab_size
+        self.automatic = max_vocab_size is None
+        self.max_vocab_size = default_max_vocab_size() if max_vocab_size is None else max_vocab_size
         self.counts: dict[str, int] = {}
         self.min_reduce = 1
         self.raw_words = 0
         self.pruned = False
+        self.pruned_words = 0  # distinct words dropped by pruning (a word dropped twice counts twice)
+
+    @property
+    def pruning(self) -> dict[str, Any] | None:
+        """What pruning did (None when it never ran): words dropped, the highest count cut, the cap.
+
+        Example:
+            >>> c = VocabCounter(max_vocab_size=2); c.update(["a", "a", "b", "c"]); c.pruning["words_dropped"]
+            2
+        """
+        if not self.pruned:
+            return None
+        return {
+            "words_dropped": self.pruned_words,
+            "max_count_cut": self.min_reduce - 1,
+            "max_vocab_size": self.max_vocab_size,
+            "automatic": self.automatic,
+        }
 
     def update(self, words: list[str]) -> None:
         """Add one block of tokens (any length; counting is done in C by ``Counter``)."""
@@ -122,8 +192,10 @@ class VocabCounter:
 
     def _prune(self) -> None:
         # Keep memory bounded: drop rare words, raise the bar each time (word2vec.c's ReduceVocab).
-        while len(self.counts) > self.max_vocab_size:  # type: ignore[operator]
+        while len(self.counts) > self.max_vocab_size:
+            before = len(self.counts)
             self.counts = {w: c for w, c in self.counts.items() if c > self.min_reduce}
+            self.pruned_words += before - len(self.counts)
             self.min_reduce += 1
             self.pruned = True
 

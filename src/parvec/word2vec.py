@@ -77,7 +77,8 @@ class Word2Vec:
     for CBOW, as word2vec.c and gensim; ``model.config.alpha`` holds the number used.
 
     Parameter names follow gensim's ``Word2Vec`` (``vector_size``, ``workers``, ``epochs``, ...).  Give
-    ``corpus_file`` (a text file, one sentence per line; .gz/.bz2/.xz read directly), ``sentences``
+    ``corpus_file`` (a text file, one sentence per line; .gz/.bz2/.xz read directly; or several: a list of
+    paths, a directory or a glob pattern, read as one corpus), ``sentences``
     (a restartable iterable of token lists) or ``corpus`` (an :class:`EncodedCorpus`) to build the
     vocabulary and train at once; or call :meth:`build_vocab` and :meth:`train` yourself.
 
@@ -102,7 +103,7 @@ class Word2Vec:
     def __init__(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
         vector_size: int = 100,
         window: int = 5,
@@ -254,7 +255,7 @@ class Word2Vec:
     def encode(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
         vocab: Vocab | None = None,
     ) -> EncodedCorpus:
@@ -282,7 +283,7 @@ class Word2Vec:
     def build_vocab(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
         update: bool = False,
         corpus_iterable: Iterable[list[str]] | None = None,
@@ -373,7 +374,9 @@ class Word2Vec:
 
     def check_memory(self, encoded: EncodedCorpus) -> int:
         """Bytes the model and encoded corpus take; :class:`ParvecError` if over the available memory."""
-        need = estimate_memory(len(encoded.vocab), self.config.dim, encoded.n_tokens, encoded.n_sentences)
+        # A memory-mapped token array (a large corpus, or one from the cache) is read from disk, not held.
+        in_memory_tokens = 0 if isinstance(encoded.tokens, np.memmap) else encoded.n_tokens
+        need = estimate_memory(len(encoded.vocab), self.config.dim, in_memory_tokens, encoded.n_sentences)
         avail = available_memory()
         if avail is not None and need > avail:
             raise ParvecError(
@@ -414,7 +417,7 @@ class Word2Vec:
     def train(
         self,
         sentences: Iterable[list[str]] | None = None,
-        corpus_file: str | os.PathLike[str] | None = None,
+        corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None,
         corpus: EncodedCorpus | None = None,
         epochs: int | None = None,
         resume: bool = False,
@@ -781,6 +784,20 @@ class Word2Vec:
         from parvec.formats import refuse_pickle
 
         refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
+        try:
+            return cls._load(path, mmap)
+        except ParvecError as exc:
+            if str(path) in str(exc):
+                raise
+            raise ParvecError(f"{path}: not a usable parvec model: {exc}") from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, SyntaxError,
+                OverflowError, MemoryError, UnicodeDecodeError, RecursionError) as exc:
+            raise ParvecError(
+                f"{path}: damaged or incomplete parvec model ({type(exc).__name__}: {exc})"[:600]
+            ) from None
+
+    @classmethod
+    def _load(cls, path: Path, mmap: str | None) -> Word2Vec:
         meta_path = path / "model.json"
         if not meta_path.exists():
             if path.is_dir() and any((path / name).exists() for name in ("vectors.npy", "syn1neg.npy", "vocab.json")):

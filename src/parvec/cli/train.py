@@ -172,8 +172,9 @@ def register(subparsers: Any) -> None:
         "output or error (e.g. `2>&1 | head`) does not stop the run. Exit status: 0 when every output was written, "
         "2 on an error (the message names the file or flag), 130 when interrupted.",
     )
-    p.add_argument("input", nargs="?", help="training text; - reads standard input (or -train FILE: word2vec.c's "
-                   "defaults)")
+    p.add_argument("input", nargs="*", help="training text; - reads standard input (or -train FILE: word2vec.c's "
+                   "defaults); several files, a directory (its files, by name) or a quoted glob ('shards/*.txt.gz') "
+                   "are one corpus")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
                    ".bin (with --binary), .npy (NumPy + vocab file)")
@@ -294,9 +295,10 @@ def resolve_defaults(args: argparse.Namespace) -> str:
         >>> ns.cbow, ns.alpha, ns.dim, ns.binary
         (1, 0.05, 200, 0)
     """
-    if args.train_file is not None and args.input is not None:
-        raise ParvecError(f"the training file is named twice ({args.input} and -train {args.train_file}): give "
-                          "-train FILE (word2vec.c's defaults) or INPUT (parvec's defaults), not both")
+    if args.train_file is not None and args.input:
+        raise ParvecError(f"the training file is named twice ({' '.join(args.input)} and -train "
+                          f"{args.train_file}): give -train FILE (word2vec.c's defaults) or INPUT (parvec's "
+                          "defaults), not both")
     style = "word2vec.c" if args.train_file is not None else "parvec"
     defaults = dict(_STYLE_DEFAULTS[style])
     names = _FLAG_NAMES[style]
@@ -333,8 +335,9 @@ def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
         ['the training corpus']
     """
     from parvec.cli.outputs import Use, directory_inputs
+    from parvec.corpus import _expand_inputs
 
-    uses = [] if source == "-" else [Use("the training corpus", Path(source))]
+    uses = [] if source == "-" else [Use("the training corpus", p) for p in _expand_inputs(source) or [Path(source)]]
     if getattr(args, "read_vocab", None):
         uses.append(Use("the vocabulary -read-vocab", Path(args.read_vocab)))
     if args.resume:
@@ -388,8 +391,9 @@ def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, 
     from parvec.formats import is_stream
 
     why = ("--no-cache" if args.no_cache else "standard input is read once, never cached" if source == "-"
-           else f"{source} is a stream (pipe or FIFO), read once, never cached" if is_stream(source)
-           else "no cache for this input")
+           else f"{source} is a stream (pipe or FIFO), read once, never cached" if isinstance(source, str)
+           and is_stream(source)
+           else "a resumed run encodes with the model's vocabulary" if args.resume else "no cache for this input")
     return f"encoded-corpus cache: not used ({why})"
 
 
@@ -476,8 +480,11 @@ def run_train(args: argparse.Namespace) -> int:
 def _run_train(args: argparse.Namespace) -> int:
     if args.hs and getattr(args, "cluster", None):
         raise ParvecError("-hs 1 (--hs): hierarchical softmax trains in this process only; leave out --cluster")
-    source = args.train_file or args.input
-    defaults_line = resolve_defaults(args)
+    defaults_line = resolve_defaults(args)  # refuses a training file named both ways
+    inputs = list(args.input or [])
+    source: Any = args.train_file or (inputs[0] if len(inputs) == 1 else inputs or None)
+    if isinstance(source, list) and "-" in source:
+        raise ParvecError("standard input ('-') cannot be one of several inputs")
     if not source:
         raise ParvecError("no training file: parvec train INPUT -o OUTPUT (or word2vec.c's -train FILE -output OUTPUT)")
     if not args.output and not args.save_model:
@@ -661,6 +668,8 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         # model in this process (parvec.distributed.pipeline).
         from parvec.distributed.pipeline import train_sharded_cli
 
+        if isinstance(source, list):
+            raise ParvecError("--mode sharded reads one input file: concatenate the inputs first")
         return train_sharded_cli(args, source, binary, cache_dir, out)
     done: list[str] = []
     t0 = time.perf_counter()
@@ -705,20 +714,26 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
                   + (f"; {unseen:,} of its words never occur in the corpus and keep their random initial "
                      "vectors (as word2vec.c)" if unseen else ""), file=sys.stderr)
     read_seconds = time.perf_counter() - t0
+    cache_used = getattr(encoded, "cache_used", None)
     vocab = encoded.vocab
     need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)
     avail = available_memory()
-    cache_used = getattr(encoded, "cache_used", None)
-    name = "standard input" if source == "-" else source
+    name = "standard input" if source == "-" else " ".join(source) if isinstance(source, list) else source
     print(
         f"{name}: {encoded.raw_words:,} words, vocabulary {len(vocab):,} (min-count {model.read_options.min_count}), "
         f"{encoded.n_tokens:,} in-vocabulary tokens in {encoded.n_sentences:,} sentences "
         f"[read in {read_seconds:.1f} s]",
         file=sys.stderr,
     )
+    pruning = getattr(encoded, "pruning", None)  # parvec.corpus logged a warning saying so
+    if pruning and cache_used:  # read back from the cache: say it again
+        from parvec.corpus import pruning_note
+
+        print(f"note: {pruning_note(pruning)}", file=sys.stderr)
+    mapped = " (memory-mapped from disk)" if isinstance(encoded.tokens, np.memmap) else ""
     print(
         f"memory: vectors {_human_bytes(2 * len(vocab) * model.config.dim * 4)} + encoded corpus "
-        f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)} = {_human_bytes(need)}"
+        f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)}{mapped} = {_human_bytes(need)}"
         + (f" of {_human_bytes(avail)} available" if avail else ""),
         file=sys.stderr,
     )
@@ -780,6 +795,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             "vocab_size": len(vocab),
             "corpus_words": encoded.raw_words,
             "corpus_tokens_in_vocab": encoded.n_tokens,
+            "vocab_pruning": pruning,
             "sentences": encoded.n_sentences,
             "words_trained": stats.words,
             "epochs": stats.epochs,

@@ -408,12 +408,13 @@ _Parsed = tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str], int]
 BLOCK_LINES = 1 << 16
 
 
-def _loadtxt(lines: list[str], dtype: type, delimiter: str | None) -> np.ndarray | None:
+def _loadtxt(lines: list[str], dtype: type, delimiter: str | None, usecols: tuple[int, ...] | None = None
+             ) -> np.ndarray | None:
     """One block through numpy's C parser; an all-comment block is (0, 2); None if numpy refuses it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # "input contained no data" is a warning
-            return np.loadtxt(lines, dtype=dtype, comments="#", delimiter=delimiter, ndmin=2)
+            return np.loadtxt(lines, dtype=dtype, comments="#", delimiter=delimiter, ndmin=2, usecols=usecols)
     except UserWarning as exc:
         return np.empty((0, 2), dtype=dtype) if "no data" in str(exc) else None
     except ValueError:
@@ -430,8 +431,9 @@ def _blocks_text(p: Path):
         yield None
 
 
-def _blocks(p: Path, dtype: type, delimiter: str | None):
-    """Yield each block's parsed array; None (and stop) when numpy refuses one or columns change."""
+def _blocks(p: Path, dtype: type, delimiter: str | None, with_lines: bool = False):
+    """Yield each block's parsed array (with its lines if asked); None (and stop) when numpy refuses one or
+    columns change."""
     columns = 0
     for lines in _blocks_text(p):
         arr = None if lines is None else _loadtxt(lines, dtype, delimiter)
@@ -440,7 +442,7 @@ def _blocks(p: Path, dtype: type, delimiter: str | None):
                 arr = None
             else:
                 columns = arr.shape[1]
-        yield arr
+        yield (lines, arr) if with_lines else arr
         if arr is None:
             return
 
@@ -473,14 +475,23 @@ def _weights_ok(w: np.ndarray) -> bool:
     return bool(np.isfinite(w).all() and (w >= 0).all())
 
 
+_FLOAT_CHARS = re.compile(r"[.eEnNiI]")
+
+
 def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | None:
     """All-numpy parse, block by block, for files whose IDs are already ``0..n-1``."""
     src, dst, ws = _Column(np.int32), _Column(np.int32), _Column(np.float64)
     columns = 0
-    for arr in _blocks(p, np.float64, delimiter):
+    for lines, arr in _blocks(p, np.float64, delimiter, with_lines=True):
         if arr is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
             return None
-        columns = arr.shape[1] if arr.shape[0] else columns
+        if not arr.shape[0]:  # a block of blank or comment lines (fuzzing found arr[:, 2] of a (0, 2) block)
+            continue
+        columns = arr.shape[1]
+        # An id that is not an integer ("1e3", "2.0") parses as a float too: check the ids as integers when
+        # the block holds a character of such a number (found by fuzzing); the line reader names the line.
+        if _FLOAT_CHARS.search("".join(lines)) and _loadtxt(lines, np.int64, delimiter, usecols=(0, 1)) is None:
+            return None
         ids = arr[:, :2]
         if not (np.isfinite(ids).all() and (ids >= 0).all() and (ids == np.floor(ids)).all()
                 and (ids < 2**31).all()):  # fmt: skip
@@ -559,7 +570,9 @@ def _fast_general(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | N
     for arr in _blocks(p, object, delimiter):
         if arr is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
             return None
-        columns = arr.shape[1] if arr.shape[0] else columns
+        if not arr.shape[0]:  # a block of blank or comment lines (fuzzing found arr[:, 2] of a (0, 2) block)
+            continue
+        columns = arr.shape[1]
         if not weighted and columns == 3:  # an ignored weight must still be a number (the slow reader names it)
             try:
                 arr[:, 2].astype(np.float64)
