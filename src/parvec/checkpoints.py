@@ -83,9 +83,10 @@ def list_checkpoints(directory: str | Path, run_id: str | None = None) -> list[F
         if m:
             epoch, chunks = int(m.group(1)) - 1, int(m.group(2))
         else:
-            if meta is None:
-                continue  # an unreadable epoch-end checkpoint has no place in the order
-            epoch, chunks = int(meta.get("epochs_trained", 0) or 0), 0
+            try:
+                epoch, chunks = int(meta.get("epochs_trained", 0) or 0), 0
+            except (AttributeError, TypeError, ValueError):  # unreadable or damaged: no place in the order
+                continue
         if run_id is not None and (meta is None or meta.get("run_id") != run_id):
             continue
         found.append(Found(child, epoch, chunks, meta))

@@ -726,7 +726,8 @@ class Word2Vec:
             if self.syn1 is not None:  # hierarchical softmax's inner nodes
                 pairs.append(("syn1.npy", self.syn1))
             arrays = {name: _write_array(tmp / name, a) for name, a in pairs}
-            _write_synced(tmp / "vocab.json", self.vocab.to_json().encode("utf-8"))
+            vocab_bytes = self.vocab.to_json().encode("utf-8")
+            _write_synced(tmp / "vocab.json", vocab_bytes)
             meta: dict[str, Any] = {
                 "format": MODEL_FORMAT,
                 "version": MODEL_VERSION,
@@ -743,6 +744,8 @@ class Word2Vec:
                 "checkpoint_every": None if self.checkpoint_every is None else str(self.checkpoint_every),
                 "schedule_anchor": list(self.schedule_anchor) if self.schedule_anchor is not None else None,
                 "arrays": arrays,
+                # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked at load
+                "vocab_crc32": zlib.crc32(vocab_bytes) & 0xFFFFFFFF,
             }
             if self.syn1 is not None:
                 from parvec.huffman import build_huffman_tree
@@ -785,7 +788,7 @@ class Word2Vec:
 
         refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
         try:
-            return cls._load(path, mmap)
+            return cls._load_dir(path, mmap)
         except ParvecError as exc:
             if str(path) in str(exc):
                 raise
@@ -797,7 +800,7 @@ class Word2Vec:
             ) from None
 
     @classmethod
-    def _load(cls, path: Path, mmap: str | None) -> Word2Vec:
+    def _load_dir(cls, path: Path, mmap: str | None) -> Word2Vec:
         meta_path = path / "model.json"
         if not meta_path.exists():
             if path.is_dir() and any((path / name).exists() for name in ("vectors.npy", "syn1neg.npy", "vocab.json")):
@@ -815,8 +818,11 @@ class Word2Vec:
             what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise CheckpointError(f"{meta_path}: incomplete or damaged model description ({what})") from None
         try:
-            model.vocab = Vocab.from_json((path / "vocab.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            vocab_bytes = (path / "vocab.json").read_bytes()
+            if "vocab_crc32" in meta and zlib.crc32(vocab_bytes) & 0xFFFFFFFF != meta["vocab_crc32"]:
+                raise ValueError("its checksum does not match model.json (the file was altered or damaged)")
+            model.vocab = Vocab.from_json(vocab_bytes.decode("utf-8"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CheckpointError(f"{path / 'vocab.json'}: missing or damaged vocabulary: "
                                   f"{getattr(exc, 'strerror', None) or exc}") from None
         config = model.config
