@@ -272,10 +272,11 @@ def test_cli_cbow_trains_and_writes_vectors(tiny_corpus, tmp_path, capsys):
     params_ = json.loads(report.read_text())["parameters"]
     assert params_["sg"] is False and params_["alpha"] == 0.05 and params_["algo"] == "hogbatch"
     # --cbow (parvec's style), classic, the sum, an explicit alpha
-    code, _, err = run(["train", tiny_corpus, "-o", tmp_path / "v2.txt", "--cbow", "--cbow-mean", 0, "--algo", "classic",
-                        "--alpha", "0.02", "--dim", 8, "--min-count", 1, "--epochs", 1, "--threads", 1,
+    code, _, err = run(["train", tiny_corpus, "-o", tmp_path / "v2.txt", "--cbow", "--cbow-mean", 0, "--algo",
+                        "classic", "--alpha", "0.02", "--dim", 8, "--min-count", 1, "--epochs", 1, "--threads", 1,
                         "--no-cache"], capsys)
     assert code == 0, err
     assert "CBOW (sum) classic, alpha 0.02" in err
-    code, _, err = run(["train", tiny_corpus, "-o", tmp_path / "v3.txt", "--cbow", "--algo", "par", "--no-cache"], capsys)
+    code, _, err = run(["train", tiny_corpus, "-o", tmp_path / "v3.txt", "--cbow", "--algo", "par", "--no-cache"],
+                       capsys)
     assert code == 2 and "skip-gram only" in err and not (tmp_path / "v3.txt").exists()

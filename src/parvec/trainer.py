@@ -658,7 +658,7 @@ class Trainer:
         from tqdm import tqdm
 
         return tqdm(total=total_words, unit="w", unit_scale=True, dynamic_ncols=True, file=sys.stderr,
-                    desc=f"{self.config.algo}", smoothing=0.1)
+                    desc=getattr(getattr(self, "algorithm", None), "kernel", self.config.algo), smoothing=0.1)
 
     @staticmethod
     def _update_bar(bar, words, pairs, losses, alpha_at) -> None:

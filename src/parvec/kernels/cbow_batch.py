@@ -1,23 +1,24 @@
 """Fast CBOW with negative sampling: consecutive centers share their negatives, updates as small products.
 
 The batched counterpart of :mod:`parvec.kernels.cbow` in the spirit of HogBatch (Ji et al.) and PAR
-(Moon et al.).  Centers of a subsampled sentence are taken ``B`` at a time (``batch_size``; centers
-with no context word are passed over, as in word2vec.c).  Each center ``a`` shrinks its window by a
-random ``b`` as in word2vec.c and combines its ``cw_a`` context rows into ``h_a`` (mean or sum, as
-``cbow_mean``), the rows of a ``B x d`` block ``H``.  The batch draws ``K = negative`` noise words
-once; the output block ``O`` holds the ``B`` centers' rows then the ``K`` negatives' rows.  With
-scores ``F = H O^T`` masked so each ``h_a`` only meets its own center (label 1) and the shared
-negatives (label 0; a negative equal to center ``a`` is masked for ``a``, as word2vec.c skips it):
+(Moon et al.).  Centers of a subsampled sentence are taken ``B`` at a time (``batch_size``, default
+8; centers with no context word are passed over, as in word2vec.c), and the batch draws ``K =
+negative`` noise words once.  Each center ``a``, in order, shrinks its window by a random ``b`` as in
+word2vec.c, combines its ``cw_a`` context rows as they are now into ``h_a`` (mean or sum, as
+``cbow_mean``) and scores it against its own output row (label 1) and the ``K`` shared negatives'
+rows (label 0; a negative equal to center ``a`` is masked for ``a``, as word2vec.c skips it):
 
-    G = (labels - sigmoid(F)) * alpha * mask         # B x (B + K), sigmoid saturating at +-6
-    E = G O          (the error of each h_a)         O += G^T H
-    every context row of center a += E_a   (cbow_mean)   or   E_a / cw_a   (sum)
+    g_a = (labels - sigmoid(O_a h_a)) * alpha * mask_a      # O_a = [center row; negatives' rows]
+    e_a = g_a O_a;   center row += g_a[0] h_a;   do += g_a[1:] (x) h_a
+    every context row of center a += e_a   (cbow_mean)   or   e_a / cw_a   (sum)
 
-all from the values read before the batch's update (then added Hogwild).  Only the ``B (1 + K)``
-unmasked scores are computed.  With ``B = 1`` this is exactly word2vec.c's CBOW step
-(:func:`parvec.kernels.cbow.cbow_update`; the tests check both against numpy).  The error
-propagation is gensim's (see :mod:`parvec.kernels.cbow`): full ``E_a`` to each context row with the
-mean, ``E_a / cw_a`` with the sum.
+and at the end of the batch the negatives' rows get ``do`` (summed over the batch: ``G^T H``).  The
+inputs and the center's row are updated at once: a version that also deferred the input rows to the
+end of the batch (one ``B x (B + K)`` product) lost the demo corpus's related-words check, since
+consecutive CBOW windows overlap and each context row would get up to ``2 window`` whole errors
+computed from the same stale ``h``.  With ``B = 1`` this is exactly word2vec.c's CBOW step
+(:func:`parvec.kernels.cbow.cbow_update`; the tests check both against numpy).  The error propagation
+is gensim's (see :mod:`parvec.kernels.cbow`).
 
 Why it is faster than the classic loop: a batch draws ``K`` negatives instead of ``B K``, their rows
 are read (cache misses) once and written once per batch instead of once per center, and the
@@ -25,7 +26,7 @@ scores and updates run as blocked loops over the ``1 + K`` rows (one pass over `
 them).  The code follows :mod:`parvec.kernels.hogbatch`'s measured choices: no BLAS, the dimension a
 compile-time constant for 100 and 300, the vectorised sigmoid/loss (:func:`sgns_block`), the
 branch-free alias draw, rows prefetched before they are needed (the batch's negatives and centers'
-output rows while ``H`` is built), no array slicing inside the loops.
+output rows), no array slicing inside the loops.
 """
 
 from __future__ import annotations
