@@ -12,7 +12,7 @@ ALGORITHMS = ("classic", "hogbatch", "par")  # the CPU algorithms (parvec.kernel
 DEFAULT_ALGO = "hogbatch"
 CBOW_ALGORITHMS = ("classic", "hogbatch")  # the CPU algorithms that train CBOW (sg=False): parvec.kernels
 SG_ALPHA = 0.025  # the default starting learning rate of skip-gram (word2vec.c, gensim)
-CBOW_ALPHA = 0.05  # ... and of CBOW (word2vec.c -cbow 1, gensim sg=0)
+CBOW_ALPHA = 0.05  # ... and of CBOW (word2vec.c -cbow 1; gensim keeps 0.025 for sg=0: pass alpha=0.025 there)
 DEVICES = ("cpu", "cuda")
 GPU_ALGORITHMS = ("full-w2v", "par")  # what --device cuda runs (parvec.gpu)
 DEFAULT_GPU_ALGO = "full-w2v"
@@ -30,7 +30,8 @@ def default_algo(device: str) -> str:
 
 
 def default_alpha(sg: bool) -> float:
-    """The starting learning rate when none is given: 0.025 for skip-gram, 0.05 for CBOW (word2vec.c, gensim).
+    """The starting learning rate when none is given: 0.025 for skip-gram, 0.05 for CBOW (word2vec.c's rule;
+    gensim's ``Word2Vec`` starts CBOW at 0.025 too, so pass ``alpha=0.025`` to reproduce a gensim run).
 
     Example:
         >>> default_alpha(True), default_alpha(False)
