@@ -420,7 +420,8 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
                   f"{scores}", file=sys.stderr)
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     print(
-        f"trained {stats.words:,} words ({stats.epochs} epochs, {model.config.algo}, {model.config.threads} threads) "
+        f"trained {stats.words:,} words ({stats.epochs} epochs, {model.config.algo}"
+        f"{' with hierarchical softmax: word2vec.c loop' if model.config.hs else ''}, {model.config.threads} threads) "
         f"in {stats.seconds:.1f} s: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
         file=sys.stderr,
     )
