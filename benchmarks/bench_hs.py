@@ -26,7 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -221,7 +221,7 @@ def main() -> None:
         with ThreadPoolExecutor(max_workers=max(1, ns.parallel)) as pool:
             futures = [pool.submit(spawn, system, mode, ns.quality_threads, ns.quality_epochs, True, seed, ns, corpus)
                        for system, mode, seed in jobs]
-            for f in futures:
+            for f in as_completed(futures):  # recorded (and the JSON rewritten) as each run ends
                 record(f.result())
 
     if ns.quality_first:

@@ -417,9 +417,10 @@ def peak_memory_bytes() -> int:
 
 def _what_ran(config: Any) -> str:
     # "hogbatch" for skip-gram; "CBOW (mean) hogbatch, alpha 0.05" for CBOW: what trained, in words.
+    hs = " with hierarchical softmax: word2vec.c loop" if config.hs else ""
     if config.sg:
-        return config.algo
-    return f"CBOW ({'mean' if config.cbow_mean else 'sum'}) {config.algo}, alpha {config.alpha:g}"
+        return f"{config.algo}{hs}"
+    return f"CBOW ({'mean' if config.cbow_mean else 'sum'}) {config.algo}{hs}, alpha {config.alpha:g}"
 
 
 def save_vectors(kv: Any, output: str, binary: bool) -> None:
