@@ -377,7 +377,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2, help="one-process threads; local:N for sharded (2)")
     ap.add_argument("--clients", type=int, default=2)
-    ap.add_argument("--client-threads", type=int, default=2)
+    ap.add_argument("--client-threads", type=int, default=1,
+                    help="threads per client (1: with 2 clients x 256 words, 512 words in flight, the default rule)")
     ap.add_argument("--minibatch-words", type=int, default=256)
     ap.add_argument("--window", type=int, default=5)
     ap.add_argument("--negative", type=int, default=5)

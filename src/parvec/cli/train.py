@@ -118,8 +118,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--replicas", type=int, default=None, help="replica actors (default: N of local:N)")
     g.add_argument("--shards", type=int, default=None, help="sharded mode: parameter-server shards")
     g.add_argument("--clients", type=int, default=None, help="sharded mode: client actors")
-    g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=256,
-                   help="sharded mode: input words per minibatch, one shard call each (256)")
+    g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=None,
+                   help="sharded mode: input words per minibatch, one shard call each (default: 512 words in flight "
+                   "over all client threads, i.e. 512 / (clients x threads), between 16 and 256)")
     g.add_argument("--shard-memory", dest="shard_memory", default=None, metavar="BYTES",
                    help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
                    "do not fit stops the run before training")

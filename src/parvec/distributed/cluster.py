@@ -86,7 +86,7 @@ class Cluster:
     # trains per call; re-queued if the client dies), shard checkpoints (directory, None = a temporary one;
     # seconds between them), a memory cap per shard process (RLIMIT_DATA bytes, None = none) and how many
     # times a lost shard or client actor is restarted.
-    minibatch_words: int = 256
+    minibatch_words: int | None = None  # None: 512 words in flight over all client threads, at most 256 each
     unit_words: int = 100_000
     checkpoint_dir: str | None = None
     checkpoint_interval_s: float = 60.0

@@ -414,7 +414,8 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
     if getattr(args, "device", "cpu") != "cpu":
         raise ParvecError("--device cuda and --cluster cannot be combined yet: choose one")
     cluster = cluster_from_args(args)
-    cluster.minibatch_words = getattr(args, "minibatch_words", cluster.minibatch_words)
+    if getattr(args, "minibatch_words", None) is not None:
+        cluster.minibatch_words = args.minibatch_words
     if cluster.threads_per_actor is None:
         cluster.threads_per_actor = args.threads  # --threads: threads per client actor
     if getattr(args, "shard_memory", None) is not None:

@@ -77,12 +77,25 @@ _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many
 
 
 # --------------------------------------------------------------------------- configuration
+# Input words trained at once over all client threads when minibatch_words is left to parvec: on
+# ../shared/data's corpus (5 epochs, S = 2) 2 clients x 1 thread x 256 words (512) matched one process's quality
+# and 2 x 2 x 256 (1024) made the loss climb from 2.5 to 8.5 in the first two epochs (WS-353 -0.09).
+IN_FLIGHT_WORDS = 512
+MIN_MINIBATCH_WORDS = 16
+
+
 def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     """The sharded settings of ``cluster``, defaults filled in and checked.
+
+    ``minibatch_words`` left out (None) is ``IN_FLIGHT_WORDS // (clients x threads)``, between 16 and 256:
+    every client thread has one minibatch in flight, trained from vectors without the others' updates.
 
     Example:
         >>> resolve(Cluster("local:4", mode="sharded"), TrainConfig(dim=100))["shards"]
         2
+        >>> two_by_two = Cluster("local:4", mode="sharded", clients=2, threads_per_actor=2)
+        >>> resolve(two_by_two, TrainConfig())["minibatch_words"]
+        128
     """
     shards = cluster.shards or 2
     clients = cluster.clients or 2
@@ -90,8 +103,11 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     if shards > config.dim:
         raise ParvecError(f"--shards {shards}: more shards than vector dimensions ({config.dim}); every shard "
                           "needs at least one column")
-    for name in ("minibatch_words", "unit_words", "max_restarts"):
-        value = getattr(cluster, name)
+    minibatch_words = cluster.minibatch_words
+    if minibatch_words is None:  # the words in flight decide the staleness (docs/distributed.md): 512 at most
+        minibatch_words = max(MIN_MINIBATCH_WORDS, min(256, IN_FLIGHT_WORDS // (clients * threads)))
+    for name, value in (("minibatch_words", minibatch_words), ("unit_words", cluster.unit_words),
+                        ("max_restarts", cluster.max_restarts)):
         if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "max_restarts" else 1):
             raise ParvecError(f"{name} must be a {'non-negative' if name == 'max_restarts' else 'positive'} "
                               f"integer, got {value!r}")
@@ -102,7 +118,8 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
         raise ParvecError(f"shard_memory_bytes must be a positive integer (bytes), got {cap!r}")
     if config.window > 65535:
         raise ParvecError(f"window {config.window}: sharded mode sends each window shrink in 16 bits (at most 65535)")
-    return {"shards": shards, "clients": clients, "threads": threads, "minibatch_words": cluster.minibatch_words,
+    return {"shards": shards, "clients": clients, "threads": threads, "minibatch_words": minibatch_words,
+            "minibatch_words_in_flight": clients * threads * minibatch_words,
             "unit_words": cluster.unit_words, "timeout_s": float(cluster.timeout_s),
             "checkpoint_interval_s": float(cluster.checkpoint_interval_s), "shard_memory_bytes": cap,
             "max_restarts": cluster.max_restarts}
@@ -732,8 +749,9 @@ class ShardedRun:
         lost = [max(0, a - i["applied"]) for a, i in zip(t.acks, infos, strict=False)]
         return {
             "shards": S, "clients": st["clients"], "client_threads": st["threads"],
-            "minibatch_words": st["minibatch_words"], "unit_words": st["unit_words"],
-            "trained_input_words": t.inputs, "minibatches": t.minibatches, "contexts_per_input": w_bar,
+            "minibatch_words": st["minibatch_words"], "minibatch_words_in_flight": st["minibatch_words_in_flight"],
+            "unit_words": st["unit_words"], "trained_input_words": t.inputs, "minibatches": t.minibatches,
+            "contexts_per_input": w_bar,
             "bytes_sent_per_word": t.bytes_sent / inputs, "bytes_received_per_word": t.bytes_received / inputs,
             "index_bytes_sent_per_word": t.index_bytes_sent / inputs,
             "paper_bytes_per_word": paper, "rowwise_ps_bytes_per_word": rowwise,
