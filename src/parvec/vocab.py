@@ -32,16 +32,17 @@ _BYTES_PER_WORD = 200  # a counted word: the str (~60 B for a short word), its d
 _MIN_AUTO_CAP = 1_000_000
 
 
-def _memory_budget() -> int | None:
-    """Bytes this process may still use: MemAvailable, capped by RLIMIT_DATA/RLIMIT_AS headroom."""
+def rlimit_headroom() -> int | None:
+    """Bytes this process may still allocate under its RLIMIT_DATA/RLIMIT_AS caps (None: not capped).
+
+    Example:
+        >>> room = rlimit_headroom()
+        >>> room is None or room >= 0
+        True
+    """
     import resource
 
-    budget = None
-    try:
-        with open("/proc/meminfo") as f:
-            budget = next((int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")), None)
-    except OSError:
-        pass
+    room = None
     for limit, field_name in ((resource.RLIMIT_DATA, "VmData:"), (resource.RLIMIT_AS, "VmSize:")):
         soft = resource.getrlimit(limit)[0]
         if soft == resource.RLIM_INFINITY:
@@ -52,7 +53,20 @@ def _memory_budget() -> int | None:
                 used = next((int(line.split()[1]) * 1024 for line in f if line.startswith(field_name)), 0)
         except OSError:
             pass
-        room = max(0, soft - used)
+        room = max(0, soft - used) if room is None else min(room, max(0, soft - used))
+    return room
+
+
+def _memory_budget() -> int | None:
+    """Bytes this process may still use: MemAvailable, capped by RLIMIT_DATA/RLIMIT_AS headroom."""
+    budget = None
+    try:
+        with open("/proc/meminfo") as f:
+            budget = next((int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")), None)
+    except OSError:
+        pass
+    room = rlimit_headroom()
+    if room is not None:
         budget = room if budget is None else min(budget, room)
     return budget
 

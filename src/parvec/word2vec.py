@@ -41,29 +41,10 @@ from parvec.trainer import (
     init_input_vectors,
     parse_interval,
 )
-from parvec.vocab import Vocab
+from parvec.vocab import Vocab, rlimit_headroom
 
 MODEL_FORMAT = "parvec-word2vec"
 MODEL_VERSION = 1
-
-
-def _rlimit_headroom() -> int | None:
-    """Bytes this process may still allocate under its RLIMIT_DATA/RLIMIT_AS caps (None: not capped)."""
-    import resource
-
-    room = None
-    for limit, field_name in ((resource.RLIMIT_DATA, "VmData:"), (resource.RLIMIT_AS, "VmSize:")):
-        soft = resource.getrlimit(limit)[0]
-        if soft == resource.RLIM_INFINITY:
-            continue
-        used = 0
-        try:
-            with open("/proc/self/status") as f:
-                used = next((int(line.split()[1]) * 1024 for line in f if line.startswith(field_name)), 0)
-        except OSError:
-            pass
-        room = max(0, soft - used) if room is None else min(room, max(0, soft - used))
-    return room
 
 
 class Word2Vec:
@@ -389,7 +370,7 @@ class Word2Vec:
         # The vectors, the per-word tables beside them (counts, keep, alias) and some working room.
         vectors = 2 * len(encoded.vocab) * self.config.dim * 4
         vectors_and_tables = vectors + 24 * len(encoded.vocab) + (64 << 20)
-        room = _rlimit_headroom()
+        room = rlimit_headroom()
         if room is not None and vectors_and_tables > room:
             raise ParvecError(
                 f"out of memory: the model needs {vectors / 2**30:.2f} GiB (vectors {len(encoded.vocab):,} x "
