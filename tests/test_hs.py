@@ -334,6 +334,11 @@ def test_model_save_load_and_continue_training(tmp_path, sg):
     vocab = json.loads((tmp_path / "m" / "vocab.json").read_text())
     vocab["counts"][-1] += 1000
     (tmp_path / "m" / "vocab.json").write_text(json.dumps(vocab))
+    with pytest.raises(ParvecError, match="vocab.json.*checksum does not match"):  # vocab.json's CRC-32
+        Word2Vec.load(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    del meta["vocab_crc32"]  # as a model saved before the checksum: the tree's fingerprint still refuses it
+    (tmp_path / "m" / "model.json").write_text(json.dumps(meta))
     with pytest.raises(ParvecError, match="Huffman tree rebuilt"):
         Word2Vec.load(tmp_path / "m")
     (tmp_path / "m" / "syn1.npy").unlink()
