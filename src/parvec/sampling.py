@@ -57,6 +57,15 @@ def rng_below(state: np.uint64, n: np.int64) -> np.int64:
 
 
 @njit(inline="always")
+def shrunk_window(state: np.uint64, i: np.int64, n: np.int64, window: np.int64):
+    """word2vec.c's random window of position ``i`` in a sentence of ``n`` kept words: advance the stream,
+    shrink the window by ``b`` in ``[0, window)``; returns ``(state, lo, hi)`` with context ``lo <= j < hi``."""
+    state = rng_next(state)
+    b = rng_below(state, window)
+    return state, max(0, i - window + b), min(n, i + window - b + 1)
+
+
+@njit(inline="always")
 def rng_uniform(state: np.uint64) -> np.float32:
     """A float in [0, 1) from the low 24 bits of ``state``."""
     return np.float32(np.float64(state & np.uint64(0xFFFFFF)) * U24)

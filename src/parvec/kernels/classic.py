@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
+from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence
 
 MAX_EXP = 6.0
 
@@ -99,11 +99,8 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
             # Linear decay by raw words processed, interpolated inside the sentence.
             frac = (done + i * raw_len / n) / chunk_words
             alpha = np.float32(alpha0 + (alpha1 - alpha0) * frac)
-            state = rng_next(state)
-            b = rng_below(state, window)
+            state, lo, hi = shrunk_window(state, i, n, window)
             center = sent_buf[i]
-            lo = max(0, i - window + b)
-            hi = min(n, i + window - b + 1)
             for j in range(lo, hi):
                 if j == i:
                     continue

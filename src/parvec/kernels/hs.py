@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from parvec.kernels.classic import MAX_EXP, sgns_step
-from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
+from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence
 
 NEEDS_HS = True  # the trainer appends (syn1, codes, points, code_len) to the kernel's arguments
 
@@ -171,12 +171,9 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
         for i in range(n):
             frac = (done + i * raw_len / n) / chunk_words
             alpha = np.float32(alpha0 + (alpha1 - alpha0) * frac)
-            state = rng_next(state)
-            b = rng_below(state, window)
+            state, lo, hi = shrunk_window(state, i, n, window)
             center = sent_buf[i]
             n_code = code_len[center]
-            lo = max(0, i - window + b)
-            hi = min(n, i + window - b + 1)
             if sg:
                 for j in range(lo, hi):
                     if j == i:
