@@ -106,22 +106,16 @@ def network_one(ns: argparse.Namespace) -> dict:
 def _rowwise_dedup(cfg, counts, tokens, offsets, minibatch_words: int, minibatches: int = 400) -> dict:
     """What a row-wise parameter server moves for the same minibatches when each distinct row of a minibatch
     is fetched once: distinct input rows + distinct output rows (positives and negatives), d floats each."""
-    import numpy as np
-
     from parvec.distributed.shard_core import UnitRunner, client_keep, noise_tables
     from parvec.kernels import sharded as K
     from parvec.sampling import chunk_seed
 
     prob, alias = noise_tables(counts, cfg)
     runner = UnitRunner(cfg, client_keep(counts, cfg), minibatch_words)
-    cursor = np.array([0, 0, 0, 0, 0], dtype=np.int64)
     seed = int(chunk_seed(cfg.seed, 0, 0))
-    rng = np.array([seed], dtype=np.uint64)
     inputs = rows = refs = 0
-    for i in range(minibatches):
-        mb = runner._form(tokens, offsets, len(offsets) - 1, cursor, rng, seed, i, 0.025, 0.0, 1)
-        if mb is None:
-            break
+    batches = runner.minibatches(tokens, offsets, 0, len(offsets) - 1, seed, 0.025, 0.0, 1)
+    for _, mb in zip(range(minibatches), batches, strict=False):
         negs = K.minibatch_negatives(mb.seq, mb.seg, mb.shrink, cfg.window, cfg.negative, prob, alias, mb.seed)
         centers, outs = [], []
         m = 0
@@ -199,7 +193,8 @@ def quality(ns: argparse.Namespace) -> dict:
                 cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(out), "--cluster",
                        f"local:{ns.threads}", "--mode", "sharded", "--shards", str(ns.shards_one), "--clients",
                        str(ns.clients), "--threads", str(ns.client_threads), "--minibatch-words",
-                       str(ns.minibatch_words), "--dim", str(ns.dim), "--window", str(ns.window), "--negative",
+                       str(ns.minibatch_words), "--minibatch-formation", ns.minibatch_formation, "--dim", str(ns.dim),
+                       "--window", str(ns.window), "--negative",
                        str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count), "--epochs",
                        str(ns.epochs), "--seed", str(seed), "--report", str(report), "--no-cache"]
                 res = _run(cmd)
@@ -377,6 +372,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2, help="one-process threads; local:N for sharded (2)")
     ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--minibatch-formation", choices=("interleaved", "contiguous"), default="interleaved",
+                    help="quality: how clients form minibatches (interleaved, parvec's default)")
     ap.add_argument("--client-threads", type=int, default=1,
                     help="threads per client (1: with 2 clients x 256 words, 512 words in flight, the default rule)")
     ap.add_argument("--minibatch-words", type=int, default=256)

@@ -27,18 +27,11 @@ from parvec.sampling import keep_probabilities
 from parvec.trainer import init_input_vectors
 
 
-def _form_all(tokens, offsets, keep, window, max_inputs, seed=7):
-    """Every minibatch of sentences 0..end, as a list of (inputs, pairs, shrinks)."""
+def _form_all(tokens, offsets, keep, window, max_inputs, seed=7, interleave=False):
+    """Every minibatch of sentences 0..end."""
     cfg = TrainConfig(window=window, negative=2, dim=4, sample=0)
-    runner = UnitRunner(cfg, keep, max_inputs)
-    cursor = np.array([0, 0, 0, 0, 0], dtype=np.int64)
-    rng = np.array([seed], dtype=np.uint64)
-    out = []
-    while True:
-        mb = runner._form(tokens, offsets, len(offsets) - 1, cursor, rng, seed, len(out), 0.025, 0.0, 100)
-        if mb is None:
-            return out
-        out.append(mb)
+    runner = UnitRunner(cfg, keep, max_inputs, interleave)
+    return list(runner.minibatches(tokens, offsets, 0, len(offsets) - 1, seed, 0.025, 0.0, 100))
 
 
 def _pairs_of(mb: Minibatch, window: int) -> list[tuple[int, int]]:
@@ -101,6 +94,69 @@ def test_minibatches_hold_every_window_pair_whatever_their_size():
     assert got == expected
     assert sum(mb.pairs for mb in small) == len(expected)
     assert all(int(mb.n_ctx.sum()) == mb.pairs == K.count_pairs(mb.seg, mb.shrink, window) for mb in small)
+
+
+def test_interleaved_minibatches_hold_the_same_inputs_and_pairs_spread_over_the_unit():
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, 20, 600).astype(np.int32)
+    offsets = np.array([0, 1, 50, 51, 53, 200, 420, 600], dtype=np.int64)
+    keep = np.full(20, 0.7, dtype=np.float32)  # subsampling uses the stream too
+    window = 3
+    contiguous = _form_all(tokens, offsets, keep, window, 16)
+    interleaved = _form_all(tokens, offsets, keep, window, 16, interleave=True)
+    whole = _form_all(tokens, offsets, keep, window, 100_000)[0]
+    n = whole.inputs
+    assert sum(mb.inputs for mb in contiguous) == sum(mb.inputs for mb in interleaved) == n
+    assert all(mb.inputs <= 16 for mb in interleaved) and len(interleaved) == -(-n // 16)
+    # The same (input, context) pairs with the same shrinks, only in another order.
+    assert sorted(p for mb in interleaved for p in _pairs_of(mb, window)) == sorted(_pairs_of(whole, window))
+    assert sum(mb.pairs for mb in interleaved) == whole.pairs
+    assert all(int(mb.n_ctx.sum()) == mb.pairs == K.count_pairs(mb.seg, mb.shrink, window) for mb in interleaved)
+    # Minibatch k holds the k-th kept word of every lane: inputs n/16 apart, not consecutive.
+    lanes = K.lane_bounds(n, 16)
+    first = interleaved[0]
+    assert first.inputs == 16
+    np.testing.assert_array_equal(first.shrink, whole.shrink[lanes[:-1]])
+    assert np.array_equal(np.concatenate([mb.shrink for mb in contiguous]), whole.shrink)
+
+
+def test_interleaving_spreads_a_burst_of_one_word_over_many_minibatches():
+    # A table or markup ("em width one em em height ...") repeats one rare word hundreds of times; summed
+    # from one start-of-call state, its updates made sharded training diverge on the Wikipedia corpus.
+    rng = np.random.default_rng(4)
+    tokens = rng.integers(1, 500, 4000).astype(np.int32)
+    tokens[2000:2300] = 0  # the burst
+    offsets = np.array([0, 1000, 2000, 3000, 4000], dtype=np.int64)
+    keep = np.ones(500, dtype=np.float32)
+
+    def most_repeats(mbs):  # the most inputs of one minibatch that are the burst's word
+        return max(sum(int(np.sum(mb.seq[a + i0:a + i1] == 0)) for a, _, i0, i1 in mb.seg.tolist()) for mb in mbs)
+
+    assert most_repeats(_form_all(tokens, offsets, keep, 5, 256)) >= 250
+    assert most_repeats(_form_all(tokens, offsets, keep, 5, 256, interleave=True)) <= 256 * 300 // 4000 + 2
+
+
+def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formation_spoils():
+    # The one-process reference of the sharded algorithm on a corpus with one burst of markup: contiguous
+    # minibatches of 1024 words sum the burst word's updates ~300 times from one state, its output vector grows
+    # far beyond the rest and the loss climbs in the last epoch; interleaved ones keep both in line
+    # (docs/distributed.md has the full-corpus figures).
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(200)]
+    sentences = [list(rng.choice(words, 60)) for _ in range(300)]
+    sentences[150] = ["em", "width", "em", "em", "height"] * 80
+    corpus = EncodedCorpus.from_sentences(sentences, min_count=1)
+    cfg = TrainConfig(dim=16, window=3, negative=3, epochs=3, sample=0, seed=2)
+    em = corpus.vocab.index["em"]
+    ratio, loss = {}, {}
+    for interleave in (False, True):
+        _, w_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
+                                          minibatch_words=1024, interleave=interleave)
+        ratio[interleave] = float(np.linalg.norm(w_out[em]) / np.median(np.linalg.norm(w_out, axis=1)))
+        loss[interleave] = stats.loss_per_epoch
+    assert loss[False][2] > loss[False][1]  # contiguous: the loss climbs again
+    assert loss[True][2] < loss[True][1] and loss[True][2] < loss[False][2]
+    assert ratio[True] < ratio[False] / 2
 
 
 def _tiny_minibatch(rng, vocab=12, window=2, inputs=6):

@@ -121,6 +121,10 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=None,
                    help="sharded mode: input words per minibatch, one shard call each (default: 512 words in flight "
                    "over all client threads, i.e. 512 / (clients x threads), between 16 and 256)")
+    g.add_argument("--minibatch-formation", dest="minibatch_formation", choices=("interleaved", "contiguous"),
+                   default="interleaved", help="sharded mode: interleaved (default: a minibatch's input words are "
+                   "taken far apart in the corpus, the paper's interleaved formation; a burst of one word in a table "
+                   "or markup is spread over many minibatches) or contiguous (consecutive words)")
     g.add_argument("--shard-memory", dest="shard_memory", default=None, metavar="BYTES",
                    help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
                    "do not fit stops the run before training")

@@ -87,6 +87,9 @@ class Cluster:
     # seconds between them), a memory cap per shard process (RLIMIT_DATA bytes, None = none) and how many
     # times a lost shard or client actor is restarted.
     minibatch_words: int | None = None  # None: 512 words in flight over all client threads, at most 256 each
+    # sharded: "interleaved" (each minibatch takes one input word from each of minibatch_words lanes spread
+    # over the unit: the paper's interleaved minibatch formation) or "contiguous" (consecutive input words).
+    minibatch_formation: str = "interleaved"
     unit_words: int = 100_000
     checkpoint_dir: str | None = None
     checkpoint_interval_s: float = 60.0

@@ -416,6 +416,7 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
     cluster = cluster_from_args(args)
     if getattr(args, "minibatch_words", None) is not None:
         cluster.minibatch_words = args.minibatch_words
+    cluster.minibatch_formation = getattr(args, "minibatch_formation", "interleaved")
     if cluster.threads_per_actor is None:
         cluster.threads_per_actor = args.threads  # --threads: threads per client actor
     if getattr(args, "shard_memory", None) is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,10 @@ Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
 
 DEFAULT_MINIBATCH_WORDS = 1024
 DEFAULT_UNIT_WORDS = 100_000
+# Interleaved minibatches take runs of this many consecutive input words from minibatch_words / LANE_WORDS
+# lanes spread over the unit: a run sends its inputs with one window of context words on each side, so runs of
+# 4 send about a third of the indices of single words, while a burst of one word still lands in one run.
+LANE_WORDS = 4
 
 
 # --------------------------------------------------------------------------- units and schedule
@@ -342,7 +346,7 @@ class UnitRunner:
         >>> stats = runner.run(tokens, offsets, unit, epoch, schedule, LocalStep(...))  # doctest: +SKIP
     """
 
-    def __init__(self, config: TrainConfig, keep: np.ndarray, minibatch_words: int) -> None:
+    def __init__(self, config: TrainConfig, keep: np.ndarray, minibatch_words: int, interleave: bool = True) -> None:
         if minibatch_words < 1:
             raise ParvecError(f"minibatch_words must be a positive integer, got {minibatch_words}")
         self.config = config
@@ -350,7 +354,7 @@ class UnitRunner:
         self.window = config.window
         self.negative = config.negative
         self.max_inputs = minibatch_words
-        self.sent_buf = np.empty(config.max_sentence_length, dtype=np.int32)
+        self.interleave = interleave
         m = minibatch_words
         self._seq = np.empty(m * (2 * self.window + 1), dtype=np.int32)
         self._seg = np.empty((m, 4), dtype=np.int32)
@@ -358,16 +362,56 @@ class UnitRunner:
         self._shrink = np.empty(m, dtype=np.uint16)
         self._n_ctx = np.empty(m, dtype=np.int32)
         self._pos = np.empty(m, dtype=np.float64)
+        self._grow(0, 0)
 
-    def _form(self, tokens, offsets, s_hi, cursor, rng, unit_seed, index, a0, a1, unit_words) -> Minibatch | None:
-        m, n_seq, n_seg, pairs = K.form_minibatch(tokens, offsets, s_hi, self.keep, self.window, self.max_inputs,
-                                                  cursor, rng, self.sent_buf, self._seq, self._seg, self._shrink,
-                                                  self._n_ctx, self._pos)
-        if m == 0:
-            return None
-        alpha = (a0 + (a1 - a0) * (self._pos[:m] / unit_words)).astype(np.float32)
-        return Minibatch(self._seq[:n_seq].copy(), self._seg[:n_seg].copy(), self._shrink[:m].copy(),
-                         minibatch_seed(unit_seed, index), self._n_ctx[:m].copy(), alpha, int(pairs))
+    def _grow(self, words: int, sentences: int) -> None:
+        """The unit buffers: kept words, shrinks and positions for ``words``, starts for ``sentences``."""
+        if words > getattr(self, "_cap_words", -1):
+            cap = max(words, 1024)
+            self._kept = np.empty(cap, dtype=np.int32)
+            self._kshrink = np.empty(cap, dtype=np.uint16)
+            self._kpos = np.empty(cap, dtype=np.float64)
+            self._cap_words = cap
+        if sentences + 1 > getattr(self, "_cap_sent", -1):
+            self._sent_off = np.empty(max(sentences + 1, 1024), dtype=np.int64)
+            self._cap_sent = len(self._sent_off)
+
+    def minibatches(self, tokens: np.ndarray, offsets: np.ndarray, s_lo: int, s_hi: int, unit_seed: int,
+                    a0: float, a1: float, unit_words: int) -> Iterator[Minibatch]:
+        """The minibatches of sentences ``s_lo .. s_hi`` (``offsets`` already split), in order.
+
+        The sentences are subsampled once (:func:`parvec.kernels.sharded.subsample_unit`, the stream from
+        ``unit_seed``); with ``interleave`` each minibatch takes one input word from each of
+        ``minibatch_words`` lanes spread over the unit (:func:`parvec.kernels.sharded.form_interleaved`),
+        otherwise ``minibatch_words`` consecutive input words.  Learning rates run from ``a0`` to ``a1`` over
+        the unit's ``unit_words`` raw words.
+
+        Example:
+            >>> [mb.inputs for mb in runner.minibatches(tokens, offsets, 0, 3, 7, 0.025, 0.02, 30)]  # doctest: +SKIP
+            [16, 4]
+        """
+        raw = int(offsets[s_hi] - offsets[s_lo])
+        self._grow(raw, s_hi - s_lo)
+        n_kept, n_sent, _ = K.subsample_unit(tokens, offsets, s_lo, s_hi, self.keep, self.window,
+                                             np.uint64(unit_seed), self._kept, self._sent_off, self._kshrink,
+                                             self._kpos)
+        m = self.max_inputs
+        if self.interleave:
+            per_lane = min(LANE_WORDS, m)
+            lanes = K.lane_bounds(n_kept, -(-m // per_lane))
+        else:
+            lanes, per_lane = np.array([0, n_kept], dtype=np.int64), m
+        index = 0
+        while True:
+            k, n_seq, n_seg, pairs = K.form_interleaved(
+                self._kept, self._sent_off, n_sent, self._kshrink, self._kpos, lanes, per_lane, index,
+                self.window, self._seq, self._seg, self._shrink, self._n_ctx, self._pos)
+            if k == 0:
+                return
+            alpha = (a0 + (a1 - a0) * (self._pos[:k] / max(unit_words, 1))).astype(np.float32)
+            yield Minibatch(self._seq[:n_seq].copy(), self._seg[:n_seg].copy(), self._shrink[:k].copy(),
+                            minibatch_seed(unit_seed, index), self._n_ctx[:k].copy(), alpha, int(pairs))
+            index += 1
 
     def run(self, tokens: np.ndarray, offsets: np.ndarray, unit: Unit, epoch: int, schedule: Schedule,
             step: Step, on_lost: Callable[[ShardLost], None] | None = None) -> UnitStats:
@@ -377,20 +421,14 @@ class UnitRunner:
         t0 = time.perf_counter()
         stats = UnitStats(acks=[0] * step.shards)
         unit_seed = int(chunk_seed(self.config.seed, epoch, unit.index))
-        cursor = np.array([unit.s_lo, 0, 0, 0, 0], dtype=np.int64)
-        rng = np.array([unit_seed], dtype=np.uint64)
         a0, a1 = schedule.unit_alphas(epoch, unit)
-        unit_words = max(unit.words, 1)
         negative = self.negative
-        index = 0
+        t = time.perf_counter()
+        batches = self.minibatches(tokens, offsets, unit.s_lo, unit.s_hi, unit_seed, a0, a1, unit.words)
 
         def form() -> Minibatch | None:
-            nonlocal index
-            mb = self._form(tokens, offsets, unit.s_hi, cursor, rng, unit_seed, index, a0, a1, unit_words)
-            index += 1
-            return mb
+            return next(batches, None)
 
-        t = time.perf_counter()
         nxt = form()
         stats.form_seconds += time.perf_counter() - t
         pending: tuple[Minibatch, np.ndarray] | None = None
@@ -453,6 +491,7 @@ def reference_train(
     w_in: np.ndarray | None = None,
     w_out: np.ndarray | None = None,
     epochs: int | None = None,
+    interleave: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices.
 
@@ -473,7 +512,7 @@ def reference_train(
     words_per_epoch = sum(u.words for u in units)
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule(config.alpha, config.final_alpha, words_per_epoch, epochs)
-    runner = UnitRunner(config, client_keep(counts, config), minibatch_words)
+    runner = UnitRunner(config, client_keep(counts, config), minibatch_words, interleave)
     step = LocalStep(w_in, w_out, config, prob, alias)
     stats = TrainStats()
     t0 = time.perf_counter()

@@ -117,10 +117,13 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     cap = cluster.shard_memory_bytes
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
         raise ParvecError(f"shard_memory_bytes must be a positive integer (bytes), got {cap!r}")
+    if cluster.minibatch_formation not in ("interleaved", "contiguous"):
+        raise ParvecError(f"minibatch_formation must be interleaved or contiguous; got {cluster.minibatch_formation!r}")
     if config.window > 65535:
         raise ParvecError(f"window {config.window}: sharded mode sends each window shrink in 16 bits (at most 65535)")
     return {"shards": shards, "clients": clients, "threads": threads, "minibatch_words": minibatch_words,
             "minibatch_words_in_flight": clients * threads * minibatch_words,
+            "minibatch_formation": cluster.minibatch_formation,
             "unit_words": cluster.unit_words, "timeout_s": float(cluster.timeout_s),
             "checkpoint_interval_s": float(cluster.checkpoint_interval_s), "shard_memory_bytes": cap,
             "max_restarts": cluster.max_restarts}
@@ -381,7 +384,7 @@ class ClientActor:
     """
 
     def __init__(self, index: int, shards: list[Any], config: dict[str, Any], keep: list[Any], parts: list[Any],
-                 minibatch_words: int, timeout_s: float) -> None:
+                 minibatch_words: int, timeout_s: float, interleave: bool = True) -> None:
         import ray
 
         self.ray = ray
@@ -390,6 +393,7 @@ class ClientActor:
         self.config = TrainConfig.from_dict(config)
         self.keep = ray.get(keep[0])  # nested: resolved here, not before __init__ (see ShardActor)
         self.minibatch_words = minibatch_words
+        self.interleave = interleave
         self.timeout_s = timeout_s
         self.parts = []
         for kind, (a, b) in parts:
@@ -404,7 +408,8 @@ class ClientActor:
     def _runner(self) -> UnitRunner:
         runner = getattr(self._local, "runner", None)
         if runner is None:
-            runner = self._local.runner = UnitRunner(self.config, self.keep, self.minibatch_words)
+            runner = self._local.runner = UnitRunner(self.config, self.keep, self.minibatch_words,
+                                                             self.interleave)
         return runner
 
     def _wait_for_shards(self, lost: ShardLost) -> None:
@@ -548,7 +553,8 @@ class ShardedRun:
         self.clients = [client_cls.options(
             num_cpus=0, max_concurrency=T + 2, max_restarts=st["max_restarts"], max_task_retries=0,
             scheduling_strategy="SPREAD",
-        ).remote(c, self.shards, _config_dict(cfg), [self._keep_ref], parts, st["minibatch_words"], self.timeout_s)
+        ).remote(c, self.shards, _config_dict(cfg), [self._keep_ref], parts, st["minibatch_words"], self.timeout_s,
+                  st["minibatch_formation"] == "interleaved")
             for c in range(C)]
         infos = self._get([h.info.remote() for h in self.shards], "starting the shards")
         for info in infos:
@@ -751,6 +757,7 @@ class ShardedRun:
         return {
             "shards": S, "clients": st["clients"], "client_threads": st["threads"],
             "minibatch_words": st["minibatch_words"], "minibatch_words_in_flight": st["minibatch_words_in_flight"],
+            "minibatch_formation": st["minibatch_formation"],
             "unit_words": st["unit_words"], "trained_input_words": t.inputs, "minibatches": t.minibatches,
             "contexts_per_input": w_bar,
             "bytes_sent_per_word": t.bytes_sent / inputs, "bytes_received_per_word": t.bytes_received / inputs,

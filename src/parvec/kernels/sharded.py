@@ -25,9 +25,11 @@ against the output vectors ``v`` (``w_out``) of its context words and their nega
 to its positive output word is drawn again (the paper's "N negative word indices != w_O"), so every pair
 has exactly ``negative`` negatives and the client knows the layout of what comes back.
 
-Minibatch formation (:func:`form_minibatch`, client side) follows word2vec.c: subsample a sentence first
-(:func:`parvec.sampling.subsample_sentence`), then each kept word's window shrinks by ``b`` in
-``[0, window)``; the random stream comes from (seed, epoch, unit) exactly as the one-process trainer's.
+Minibatch formation (client side) follows word2vec.c: a unit's sentences are subsampled first
+(:func:`subsample_unit`, with :func:`parvec.sampling.subsample_sentence`), then each kept word's window
+shrinks by ``b`` in ``[0, window)``; the random stream comes from (seed, epoch, unit) exactly as the
+one-process trainer's.  :func:`form_interleaved` then takes each minibatch's inputs from lanes far apart in
+the unit (the paper's interleaved minibatch formation) or, with one lane, contiguously.
 
 :func:`init_columns` generates columns ``[lo, hi)`` of word2vec.c's initial input vectors
 (:func:`parvec.trainer.init_input_vectors`) without the other columns: its LCG jumps over them.
@@ -337,73 +339,110 @@ def coefficients(f, n_ctx, alpha_in, negative, coef):
 
 
 @njit(nogil=True, cache=True)
-def form_minibatch(tokens, offsets, s_hi, keep, window, max_inputs, cursor, rng, sent_buf,
-                   seq, seg, shrink, n_ctx, pos):
-    """Fill the next minibatch of at most ``max_inputs`` input words from sentences ``cursor[0] .. s_hi``.
+def subsample_unit(tokens, offsets, s_lo, s_hi, keep, window, state, kept, sent_off, shrink, pos):
+    """Subsample sentences ``s_lo .. s_hi`` once and draw every kept word's window shrink, in word2vec.c's
+    order (a sentence's subsampling, then its words' shrinks, then the next sentence).
 
-    ``cursor`` (int64[5]) is ``[next sentence, next input in sent_buf, kept words in sent_buf, raw words
-    of the current sentence, raw words before it]`` and ``rng`` (uint64[1]) the random state; both are
-    updated so the next call continues where this one stopped (start: ``[s_lo, 0, 0, 0, 0]`` and the
-    unit's seed).  ``sent_buf`` holds the current sentence's kept words.  Outputs: ``seq`` (capacity
-    ``max_inputs * (2 * window + 1)``), ``seg`` (``max_inputs`` x 4), ``shrink``, ``n_ctx`` (positives per
-    input) and ``pos`` (each input's position in raw words from the unit's start, for the learning rate).
-    Sentences with fewer than two kept words train nothing and give no input.
-
-    Returns ``(inputs, seq length, runs, pairs)``; ``inputs == 0`` means the unit is done.
+    Writes the kept words of the sentences with at least two of them (the others train nothing) into
+    ``kept``, their starts into ``sent_off`` (one more entry than sentences), each kept word's shrink and its
+    position in raw words from ``s_lo`` (for the learning rate).  Capacity: ``offsets[s_hi] - offsets[s_lo]``
+    words, that plus one sentence starts.  Returns ``(kept words, sentences, RNG state)``.
 
     Example:
-        >>> m, n_seq, n_seg, pairs = form_minibatch(tokens, offsets, s_hi, keep, 5, 1024, cursor, rng, buf,
-        ...                                         seq, seg, shrink, n_ctx, pos)  # doctest: +SKIP
+        >>> n, n_sent, state = subsample_unit(tokens, offsets, 0, 3, keep, 5, state, kept, sent_off,
+        ...                                    shrink, pos)  # doctest: +SKIP
     """
-    state = rng[0]
-    s = cursor[0]
-    i = cursor[1]
-    n = cursor[2]
-    raw_len = cursor[3]
-    before = cursor[4]
+    n_kept = 0
+    n_sent = 0
+    before = 0
+    sent_off[0] = 0
+    for s in range(s_lo, s_hi):
+        start = offsets[s]
+        end = offsets[s + 1]
+        raw_len = end - start
+        n, state = subsample_sentence(tokens, start, end, keep, state, kept[n_kept:])
+        if n >= 2:
+            for j in range(n):
+                state = rng_next(state)
+                shrink[n_kept + j] = rng_below(state, window)
+                pos[n_kept + j] = before + j * raw_len / n
+            n_kept += n
+            n_sent += 1
+            sent_off[n_sent] = n_kept
+        before += raw_len
+    return n_kept, n_sent, state
+
+
+@njit(nogil=True, cache=True)
+def lane_bounds(n_kept, lanes):
+    """Where each of ``lanes`` interleaved lanes of ``n_kept`` kept words starts (``lanes + 1`` entries).
+
+    Example:
+        >>> lane_bounds(10, 3).tolist()
+        [0, 3, 6, 10]
+    """
+    lanes = max(1, min(lanes, n_kept))
+    out = np.empty(lanes + 1, dtype=np.int64)
+    for lane in range(lanes + 1):
+        out[lane] = lane * n_kept // lanes
+    return out
+
+
+@njit(nogil=True, cache=True)
+def form_interleaved(kept, sent_off, n_sent, shrink_all, pos_all, lanes, per_lane, index, window,
+                     seq, seg, shrink, n_ctx, pos):
+    """Minibatch ``index`` of a subsampled unit (:func:`subsample_unit`): the next ``per_lane`` inputs of
+    every lane (``lanes`` from :func:`lane_bounds`), so a minibatch's inputs lie far apart in the corpus.
+
+    This is the paper's *interleaved minibatch formation* (Ordentlich et al., section 5): neighbouring
+    words of a sentence go to successive minibatches and learn from each other within an epoch, and a
+    burst of one word (a table, markup: "em width one em em height ...") is spread over many minibatches
+    instead of being summed a hundred times from one stale state.  With one lane it is the contiguous
+    formation: minibatch ``index`` is kept words ``[index * per_lane, (index + 1) * per_lane)``.
+
+    Outputs: ``seq`` (the runs' kept words with their windows' context words: capacity
+    ``inputs * (2 * window + 1)``), ``seg`` (one row per run: a lane's run is split at sentence ends;
+    capacity ``inputs`` x 4), ``shrink``, ``n_ctx`` (positives per input) and ``pos`` (each input's raw
+    position in the unit).  Returns ``(inputs, seq length, runs, pairs)``; ``inputs == 0`` when no lane has
+    words left.
+
+    Example:
+        >>> m, n_seq, n_seg, pairs = form_interleaved(kept, sent_off, n_sent, shrink_all, pos_all,
+        ...     lane_bounds(n, 256), 1, 0, 5, seq, seg, shrink, n_ctx, pos)  # doctest: +SKIP
+    """
     m = 0
     n_seq = 0
     n_seg = 0
     pairs = 0
-    while m < max_inputs:
-        if i >= n:
-            if s >= s_hi:
-                break
-            before += raw_len
-            start = offsets[s]
-            end = offsets[s + 1]
-            raw_len = end - start
-            n, state = subsample_sentence(tokens, start, end, keep, state, sent_buf)
-            s += 1
-            i = 0
-            if n < 2:
-                n = 0
-                continue
-        i_end = min(n, i + (max_inputs - m))
-        lo = max(0, i - window)
-        hi = min(n, i_end + window)
-        seg[n_seg, SEG_START] = n_seq
-        seg[n_seg, SEG_LEN] = hi - lo
-        seg[n_seg, SEG_IN_LO] = i - lo
-        seg[n_seg, SEG_IN_HI] = i_end - lo
-        n_seg += 1
-        for j in range(lo, hi):
-            seq[n_seq] = sent_buf[j]
-            n_seq += 1
-        for j in range(i, i_end):
-            state = rng_next(state)
-            b = rng_below(state, window)
-            shrink[m] = b
-            c = min(n, j + window - b + 1) - max(0, j - window + b) - 1
-            n_ctx[m] = c
-            pos[m] = before + j * raw_len / n
-            pairs += c
-            m += 1
-        i = i_end
-    rng[0] = state
-    cursor[0] = s
-    cursor[1] = i
-    cursor[2] = n
-    cursor[3] = raw_len
-    cursor[4] = before
+    s = 0  # the sentence of the current position (lanes are visited in corpus order)
+    for lane in range(len(lanes) - 1):
+        a = lanes[lane] + index * per_lane
+        b = min(lanes[lane + 1], a + per_lane)
+        while a < b:
+            while sent_off[s + 1] <= a:
+                s += 1
+            so = sent_off[s]
+            se = sent_off[s + 1]
+            e = min(b, se)
+            lo = max(so, a - window)
+            hi = min(se, e + window)
+            seg[n_seg, SEG_START] = n_seq
+            seg[n_seg, SEG_LEN] = hi - lo
+            seg[n_seg, SEG_IN_LO] = a - lo
+            seg[n_seg, SEG_IN_HI] = e - lo
+            n_seg += 1
+            for j in range(lo, hi):
+                seq[n_seq] = kept[j]
+                n_seq += 1
+            n = se - so
+            for j in range(a, e):
+                r = np.int64(shrink_all[j])
+                jj = j - so
+                c = min(n, jj + window - r + 1) - max(0, jj - window + r) - 1
+                shrink[m] = r
+                n_ctx[m] = c
+                pos[m] = pos_all[j]
+                pairs += c
+                m += 1
+            a = e
     return m, n_seq, n_seg, pairs
