@@ -112,11 +112,15 @@ def test_interleaved_minibatches_hold_the_same_inputs_and_pairs_spread_over_the_
     assert sorted(p for mb in interleaved for p in _pairs_of(mb, window)) == sorted(_pairs_of(whole, window))
     assert sum(mb.pairs for mb in interleaved) == whole.pairs
     assert all(int(mb.n_ctx.sum()) == mb.pairs == K.count_pairs(mb.seg, mb.shrink, window) for mb in interleaved)
-    # Minibatch k holds the k-th kept word of every lane: inputs n/16 apart, not consecutive.
-    lanes = K.lane_bounds(n, 16)
+    # Minibatch k holds the k-th run of LANE_WORDS kept words of every lane: runs n/4 apart, not consecutive.
+    from parvec.distributed.shard_core import LANE_WORDS
+
+    lanes = K.lane_bounds(n, 16 // LANE_WORDS)
     first = interleaved[0]
-    assert first.inputs == 16
-    np.testing.assert_array_equal(first.shrink, whole.shrink[lanes[:-1]])
+    assert first.inputs == 16 and len(lanes) - 1 == 16 // LANE_WORDS
+    picked = np.concatenate([np.arange(a, a + LANE_WORDS) for a in lanes[:-1]])
+    np.testing.assert_array_equal(first.shrink, whole.shrink[picked])
+    assert np.array_equal(first.alpha, whole.alpha[picked])
     assert np.array_equal(np.concatenate([mb.shrink for mb in contiguous]), whole.shrink)
 
 
