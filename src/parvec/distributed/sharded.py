@@ -79,8 +79,8 @@ _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many
 # --------------------------------------------------------------------------- configuration
 # Input words trained at once over all client threads when minibatch_words is left to parvec: on
 # ../shared/data's corpus (5 epochs, S = 2) 2 x 2 x 256 words (1024) made the loss climb from 2.5 to 8.5 in the
-# first two epochs (WS-353 -0.09); 2 clients x 1 thread x 256 (512) matched one process on 2 seeds of 3 (the
-# third became unstable in epoch 3: docs/distributed.md).
+# first two epochs (WS-353 -0.09) with contiguous minibatches; 2 clients x 1 thread x 256 (512), interleaved,
+# matched one process over 3 seeds (docs/distributed.md).
 IN_FLIGHT_WORDS = 512
 MIN_MINIBATCH_WORDS = 16
 
