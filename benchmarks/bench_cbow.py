@@ -8,10 +8,13 @@ round by round; speed is raw corpus words x epochs / training seconds, at each `
 :mod:`benchmarks.bench_words`' evaluator) per seed, parvec at ``--quality-threads`` and gensim at
 ``workers=1`` (its ``corpus_file`` mode with N workers decays the learning rate over 1/N of each epoch)
 and, with ``--gensim-quality-workers 1 2``, at 2 workers too.  Learning rates are each system's CBOW
-default (0.05).
+default unless ``--alpha`` gives one for both: parvec's is 0.05 (word2vec.c's), gensim's 0.025 (gensim 4's
+``alpha`` default, the same for ``sg=0`` and ``sg=1``).  ``--rounds 0`` runs the quality part alone.
 
     python benchmarks/bench_cbow.py --threads 1 2 --epochs 1 --rounds 2 --quality-epochs 5 \\
         --quality-seeds 1 2 3 --out /tmp/bench_out/cbow.json
+    python benchmarks/bench_cbow.py --rounds 0 --quality-seeds 1 2 3 --gensim-quality-workers 1 2   # quality only
+    python benchmarks/bench_cbow.py --rounds 0 --systems gensim-cbow --alpha 0.05 --quality-seeds 1 2 3
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def run_one(args: argparse.Namespace) -> dict:
 
     corpus = Path(args.corpus)
     result: dict = {"system": args.system, "threads": args.threads, "epochs": args.epochs, "seed": args.seed}
+    alpha_kw = {} if args.alpha is None else {"alpha": args.alpha}
     if args.system in PARVEC:
         from parvec.config import TrainConfig
         from parvec.corpus import EncodedCorpus, ReadOptions
@@ -49,7 +53,7 @@ def run_one(args: argparse.Namespace) -> dict:
         enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=args.min_count), cache_dir=args.cache_dir)
         cfg = TrainConfig(algo=PARVEC[args.system], sg=False, dim=args.dim, window=args.window,
                           negative=args.negative, sample=args.sample, epochs=args.epochs, threads=args.threads,
-                          seed=args.seed, progress=False, **json.loads(args.extra or "{}"))
+                          seed=args.seed, progress=False, **alpha_kw, **json.loads(args.extra or "{}"))
         trainer = Trainer(cfg, enc.vocab.counts)
         trainer.warm_up((enc.tokens, enc.offsets))
         cpu0 = time.process_time()
@@ -66,7 +70,8 @@ def run_one(args: argparse.Namespace) -> dict:
 
         logging.disable(logging.WARNING)
         model = GensimW2V(vector_size=args.dim, window=args.window, negative=args.negative, sample=args.sample,
-                          min_count=args.min_count, workers=args.threads, sg=0, hs=0, cbow_mean=1, seed=args.seed)
+                          min_count=args.min_count, workers=args.threads, sg=0, hs=0, cbow_mean=1, seed=args.seed,
+                          **alpha_kw)
         model.build_vocab(corpus_file=str(corpus))
         raw_words = model.corpus_total_words
         t1, cpu0 = time.perf_counter(), time.process_time()
@@ -97,6 +102,8 @@ def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Na
         cmd.append("--quality")
     if ns.extra:
         cmd += ["--extra", ns.extra]
+    if ns.alpha is not None:
+        cmd += ["--alpha", str(ns.alpha)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
     if out.returncode != 0:
         raise RuntimeError(f"{system} failed:\n{out.stderr[-3000:]}")
@@ -123,6 +130,8 @@ def main() -> None:
     ap.add_argument("--sample", type=float, default=1e-4)
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--alpha", type=float, default=None,
+                    help="starting learning rate of every system (default: each one's own: parvec 0.05, gensim 0.025)")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--cache-dir", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench")
@@ -169,11 +178,20 @@ def main() -> None:
                     runs.append(res)
                     name = f"{system} {threads}t"
                     quality.setdefault(name, []).append(_scores(res["quality"]))
-                    print(f"quality seed {seed} {name:16s} {fmt_quality(res['quality'])}", file=sys.stderr,
+                    print(f"quality seed {seed} {name:16s} {fmt_quality(res['quality'])} "
+                          f"(alpha {res['config'].get('alpha')}, load {res['load1']:.1f})", file=sys.stderr,
                           flush=True)
+                    if ns.out:  # rewritten after every run, so a long run's figures survive an interruption
+                        ns.out.parent.mkdir(parents=True, exist_ok=True)
+                        tmp = ns.out.with_suffix(".tmp")
+                        tmp.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs},
+                                                  indent=1))
+                        os.replace(tmp, ns.out)
     load.append(os.getloadavg()[0])
+    alpha_txt = ns.alpha if ns.alpha is not None else "parvec 0.05, gensim 0.025 (defaults)"
     lines = [f"Corpus {ns.corpus.name}; CBOW (mean), dim {ns.dim}, window {ns.window}, negative {ns.negative}, "
-             f"sample {ns.sample}, min_count {ns.min_count}, alpha 0.05; speed: {ns.epochs} epoch(s), median of "
+             f"sample {ns.sample}, min_count {ns.min_count}, "
+             f"alpha {alpha_txt}; speed: {ns.epochs} epoch(s), median of "
              f"{ns.rounds} interleaved rounds (1-min load {load[0]:.1f} at the start, {load[1]:.1f} at the end).", "",
              "| system | threads | words/s (median, range) | × gensim corpus_file | words per CPU-second | × gensim |",
              "| --- | --- | --- | --- | --- | --- |"]

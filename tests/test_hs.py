@@ -368,3 +368,54 @@ def test_cli_hs_negative_0_end_to_end_and_gensim_reads_the_vectors(small_corpus,
                                   "--negative", 0, "--min-count", 1, "--epochs", 1, "--threads", 1, "--no-cache"]])
     assert code == 0, capsys.readouterr().err
     assert GensimKV.load_word2vec_format(str(tmp_path / "c.txt")).vectors.shape[1] == 8
+
+
+@pytest.mark.parametrize("sg", [1, 0])
+def test_vocabulary_growth_rebuilds_the_tree_and_grows_syn1_as_gensim(tmp_path, sg):
+    from gensim.models import Word2Vec as GensimW2V
+
+    first = _sentences()
+    rng = np.random.default_rng(7)
+    c = [f"c{i}" for i in range(12)]
+    # New words (a topic of their own) and known ones, whose counts the update raises.
+    second = [list(rng.choice(c, 10)) for _ in range(300)] + _sentences(seed=2)[:100]
+    kw = dict(vector_size=12, min_count=1, epochs=3, hs=1, negative=0, sg=sg, seed=3)
+    model = Word2Vec(sentences=first, workers=1, **kw)
+    n_old, old_syn1, old_in = len(model.wv), model.syn1.copy(), model.wv.vectors.copy()
+    enc = model.build_vocab(second, update=True)
+    n = len(model.wv)
+    assert n == n_old + len(c)
+    # syn1: one row per inner node of the tree over the grown vocabulary; old rows kept, new ones zero.
+    assert model.syn1.shape == (n - 1, 12) and model.syn1.dtype == np.float32 and model.syn1.flags.c_contiguous
+    np.testing.assert_array_equal(model.syn1[: n_old - 1], old_syn1)
+    np.testing.assert_array_equal(model.syn1[n_old - 1 :], 0)
+    # gensim grows its syn1 by the same number of zero rows (its syn1 has V rows, one never used).
+    g = GensimW2V(sentences=first, workers=1, **kw)
+    g_rows = g.syn1.shape[0]
+    g.build_vocab(second, update=True)
+    assert g.syn1.shape[0] - g_rows == n - n_old and len(g.wv) == n
+    # The tree the trainer uses is rebuilt over every word with the grown counts: an optimal prefix code.
+    tree = model._make_trainer().tree
+    counts = model.vocab.counts
+    assert len(tree.code_len) == n and (tree.code_len > 0).all() and tree.n_inner == n - 1
+    assert int((counts * tree.code_len).sum()) == _heapq_huffman_cost(counts)
+    assert all(0 <= p < n - 1 for w in range(n) for p in tree.points_of(w))
+    assert tree.fingerprint() != build_huffman_tree(counts[:n_old]).fingerprint()
+    # Training after the update runs on the new words: their vectors move, the rebuilt tree's new rows learn,
+    # and they rank with their own topic.
+    new_before = model.wv.vectors[n_old:].copy()
+    stats = model.train(corpus=enc, epochs=3)
+    assert all(np.isfinite(x) and x > 0 for x in stats.loss_per_epoch)
+    assert np.abs(model.wv.vectors[n_old:] - new_before).max() > 1e-3
+    assert np.abs(model.syn1[n_old - 1 :]).max() > 0
+    assert not np.array_equal(model.wv.vectors[:n_old], old_in)
+    assert model.wv.most_similar("c1", topn=3)[0][0].startswith("c")
+    # Saved and loaded, the grown model keeps its tree and syn1 and continues training identically.
+    model.save(tmp_path / "m")
+    back = Word2Vec.load(tmp_path / "m")
+    np.testing.assert_array_equal(back.syn1, model.syn1)
+    assert back._make_trainer().tree.fingerprint() == tree.fingerprint()
+    model.train(sentences=second, epochs=1)
+    back.train(sentences=second, epochs=1)
+    np.testing.assert_array_equal(back.syn1, model.syn1)
+    np.testing.assert_array_equal(back.wv.vectors, model.wv.vectors)

@@ -67,15 +67,22 @@ def test_training_file_named_both_ways_is_refused(corpus, tmp_path, capsys):
 
 
 def test_word2vec_c_command_line_end_to_end(corpus, tmp_path, capsys):
-    # No -cbow: CBOW is what reaches the model (refused by the config until the CBOW kernels land, then trained).
+    # No -cbow: CBOW trains, as word2vec.c: the same vectors as an explicit -cbow 1 (one thread: deterministic).
     report = tmp_path / "r.json"
     code, _, err = run(["-train", corpus, "-output", tmp_path / "cbow.txt", "--report", report, *FAST], capsys)
+    assert code == 0, err
     assert err.splitlines()[0].startswith("word2vec.c defaults (the corpus given by -train): cbow 1, alpha 0.05")
-    if code == 0:
-        params = json.loads(report.read_text())["parameters"]
-        assert params["sg"] is False and params["alpha"] == 0.05
-    else:
-        assert code == 2 and "CBOW (sg=0, -cbow 1) is not implemented yet" in err
+    params = json.loads(report.read_text())["parameters"]
+    assert params["sg"] is False and params["alpha"] == 0.05 and params["sample"] == 1e-3 and params["epochs"] == 2
+    code, _, err = run(["-train", corpus, "-output", tmp_path / "cbow1.txt", "-cbow", 1, *FAST], capsys)
+    assert code == 0, err
+    implicit = KeyedVectors.load_word2vec_format(tmp_path / "cbow.txt")
+    explicit = KeyedVectors.load_word2vec_format(tmp_path / "cbow1.txt")
+    assert implicit.index_to_key == explicit.index_to_key
+    np.testing.assert_array_equal(implicit.vectors, explicit.vectors)
+    code, _, err = run(["-train", corpus, "-output", tmp_path / "sg.txt", "-cbow", 0, *FAST], capsys)
+    assert code == 0, err
+    assert not np.allclose(KeyedVectors.load_word2vec_format(tmp_path / "sg.txt").vectors, implicit.vectors)
     # Skip-gram, as word2vec.c: -binary defaults to 0, so a .bin name still gets text.
     out = tmp_path / "v.bin"
     code, _, err = run(["-train", corpus, "-output", out, "-cbow", 0, "--report", report, *FAST], capsys)

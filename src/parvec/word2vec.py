@@ -276,7 +276,9 @@ class Word2Vec:
         vectors and adds every occurrence in the new corpus to its count, as gensim 4; the new words are
         appended after the existing ones, by descending count among themselves (ties in first-seen order),
         so every existing index stays valid.  A new word's input row is word2vec.c's initial row for its
-        index (what a model built with it would have had) and its output row is zero.  The returned corpus
+        index (what a model built with it would have had) and its output row is zero.  With hierarchical
+        softmax (``hs=1``) the Huffman tree is rebuilt over the grown vocabulary's counts and ``syn1`` gains one
+        zero row per new word (``V-1`` rows, one per inner node), as gensim does.  The returned corpus
         is encoded against the grown vocabulary: pass it to :meth:`train`.  ``corpus_iterable`` is gensim
         4's name for ``sentences``.
 
@@ -340,6 +342,13 @@ class Word2Vec:
         dim = self.config.dim
         w_in = np.concatenate([self.wv.vectors, init_input_vectors(n, dim, self.config.seed, start=n_old)])
         w_out = np.concatenate([self.syn1neg, np.zeros((n - n_old, dim), dtype=np.float32)])
+        if self.syn1 is not None:
+            # Hierarchical softmax, as gensim's update: the Huffman tree is rebuilt over the whole grown vocabulary
+            # and its counts (each Trainer builds it from ``vocab.counts``; saves fingerprint it), and syn1 gains one
+            # zero row per new word, so it keeps one row per inner node (V-1).  The old rows stay as they were, now
+            # serving the rebuilt tree's inner nodes of the same index (gensim does the same).
+            self.syn1 = np.ascontiguousarray(
+                np.concatenate([self.syn1, np.zeros((n - n_old, dim), dtype=np.float32)]), dtype=np.float32)
         self.vocab = grown
         self.syn1neg = np.ascontiguousarray(w_out, dtype=np.float32)
         # The same KeyedVectors object, grown in place (a reference to model.wv taken before stays valid).
