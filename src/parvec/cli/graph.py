@@ -202,13 +202,14 @@ def _read(args: argparse.Namespace):
 
 
 def _model(graph, args: argparse.Namespace):
-    from parvec.graph.node2vec import Node2Vec
+    from parvec.graph.node2vec import DeepWalk, Node2Vec
 
     p = getattr(args, "p", 1.0) if args.with_pq else 1.0
     q = getattr(args, "q", 1.0) if args.with_pq else 1.0
-    if getattr(args, "method", None) == "deepwalk":
+    deepwalk = getattr(args, "method", None) == "deepwalk" or args.command == "deepwalk"
+    if deepwalk:
         p = q = 1.0
-    return Node2Vec(
+    return (DeepWalk if deepwalk else Node2Vec)(
         graph, dimensions=args.dimensions, walk_length=args.walk_length, num_walks=args.num_walks,
         window=args.window_size, p=p, q=q, epochs=args.epochs, workers=args.workers, seed=args.seed,
         algo=args.algo, negative=args.negative, sample=args.sample, alpha=args.alpha,
