@@ -94,6 +94,12 @@ def test_api_resume_from_every_checkpoint_is_bit_identical(checkpointed, graph, 
         if f.chunks_done:  # the resumed epoch's loss covers all of it, as the uninterrupted run's
             assert model.train_stats.loss_per_epoch == full.train_stats.loss_per_epoch[f.epoch:]
             assert model.train_stats.words < full.train_stats.words_per_epoch[f.epoch] * (KW["epochs"] - f.epoch)
+    assert not full.timings["walks_cached"]  # these runs regenerated the walks every epoch; kept in memory:
+    newest = tmp_path / "cached"
+    shutil.copytree(ck, newest)
+    model = Node2Vec.from_checkpoint(newest / found[-2].path.name, graph)
+    model.cache_walks_mb = 100.0
+    assert np.array_equal(model.fit_vectors(), full_vectors) and model.timings["walks_cached"]
 
 
 def test_sigkill_mid_epoch_then_resume_gives_the_same_bytes(graph, tmp_path, capsys):
