@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+import tokenize
 import uuid
 import zlib
 from collections.abc import Callable, Iterable
@@ -798,7 +799,7 @@ class Word2Vec:
                 raise
             raise ParvecError(f"{path}: not a usable parvec model: {exc}") from None
         except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, SyntaxError,
-                OverflowError, MemoryError, UnicodeDecodeError, RecursionError) as exc:
+                OverflowError, MemoryError, UnicodeDecodeError, RecursionError, tokenize.TokenError) as exc:
             raise ParvecError(
                 f"{path}: damaged or incomplete parvec model ({type(exc).__name__}: {exc})"[:600]
             ) from None
@@ -1002,7 +1003,7 @@ def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
         a = np.load(path, mmap_mode=mmap, allow_pickle=False)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header
         raise CheckpointError(f"{path}: truncated or damaged array ({getattr(exc, 'strerror', None) or exc})") from None
     if isinstance(expect, dict):
         if list(a.shape) != expect.get("shape") or str(a.dtype) != expect.get("dtype"):
