@@ -167,3 +167,15 @@ def test_regression_damaged_models_are_named_errors(saved, tmp_path, damage_it):
         damage_it(work)
         with pytest.raises(ParvecError, match=str(work)):
             Word2Vec.load(work)
+
+
+def test_regression_npy_header_with_an_unclosed_parenthesis(tmp_path):
+    """Found by the short run: a flipped byte turned vectors.npy's shape ``(7, 6)`` into ``(7, 6(``, and numpy's
+    header parser raised tokenize.TokenError through Word2Vec.load."""
+    model = Word2Vec(sentences=[["a", "b", "c", "d"]] * 20, min_count=1, vector_size=6, workers=1, epochs=1, sample=0)
+    model.save(tmp_path / "m")
+    data = (tmp_path / "m" / "vectors.npy").read_bytes()
+    assert b"6), }" in data
+    (tmp_path / "m" / "vectors.npy").write_bytes(data.replace(b"6), }", b"6(, }", 1))
+    with pytest.raises(ParvecError, match="vectors.npy"):
+        Word2Vec.load(tmp_path / "m")

@@ -346,6 +346,148 @@ def test_npy_mutations(tmp_path, data, target, st_mut):
             assert got_counts.shape == (len(keys),) and got_counts.min(initial=0) >= 0
 
 
+# ---------------------------------------------------------------------- options, arbitrary files, gensim
+@FUZZ
+@given(data=vector_sets(), binary=st.booleans(), st_mut=st.data(), limit=st.integers(0, 8))
+def test_word2vec_limit_and_decoding_options_agree(tmp_path, data, binary, st_mut, limit):
+    """On a valid or mutated file: ``limit`` reads a prefix of the full read (never fails where it succeeds);
+    ``unicode_errors`` replace/ignore read exactly what strict reads when strict succeeds; ``datatype`` casts."""
+    vectors, keys = data
+    path = tmp_path / "v"
+    write_word2vec(path, vectors, keys, binary=binary)
+    valid = path.read_bytes()
+    if st_mut.draw(st.booleans()):
+        path.write_bytes(mutate(valid, *st_mut.draw(mutations(len(valid)))))
+    for mode in MODES:
+        try:
+            with no_hang():
+                full, full_keys = read_word2vec(path, binary=mode)
+        except ParvecError:
+            continue
+        with no_hang():
+            part, part_keys = read_word2vec(path, binary=mode, limit=limit)
+        assert len(part_keys) <= limit and part_keys == full_keys[: len(part_keys)]
+        assert same_floats(part, full[: len(part_keys)]) and part.shape[1] == full.shape[1]
+        if len(set(full_keys)) == len(full_keys) == len(keys):  # no duplicate dropped: exactly min(limit, n) rows
+            assert len(part_keys) == min(limit, len(full_keys))
+        for errors in ("replace", "ignore"):
+            got, got_keys = read_word2vec(path, binary=mode, unicode_errors=errors)
+            assert got_keys == full_keys and same_floats(got, full)
+        got, got_keys = read_word2vec(path, binary=mode, datatype=np.float64)
+        assert got.dtype == np.float64 and got_keys == full_keys and same_floats(got.astype(np.float32), full)
+
+
+# Pieces of text vector files, good and bad: words, numbers as word2vec.c, gensim and numpy write them, numbers
+# only some parsers take (hex, underscores), separators, line ends, control bytes, invalid UTF-8, a BOM.
+PIECES = (b"a", b"b", b"\xc3\xa9", b"1", b"-0.5", b"2e3", b"1e99", b"nan", b"-inf", b".5", b"5.", b"x1", b"1x",
+          b"--1", b"0x10", b"1_0", b" ", b" ", b" ", b"  ", b"\t", b"\n", b"\n", b"\r\n", b"\r", b"\x00", b"\xff",
+          b"\x0b", b"\xc2\xa0", BOM)
+
+
+WORDS = (b"a", b"b", b"\xc3\xa9", b"x1", b"1", b"\xff", b"a\x00", b"\xc2\xa0", BOM + b"c", b"a\tb")
+NUMBERS = (b"1", b"-0.5", b"2e3", b"1e99", b"nan", b"-inf", b".5", b"5.", b"0", b"1x", b"0x10", b"1_0", b"--1")
+SEPARATORS = (b" ", b" ", b" ", b"  ", b"\t", b" \t")
+LINE_ENDS = (b"\n", b"\n", b" \n", b"\r\n", b"\r", b"", b"\n\n")
+
+
+@st.composite
+def vector_files(draw):
+    """A header and either a soup of pieces or rows of a word and about ``dim`` numbers, each maybe odd."""
+    header = draw(st.sampled_from([b"%d %d\n" % (c, d) for c in range(4) for d in range(1, 4)] + [b"", b"2 2\r\n"]))
+    if draw(st.booleans()):
+        body = b"".join(draw(st.lists(st.sampled_from(PIECES), max_size=40)))
+    else:
+        count, dim = (int(x) for x in header.split()) if header.strip() else (2, 2)
+        rows = []
+        for _ in range(draw(st.one_of(st.just(count), st.integers(0, 4)))):  # mostly as many rows as the header says
+            k = draw(st.one_of(st.just(dim), st.integers(max(0, dim - 1), dim + 1)))
+            numbers = draw(st.lists(st.sampled_from(NUMBERS[:9] * 4 + NUMBERS[9:]), min_size=k, max_size=k))
+            row = draw(st.sampled_from(WORDS[:4] * 3 + WORDS[4:]))
+            row += b"".join(draw(st.sampled_from(SEPARATORS[:3] * 4 + SEPARATORS[3:])) + x for x in numbers)
+            rows.append(row + draw(st.sampled_from(LINE_ENDS[:2] * 4 + LINE_ENDS[2:])))
+        body = b"".join(rows)
+    return header + body + draw(st.one_of(st.just(b""), st.just(b""), st.just(b"\n"), st.binary(max_size=24)))
+
+
+def _gensim_read(path, **options):
+    """gensim's reading of the same file, or None when gensim cannot read it (it raises anything)."""
+    import warnings
+
+    from gensim.models import KeyedVectors as GensimKV
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            kv = GensimKV.load_word2vec_format(str(path), **options)
+    except Exception:  # noqa: BLE001 - any failure of the peer means "no opinion"
+        return None
+    return kv.vectors, list(kv.index_to_key)
+
+
+@FUZZ
+@given(raw=vector_files(), binary=st.sampled_from(MODES), no_header=st.booleans(), limit=st.sampled_from([None, 1, 2]),
+       errors=st.sampled_from(["strict", "replace", "ignore"]), datatype=st.sampled_from([np.float32, np.float64]),
+       gz=st.booleans())
+def test_word2vec_arbitrary_files(tmp_path, raw, binary, no_header, limit, errors, datatype, gz):
+    """Files put together from good and bad pieces, with every option: a ParvecError, or vectors of the
+    right shape and type under distinct non-empty keys, which are what gensim reads when gensim reads the
+    file too."""
+    path = tmp_path / ("v.gz" if gz else "v")
+    if gz:
+        import gzip
+
+        path.write_bytes(gzip.compress(raw, mtime=0))
+    else:
+        path.write_bytes(raw)
+    try:
+        with no_hang():
+            got, keys = read_word2vec(path, binary=binary, limit=limit, unicode_errors=errors, datatype=datatype,
+                                      no_header=no_header)
+    except ParvecError:
+        return
+    assert got.dtype == datatype and got.ndim == 2 and got.shape[0] == len(keys) and got.shape[1] >= 1
+    assert all(isinstance(k, str) and k for k in keys) and len(set(keys)) == len(keys)
+    assert limit is None or len(keys) <= limit
+    if len(keys) and not gz:  # the peer: gensim's reader, given the layout parvec used
+        layout = binary if binary is not None else (False if no_header else detect_binary(path))
+        peer = _gensim_read(path, binary=layout, limit=limit, unicode_errors=errors, no_header=no_header)
+        if peer is not None and len(peer[1]) == len(keys):
+            assert peer[1] == keys and same_floats(peer[0], got.astype(np.float32)), (raw, keys, peer[1])
+
+
+@FUZZ
+@given(data=vector_sets(max_rows=5), binary=st.booleans())
+def test_gensim_written_files_read_as_gensim_reads_them(tmp_path, data, binary):
+    """Files written by the peer (gensim's save_word2vec_format) read back to gensim's own vectors."""
+    from gensim.models import KeyedVectors as GensimKV
+
+    vectors, keys = data
+    if not keys:
+        return
+    kv = GensimKV(vectors.shape[1])
+    kv.add_vectors(keys, vectors)
+    path = tmp_path / ("g.bin" if binary else "g.txt")
+    kv.save_word2vec_format(str(path), binary=binary)
+    for mode in (binary, None):
+        try:
+            with no_hang():
+                got, got_keys = read_word2vec(path, binary=mode)
+        except ParvecError as exc:
+            # Only the documented limits (test_word2vec_round_trip): a tiny binary file whose first line reads
+            # as a text row, or where half of the first vectors' bytes are printable text, is taken for text.
+            assert binary, exc
+            scanned = [v.astype("<f4").tobytes() for v in vectors[:8]]
+            text_like = 2 * sum(formats._is_text(v) for v in scanned) >= len(scanned)
+            first = path.read_bytes().split(b"\n", 2)[1]
+            assert text_like or (mode is None and formats._text_row(first) is not None), (exc, scanned)
+            continue
+        peer = _gensim_read(path, binary=binary)
+        assert peer is not None and got_keys == peer[1] == keys
+        assert same_floats(got, peer[0])
+        if binary:
+            assert same_floats(got, vectors)
+
+
 # ---------------------------------------------------------------------- regressions found by fuzzing
 def test_regression_control_character_in_a_later_word_keeps_text_detected(tmp_path):
     # Found by test_word2vec_round_trip: a control byte in the third row's word lay where a binary reading puts

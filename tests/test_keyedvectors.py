@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -169,12 +168,11 @@ def test_cosmul_matches_formula(rand):
 
 
 def test_top_k_over_a_large_vocabulary():
+    # How fast, against gensim's most_similar: benchmarks/bench_vectors.py; here, the answer.
     rng = np.random.default_rng(0)
     v = rng.standard_normal((300_000, 8)).astype(np.float32)
     kv = KeyedVectors(v, [str(i) for i in range(len(v))])
-    t = time.perf_counter()
     got = kv.most_similar("42", topn=5)
-    assert time.perf_counter() - t < 2.0
     unit = kv.get_normed_vectors()
     ref = np.argsort(-(unit @ unit[42]))[1:6]
     assert [w for w, _ in got] == [str(i) for i in ref]
@@ -299,7 +297,8 @@ def test_case_variants_of_question_words_are_skipped():
 
 
 @pytest.mark.skipif(not (SHARED_EVAL / "questions-words.txt").is_file(), reason="shared eval data absent")
-def test_google_analogies_over_30000_words_are_fast():
+def test_google_analogies_over_30000_words():
+    # How fast, against gensim's evaluate_word_analogies: benchmarks/bench_vectors.py; here, what is counted.
     from parvec.evaluation import read_analogy_questions
 
     sections = read_analogy_questions(SHARED_EVAL / "questions-words.txt")
@@ -307,10 +306,7 @@ def test_google_analogies_over_30000_words_are_fast():
     vocab = words + [f"filler{i}" for i in range(30000 - len(words))]
     rng = np.random.default_rng(0)
     kv = KeyedVectors(rng.standard_normal((30000, 100)).astype(np.float32), vocab)
-    t = time.perf_counter()
     score, secs = kv.evaluate_word_analogies(SHARED_EVAL / "questions-words.txt", restrict_vocab=30000)
-    elapsed = time.perf_counter() - t
-    assert elapsed < 10.0, elapsed
     assert len(secs) == 15 and secs[-1]["section"] == "Total accuracy"
     assert len(secs[-1]["correct"]) + len(secs[-1]["incorrect"]) == 19544
     assert score < 0.05  # random vectors answer (almost) nothing

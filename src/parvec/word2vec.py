@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+import tokenize
 import uuid
 import zlib
 from collections.abc import Callable, Iterable
@@ -174,6 +175,9 @@ class Word2Vec:
         self.saved_at: float | None = None  # when the loaded model/checkpoint was written (time.time())
         self.on_checkpoint_saved: Callable[[Path, Position | None, float], None] | None = None
         self.checkpoint_report: dict[str, Any] = {}
+        # A checkpoint of a node2vec/DeepWalk run (parvec.graph.node2vec) carries the identity of its graph and
+        # walks here; such a checkpoint resumes with Node2Vec.from_checkpoint, not train(resume=True).
+        self.graph_run: dict[str, Any] | None = None
         if sum(x is not None for x in (sentences, corpus_file, corpus)) > 1:
             raise ParvecError("give only one of sentences, corpus_file and corpus")
         if sentences is not None or corpus_file is not None or corpus is not None:
@@ -457,6 +461,8 @@ class Word2Vec:
                 raise ParvecError(f"{name} must be a positive integer, got {value!r}")
         if compute_loss is not None:
             self.config.compute_loss = bool(compute_loss)
+        if resume and self.graph_run is not None:
+            raise ParvecError(self.graph_run_refusal())
         if resume:  # counted afresh: a resumed run must see the corpus the checkpoint was trained on
             encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
             self._check_resume_corpus(encoded)
@@ -577,6 +583,22 @@ class Word2Vec:
         return stats
 
     # ------------------------------------------------------------------ checkpoints and resume
+    def graph_run_refusal(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Why a checkpoint of a graph run cannot be resumed as a word2vec run, and how to resume it.
+
+        Example:
+            >>> m = Word2Vec(); m.graph_run = {"command": "deepwalk", "graph": {"source": "g.txt"}}
+            >>> m.graph_run_refusal("ck").split(": ")[1]
+            'resume it with `parvec deepwalk g.txt -o OUT --resume ck` (Python'
+        """
+        run = self.graph_run or {}
+        command = run.get("command") if run.get("command") in ("node2vec", "deepwalk") else "node2vec"
+        graph = (run.get("graph") or {}).get("source") or "GRAPH"
+        where = str(path) if path is not None else "this model"
+        python = "DeepWalk" if command == "deepwalk" else "Node2Vec"
+        return (f"{where} is a checkpoint of a `parvec {command}` run on {graph}: resume it with `parvec {command} "
+                f"{graph} -o OUT --resume {path if path is not None else 'DIR'}` (Python: {python}.from_checkpoint)")
+
     def _mid_epoch_saver(self) -> Callable[[Position], None]:
         # The Trainer calls this at a chunk boundary with every worker idle: the vectors are consistent.
         from parvec.checkpoints import mid_name, prune_mid_checkpoints
@@ -737,6 +759,8 @@ class Word2Vec:
                 # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked at load
                 "vocab_crc32": zlib.crc32(vocab_bytes) & 0xFFFFFFFF,
             }
+            if self.graph_run is not None:
+                meta["graph_run"] = self.graph_run
             if self.syn1 is not None:
                 from parvec.huffman import build_huffman_tree
 
@@ -784,7 +808,7 @@ class Word2Vec:
                 raise
             raise ParvecError(f"{path}: not a usable parvec model: {exc}") from None
         except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, SyntaxError,
-                OverflowError, MemoryError, UnicodeDecodeError, RecursionError) as exc:
+                OverflowError, MemoryError, UnicodeDecodeError, RecursionError, tokenize.TokenError) as exc:
             raise ParvecError(
                 f"{path}: damaged or incomplete parvec model ({type(exc).__name__}: {exc})"[:600]
             ) from None
@@ -869,6 +893,10 @@ class Word2Vec:
         model.schedule_anchor = (float(anchor[0]), float(anchor[1])) if anchor else None
         model.saved_checkpoint_every = meta.get("checkpoint_every")
         model.corpus_count = int(meta.get("corpus_count", 0))
+        graph_run = meta.get("graph_run")
+        if graph_run is not None and not isinstance(graph_run, dict):
+            raise ValueError("graph_run must be an object")
+        model.graph_run = graph_run
         return model
 
     @staticmethod
@@ -984,7 +1012,7 @@ def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
         a = np.load(path, mmap_mode=mmap, allow_pickle=False)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header
         raise CheckpointError(f"{path}: truncated or damaged array ({getattr(exc, 'strerror', None) or exc})") from None
     if isinstance(expect, dict):
         if list(a.shape) != expect.get("shape") or str(a.dtype) != expect.get("dtype"):

@@ -91,9 +91,6 @@ def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     t.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     t.add_argument("--seed", type=int, default=1, help="random seed for walks and training (default 1)")
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    t.add_argument("--checkpoint-every", dest="checkpoint_every", default=None, metavar="DURATION|WORDS",
-                   help="not available for graph embeddings yet (refused): mid-epoch checkpoints and --resume are "
-                   "`parvec train`'s")
     t.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cpu (default) or cuda: an NVIDIA GPU through numba-cuda (pip install 'parvec[gpu]')")
     r = p.add_argument_group("report")
@@ -130,6 +127,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         )
         p.add_argument("--binary", action="store_true", help="write word2vec binary instead of text")
         _add_walk_train(p, with_pq)
+        c = p.add_argument_group("checkpoints (docs/long_runs.md)")
+        c.add_argument("--checkpoint-dir", dest="checkpoint_dir", default=None,
+                       help="save the run here (DIR/checkpoint) after every epoch; DIR is created if its parent exists")
+        c.add_argument("--checkpoint-every", dest="checkpoint_every", default=None, metavar="DURATION|WORDS",
+                       help="also checkpoint mid-epoch into --checkpoint-dir at the first chunk boundary after this "
+                       "long (30s, 10m, 2h) or this many walk tokens (500k, 50M); the last two are kept as DIR/mid-*")
+        c.add_argument("--resume", default=None, metavar="DIR",
+                       help="finish the run saved in this checkpoint (or the latest in a --checkpoint-dir) on the same "
+                       "GRAPH from its exact position: the walks are regenerated from the saved seed and parameters, "
+                       "which are the checkpoint's")
         p.set_defaults(func=_cmd_embed, with_pq=with_pq)
 
     p = subparsers.add_parser(
@@ -195,19 +202,72 @@ def _read(args: argparse.Namespace):
 
 
 def _model(graph, args: argparse.Namespace):
-    from parvec.graph.node2vec import Node2Vec
+    from parvec.graph.node2vec import DeepWalk, Node2Vec
 
     p = getattr(args, "p", 1.0) if args.with_pq else 1.0
     q = getattr(args, "q", 1.0) if args.with_pq else 1.0
-    if getattr(args, "method", None) == "deepwalk":
+    deepwalk = getattr(args, "method", None) == "deepwalk" or args.command == "deepwalk"
+    if deepwalk:
         p = q = 1.0
-    return Node2Vec(
+    return (DeepWalk if deepwalk else Node2Vec)(
         graph, dimensions=args.dimensions, walk_length=args.walk_length, num_walks=args.num_walks,
         window=args.window_size, p=p, q=q, epochs=args.epochs, workers=args.workers, seed=args.seed,
         algo=args.algo, negative=args.negative, sample=args.sample, alpha=args.alpha,
         batch_walks=args.batch_walks, progress=None if not args.quiet else False,
+        checkpoint_dir=getattr(args, "checkpoint_dir", None), checkpoint_every=getattr(args, "checkpoint_every", None),
         **({"device": args.device} if getattr(args, "device", "cpu") != "cpu" else {}),
     )  # fmt: skip
+
+
+# Flags a resumed graph run takes from its checkpoint (argparse dest -> (Node2Vec parameter, flag)).
+_SAVED_GRAPH_FLAGS = {
+    "dimensions": ("dimensions", "--dimensions"), "walk_length": ("walk_length", "--walk-length"),
+    "num_walks": ("num_walks", "--num-walks"), "p": ("p", "--p"), "q": ("q", "--q"),
+    "window_size": ("window", "--window-size"), "negative": ("negative", "--negative"),
+    "sample": ("sample", "--sample"), "alpha": ("alpha", "--alpha"), "seed": ("seed", "--seed"),
+    "algo": ("algo", "--algo"), "batch_walks": ("batch_walks", "--batch-walks"),
+    "weighted": ("weighted", "--weighted/--unweighted"), "directed": ("directed", "--directed/--undirected"),
+}
+
+
+def _resumed(args: argparse.Namespace) -> Any:
+    # --resume: the checkpoint's run on the graph given again (read with the checkpoint's --weighted and
+    # --directed); flags given with another value than the checkpoint's are refused, --workers and --epochs
+    # applied and said, as `parvec train --resume` does.
+    from parvec.cli.train import _describe_resume, explicit_flags
+    from parvec.graph.node2vec import DeepWalk, Node2Vec
+
+    if getattr(args, "device", "cpu") != "cpu":
+        raise ParvecError("--resume: graph runs resume on the CPU trainer only (leave out --device)")
+    given = explicit_flags(args, args.command)
+    expected = {param: getattr(args, dest) for dest, (param, _) in _SAVED_GRAPH_FLAGS.items() if dest in given}
+    names = {param: flag for param, flag in _SAVED_GRAPH_FLAGS.values()}
+    cls = DeepWalk if args.command == "deepwalk" else Node2Vec
+    model = cls.from_checkpoint(
+        args.resume, args.graph, workers=args.workers if "workers" in given else None,
+        epochs=args.epochs if "epochs" in given else None, checkpoint_dir=args.checkpoint_dir,
+        checkpoint_every=args.checkpoint_every, progress=None if not args.quiet else False,
+        delimiter=args.delimiter, implicit_ids=args.implicit_ids, flag_names=names, **expected)
+    saved, where = model.resumed_from, model.resumed_path
+    args.resume = where
+    if "workers" in given and model.saved_threads != args.workers:
+        print(f"--workers {args.workers} overrides the checkpoint's {model.saved_threads}", file=sys.stderr)
+    else:
+        print(f"threads: {model.config.threads}, as the checkpoint was trained (--workers overrides)", file=sys.stderr)
+    if "epochs" in given and saved.schedule_anchor is not None:
+        print(f"--epochs {args.epochs}: the learning rate now decays from its value at the checkpoint to the final "
+              f"rate at the end of epoch {args.epochs}, so the vectors differ from an uninterrupted run",
+              file=sys.stderr)
+    if not args.checkpoint_dir and model.checkpoint_dir is not None:
+        args.checkpoint_dir = str(model.checkpoint_dir)
+        print(f"checkpoints continue in {model.checkpoint_dir} (--checkpoint-dir overrides)", file=sys.stderr)
+    if args.checkpoint_every is None and model.checkpoint_every is not None:
+        args.checkpoint_every = str(model.checkpoint_every)
+        print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
+              file=sys.stderr)
+    for line in _describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"])):
+        print(line, file=sys.stderr)
+    return model
 
 
 def _warnings_to_stderr(command):
@@ -236,9 +296,12 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     # unwritable path fails before the (long) walks and training; parvec's main removes it on failure.
     from parvec.cli.outputs import OutputPlan, Use, check_paths, vector_outputs
 
-    if getattr(args, "checkpoint_every", None) is not None:
-        raise ParvecError(f"--checkpoint-every: mid-epoch checkpoints and resume are not implemented for "
-                          f"`parvec {args.command}` yet (only for `parvec train`); run it without --checkpoint-every")
+    if args.checkpoint_every is not None:
+        from parvec.trainer import parse_interval
+
+        parse_interval(args.checkpoint_every)
+        if not args.checkpoint_dir and not args.resume:
+            raise ParvecError("--checkpoint-every needs --checkpoint-dir DIR (where the checkpoints go)")
     if args.eval_every_epoch and not args.labels:
         raise ParvecError("--eval-every-epoch scores node classification: give --labels FILE")
     if not args.report_interval > 0:
@@ -249,18 +312,29 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     plan = OutputPlan()
     pending = plan.file("-o", out, npy=is_npy)
     pending_report = plan.file("--report", args.report) if args.report else None
+    if args.checkpoint_dir:
+        plan.checkpoint_dir("--checkpoint-dir", args.checkpoint_dir, entry="checkpoint")
     labels = None
     if args.labels:
         from parvec.graph.evaluation import read_labels
 
         labels = read_labels(args.labels)  # read before the walks: a bad line fails now, not after training
     t0 = time.perf_counter()
-    graph = _read(args)
+    if args.resume:
+        model = _resumed(args)
+        graph = model.graph
+    else:
+        graph = _read(args)
     t_read = time.perf_counter() - t0
     bad = next((k for k in graph.node_ids if "\n" in k or (not is_npy and any(c.isspace() for c in k))), None)
     if bad is not None:  # word2vec files separate key and values by a space: refuse before training
         raise ParvecError(f"{args.graph}: node ID {bad!r} contains whitespace; write .npy output instead")
-    model = _model(graph, args)
+    if not args.resume:
+        model = _model(graph, args)
+    if args.checkpoint_dir or args.checkpoint_every is not None:
+        from parvec.cli.train import _print_checkpoint
+
+        model.on_checkpoint_saved = _print_checkpoint
     if args.report:
         from parvec.runlog import RunLog
 
@@ -302,6 +376,10 @@ def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any,
         "words_per_sec": stats.words_per_sec, "loss_per_epoch": stats.loss_per_epoch,
         "peak_memory_bytes": peak_memory_bytes(), "device": model.config.device,
         "output": str(out.resolve()), "output_binary": bool(args.binary),
+        "checkpoints": model.checkpoint_report | {"every": args.checkpoint_every, "dir": args.checkpoint_dir},
+        "resumed_from": None if model.resumed_from is None else {
+            "path": model.resumed_path, "saved_at": model.resumed_from.saved_at,
+            "position": None if model.resumed_from.position is None else model.resumed_from.position.to_dict()},
     }
     if labels is not None:
         model.eval_labels, model.eval_labels_source = labels, args.labels

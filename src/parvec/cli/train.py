@@ -570,24 +570,24 @@ _SAVED_FLAGS = {
 _UNSET = object()
 
 
-def explicit_flags(args: argparse.Namespace) -> set[str]:
-    """The destinations of the flags given on the command line (not left at their defaults).
+def explicit_flags(args: argparse.Namespace, command: str = "train") -> set[str]:
+    """The destinations of the flags given on the command line of ``command`` (not left at their defaults).
 
     Example:
         >>> sorted(explicit_flags(argparse.Namespace(_argv=["train", "c.txt", "--dim", "50", "-o", "v.txt"])))
         ['dim', 'input', 'output']
     """
     argv = getattr(args, "_argv", None)
-    if not argv or "train" not in argv:
+    if not argv or command not in argv:
         return set()
-    parser = argparse.ArgumentParser(add_help=False)
-    sub = parser.add_subparsers(dest="command")
-    register(sub)
-    train = sub.choices["train"]
+    from parvec.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sub.choices[command]
     # Every flag defaults to a sentinel: what parses to something else was given.
-    dests = {a.dest for a in train._actions if a.dest not in ("help", argparse.SUPPRESS)}
-    train.set_defaults(**dict.fromkeys(dests, _UNSET))
-    ns, _ = train.parse_known_args(argv[argv.index("train") + 1:])
+    dests = {a.dest for a in parser._actions if a.dest not in ("help", argparse.SUPPRESS)}
+    parser.set_defaults(**dict.fromkeys(dests, _UNSET))
+    ns, _ = parser.parse_known_args(argv[argv.index(command) + 1:])
     return {k for k, v in vars(ns).items() if v is not _UNSET and k in dests}
 
 
@@ -597,6 +597,8 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     from parvec.checkpoints import EPOCH_END, load_for_resume
 
     model, path, note = load_for_resume(args.resume)
+    if model.graph_run is not None:
+        raise ParvecError(model.graph_run_refusal(path))
     args.resume = str(path)
     if note:
         print(note, file=sys.stderr)

@@ -14,6 +14,15 @@ The pipeline, and why:
 4. The input vectors come back as a :class:`parvec.keyedvectors.KeyedVectors` keyed by the original
    node IDs, most frequent node first.
 
+Checkpoints and exact resume (``checkpoint_dir``, ``checkpoint_every``; docs/long_runs.md).  A checkpoint
+is a :class:`parvec.word2vec.Word2Vec` model directory written by the same machinery as ``parvec train``'s
+(:mod:`parvec.checkpoints`): the vocabulary is the node ranking, the arrays the trainer's, the position the
+trainer's chunk position.  The walks are *not* saved: they are a pure function of (graph, walk parameters,
+seed), so model.json records their identity instead (the graph's SHA-256, the walk parameters and batch
+size, which fix the chunks, and a CRC-32 of the walk stream) and a resumed run regenerates them, checks
+the CRC and the node counts against the checkpoint, and skips the chunks already trained.  A different
+graph or conflicting walk parameters are refused.
+
 Nodes that learn nothing.  The counting pass also marks the nodes that stand next to a different node in
 some walk (:func:`parvec.graph.walks.mark_paired`; the window is never narrower than 1, so these are the
 nodes that meet another node in a training window).  The others learn nothing from the graph, and keep
@@ -38,7 +47,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -106,6 +118,8 @@ class Node2Vec:
         delimiter: str | None = None,
         implicit_ids: bool = False,
         progress: bool | None = False,
+        checkpoint_dir: str | os.PathLike[str] | None = None,
+        checkpoint_every: str | int | None = None,
         **train_options: Any,
     ) -> None:
         if train_options.pop("cluster", None) is not None:
@@ -188,6 +202,26 @@ class Node2Vec:
         self.eval_seconds = 0.0
         self.train_stats = None
         self.n_tokens = 0
+        self.walks_crc32: int | None = None  # of the walk stream (node ids and batch offsets), after count_pass
+        # Checkpoints (module docstring): epoch-end ones in checkpoint_dir/checkpoint, mid-epoch ones every
+        # checkpoint_every; on_checkpoint_saved(path, position or None, seconds) is told of each.
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
+        self._checkpoint_interval = None
+        if checkpoint_every is not None:
+            from parvec.trainer import parse_interval
+
+            self._checkpoint_interval = parse_interval(checkpoint_every)
+            if checkpoint_dir is None:
+                raise ParvecError("checkpoint_every needs checkpoint_dir (--checkpoint-every needs --checkpoint-dir)")
+        if checkpoint_dir is not None and self.config.device != "cpu":
+            raise ParvecError("checkpoints of graph runs (checkpoint_dir, --checkpoint-dir) work with the CPU trainer "
+                              "only, not with device='cuda'")
+        self.on_checkpoint_saved: Any = None
+        self.checkpoint_report: dict[str, Any] = {}
+        self.resumed_from: Any = None  # the checkpoint (a Word2Vec) this model continues, see from_checkpoint
+        self.resumed_path: str | None = None
+        self.saved_threads: int | None = None  # the checkpoint's thread count, when resumed
 
     # ------------------------------------------------------------------------------------------
     def _batches(self, node_map: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -212,7 +246,9 @@ class Node2Vec:
         counts = np.zeros(n, dtype=np.int64)
         paired = np.zeros(n, dtype=bool)
         cached: list[tuple[np.ndarray, np.ndarray]] | None = [] if keep else None
+        crc = 0
         for tokens, offsets in self._batches(None):
+            crc = zlib.crc32(memoryview(offsets).cast("B"), zlib.crc32(memoryview(tokens).cast("B"), crc))
             count_nodes(tokens, n, counts)
             mark_paired(tokens, offsets, paired)
             if cached is not None:
@@ -224,6 +260,7 @@ class Node2Vec:
                 np.take(rank, tokens, out=tokens)  # in place: node ids -> vocabulary ranks
         self.n_tokens = int(counts.sum())
         self.paired = paired
+        self.walks_crc32 = crc & 0xFFFFFFFF
         return ranking, cached
 
     def _check_paired(self) -> None:
@@ -276,34 +313,46 @@ class Node2Vec:
         return self.node_vectors
 
     def _train(self) -> tuple[np.ndarray, NodeRanking]:
-        from parvec.trainer import Trainer
+        from parvec.trainer import Trainer, TrainStats, init_input_vectors
 
         t0 = time.perf_counter()
         ranking, cached = self.count_pass()
         self.timings["walks"] = time.perf_counter() - t0
         self.ranking = ranking
         self._check_paired()
+        resumed = self.resumed_from
+        if resumed is not None:
+            self._check_resumed_walks(ranking)
 
         def make_parts(epoch: int):
             if cached is not None:
                 return iter(cached)
             return self._batches(ranking.rank)
 
+        n, dim = len(ranking.counts), self.config.dim
         if self.config.device == "cuda":  # the GPU driver takes the same walks as parts
             from parvec.gpu import make_trainer
-            from parvec.trainer import init_input_vectors
 
-            n, dim = len(ranking.counts), self.config.dim
             trainer = make_trainer(self.config, ranking.counts, init_input_vectors(n, dim, self.config.seed),
                                    np.zeros((n, dim), dtype=np.float32))
+        elif resumed is not None:
+            trainer = Trainer(self.config, ranking.counts, w_in=resumed.wv.vectors, w_out=resumed.syn1neg)
         else:
             trainer = Trainer(self.config, ranking.counts)
         on_epoch_end = self._recorder(trainer, ranking)
         assert self.paired is not None
         alone = ranking.rank[~self.paired]  # nodes that meet no other node: their rows are put back after training
-        initial = trainer.w_in[alone].copy()
+        if resumed is not None and len(alone):  # their initial rows: a pure function of (n, dim, seed)
+            initial = init_input_vectors(n, dim, self.config.seed)[alone]
+        else:
+            initial = trainer.w_in[alone].copy()
+        options, on_epoch_end, start, epochs = self._checkpointing(trainer, ranking, on_epoch_end)
         t1 = time.perf_counter()
-        self.train_stats = trainer.train_parts(make_parts, words_per_epoch=self.n_tokens, on_epoch_end=on_epoch_end)
+        if start < epochs:
+            self.train_stats = trainer.train_parts(make_parts, words_per_epoch=self.n_tokens, epochs=epochs,
+                                                   on_epoch_end=on_epoch_end, start_epoch=start, **options)
+        else:  # resumed from the last epoch's end: nothing is left to train
+            self.train_stats = TrainStats()
         if self.eval_seconds:  # words/s is training's, not the per-epoch evaluation's
             self.train_stats.seconds = max(0.0, self.train_stats.seconds - self.eval_seconds)
         self.timings["train"] = time.perf_counter() - t1 - self.eval_seconds
@@ -314,6 +363,189 @@ class Node2Vec:
         cached = None
         self.node_vectors = w_in[ranking.rank]
         return w_in, ranking
+
+    # ------------------------------------------------------------------------------------------
+    # Checkpoints and resume (module docstring): the checkpoint is a Word2Vec model directory, written and
+    # read by parvec.word2vec / parvec.checkpoints; graph_run in its model.json identifies the walks.
+    def _graph_run(self) -> dict[str, Any]:
+        g, spec = self.graph, self.spec
+        return {
+            "command": "deepwalk" if isinstance(self, DeepWalk) else "node2vec",
+            "graph": {"source": g.source, "sha256": g.fingerprint(), "nodes": g.n_nodes, "edges": g.n_edges,
+                      "weighted": g.weighted, "directed": g.directed},
+            "walks": {"walk_length": spec.walk_length, "num_walks": spec.num_walks, "p": spec.p, "q": spec.q,
+                      "seed": spec.seed, "batch_walks": self.batch_walks, "tokens": self.n_tokens,
+                      "crc32": self.walks_crc32},
+        }
+
+    def _checkpointing(self, trainer: Any, ranking: NodeRanking,
+                       on_epoch_end: Any) -> tuple[dict[str, Any], Any, int, int]:
+        # (checkpoint options for Trainer.train_parts, the epoch-end callback, first epoch, epochs).  The
+        # checkpoints are saved by a Word2Vec that holds the trainer's arrays themselves.
+        resumed = self.resumed_from
+        epochs, start, options = self.config.epochs, 0, {}
+        if resumed is not None:
+            start = resumed.epochs_trained
+            epochs = resumed._resume_epochs(self.config.epochs, start, resumed.position, self.n_tokens)
+            if resumed.position is not None:
+                options["resume_at"] = resumed.position
+            if resumed.schedule_anchor is not None:
+                options["word_position"] = resumed._anchored_position(self.n_tokens, epochs)
+        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0}
+        if self.checkpoint_dir is None:
+            return options, on_epoch_end, start, epochs
+        from parvec.vocab import Vocab
+        from parvec.word2vec import Word2Vec
+
+        if resumed is not None:
+            carrier = resumed
+        else:
+            carrier = Word2Vec(min_count=1, workers=self.config.threads)
+            carrier.config = self.config
+            ids = self.graph.node_ids
+            carrier.vocab = Vocab([ids[i] for i in ranking.order.tolist()], ranking.counts)
+            carrier.run_id = uuid.uuid4().hex
+        carrier._set_vectors(trainer.w_in, trainer.w_out)
+        carrier.corpus_words = carrier.raw_words = self.n_tokens
+        carrier.corpus_count = self.graph.n_nodes * self.spec.num_walks
+        carrier.graph_run = self._graph_run()
+        carrier.checkpoint_dir = self.checkpoint_dir
+        carrier.checkpoint_every = self.checkpoint_every
+        carrier.checkpoint_report = self.checkpoint_report
+        carrier.on_checkpoint_saved = self.on_checkpoint_saved
+        carrier.run_log = self.run_log
+        if self._checkpoint_interval is not None:
+            options["checkpoint_every"] = self._checkpoint_interval
+            options["on_checkpoint"] = carrier._mid_epoch_saver()
+        directory = Path(self.checkpoint_dir)
+
+        def on_end(epoch: int, stats: Any) -> None:
+            if on_epoch_end is not None:
+                on_epoch_end(epoch, stats)
+            t0 = time.perf_counter()
+            carrier.epochs_trained = epoch + 1
+            carrier.save(directory / "checkpoint")
+            carrier._checkpoint_saved(directory / "checkpoint", None, time.perf_counter() - t0)
+
+        return options, on_end, start, epochs
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike[str],
+        graph: Graph | str | os.PathLike[str],
+        *,
+        workers: int | None = None,
+        epochs: int | None = None,
+        checkpoint_dir: str | os.PathLike[str] | None = None,
+        checkpoint_every: str | int | None = None,
+        progress: bool | None = False,
+        delimiter: str | None = None,
+        implicit_ids: bool = False,
+        flag_names: dict[str, str] | None = None,
+        **expected: Any,
+    ) -> Node2Vec:
+        """The run saved in a checkpoint (``path``: a checkpoint, or a checkpoint directory's latest), set to
+        continue on ``graph`` from its exact position: :meth:`fit` finishes it, and at one thread the vectors
+        equal the uninterrupted run's bit for bit.
+
+        The walk and training parameters are the checkpoint's; ``expected`` (any constructor argument, e.g.
+        ``p=0.5``) is checked against them, and a different value is refused, as is a different graph (its
+        SHA-256 differs from the checkpoint's).  ``workers`` overrides the saved thread count; ``epochs``
+        other than the saved ones applies from the checkpoint on (not lower than the epochs begun);
+        ``checkpoint_dir`` defaults to the checkpoint's directory and ``checkpoint_every`` to its interval.
+        ``flag_names`` (``{"p": "--p"}``) names the parameters in the refusal as the command line does.
+
+        Example:
+            >>> Node2Vec(g, checkpoint_dir="ck", checkpoint_every="1M", seed=3).fit()  # doctest: +SKIP
+            >>> kv = Node2Vec.from_checkpoint("ck", g).fit()  # after a kill: the same vectors  # doctest: +SKIP
+        """
+        from parvec.checkpoints import EPOCH_END, load_for_resume
+
+        model, where, note = load_for_resume(path)
+        if note:
+            log.info("%s", note)
+        run = model.graph_run
+        if not isinstance(run, dict):
+            raise ParvecError(f"{where}: a checkpoint of `parvec train` (words), not of a node2vec/DeepWalk run: "
+                              f"resume it with `parvec train CORPUS --resume {where}`")
+        try:
+            saved_graph, walks = dict(run["graph"]), dict(run["walks"])
+            spec = WalkSpec(walk_length=int(walks["walk_length"]), num_walks=int(walks["num_walks"]),
+                            p=float(walks["p"]), q=float(walks["q"]), seed=int(walks["seed"]))
+            batch_walks, weighted = int(walks["batch_walks"]), bool(saved_graph["weighted"])
+            directed = bool(saved_graph["directed"])
+        except (KeyError, TypeError, ValueError) as exc:
+            from parvec.errors import CheckpointError
+
+            raise CheckpointError(f"{where}/model.json: damaged graph_run ({exc})") from None
+        cfg = model.config
+        saved = {"dimensions": cfg.dim, "walk_length": spec.walk_length, "num_walks": spec.num_walks, "p": spec.p,
+                 "q": spec.q, "window": cfg.window, "negative": cfg.negative, "sample": cfg.sample,
+                 "alpha": cfg.alpha, "min_alpha": cfg.min_alpha, "seed": spec.seed, "algo": cfg.algo,
+                 "batch_walks": batch_walks, "weighted": weighted, "directed": directed}
+        names = flag_names or {}
+        conflicts = [(f"{names[k]} {v}" if k in names else f"{k}={v!r}") + f" (the checkpoint has {saved[k]})"
+                     for k, v in expected.items() if k in saved and v is not None and v != saved[k]]
+        unknown = sorted(set(expected) - set(saved))
+        if unknown:
+            raise ParvecError(f"from_checkpoint: unknown or not checkable parameters {', '.join(unknown)}")
+        if conflicts:
+            raise ParvecError(f"cannot resume {where} with different parameters: {'; '.join(conflicts)}; a resumed "
+                              "run keeps its saved walk and training parameters (leave these out), or start a new run")
+        kind = DeepWalk if run.get("command") == "deepwalk" else Node2Vec
+        if not issubclass(kind, cls):
+            raise ParvecError(f"{where}: a checkpoint of a node2vec run (p={spec.p}, q={spec.q}), not of DeepWalk: "
+                              "resume it with `parvec node2vec`")
+        if not isinstance(graph, Graph):
+            graph = read_graph(graph, weighted=weighted, directed=directed, delimiter=delimiter,
+                               implicit_ids=implicit_ids)
+        elif weighted != graph.weighted or directed != graph.directed:
+            raise ParvecError(f"cannot resume {where}: it was trained on a{' weighted' if weighted else 'n unweighted'}"
+                              f", {'directed' if directed else 'undirected'} graph")
+        fingerprint = graph.fingerprint()
+        if fingerprint != saved_graph.get("sha256"):
+            theirs = f"{saved_graph.get('source')}: {saved_graph.get('nodes')} nodes, {saved_graph.get('edges')} edges"
+            raise ParvecError(
+                f"cannot resume {where}: {graph.where() or 'this graph: '}not the graph the checkpoint was trained on "
+                f"({graph.n_nodes} nodes, {graph.n_edges} edges, SHA-256 {fingerprint[:12]}...; the checkpoint's "
+                f"{theirs}, SHA-256 {str(saved_graph.get('sha256'))[:12]}...); give the same graph and the same "
+                "--weighted, --directed, --delimiter, --implicit-ids")
+        if checkpoint_dir is None and (where.name == EPOCH_END or where.name.startswith("mid-e")):
+            checkpoint_dir = where.parent  # checkpoints continue beside the one resumed
+        if checkpoint_every is None and checkpoint_dir is not None:
+            checkpoint_every = model.saved_checkpoint_every  # at the saved interval
+        self = kind.__new__(kind)
+        Node2Vec.__init__(
+            self, graph, dimensions=cfg.dim, walk_length=spec.walk_length, num_walks=spec.num_walks,
+            window=cfg.window, p=spec.p, q=spec.q, epochs=cfg.epochs, seed=spec.seed, algo=cfg.algo,
+            workers=cfg.threads if workers is None else workers, negative=cfg.negative, sample=cfg.sample,
+            alpha=cfg.alpha, min_alpha=cfg.min_alpha, batch_walks=batch_walks, progress=progress,
+            checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+        )  # fmt: skip
+        threads, self.saved_threads = self.config.threads, cfg.threads
+        self.config = model.config  # every saved field (chunk_words, ns_exponent, ...), the thread count aside
+        self.config.threads = threads
+        self.config.progress = progress
+        if epochs is not None and epochs != cfg.epochs:
+            model._resume_epochs(epochs, model.epochs_trained, model.position, int(walks.get("tokens") or 1))
+        self.resumed_from, self.resumed_path = model, str(where)
+        return self
+
+    def _check_resumed_walks(self, ranking: NodeRanking) -> None:
+        # The regenerated walks must be the checkpoint's: the same stream (CRC-32) and node ranking.
+        resumed = self.resumed_from
+        walks = resumed.graph_run["walks"]
+        vocab = resumed.vocab
+        ids = self.graph.node_ids
+        same = (walks.get("crc32") == self.walks_crc32 and walks.get("tokens") == self.n_tokens
+                and np.array_equal(vocab.counts, ranking.counts)
+                and vocab.words == [ids[i] for i in ranking.order.tolist()])
+        if not same:
+            raise ParvecError(f"cannot resume {self.resumed_path}: the walks regenerated from the graph and the saved "
+                              f"parameters differ from the checkpoint's ({self.n_tokens:,} tokens, CRC-32 "
+                              f"{self.walks_crc32:08x}; the checkpoint's {walks.get('tokens')} tokens, CRC-32 "
+                              f"{walks.get('crc32') or 0:08x}): a different parvec version's walks?")
 
     def _recorder(self, trainer: Any, ranking: NodeRanking) -> Any:
         # With a RunLog: the time series, and per epoch the loss and (with eval_labels) node classification.

@@ -1,0 +1,112 @@
+"""Corpus counting and encoding throughput, one step at a time, on a slice of the shared corpus.
+
+The slice (``--tokens``, default 5M, 10,000 tokens a line) is decompressed once into ``--work``.  Each
+step runs ``--repeats`` times (median): ``read`` (parvec's sentence reader alone: read, decode, split),
+``count`` (``parvec.vocab.count_words`` over that reader: read + Counter), ``encode`` (the second pass:
+read + word -> id lookups into int32 blocks, ``corpus._Blocks`` with the vocabulary of the count) and
+``from_file`` (``EncodedCorpus.from_file`` end to end, no cache).  Tokens per second per step, by the wall
+clock and by this process's CPU time (on a shared machine the CPU figure is the one-core throughput),
+with the machine's load average (speed is claimed from here, not from tests).
+
+    python benchmarks/bench_encode.py --tokens 5000000 --repeats 3
+    python benchmarks/bench_encode.py --profile count     # cProfile of one step, top functions
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import lzma
+import os
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+
+
+def make_slice(a: argparse.Namespace) -> Path:
+    out = Path(a.work) / f"slice_{a.tokens}.txt"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    words: list[str] = []
+    with lzma.open(a.corpus, "rt", encoding="utf-8") as f:
+        while len(words) < a.tokens:
+            block = f.read(1 << 22)
+            if not block:
+                break
+            words.extend(block.split())  # a word cut at the block's end is rare; a slice, not a reproduction
+    words = words[: a.tokens]
+    tmp = out.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for i in range(0, len(words), 10000):
+            f.write(" ".join(words[i : i + 10000]) + "\n")
+    os.replace(tmp, out)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=str(CORPUS))
+    ap.add_argument("--tokens", type=int, default=5_000_000)
+    ap.add_argument("--work", default=str(REPO / "bench_out" / "encode"))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", nargs="+", default=["read", "count", "encode", "from_file"],
+                    choices=["read", "count", "encode", "from_file"])
+    ap.add_argument("--profile", choices=["read", "count", "encode", "from_file"], default=None,
+                    help="cProfile one run of this step and print the top functions")
+    a = ap.parse_args()
+    sys.path.insert(0, str(REPO / "src"))
+    from parvec.corpus import EncodedCorpus, ReadOptions, _Blocks, _Lookup, _TextSentences
+    from parvec.vocab import count_words
+
+    path = make_slice(a)
+    options = ReadOptions(min_count=5)
+    sentences = _TextSentences(path, options)
+    vocab = count_words(sentences).finish(min_count=5)
+
+    def read() -> int:
+        return sum(len(s) for s in sentences)
+
+    def count() -> int:
+        return count_words(sentences).raw_words
+
+    def encode() -> int:
+        blocks = _Blocks()
+        blocks.add_all(sentences, _Lookup(vocab.index))
+        return blocks.raw_words
+
+    def from_file() -> int:
+        return EncodedCorpus.from_file(path, options).raw_words
+
+    steps = {"read": read, "count": count, "encode": encode, "from_file": from_file}
+    if a.profile:
+        prof = cProfile.Profile()
+        prof.runcall(steps[a.profile])
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+        return 0
+    rows = []
+    for name in a.steps:
+        times, cpu, n = [], [], 0
+        for _ in range(a.repeats):
+            t, c = time.perf_counter(), time.process_time()
+            n = steps[name]()
+            times.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+        med, med_cpu = statistics.median(times), statistics.median(cpu)
+        rows.append(f"| {name} | {n:,} | {med:.2f} | {n / med / 1e6:.2f} | {med_cpu:.2f} | {n / med_cpu / 1e6:.2f} |")
+    load = os.getloadavg()
+    print(f"{path} ({a.tokens:,} tokens, vocabulary {len(vocab):,} at min-count 5); {a.repeats} repeats; load "
+          f"average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
+    print("| step | tokens | wall s (median) | M tokens / wall s | CPU s (median) | M tokens / CPU s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
