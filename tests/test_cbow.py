@@ -266,11 +266,11 @@ def test_cli_cbow_trains_and_writes_vectors(tiny_corpus, tmp_path, capsys):
     code, _, err = run(["-train", tiny_corpus, "-output", out, "-cbow", 1, "-size", 8, "-min-count", 1, "-iter", 2,
                         "-threads", 1, "--no-cache", "--report", report], capsys)
     assert code == 0, err
-    assert "CBOW (mean) hogbatch, alpha 0.05" in err
+    assert "CBOW (mean) classic, alpha 0.05" in err  # word2vec.c's loop unless --algo hogbatch
     lines = out.read_text().splitlines()
     assert lines[0] == "40 8" and len(lines) == 41
     params_ = json.loads(report.read_text())["parameters"]
-    assert params_["sg"] is False and params_["alpha"] == 0.05 and params_["algo"] == "hogbatch"
+    assert params_["sg"] is False and params_["alpha"] == 0.05 and params_["algo"] == "classic"
     # --cbow (parvec's style), classic, the sum, an explicit alpha
     code, _, err = run(["train", tiny_corpus, "-o", tmp_path / "v2.txt", "--cbow", "--cbow-mean", 0, "--algo",
                         "classic", "--alpha", "0.02", "--dim", 8, "--min-count", 1, "--epochs", 1, "--threads", 1,

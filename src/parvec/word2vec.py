@@ -123,8 +123,8 @@ class Word2Vec:
             raise ParvecError(f"workers must be a positive integer, got {workers!r} (None, the default, uses all "
                               f"cores: {default_threads()} here)")
         self.config = TrainConfig(
-            algo=algo or default_algo(device), dim=vector_size, window=window, negative=negative, sample=sample,
-            alpha=alpha,
+            algo=algo or default_algo(device, bool(sg)), dim=vector_size, window=window, negative=negative,
+            sample=sample, alpha=alpha,
             min_alpha=min_alpha, epochs=epochs, threads=default_threads() if workers is None else workers, seed=seed,
             ns_exponent=ns_exponent, max_sentence_length=max_sentence_length, batch_size=batch_size,
             par_batch=par_batch, compute_loss=compute_loss, progress=progress, device=device,

@@ -96,7 +96,8 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"worker threads, at least 1 (default: all cores, {default_threads()} here)")
     p.add_argument("--seed", dest="seed", type=int, default=1, help="random seed (1)")
     p.add_argument("--algo", choices=ALL_ALGORITHMS, default=None,
-                   help=f"training algorithm ({DEFAULT_ALGO} on cpu, {DEFAULT_GPU_ALGO} on --device cuda); classic = "
+                   help=f"training algorithm ({DEFAULT_ALGO} on cpu, classic for CBOW, {DEFAULT_GPU_ALGO} on --device "
+                   "cuda); classic = "
                    "word2vec.c's Hogwild SGNS; full-w2v runs on the GPU only, par on both")
     p.add_argument("--batch-size", dest="batch_size", type=int, default=0,
                    help="hogbatch: context words sharing negatives (0 = 2*window+1)")
