@@ -4,25 +4,18 @@ damaged checkpoint, other corpus and conflicting flag is refused with a named er
 from __future__ import annotations
 
 import json
-import os
-import random
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sigkill import kill_after_first_mid_epoch_checkpoint
 
 from parvec.checkpoints import EPOCH_END, latest_checkpoint, list_checkpoints, mid_name
 from parvec.cli import main
 from parvec.errors import CheckpointError, ParvecError
 from parvec.trainer import parse_interval
 from parvec.word2vec import Word2Vec
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def run(argv, capsys):
@@ -116,28 +109,9 @@ def test_sigkill_mid_epoch_then_resume_gives_the_same_bytes(corpus, tmp_path, ca
     code, _, err = run(["train", corpus, *flags, "-o", tmp_path / "full.txt"], capsys)
     assert code == 0, err
     ck, interval, every = tmp_path / "ck", 0.25, "40k"
-    env = os.environ | {"PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "parvec", "train", str(corpus), *map(str, flags), "-o", str(tmp_path / "killed.txt"),
-         "--checkpoint-dir", str(ck), "--checkpoint-every", every],
-        stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        printed = []
-        for line in proc.stderr:  # wait for the first mid-epoch checkpoint, then kill at a random moment
-            if line.startswith("checkpoint: ") and "/mid-e" in line:
-                printed.append(line)
-                break
-        assert printed, "the run ended before its first mid-epoch checkpoint"
-        time.sleep(random.uniform(0.0, 1.6 * interval))
-        assert proc.poll() is None, "the run finished before it could be killed: make it longer"
-        killed_at = time.time()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    killed_at = kill_after_first_mid_epoch_checkpoint(
+        ["train", corpus, *flags, "-o", tmp_path / "killed.txt", "--checkpoint-dir", ck, "--checkpoint-every", every],
+        interval)
     assert not (tmp_path / "killed.txt").exists()
     code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "resumed.txt", "--resume", ck], capsys)
     assert code == 0, err

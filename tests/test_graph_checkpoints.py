@@ -5,17 +5,12 @@ kind of checkpoint are refused with a named error (exit 2)."""
 from __future__ import annotations
 
 import json
-import os
-import random
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sigkill import kill_after_first_mid_epoch_checkpoint
 
 from parvec.checkpoints import EPOCH_END, list_checkpoints
 from parvec.cli import main
@@ -23,7 +18,6 @@ from parvec.errors import ParvecError
 from parvec.graph.node2vec import DeepWalk, Node2Vec
 from parvec.word2vec import Word2Vec
 
-REPO = Path(__file__).resolve().parents[1]
 KW = dict(dimensions=16, walk_length=20, num_walks=4, window=5, p=0.5, q=2.0, epochs=2, workers=1, seed=3,
           algo="classic")
 FLAGS = ["--dimensions", 16, "--walk-length", 20, "--num-walks", 4, "--window-size", 5, "--p", 0.5, "--q", 2,
@@ -108,28 +102,9 @@ def test_sigkill_mid_epoch_then_resume_gives_the_same_bytes(graph, tmp_path, cap
     code, _, err = run(["node2vec", graph, *flags, "-o", tmp_path / "full.txt"], capsys)
     assert code == 0, err
     ck, interval = tmp_path / "ck", 0.25
-    env = os.environ | {"PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "parvec", "node2vec", str(graph), *map(str, flags), "-o", str(tmp_path / "killed.txt"),
-         "--checkpoint-dir", str(ck), "--checkpoint-every", "30k"],
-        stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        printed = []
-        for line in proc.stderr:  # wait for the first mid-epoch checkpoint, then kill at a random moment
-            if line.startswith("checkpoint: ") and "/mid-e" in line:
-                printed.append(line)
-                break
-        assert printed, "the run ended before its first mid-epoch checkpoint"
-        time.sleep(random.uniform(0.0, 1.6 * interval))
-        assert proc.poll() is None, "the run finished before it could be killed: make it longer"
-        killed_at = time.time()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    killed_at = kill_after_first_mid_epoch_checkpoint(
+        ["node2vec", graph, *flags, "-o", tmp_path / "killed.txt", "--checkpoint-dir", ck, "--checkpoint-every", "30k"],
+        interval)
     assert not (tmp_path / "killed.txt").exists()
     code, _, err = run(["node2vec", graph, "-o", tmp_path / "resumed.txt", "--resume", ck, "--quiet"], capsys)
     assert code == 0, err
