@@ -24,8 +24,8 @@ def default_algo(device: str, sg: bool = True) -> str:
     """The algorithm a device trains with when none is named: on cpu hogbatch for skip-gram and classic for
     CBOW, full-w2v on cuda.
 
-    CBOW defaults to word2vec.c's loop because the batched CBOW kernel (``algo="hogbatch"``, 2.5-2.9x faster per
-    core) scored 4.8 analogy points below gensim at the same learning rate and 6.2 below word2vec.c on the
+    CBOW defaults to word2vec.c's loop because the batched CBOW kernel (``algo="hogbatch"``, about 2x the words
+    per second) scored 4.8 analogy points below gensim at the same learning rate and 6.2 below word2vec.c on the
     Wikipedia corpus (docs/benchmarks.md); classic CBOW matched both.
 
     Example:
