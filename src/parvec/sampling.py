@@ -66,6 +66,15 @@ def shrunk_window(state: np.uint64, i: np.int64, n: np.int64, window: np.int64):
 
 
 @njit(inline="always")
+def word_rate(alpha0, alpha1, done, i, raw_len, n, chunk_words) -> np.float32:
+    """The learning rate of kept word ``i`` of ``n`` in a sentence of ``raw_len`` raw words that starts
+    ``done`` raw words into a chunk of ``chunk_words``: linear from ``alpha0`` to ``alpha1`` over the chunk,
+    interpolated inside the sentence (the classic, CBOW and hierarchical-softmax kernels)."""
+    frac = (done + i * raw_len / n) / chunk_words
+    return np.float32(alpha0 + (alpha1 - alpha0) * frac)
+
+
+@njit(inline="always")
 def rng_uniform(state: np.uint64) -> np.float32:
     """A float in [0, 1) from the low 24 bits of ``state``."""
     return np.float32(np.float64(state & np.uint64(0xFFFFFF)) * U24)

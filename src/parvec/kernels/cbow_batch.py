@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from parvec.kernels.hogbatch import _draw_negative, _prefetch_row, sgns_block
-from parvec.sampling import rng_below, rng_next, subsample_sentence
+from parvec.sampling import rng_below, rng_next, subsample_sentence, word_rate
 
 DEFAULT_BATCH = 8  # centers per shared set of negatives (measured: README.md, "CBOW")
 _MASKED = np.float32(-30.0)  # a masked score: beyond -MAX_EXP, so its gradient is exactly 0
@@ -290,8 +290,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
         i = 0
         while i < n:
             # Linear decay by raw words processed, at the batch's first center.
-            frac = (done + i * raw_len / n) / chunk_words
-            alpha = np.float32(alpha0 + (alpha1 - alpha0) * frac)
+            alpha = word_rate(alpha0, alpha1, done, i, raw_len, n, chunk_words)
             nb = 0
             while nb < batch and i < n:
                 state = rng_next(state)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence
+from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence, word_rate
 
 MAX_EXP = 6.0
 
@@ -96,9 +96,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
         n, state = subsample_sentence(tokens, start, end, keep, state, sent_buf)
         raw_len = end - start
         for i in range(n):
-            # Linear decay by raw words processed, interpolated inside the sentence.
-            frac = (done + i * raw_len / n) / chunk_words
-            alpha = np.float32(alpha0 + (alpha1 - alpha0) * frac)
+            alpha = word_rate(alpha0, alpha1, done, i, raw_len, n, chunk_words)
             state, lo, hi = shrunk_window(state, i, n, window)
             center = sent_buf[i]
             for j in range(lo, hi):
