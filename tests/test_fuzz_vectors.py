@@ -14,12 +14,11 @@ Every crash found this way becomes a named regression test at the end of this fi
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 
 import numpy as np
 import pytest
+from fuzzing import no_hang as _no_hang
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -43,20 +42,9 @@ BOM = b"\xef\xbb\xbf"
 INSERTS = (b"\x00", b"\r", b"\n", b" ", b"\t", BOM, b"\xff")
 
 
-@contextlib.contextmanager
 def no_hang(seconds: int = 10):
-    """Fail (instead of hanging) if the block takes longer than ``seconds``."""
-
-    def alarm(signum, frame):
-        raise AssertionError(f"reader hung for more than {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+    """tests/fuzzing.py's guard with this file's 10-second limit."""
+    return _no_hang(seconds)
 
 
 # ---------------------------------------------------------------------- strategies

@@ -7,7 +7,8 @@ one-process reference, and the bookkeeping every part of ``--mode sharded`` shar
   ``chunk_seed(seed, epoch, unit index)`` and its learning rate runs linearly over its global word
   positions, as the one-process trainer's chunks do.
 - **Minibatches.** :class:`UnitRunner` forms minibatches of ``minibatch_words`` input words
-  (:func:`parvec.kernels.sharded.form_minibatch`) and drives them through a :class:`Step`: one call per
+  (:func:`parvec.kernels.sharded.subsample_unit`, then :func:`~parvec.kernels.sharded.form_interleaved`,
+  interleaved by default) and drives them through a :class:`Step`: one call per
   minibatch that adjusts the previous minibatch and computes the dot products of the next one (so a
   call carries two minibatches' work), with the next minibatch formed while the call is in flight.
   Each minibatch's negatives come from its own seed, derived from the unit's seed and its index.
