@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run
 from related_words import assert_learns_related_words
 
-from parvec.cli import main as cli_main
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
@@ -255,10 +255,6 @@ def tiny_corpus(tmp_path):
     return path
 
 
-def run(argv, capsys):
-    code = cli_main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_cbow_trains_and_writes_vectors(tiny_corpus, tmp_path, capsys):

@@ -9,19 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run
 from sigkill import kill_after_first_mid_epoch_checkpoint
 
 from parvec.checkpoints import EPOCH_END, latest_checkpoint, list_checkpoints, mid_name
-from parvec.cli import main
 from parvec.errors import CheckpointError, ParvecError
 from parvec.trainer import parse_interval
 from parvec.word2vec import Word2Vec
-
-
-def run(argv, capsys):
-    code = main([str(x) for x in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

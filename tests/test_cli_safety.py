@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run
 
 from parvec.cli import main
 
@@ -41,10 +42,6 @@ def graph_file(tmp_path):
     return path
 
 
-def run(argv, capsys):
-    code = main([str(x) for x in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def leftovers(directory: Path) -> list[str]:

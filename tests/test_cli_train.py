@@ -8,8 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-
-from parvec.cli import main
+from cli_run import run
 
 
 @pytest.fixture()
@@ -24,10 +23,6 @@ def tiny_corpus(tmp_path):
     return path
 
 
-def run(argv, capsys):
-    code = main([str(x) for x in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_train_writes_vectors_and_report(tiny_corpus, tmp_path, capsys):

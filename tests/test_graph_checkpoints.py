@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run
 from sigkill import kill_after_first_mid_epoch_checkpoint
 
 from parvec.checkpoints import EPOCH_END, list_checkpoints
-from parvec.cli import main
 from parvec.errors import ParvecError
 from parvec.graph.node2vec import DeepWalk, Node2Vec
 from parvec.word2vec import Word2Vec
@@ -24,10 +24,6 @@ FLAGS = ["--dimensions", 16, "--walk-length", 20, "--num-walks", 4, "--window-si
          "--workers", 1, "--seed", 3, "--algo", "classic", "--quiet"]
 
 
-def run(argv, capsys):
-    code = main([str(x) for x in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

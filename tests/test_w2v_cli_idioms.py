@@ -7,8 +7,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from cli_run import run
 
-from parvec.cli import build_parser, main
+from parvec.cli import build_parser
 from parvec.cli.train import resolve_defaults
 from parvec.keyedvectors import KeyedVectors
 
@@ -26,10 +27,6 @@ def corpus(tmp_path):
     return path
 
 
-def run(argv, capsys):
-    code = main([str(x) for x in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def parsed(*argv):
