@@ -1,12 +1,15 @@
 """Corpus counting and encoding throughput, one step at a time, on a slice of the shared corpus.
 
 The slice (``--tokens``, default 5M, 10,000 tokens a line) is decompressed once into ``--work``.  Each
-step runs ``--repeats`` times (median): ``read`` (parvec's sentence reader alone: read, decode, split),
-``count`` (``parvec.vocab.count_words`` over that reader: read + Counter), ``encode`` (the second pass:
-read + word -> id lookups into int32 blocks, ``corpus._Blocks`` with the vocabulary of the count) and
-``from_file`` (``EncodedCorpus.from_file`` end to end, no cache).  Tokens per second per step, by the wall
-clock and by this process's CPU time (on a shared machine the CPU figure is the one-core throughput),
-with the machine's load average (speed is claimed from here, not from tests).
+step runs ``--repeats`` times (median).  On bytes, as ``EncodedCorpus.from_file`` reads files
+(:mod:`parvec.textscan`): ``count`` (:func:`parvec.corpus.count_text`: read + the numba word table) and
+``encode`` (the second pass: read + table lookups into int32 blocks, ``corpus._Blocks.add_text``).  The
+reader in Python, which streams and iterables use (and files before the byte tokeniser): ``read`` (read,
+decode, ``str.split``), ``count-python`` (``parvec.vocab.count_words``: read + ``Counter``) and
+``encode-python`` (read + word -> id lookups, ``corpus._Blocks.add_all``).  ``from_file`` is
+``EncodedCorpus.from_file`` end to end, no cache.  Tokens per second per step, by the wall clock and by
+this process's CPU time (on a shared machine the CPU figure is the one-core throughput), with the machine's
+load average (speed is claimed from here, not from tests).
 
     python benchmarks/bench_encode.py --tokens 5000000 --repeats 3
     python benchmarks/bench_encode.py --profile count     # cProfile of one step, top functions
@@ -55,35 +58,49 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=5_000_000)
     ap.add_argument("--work", default=str(REPO / "bench_out" / "encode"))
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--steps", nargs="+", default=["read", "count", "encode", "from_file"],
-                    choices=["read", "count", "encode", "from_file"])
-    ap.add_argument("--profile", choices=["read", "count", "encode", "from_file"], default=None,
+    names = ["count", "encode", "read", "count-python", "encode-python", "from_file"]
+    ap.add_argument("--steps", nargs="+", default=names, choices=names)
+    ap.add_argument("--profile", choices=names, default=None,
                     help="cProfile one run of this step and print the top functions")
     a = ap.parse_args()
     sys.path.insert(0, str(REPO / "src"))
-    from parvec.corpus import EncodedCorpus, ReadOptions, _Blocks, _Lookup, _TextSentences
+    from parvec.corpus import EncodedCorpus, ReadOptions, _Blocks, _Lookup, _TextSentences, count_text
     from parvec.vocab import count_words
 
     path = make_slice(a)
     options = ReadOptions(min_count=5)
     sentences = _TextSentences(path, options)
-    vocab = count_words(sentences).finish(min_count=5)
+    counted = count_text(sentences)
+    assert counted is not None, "no pruning on a slice"
+    counter, table = counted
+    vocab = counter.finish(min_count=5)
+    reference = count_words(sentences).finish(min_count=5)
+    assert vocab.words == reference.words and (vocab.counts == reference.counts).all(), "byte and str counts differ"
 
     def read() -> int:
         return sum(len(s) for s in sentences)
 
-    def count() -> int:
+    def count_python() -> int:
         return count_words(sentences).raw_words
+
+    def encode_python() -> int:
+        blocks = _Blocks()
+        blocks.add_all(sentences, _Lookup(vocab.index))
+        return blocks.raw_words
+
+    def count() -> int:
+        return count_text(sentences)[0].raw_words
 
     def encode() -> int:
         blocks = _Blocks()
-        blocks.add_all(sentences, _Lookup(vocab.index))
+        blocks.add_text(sentences, vocab, table)
         return blocks.raw_words
 
     def from_file() -> int:
         return EncodedCorpus.from_file(path, options).raw_words
 
-    steps = {"read": read, "count": count, "encode": encode, "from_file": from_file}
+    steps = {"count": count, "encode": encode, "read": read, "count-python": count_python,
+             "encode-python": encode_python, "from_file": from_file}
     if a.profile:
         prof = cProfile.Profile()
         prof.runcall(steps[a.profile])

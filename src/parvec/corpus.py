@@ -10,7 +10,11 @@ unless asked.  A line longer than ``max_sentence_length`` tokens is split into c
 truncated); the input is streamed in blocks, so a 100 MB single-line text8-style file is never read whole.
 Out-of-vocabulary words are dropped from the token array, as word2vec.c skips them.
 
-A file is read twice, as word2vec.c does: count the vocabulary, then encode.  A stream cannot be read
+A file is read twice, as word2vec.c does: count the vocabulary, then encode, both on bytes by a numba
+kernel (:mod:`parvec.textscan`, :mod:`parvec.kernels.wordtable`: a hash table of the words' bytes, ids in
+first-seen order) that gives exactly what the reader in Python (``str.split``, a ``Counter``) gives, 3-5
+times faster (benchmarks/bench_encode.py); when the distinct words pass ``max_vocab_size`` it stops and
+word2vec.c's pruning runs in Python, whose result depends on when it prunes.  A stream cannot be read
 twice, so it is encoded in one pass: every token gets a provisional id in first-seen order while the
 words are counted, then the vocabulary is sorted and pruned exactly as for a file and the provisional ids
 are remapped (pruned words dropped, sentence offsets fixed).  The result is the same as the two passes
@@ -55,7 +59,9 @@ import numpy as np
 
 from parvec.errors import ParvecError
 from parvec.formats import STDIN, check_input, is_stream, open_input
-from parvec.vocab import Vocab, count_words
+from parvec.kernels.wordtable import piece_lengths
+from parvec.textscan import WordTable, normalise
+from parvec.vocab import Vocab, VocabCounter, count_words
 
 log = logging.getLogger(__name__)
 
@@ -357,20 +363,47 @@ class _TextSentences:
         self.digests: list[str] = []
         self._passes = 0
 
-    def __iter__(self) -> Iterator[list[str]]:
+    def blocks(self) -> Iterator[tuple[str, bytes, int, bool]]:
+        """One pass over the raw text: ``(name, block, first line number, last block of its file)``.
+
+        Blocks are cut after whitespace (no word or UTF-8 character is split), NUL bytes are spaces, and each
+        file's blocks are followed by one ``(name, b"", line, True)``.  A completed pass appends its digest.
+        """
         if self.once and self._passes:
             raise ParvecError(f"{self.name}: a stream can be read only once")
         self._passes += 1
         hasher = hashlib.sha256() if self.digest else None
         for path in self.paths:
-            yield from self._read(path, self.name if len(self.paths) == 1 else str(path), hasher)
+            yield from self._blocks(path, self.name if len(self.paths) == 1 else str(path), hasher)
         if hasher is not None:
             self.digests.append(hasher.hexdigest())
 
-    def _read(self, path: Path, name: str, hasher: Any) -> Iterator[list[str]]:
+    def __iter__(self) -> Iterator[list[str]]:
         max_len = self.options.max_sentence_length
-        line_no = 1
         current: list[str] = []
+        for name, block, line_no, at_end in self.blocks():
+            if at_end:
+                if current:  # each file's last line ends there
+                    yield current
+                current = []
+                continue
+            lines = self._decode(block, line_no, name).split("\n")
+            for i, line in enumerate(lines):
+                if self.options.lowercase:
+                    line = line.lower()
+                current.extend(line.split())
+                if i < len(lines) - 1:  # the line ended: emit it in pieces
+                    for start in range(0, len(current), max_len):
+                        yield current[start : start + max_len]
+                    current = []
+                elif len(current) >= max_len:  # a long line continues: emit whole pieces now
+                    n_full = len(current) // max_len * max_len
+                    for start in range(0, n_full, max_len):
+                        yield current[start : start + max_len]
+                    current = current[n_full:]
+
+    def _blocks(self, path: Path, name: str, hasher: Any) -> Iterator[tuple[str, bytes, int, bool]]:
+        line_no = 1
         carry = b""
         try:
             with open_input(path, allow_stream=True) as f:
@@ -393,29 +426,14 @@ class _TextSentences:
                         carry, block = block[cut + 1 :], block[: cut + 1]
                     else:
                         carry = b""
-                    text = self._decode(block, line_no, name)
-                    lines = text.split("\n")
-                    for i, line in enumerate(lines):
-                        if self.options.lowercase:
-                            line = line.lower()
-                        current.extend(line.split())
-                        last = i == len(lines) - 1
-                        if not last:  # the line ended: emit it in pieces
-                            for start in range(0, len(current), max_len):
-                                yield current[start : start + max_len]
-                            current = []
-                            line_no += 1
-                        elif len(current) >= max_len:  # a long line continues: emit whole pieces now
-                            n_full = len(current) // max_len * max_len
-                            for start in range(0, n_full, max_len):
-                                yield current[start : start + max_len]
-                            current = current[n_full:]
+                    if block:
+                        yield name, block, line_no, False
+                        line_no += block.count(b"\n")
                     if at_end:
                         break
         except _READ_ERRORS as exc:
             raise ParvecError(f"{name}: cannot read: {exc}") from None
-        if current:
-            yield current
+        yield name, b"", line_no, True
 
     def _decode(self, block: bytes, line_no: int, name: str) -> str:
         try:
@@ -486,6 +504,41 @@ class _Blocks:
                 self.flush()
         self.flush()
 
+    def add_text(self, reader: _TextSentences, vocab: Vocab, table: WordTable | None = None) -> None:
+        """Encode a text file on bytes (:mod:`parvec.textscan`): the same ids and sentences as
+        ``add_all(reader, _Lookup(vocab.index))``.  ``table`` is the counting pass's word table, if any."""
+        if table is None:
+            table, to_vocab = WordTable.of_words(vocab.words)
+        else:
+            index = vocab.index
+            to_vocab = np.fromiter((index.get(w, -1) for w in table.words()), dtype=np.int32, count=len(table))
+        to_vocab = np.append(to_vocab, np.int32(-1))  # a word not in the table (id -1) maps to -1
+        opts = reader.options
+        max_len = opts.max_sentence_length
+        carry = np.zeros(0, dtype=np.int32)
+        for name, block, line_no, at_end in reader.blocks():
+            if at_end:  # each file's last line ends there
+                if len(carry):
+                    self._push(carry, np.array([len(carry)], dtype=np.int64))
+                carry = carry[:0]
+                continue
+            text = normalise(block, opts.lowercase, opts.unicode_errors,
+                             lambda b, line_no=line_no, name=name: reader._decode(b, line_no, name))
+            found, segs = table.scan(text, insert=False)
+            ids = to_vocab[found]
+            if len(carry):
+                ids = np.concatenate((carry, ids))
+            lengths = np.zeros(len(segs) + len(ids) // max_len + 1, dtype=np.int64)
+            n, left = piece_lengths(segs, len(segs), len(carry), max_len, lengths)
+            carry = ids[len(ids) - left :].copy()
+            self._push(ids[: len(ids) - left], lengths[:n])
+
+    def _push(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        self.flush()
+        self._ids.append(ids)
+        self._lengths.extend(lengths.tolist())
+        self.flush()
+
     def flush(self) -> None:
         if not self._ids:
             return
@@ -540,6 +593,34 @@ def _assemble(
     return EncodedCorpus(vocab, tokens, offsets, raw_words=raw_words, source=source)
 
 
+def count_text(reader: _TextSentences) -> tuple[VocabCounter, WordTable] | None:
+    """Count the words of a text file on bytes (:mod:`parvec.textscan`): the counts, totals and first-seen
+    order that :func:`parvec.vocab.count_words` gives for ``reader``, and the word table for the encoding
+    pass.  None when the distinct words pass ``max_vocab_size`` (given, or the automatic cap): then
+    word2vec.c's pruning is needed, and ``count_words`` does it (its results depend on when it prunes).
+
+    Example:
+        >>> counter, table = count_text(_TextSentences(Path("corpus.txt"), ReadOptions()))  # doctest: +SKIP
+        >>> counter.raw_words, len(counter.counts) == len(table)  # doctest: +SKIP
+        (17005207, True)
+    """
+    opts = reader.options
+    counter = VocabCounter(opts.max_vocab_size)
+    cap = counter.max_vocab_size
+    table = WordTable()
+    for name, block, line_no, at_end in reader.blocks():
+        if at_end:
+            continue
+        text = normalise(block, opts.lowercase, opts.unicode_errors,
+                         lambda b, line_no=line_no, name=name: reader._decode(b, line_no, name))
+        ids, _ = table.scan(text, insert=True)
+        counter.raw_words += len(ids)
+        if len(table) > cap:
+            return None
+    counter.counts = dict(zip(table.words(), table.counts().tolist(), strict=True))
+    return counter, table
+
+
 def _check_vocab(vocab: Vocab, raw_words: int, best: int, options: ReadOptions, source: str) -> None:
     if raw_words == 0:
         raise ParvecError(f"{source}: the corpus has no words")
@@ -566,8 +647,14 @@ def _encode(
     encoded in memory (and saved into ``directory`` if given): the same tokens, offsets and vocabulary."""
     raw_words = None
     pruning = None
+    fast = isinstance(sentences, _TextSentences) and not sentences.once
+    table = None
     if vocab is None:
-        counter = count_words(sentences, options.max_vocab_size)
+        counted = count_text(sentences) if fast else None
+        if counted is None:  # not a file, or pruning needed: counted as word2vec.c would, in Python
+            counter = count_words(sentences, options.max_vocab_size)
+        else:
+            counter, table = counted
         vocab = counter.finish(options.min_count, options.max_final_vocab)
         raw_words = counter.raw_words
         pruning = counter.pruning
@@ -579,13 +666,16 @@ def _encode(
         spill = _spill_directory()
         if spill is not None:
             try:
-                return _encode_to(spill, sentences, vocab, raw_words, source, pruning)
+                return _encode_to(spill, sentences, vocab, raw_words, source, pruning, table)
             finally:
                 shutil.rmtree(spill, ignore_errors=True)  # unlinked; the mapping keeps the data
     if directory is not None and raw_words is not None and raw_words >= _SPILL_TOKENS:
-        return _encode_to(directory, sentences, vocab, raw_words, source, pruning)
+        return _encode_to(directory, sentences, vocab, raw_words, source, pruning, table)
     blocks = _Blocks()
-    blocks.add_all(sentences, _Lookup(vocab.index))
+    if fast:
+        blocks.add_text(sentences, vocab, table)
+    else:
+        blocks.add_all(sentences, _Lookup(vocab.index))
     corpus = _assemble(blocks, vocab, raw_words or blocks.raw_words, source)
     corpus.pruning = pruning
     if directory is not None:
@@ -625,11 +715,15 @@ def _encode_to(
     raw_words: int | None,
     source: str,
     pruning: dict[str, Any] | None,
+    table: WordTable | None = None,
 ) -> EncodedCorpus:
     """The encoding pass streamed into ``directory`` (see :func:`_encode`); returns it memory-mapped."""
     with _TokenFiles(directory, source) as out:
         blocks = _Blocks(sink=out.add)
-        blocks.add_all(sentences, _Lookup(vocab.index))
+        if isinstance(sentences, _TextSentences) and not sentences.once:
+            blocks.add_text(sentences, vocab, table)
+        else:
+            blocks.add_all(sentences, _Lookup(vocab.index))
     if out.n_tokens == 0:
         raise ParvecError(f"{source}: no token of the corpus is in the vocabulary")
     try:
