@@ -6,7 +6,7 @@ directory, then runs each step in its own subprocess so that ``VmHWM`` in ``/pro
 step's peak resident set:
 
 1. ``generate``: the repeated corpus, streamed (decompressed once, then copied block by block);
-2. ``count``: the vocabulary counting pass alone (:func:`parvec.corpus.count_text`, the byte counter
+2. ``count``: the vocabulary counting pass alone (:func:`parvec.corpus.count_vocabulary`, the byte counter
    ``from_file`` uses; bounded memory);
 3. ``encode``: :meth:`parvec.EncodedCorpus.from_file` into the encoded-corpus cache -- its own counting pass,
    then the tokens streamed to ``tokens.npy`` block by block;
@@ -98,16 +98,14 @@ def step_generate(a: argparse.Namespace) -> dict:
 
 
 def step_count(a: argparse.Namespace) -> dict:
-    from parvec.corpus import ReadOptions, _TextSentences, count_text
-    from parvec.vocab import count_words
+    from parvec.corpus import ReadOptions, _TextSentences, count_vocabulary
 
     opts = ReadOptions(min_count=a.min_count)
-    counted = count_text(_TextSentences(Path(a.corpus), opts))  # on bytes, as from_file counts
-    counter = counted[0] if counted else count_words(_TextSentences(Path(a.corpus), opts), opts.max_vocab_size)
+    counter, table = count_vocabulary(_TextSentences(Path(a.corpus), opts), opts)  # as from_file counts
     vocab = counter.finish(opts.min_count)
     return {"raw_words": counter.raw_words, "distinct": len(counter.counts), "vocab": len(vocab),
             "pruning": counter.pruning, "max_vocab_size": counter.max_vocab_size,
-            "counter": "bytes" if counted else "python (pruning)"}
+            "counter": "bytes" if table is not None else "python (pruning)"}
 
 
 def step_encode(a: argparse.Namespace) -> dict:

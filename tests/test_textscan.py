@@ -90,7 +90,7 @@ def test_piece_lengths_cut_lines_as_the_python_reader(segs, carry, max_len):
 ])
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_normalise_splits_as_str_split(block, lowercase):
-    out = normalise(block, lowercase, "strict", lambda b: b.decode("utf-8"))
+    out = normalise(block, lowercase, lambda b: b.decode("utf-8"))
     text = block.decode("utf-8")
     lines = [(line.lower() if lowercase else line).split() for line in text.split("\n")]
     assert python_scan(out) == ([w for line in lines for w in line], [len(line) for line in lines])
@@ -98,14 +98,14 @@ def test_normalise_splits_as_str_split(block, lowercase):
 
 def test_normalise_invalid_utf8_uses_the_readers_decoder():
     bad = b"ok \xff\xfe bad\n"
-    replace = normalise(bad, False, "replace", lambda b: b.decode("utf-8", "replace"))
+    replace = normalise(bad, False, lambda b: b.decode("utf-8", "replace"))
     assert python_scan(replace)[0] == ["ok", "\ufffd\ufffd", "bad"]
 
     def strict(b: bytes) -> str:
         raise ParvecError("f.txt:1: invalid UTF-8")
 
     with pytest.raises(ParvecError, match="f.txt:1"):
-        normalise(bad, False, "strict", strict)
+        normalise(bad, False, strict)
 
 
 def encode_both(paths, options: ReadOptions, vocab: Vocab | None = None):

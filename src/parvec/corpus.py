@@ -505,6 +505,14 @@ class _Blocks:
                 self.flush()
         self.flush()
 
+    def add(self, sentences: Iterable[list[str]], vocab: Vocab, table: WordTable | None = None) -> None:
+        """Encode ``sentences`` against ``vocab``: a file on bytes (:meth:`add_text`), anything else (a stream,
+        an iterable) from its token lists (:meth:`add_all`)."""
+        if _on_bytes(sentences):
+            self.add_text(sentences, vocab, table)
+        else:
+            self.add_all(sentences, _Lookup(vocab.index))
+
     def add_text(self, reader: _TextSentences, vocab: Vocab, table: WordTable | None = None) -> None:
         """Encode a text file on bytes (:mod:`parvec.textscan`): the same ids and sentences as
         ``add_all(reader, _Lookup(vocab.index))``.  ``table`` is the counting pass's word table, if any."""
@@ -514,47 +522,57 @@ class _Blocks:
             index = vocab.index
             to_vocab = np.fromiter((index.get(w, -1) for w in table.words()), dtype=np.int32, count=len(table))
         to_vocab = np.append(to_vocab, np.int32(-1))  # a word not in the table (id -1) maps to -1
-        opts = reader.options
-        max_len = opts.max_sentence_length
+        max_len = reader.options.max_sentence_length
         carry = np.zeros(0, dtype=np.int32)
-        for name, block, line_no, at_end in reader.blocks():
-            if at_end:  # each file's last line ends there
+        for found, segs in _scan(reader, table, insert=False):
+            if found is None:  # the end of a file: its last line ends there
                 if len(carry):
-                    self._push(carry, np.array([len(carry)], dtype=np.int64))
+                    self._emit(carry, np.array([len(carry)], dtype=np.int64))
                 carry = carry[:0]
                 continue
-            text = normalise(block, opts.lowercase, opts.unicode_errors,
-                             lambda b, line_no=line_no, name=name: reader._decode(b, line_no, name))
-            found, segs = table.scan(text, insert=False)
             ids = to_vocab[found]
             if len(carry):
                 ids = np.concatenate((carry, ids))
             lengths = np.zeros(len(segs) + len(ids) // max_len + 1, dtype=np.int64)
             n, left = piece_lengths(segs, len(segs), len(carry), max_len, lengths)
             carry = ids[len(ids) - left :].copy()
-            self._push(ids[: len(ids) - left], lengths[:n])
-
-    def _push(self, ids: np.ndarray, lengths: np.ndarray) -> None:
-        self.flush()
-        self._ids.append(ids)
-        self._lengths.extend(lengths.tolist())
-        self.flush()
+            self._emit(ids[: len(ids) - left], lengths[:n])
 
     def flush(self) -> None:
         if not self._ids:
             return
-        ids = np.concatenate(self._ids)
+        self._emit(np.concatenate(self._ids), np.asarray(self._lengths, dtype=np.int64))
+        self._ids.clear()
+        self._lengths.clear()
+        self._pending = 0
+
+    def _emit(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """One finished block: to the sink, or kept."""
         self.raw_words += len(ids)
         if self._on_block is not None:
             self._on_block(ids)
         if self.sink is not None:
-            self.sink(ids, np.asarray(self._lengths, dtype=np.int64))
+            self.sink(ids, lengths)
         else:
             self.ids.append(ids)
-            self.lengths.append(np.asarray(self._lengths, dtype=np.int64))
-        self._ids.clear()
-        self._lengths.clear()
-        self._pending = 0
+            self.lengths.append(lengths)
+
+
+def _on_bytes(sentences: Iterable[list[str]]) -> bool:
+    """Whether ``sentences`` is a file (or files) that the byte tokeniser reads: not a stream (read once)."""
+    return isinstance(sentences, _TextSentences) and not sentences.once
+
+
+def _scan(reader: _TextSentences, table: WordTable, insert: bool) -> Iterator[tuple[np.ndarray | None, np.ndarray]]:
+    """One pass of ``reader`` through ``table``: ``(table ids, line token counts)`` per block, normalised for
+    the kernel (:func:`parvec.textscan.normalise`), and ``(None, ...)`` at the end of each file."""
+    lowercase = reader.options.lowercase
+    for name, block, line_no, at_end in reader.blocks():
+        if at_end:
+            yield None, np.zeros(0, dtype=np.int64)
+            continue
+        text = normalise(block, lowercase, lambda b, line_no=line_no, name=name: reader._decode(b, line_no, name))
+        yield table.scan(text, insert=insert)
 
 
 def _compact(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -605,21 +623,30 @@ def count_text(reader: _TextSentences) -> tuple[VocabCounter, WordTable] | None:
         >>> counter.raw_words, len(counter.counts) == len(table)  # doctest: +SKIP
         (17005207, True)
     """
-    opts = reader.options
-    counter = VocabCounter(opts.max_vocab_size)
-    cap = counter.max_vocab_size
+    counter = VocabCounter(reader.options.max_vocab_size)
     table = WordTable()
-    for name, block, line_no, at_end in reader.blocks():
-        if at_end:
-            continue
-        text = normalise(block, opts.lowercase, opts.unicode_errors,
-                         lambda b, line_no=line_no, name=name: reader._decode(b, line_no, name))
-        ids, _ = table.scan(text, insert=True)
-        counter.raw_words += len(ids)
-        if len(table) > cap:
-            return None
+    for ids, _ in _scan(reader, table, insert=True):
+        if ids is not None:
+            counter.raw_words += len(ids)
+            if len(table) > counter.max_vocab_size:
+                return None
     counter.counts = dict(zip(table.words(), table.counts().tolist(), strict=True))
     return counter, table
+
+
+def count_vocabulary(sentences: Iterable[list[str]], options: ReadOptions) -> tuple[VocabCounter, WordTable | None]:
+    """The counting pass: a file on bytes (:func:`count_text`, which also gives its word table), or, for a
+    stream, an iterable or a file that needs pruning, :func:`parvec.vocab.count_words` in Python.
+
+    Example:
+        >>> counter, table = count_vocabulary([["a", "b"], ["a"]], ReadOptions(min_count=1))
+        >>> counter.counts, table is None
+        ({'a': 2, 'b': 1}, True)
+    """
+    counted = count_text(sentences) if _on_bytes(sentences) else None  # type: ignore[arg-type]
+    if counted is None:
+        return count_words(sentences, options.max_vocab_size), None
+    return counted
 
 
 def _check_vocab(vocab: Vocab, raw_words: int, best: int, options: ReadOptions, source: str) -> None:
@@ -648,14 +675,9 @@ def _encode(
     encoded in memory (and saved into ``directory`` if given): the same tokens, offsets and vocabulary."""
     raw_words = None
     pruning = None
-    fast = isinstance(sentences, _TextSentences) and not sentences.once
     table = None
     if vocab is None:
-        counted = count_text(sentences) if fast else None
-        if counted is None:  # not a file, or pruning needed: counted as word2vec.c would, in Python
-            counter = count_words(sentences, options.max_vocab_size)
-        else:
-            counter, table = counted
+        counter, table = count_vocabulary(sentences, options)
         vocab = counter.finish(options.min_count, options.max_final_vocab)
         raw_words = counter.raw_words
         pruning = counter.pruning
@@ -673,10 +695,7 @@ def _encode(
     if directory is not None and raw_words is not None and raw_words >= _SPILL_TOKENS:
         return _encode_to(directory, sentences, vocab, raw_words, source, pruning, table)
     blocks = _Blocks()
-    if fast:
-        blocks.add_text(sentences, vocab, table)
-    else:
-        blocks.add_all(sentences, _Lookup(vocab.index))
+    blocks.add(sentences, vocab, table)
     corpus = _assemble(blocks, vocab, raw_words or blocks.raw_words, source)
     corpus.pruning = pruning
     if directory is not None:
@@ -721,10 +740,7 @@ def _encode_to(
     """The encoding pass streamed into ``directory`` (see :func:`_encode`); returns it memory-mapped."""
     with _TokenFiles(directory, source) as out:
         blocks = _Blocks(sink=out.add)
-        if isinstance(sentences, _TextSentences) and not sentences.once:
-            blocks.add_text(sentences, vocab, table)
-        else:
-            blocks.add_all(sentences, _Lookup(vocab.index))
+        blocks.add(sentences, vocab, table)
     if out.n_tokens == 0:
         raise ParvecError(f"{source}: no token of the corpus is in the vocabulary")
     try:

@@ -51,12 +51,6 @@ class WordTable:
     def __len__(self) -> int:
         return int(self._state[0])
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes the table's arrays take."""
-        return sum(a.nbytes for a in (self._slots, self._hashes, self._starts, self._lengths, self._counts,
-                                      self._arena))
-
     def _alloc_words(self, capacity: int) -> None:
         n = len(self)
         old = getattr(self, "_hashes", None)
@@ -148,14 +142,14 @@ def _pow2(n: int) -> int:
     return 1 << max(4, (n - 1).bit_length())
 
 
-def normalise(block: bytes, lowercase: bool, errors: str, decode: Callable[[bytes], str]) -> bytes:
+def normalise(block: bytes, lowercase: bool, decode: Callable[[bytes], str]) -> bytes:
     """``block`` in a form the kernel splits as ``str.split()`` splits the decoded text, line by line.
 
-    ``decode`` is the reader's strict-or-not decoder (it raises the named error on invalid UTF-8 in strict
-    mode).
+    ``decode`` is the reader's decoder, with its ``unicode_errors`` (in strict mode it raises the error naming
+    the file and line on invalid UTF-8).
 
     Example:
-        >>> normalise("a\\u00a0B\\n".encode(), True, "strict", bytes.decode)
+        >>> normalise("a\\u00a0B\\n".encode(), True, bytes.decode)
         b'a b\\n'
     """
     if block.isascii():

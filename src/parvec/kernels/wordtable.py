@@ -43,7 +43,7 @@ _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _find(buf, i, j, h, slots, hashes, starts, lengths, arena):  # pragma: no cover - numba
     """The slot of the word ``buf[i:j]`` (hash ``h``): its own, or the empty one where it would go."""
     mask = len(slots) - 1
@@ -93,8 +93,8 @@ def scan_block(buf, classes, slots, hashes, starts, lengths, counts, arena, stat
     done = True
     while i < n:
         c = classes[buf[i]]
-        if c != 0:
-            if c == 2:
+        if c != WORD:
+            if c == NEWLINE:
                 segs[n_seg] = seg
                 n_seg += 1
                 seg = 0
@@ -102,7 +102,7 @@ def scan_block(buf, classes, slots, hashes, starts, lengths, counts, arena, stat
             continue
         h = _FNV_OFFSET
         j = i
-        while j < n and classes[buf[j]] == 0:
+        while j < n and classes[buf[j]] == WORD:
             h = (h ^ np.uint64(buf[j])) * _FNV_PRIME
             j += 1
         s = _find(buf, i, j, h, slots, hashes, starts, lengths, arena)
