@@ -14,7 +14,11 @@ A file is read twice, as word2vec.c does: count the vocabulary, then encode, bot
 kernel (:mod:`parvec.textscan`, :mod:`parvec.kernels.wordtable`: a hash table of the words' bytes, ids in
 first-seen order) that gives exactly what the reader in Python (``str.split``, a ``Counter``) gives, 3-5
 times faster (benchmarks/bench_encode.py); when the distinct words pass ``max_vocab_size`` it stops and
-word2vec.c's pruning runs in Python, whose result depends on when it prunes.  A stream cannot be read
+word2vec.c's pruning runs in Python, whose result depends on when it prunes.  The two reads must see the same
+file: its identity (device, inode, size, mtime, ctime) is compared before and after each pass, a recently
+changed file's bytes are hashed in each pass, and the encoding pass counts each vocabulary word's tokens, which
+must be the counting pass's counts (at least them after pruning); a file that changed is refused, named
+(docs/big_corpora.md).  A stream cannot be read
 twice, so it is encoded in one pass: every token gets a provisional id in first-seen order while the
 words are counted, then the vocabulary is sorted and pruned exactly as for a file and the provisional ids
 are remapped (pruned words dropped, sentence offsets fixed).  The result is the same as the two passes
@@ -58,9 +62,9 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import ParvecError
-from parvec.formats import STDIN, check_input, is_stream, open_input
+from parvec.formats import STDIN, check_input, is_stream, open_input, write_reason
 from parvec.kernels.wordtable import piece_lengths
-from parvec.textscan import WordTable, normalise
+from parvec.textscan import WordTable, normalise, tally
 from parvec.vocab import Vocab, VocabCounter, count_words
 
 log = logging.getLogger(__name__)
@@ -141,6 +145,8 @@ class EncodedCorpus:
     cache_used: bool | None = None
     # What vocabulary pruning did while counting (VocabCounter.pruning), None if it did not prune.
     pruning: dict[str, Any] | None = None
+    # The files it was read from, unchanged while read: [{"path", "size", "mtime_ns"}]; None if not files.
+    inputs: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.tokens.dtype != np.int32:
@@ -363,6 +369,12 @@ class _TextSentences:
         self.digest = digest
         self.digests: list[str] = []
         self._passes = 0
+        # What each file was when the first pass opened it (device, inode, size, mtime, ctime), and the
+        # SHA-256 of its bytes in each pass where they are hashed: every later look must match (_open_check,
+        # _close_check).
+        self._states: dict[int, tuple[int, ...]] = {}
+        self._hashed: dict[int, bool] = {}
+        self._file_digests: dict[int, str] = {}
 
     def blocks(self) -> Iterator[tuple[str, bytes, int, bool]]:
         """One pass over the raw text: ``(name, block, first line number, last block of its file)``.
@@ -373,11 +385,46 @@ class _TextSentences:
         if self.once and self._passes:
             raise ParvecError(f"{self.name}: a stream can be read only once")
         self._passes += 1
-        hasher = hashlib.sha256() if self.digest else None
-        for path in self.paths:
-            yield from self._blocks(path, self.name if len(self.paths) == 1 else str(path), hasher)
-        if hasher is not None:
-            self.digests.append(hasher.hexdigest())
+        digests = []
+        for i, path in enumerate(self.paths):
+            name = self.name if len(self.paths) == 1 else str(path)
+            hasher = self._open_check(i, path, name)
+            yield from self._blocks(path, name, hasher)
+            digests.append(self._close_check(i, path, name, hasher))
+        if self.digest:
+            self.digests.append(_combined_digest(digests))  # type: ignore[arg-type]
+
+    # A file read more than once (counted, then encoded) must be the same file with the same bytes each time:
+    # else the vocabulary's counts and the tokens disagree, and words counted but never encoded keep their
+    # random vectors.  Its identity (device, inode, size, mtime and ctime in nanoseconds) is taken when the
+    # first pass opens it and compared before and after every pass; a file changed less than _RACY_NS before
+    # it was first opened (when a change could keep its ctime, within one tick of a coarse clock) also has its
+    # bytes hashed in every pass.  A stream is read once: there is nothing to compare.
+    def _open_check(self, i: int, path: Path, name: str) -> Any:
+        if self.once:
+            return hashlib.sha256() if self.digest else None
+        now_ns = time.time_ns()
+        state = _file_state(path)
+        if i not in self._states:
+            if state is not None:
+                self._states[i] = state
+                self._hashed[i] = self.digest or state[4] >= now_ns - _RACY_NS
+        elif state != self._states[i]:
+            raise _changed(name, self._states[i], state, "after its words were counted, before it was read again")
+        return hashlib.sha256() if self._hashed.get(i) else None
+
+    def _close_check(self, i: int, path: Path, name: str, hasher: Any) -> str | None:
+        digest = hasher.hexdigest() if hasher is not None else None
+        if self.once or i not in self._states:
+            return digest
+        state = _file_state(path)
+        if state != self._states[i]:
+            raise _changed(name, self._states[i], state, "while it was read")
+        if digest is not None:
+            first = self._file_digests.setdefault(i, digest)
+            if digest != first:
+                raise _changed(name, self._states[i], state, "between two reads", content=True)
+        return digest
 
     def __iter__(self) -> Iterator[list[str]]:
         max_len = self.options.max_sentence_length
@@ -447,6 +494,43 @@ class _TextSentences:
             ) from None
 
 
+def _file_state(path: Path) -> tuple[int, ...] | None:
+    """``(device, inode, size, mtime_ns, ctime_ns)`` of ``path`` (None when it cannot be looked at)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _changed(name: str, before: tuple[int, ...], after: tuple[int, ...] | None, when: str,
+             content: bool = False) -> ParvecError:
+    """The error for an input that changed while parvec read it (what changed, and what to do)."""
+    if content:
+        what = "its bytes differ though its size and modification time do not"
+    elif after is None:
+        what = "it was removed or can no longer be read"
+    elif after[:2] != before[:2]:
+        what = "it was replaced by another file"
+    elif after[2] != before[2]:
+        what = f"its size went from {before[2]:,} to {after[2]:,} bytes"
+    else:
+        what = "it was modified (same size)"
+    return ParvecError(
+        f"{name}: the input changed {when} ({what}): parvec reads a file twice (counting its words, then "
+        "encoding them) and the two reads must see the same text, else the vocabulary's counts and the trained "
+        "tokens disagree; nothing was trained or written. Train on a copy that nothing writes to (or wait until "
+        "the file is complete)"
+    )
+
+
+def _combined_digest(digests: list[str]) -> str:
+    """One file's SHA-256, or for several files the SHA-256 of their digests, in order."""
+    if len(digests) == 1:
+        return digests[0]
+    return hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
 class _IterableSentences:
     """Validates and splits the sentences of a user iterable."""
 
@@ -483,8 +567,9 @@ class _FirstSeen(dict):
 class _Blocks:
     """Token ids and sentence lengths gathered in numpy blocks of about ``_ENCODE_BLOCK`` tokens."""
 
-    def __init__(self, on_block: Any = None, sink: Any = None) -> None:
+    def __init__(self, on_block: Any = None, sink: Any = None, tally: np.ndarray | None = None) -> None:
         self.sink = sink  # if given, called with each (ids, lengths) block, which is then not kept
+        self.tally = tally  # if given (int64, one per vocabulary word), each word's tokens are counted into it
         self.ids: list[np.ndarray] = []
         self.lengths: list[np.ndarray] = []
         self.raw_words = 0
@@ -549,6 +634,8 @@ class _Blocks:
     def _emit(self, ids: np.ndarray, lengths: np.ndarray) -> None:
         """One finished block: to the sink, or kept."""
         self.raw_words += len(ids)
+        if self.tally is not None:
+            tally(ids, self.tally)
         if self._on_block is not None:
             self._on_block(ids)
         if self.sink is not None:
@@ -676,6 +763,7 @@ def _encode(
     raw_words = None
     pruning = None
     table = None
+    counted = vocab is None  # the encoding pass must then find the tokens the counting pass counted
     if vocab is None:
         counter, table = count_vocabulary(sentences, options)
         vocab = counter.finish(options.min_count, options.max_final_vocab)
@@ -689,20 +777,79 @@ def _encode(
         spill = _spill_directory()
         if spill is not None:
             try:
-                return _encode_to(spill, sentences, vocab, raw_words, source, pruning, table)
+                corpus = _encode_to(spill, sentences, vocab, raw_words, source, pruning, table)
+                corpus.inputs = _inputs_read(sentences)
+                return corpus
             finally:
                 shutil.rmtree(spill, ignore_errors=True)  # unlinked; the mapping keeps the data
     if directory is not None and raw_words is not None and raw_words >= _SPILL_TOKENS:
-        return _encode_to(directory, sentences, vocab, raw_words, source, pruning, table)
-    blocks = _Blocks()
+        corpus = _encode_to(directory, sentences, vocab, raw_words, source, pruning, table)
+        corpus.inputs = _inputs_read(sentences)
+        return corpus
+    blocks = _Blocks(tally=np.zeros(len(vocab), dtype=np.int64) if counted else None)
     blocks.add(sentences, vocab, table)
+    if counted:
+        _check_agreement(blocks, vocab, raw_words, pruning is not None, sentences, source)
     corpus = _assemble(blocks, vocab, raw_words or blocks.raw_words, source)
     corpus.pruning = pruning
+    corpus.inputs = _inputs_read(sentences)
     if directory is not None:
         np.save(directory / "tokens.npy", corpus.tokens)
         np.save(directory / "offsets.npy", corpus.offsets)
         (directory / "vocab.json").write_text(corpus.vocab.to_json(), encoding="utf-8")
     return corpus
+
+
+def _check_agreement(blocks: _Blocks, vocab: Vocab, raw_words: int | None, pruned: bool, sentences: Any,
+                     source: str) -> None:
+    """The encoding pass must have read what the counting pass counted: as many words, and each vocabulary word
+    as often as its count (at least as often after word2vec.c's pruning, which only lowers counts).  Else the
+    input changed between the passes (or an iterable gave other sentences the second time), and training would
+    leave the words counted but not encoded with their random vectors: :class:`ParvecError`."""
+    assert blocks.tally is not None
+    found = blocks.tally
+    bad = np.flatnonzero(found < vocab.counts if pruned else found != vocab.counts)
+    if blocks.raw_words == raw_words and not len(bad):
+        return
+    what = f"the counting pass read {raw_words:,} words, the encoding pass {blocks.raw_words:,}"
+    if len(bad):
+        w = int(bad[0])
+        what += (f"; {len(bad):,} vocabulary words were found another number of times, e.g. {vocab.words[w]!r}: "
+                 f"counted {int(vocab.counts[w]):,}, encoded {int(found[w]):,}")
+    if isinstance(sentences, _IterableSentences):
+        raise ParvecError(f"{source}: the sentences changed between the two passes ({what}): an iterable must give "
+                          "the same sentences every time it is iterated")
+    raise ParvecError(f"{source}: the input changed while parvec read it ({what}): the vocabulary's counts and the "
+                      "trained tokens would disagree; nothing was trained or written. Train on a copy that nothing "
+                      "writes to (or wait until the file is complete)")
+
+
+def _inputs_read(sentences: Any) -> list[dict[str, Any]] | None:
+    """Which files (path, size, mtime) a file reader read, unchanged; None for anything else."""
+    if not isinstance(sentences, _TextSentences) or sentences.once:
+        return None
+    return [{"path": str(Path(p).resolve()), "size": st[2], "mtime_ns": st[3]}
+            for i, p in enumerate(sentences.paths) if (st := sentences._states.get(i)) is not None]
+
+
+def check_input_unchanged(path: str | os.PathLike[str], inputs: list[dict[str, Any]] | None) -> None:
+    """Raise :class:`ParvecError` if ``path`` is one of ``inputs`` (:attr:`EncodedCorpus.inputs`) but no longer
+    has the size and modification time it had when the corpus was read.  A cluster node that reads its share of
+    the input again calls it: its copy must be the file the vocabulary was counted from.
+
+    Example:
+        >>> check_input_unchanged("corpus.txt", corpus.inputs)  # doctest: +SKIP
+    """
+    resolved = str(Path(path).resolve())
+    for info in inputs or []:
+        if info.get("path") == resolved:
+            state = _file_state(Path(path))
+            if state is None or (state[2], state[3]) != (info.get("size"), info.get("mtime_ns")):
+                now = "missing" if state is None else f"{state[2]:,} bytes, mtime {state[3]}"
+                raise ParvecError(
+                    f"{path}: not the file the corpus was read from (then {info.get('size'):,} bytes, mtime "
+                    f"{info.get('mtime_ns')}; now {now}): it changed since, or this node's copy differs (copy it "
+                    "with its modification time: cp -p, rsync -a), or put --cache-dir on a path every node reads")
 
 
 def pruning_note(pruning: dict[str, Any]) -> str:
@@ -737,10 +884,14 @@ def _encode_to(
     pruning: dict[str, Any] | None,
     table: WordTable | None = None,
 ) -> EncodedCorpus:
-    """The encoding pass streamed into ``directory`` (see :func:`_encode`); returns it memory-mapped."""
+    """The encoding pass streamed into ``directory`` (see :func:`_encode`); returns it memory-mapped.
+    ``raw_words`` is the counting pass's total (None: the vocabulary was given, nothing to check against)."""
+    counted = raw_words is not None
     with _TokenFiles(directory, source) as out:
-        blocks = _Blocks(sink=out.add)
+        blocks = _Blocks(sink=out.add, tally=np.zeros(len(vocab), dtype=np.int64) if counted else None)
         blocks.add(sentences, vocab, table)
+        if counted:
+            _check_agreement(blocks, vocab, raw_words, pruning is not None, sentences, source)
     if out.n_tokens == 0:
         raise ParvecError(f"{source}: no token of the corpus is in the vocabulary")
     try:
@@ -783,7 +934,7 @@ class _TokenFiles:
 
     def _error(self, exc: OSError) -> ParvecError:
         return ParvecError(f"{self.source}: cannot write the encoded corpus in {self.directory}: "
-                           f"{exc.strerror or exc} (free space there, or choose another --cache-dir)")
+                           f"{write_reason(exc)} (free space there, or choose another --cache-dir)")
 
     def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
         ids, lengths = _compact(ids, lengths)
@@ -962,13 +1113,15 @@ def _cache_key(path: Path | list[Path], identity: dict[str, Any], options: ReadO
 
 def _input_digest(path: Path | list[Path]) -> str:
     """SHA-256 of the file's (decompressed) bytes, as :class:`_TextSentences` digests them (several files:
-    of their bytes in order)."""
-    hasher = hashlib.sha256()
+    the SHA-256 of each file's digest, in order)."""
+    digests = []
     for p in path if isinstance(path, list) else [path]:
+        hasher = hashlib.sha256()
         with open_input(p) as f:
             while block := f.read(_BLOCK_BYTES):
                 hasher.update(block)
-    return hasher.hexdigest()
+        digests.append(hasher.hexdigest())
+    return _combined_digest(digests)
 
 
 def _read_cached(path: Path | list[Path], options: ReadOptions, root: Path) -> EncodedCorpus:
@@ -1077,6 +1230,8 @@ def _load_cache(
     except (*_DAMAGE_ERRORS, ParvecError) as exc:
         log.warning("the encoded-corpus cache %s is damaged (%s): reading the corpus again", entry, exc)
         return None
+    corpus.inputs = [{"path": f["path"], "size": f["size"], "mtime_ns": f["mtime_ns"]}
+                     for f in identity.get("files", [identity])]
     return corpus
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import dataclasses
+import errno
 import gzip
 import io
 import itertools
@@ -54,15 +55,20 @@ import numpy as np
 from parvec.errors import ParvecError
 
 __all__ = [
+    "WriteError",
     "atomic_output",
     "detect_binary",
     "load_npy",
     "npy_paths",
+    "output_file",
     "check_input",
     "is_stream",
     "open_input",
     "read_word2vec",
+    "save_array",
     "save_npy",
+    "write_array",
+    "write_failure",
     "write_word2vec",
 ]
 
@@ -104,7 +110,114 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-# ---------------------------------------------------------------------- atomic writes
+# ---------------------------------------------------------------------- writing files
+# errno -> what a write failure says: a full disk, a quota, a file-size limit first.
+_WRITE_REASONS = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large for the file system (or over the RLIMIT_FSIZE limit)",
+}
+_NPY_WRITE_BLOCK = 1 << 24  # bytes of an array written per call
+
+
+class WriteError(ParvecError):
+    """A file parvec writes could not be written (a full disk, a quota, an I/O error): the message names the
+    file and why (``no space left on device``); ``path`` is that file and ``errno`` the system's error number.
+
+    Example:
+        >>> str(write_failure("out/v.txt", OSError(errno.ENOSPC, "No space left on device")))
+        'out/v.txt: cannot write: no space left on device'
+    """
+
+    def __init__(self, message: str, path: PathLike | None = None, errno_: int | None = None,
+                 reason: str = "") -> None:
+        super().__init__(message)
+        self.path = None if path is None else Path(path)
+        self.errno = errno_
+        self.reason = reason
+
+    @property
+    def disk_full(self) -> bool:
+        """Whether the write failed for lack of space (a full device or quota)."""
+        return self.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_reason(exc: OSError) -> str:
+    """What a failed write says about its cause, in words (``no space left on device``).
+
+    Example:
+        >>> write_reason(OSError(errno.EDQUOT, "Disk quota exceeded"))
+        'disk quota exceeded'
+    """
+    if isinstance(exc, WriteError):
+        return exc.reason or str(exc)
+    if exc.errno in _WRITE_REASONS:
+        return _WRITE_REASONS[exc.errno]
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
+def write_failure(path: PathLike, exc: OSError, what: str | None = None) -> WriteError:
+    """The :class:`WriteError` for ``exc`` raised while writing ``path`` (``what``: the file inside it, when
+    ``path`` is a directory being written).
+
+    Example:
+        >>> str(write_failure("ck/checkpoint", OSError(errno.ENOSPC, "x"), what="vectors.npy"))
+        'ck/checkpoint: cannot write vectors.npy: no space left on device'
+    """
+    reason = write_reason(exc)
+    return WriteError(f"{path}: cannot write{' ' + what if what else ''}: {reason}", path,
+                      exc.errno if not isinstance(exc, WriteError) else exc.errno, reason)
+
+
+def output_file(path: PathLike | None = None, fd: int | None = None) -> IO[bytes]:
+    """Open a file parvec writes (``path``, or the descriptor ``fd`` of one just created) for binary writing.
+    Outputs, saved models and checkpoints are opened here: one place where a write that fails (a full disk)
+    raises an :class:`OSError` carrying its ``errno``.
+
+    Example:
+        >>> with output_file("out.bin") as f:  # doctest: +SKIP
+        ...     f.write(b"data")
+    """
+    if fd is not None:
+        return os.fdopen(fd, "wb")
+    return open(path, "wb")  # type: ignore[arg-type]  # noqa: SIM115 - returned to the caller
+
+
+def write_array(f: IO[bytes], a: np.ndarray) -> None:
+    """Write ``a`` as a ``.npy`` into the open file ``f`` (what ``np.save(f, a)`` writes), with ``f.write`` calls:
+    numpy's own writer (``tofile``) reports a short write on a full disk as "N requested and M written", without
+    the cause; ``f.write`` raises the system's error (``ENOSPC``).
+
+    Example:
+        >>> import io
+        >>> buf = io.BytesIO(); write_array(buf, np.arange(3)); _ = buf.seek(0); np.load(buf).tolist()
+        [0, 1, 2]
+    """
+    a = np.asanyarray(a)
+    if a.dtype.hasobject:
+        raise ValueError("write_array: object arrays are not written")
+    np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(a))
+    data = a if a.flags.c_contiguous or not a.flags.f_contiguous else a.T
+    flat = memoryview(np.ascontiguousarray(data).reshape(-1)).cast("B")
+    for start in range(0, len(flat), _NPY_WRITE_BLOCK):
+        f.write(flat[start : start + _NPY_WRITE_BLOCK])
+
+
+def save_array(path: PathLike, a: np.ndarray) -> None:
+    """``np.save(path, a)`` (not atomic: for work files), with a write failure raised as :class:`WriteError`
+    naming ``path`` and the cause (``no space left on device``).
+
+    Example:
+        >>> save_array("work/tokens_0.npy", np.zeros(3, np.int32))  # doctest: +SKIP
+    """
+    try:
+        with output_file(path) as f:
+            write_array(f, a)
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+
+
 @contextlib.contextmanager
 def atomic_output(
     path: PathLike, mode: str = "wb", *, compress: bool = False, encoding: str = "utf-8"
@@ -134,9 +247,9 @@ def atomic_output(
     try:
         fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
-        raise ParvecError(f"{target}: cannot write in {directory}: {exc.strerror or exc}") from None
+        raise write_failure(target, exc) from None
     tmp = Path(tmp_name)
-    raw = os.fdopen(fd, "wb")
+    raw = output_file(fd=fd)
     stream: IO[Any] = raw
     layers: list[IO[Any]] = []  # wrappers to close (outermost first) before the raw file
     try:
@@ -151,7 +264,13 @@ def atomic_output(
         if mode != "wb":
             stream = io.TextIOWrapper(stream, encoding=encoding, newline="\n")
             layers.insert(0, stream)
-        yield stream
+        try:
+            yield stream
+        except OSError as exc:
+            # A write into this file failed (a system error naming no other file): say which file and why.
+            if exc.errno in _WRITE_REASONS or (exc.errno is not None and exc.filename is None):
+                raise write_failure(target, exc) from None
+            raise
         try:
             for layer in layers:
                 if isinstance(layer, io.TextIOWrapper):
@@ -166,7 +285,7 @@ def atomic_output(
             os.chmod(tmp, existing_mode)  # mkstemp makes 0600; keep what a plain open() would give
             os.replace(tmp, target)
         except OSError as exc:
-            raise ParvecError(f"{target}: cannot write: {exc.strerror or exc}") from None
+            raise write_failure(target, exc) from None
     except BaseException:
         for layer in layers:  # release the wrappers first so none flushes into a closed file later
             with contextlib.suppress(Exception):
@@ -1017,12 +1136,12 @@ def save_npy(path_prefix: PathLike, vectors: np.ndarray, keys: Sequence[str], co
     if counts is not None and len(counts) != len(vectors):
         raise ParvecError(f"{counts_path}: {len(counts)} counts for {len(vectors)} vectors")
     with atomic_output(vec_path, "wb") as f:
-        np.save(f, vectors, allow_pickle=False)
+        write_array(f, vectors)
     with atomic_output(vocab_path, "wb") as f:
         f.write("".join(key + "\n" for key in keys).encode("utf-8"))
     if counts is not None:
         with atomic_output(counts_path, "wb") as f:
-            np.save(f, np.asarray(counts, dtype=np.int64), allow_pickle=False)
+            write_array(f, np.asarray(counts, dtype=np.int64))
     elif counts_path.exists():
         counts_path.unlink()  # a stale counts file from an earlier save would no longer match
     return vec_path

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import numba as nb
 import numpy as np
 
 from parvec.kernels.wordtable import CLASSES, join_words, rehash, scan_block
@@ -136,6 +137,20 @@ class WordTable:
             assert len(ids) == len(keep) and len(table) == len(keep), "vocabulary words are distinct"
         table._counts[:] = 0
         return table, np.asarray(keep, dtype=np.int32)
+
+
+@nb.njit(cache=True, nogil=True)
+def tally(ids: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - numba
+    """Add one to ``counts[i]`` for every id ``i >= 0`` of ``ids`` (the encoding pass's count of each word, which
+    :mod:`parvec.corpus` compares with the counting pass's).
+
+    Example:
+        >>> c = np.zeros(3, np.int64); tally(np.array([0, 2, -1, 0], np.int32), c); c.tolist()
+        [2, 0, 1]
+    """
+    for i in ids:
+        if i >= 0:
+            counts[i] += 1
 
 
 def _pow2(n: int) -> int:
