@@ -15,6 +15,7 @@ Both leave identical bits on every replica: each slice of the sum is formed once
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -213,6 +214,11 @@ class GlooCollective:
     every operation bounded by ``timeout_s``.  ``bytes_received`` counts what a ring allreduce moves into
     this replica: ``2 (N-1)/N`` of the rows' bytes per matrix.
 
+    Each sync group is its own ``ProcessGroupGloo`` on its own ``TCPStore`` (replica 0 serves it; its address
+    goes through the board), not torch's one global default group: a replica still waiting in the rendezvous
+    of a group whose peer died (it waits up to ``timeout_s``) does not stop it from forming the next group in
+    another thread; the abandoned rendezvous fails on its own later and is dropped.
+
     Example:
         >>> coll = GlooCollective(ray, board, rank=0, n=2, timeout_s=60)  # doctest: +SKIP
         >>> coll.connect(group_id=0); coll.average(0, 1, [w_in, w_out], rows=1024)  # doctest: +SKIP
@@ -228,33 +234,43 @@ class GlooCollective:
         self.ray, self.board, self.rank, self.n, self.timeout_s = ray, board, rank, n, timeout_s
         self.torch, self.dist = torch, dist
         self.group_id: int | None = None
+        self.wanted: int | None = None  # the newest group asked for (an older rendezvous still running is stale)
+        self.pg: Any = None
+        self.store: Any = None
+        self.lock = threading.Lock()
         self.bytes_received = 0
 
     def connect(self, group_id: int) -> None:
-        """Join process group ``group_id`` (a new one after a fault), leaving any earlier one."""
+        """Join sync group ``group_id`` (a new one after a fault); an earlier group is dropped."""
         if self.n == 1 or self.group_id == group_id:
             return
-        dist = self.dist
-        if dist.is_initialized():
-            dist.destroy_process_group()
-            self.group_id = None
-        ray = self.ray
+        with self.lock:
+            self.wanted = group_id
+        dist, ray = self.dist, self.ray
+        node, listen_fd = ray.util.get_node_ip_address(), None  # gloo and the store listen on the node's address only
         if self.rank == 0:
-            from ray.util.collective.collective_group.torch_gloo_collective_group import get_address_and_port
+            from parvec.distributed.cluster import listening_socket
 
-            addr, port = get_address_and_port()
+            addr, (listen_fd, port) = node, listening_socket(node)
             ray.get(self.board.publish.remote(group_id, f"{addr}:{port}"), timeout=self.timeout_s)
         else:
             where = ray.get(self.board.lookup.remote(group_id), timeout=self.timeout_s + 30)
             if where is None:
                 raise SyncTimeout(f"replica 0 did not publish the sync group's address within {self.timeout_s:.0f} s")
             addr, port = where.rsplit(":", 1)
+        timeout = timedelta(seconds=self.timeout_s)
         try:
-            dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}", world_size=self.n, rank=self.rank,
-                                    timeout=timedelta(seconds=self.timeout_s))
+            from parvec.distributed.cluster import gloo_options
+
+            store = dist.TCPStore(addr, int(port), self.n, self.rank == 0, timeout=timeout, master_listen_fd=listen_fd)
+            pg = dist.ProcessGroupGloo(dist.PrefixStore(f"parvec-sync-{group_id}", store), self.rank, self.n,
+                                       gloo_options(dist, node, timeout))
         except RuntimeError as exc:
-            raise SyncTimeout(f"could not form the sync group at {addr}:{port}: {exc}") from None
-        self.group_id = group_id
+            raise SyncTimeout(f"could not form sync group {group_id} at {addr}:{port}: {str(exc)[:300]}") from None
+        with self.lock:
+            if self.wanted != group_id:  # a newer group was asked for while this one formed: drop it
+                return
+            self.pg, self.store, self.group_id = pg, store, group_id
 
     def average(self, gen: int, sync_id: int, mats: list[np.ndarray], rows: int) -> None:
         """Replace ``mats[i][:rows]`` by its mean over the replicas, identically on every replica."""
@@ -263,7 +279,7 @@ class GlooCollective:
         for m in mats:
             t = self.torch.from_numpy(m[:rows])
             try:
-                self.dist.all_reduce(t)
+                self.pg.allreduce([t]).wait()
             except RuntimeError as exc:  # a peer gone (connection reset) or the time-out
                 raise SyncAborted(f"sync {sync_id}: {str(exc)[:300]}") from None
             t /= self.n

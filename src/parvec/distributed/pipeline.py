@@ -29,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ import numpy as np
 
 from parvec.corpus import ReadOptions
 from parvec.errors import ParvecError
-from parvec.formats import atomic_output, check_input, open_input
+from parvec.formats import atomic_output, check_input, open_input, save_array
 from parvec.vocab import Vocab, VocabCounter
 
 _WHITESPACE = b" \t\n\r\x0b\x0c"
@@ -89,16 +90,19 @@ class RangeSentences:
 
     def __init__(self, path: str | os.PathLike[str], start: int, end: int, options: ReadOptions) -> None:
         self.path, self.start, self.end, self.options = Path(path), start, end, options
+        self.fingerprint: tuple[int, int] | None = None  # (bytes, CRC-32) of the last complete pass
 
     def __iter__(self) -> Iterator[list[str]]:
         max_len = self.options.max_sentence_length
         current: list[str] = []
         carry = b""
         pos = self.start
+        crc = 0
         with open(self.path, "rb") as f:
             f.seek(self.start)
             while pos < self.end or carry:
                 block = f.read(min(_BLOCK_BYTES, self.end - pos)) if pos < self.end else b""
+                crc = zlib.crc32(block, crc)
                 at_end = not block
                 offset = pos - len(carry)
                 pos += len(block)
@@ -132,6 +136,7 @@ class RangeSentences:
                         current = current[full:]
                 if at_end:
                     break
+        self.fingerprint = (pos - self.start, crc)  # what counting and encoding each read of the range
         if current:
             yield current
 
@@ -140,8 +145,9 @@ def _options_dict(options: ReadOptions) -> dict[str, Any]:
     return dict(options.__dict__)
 
 
-def count_range(path: str, start: int, end: int, options: dict[str, Any]) -> tuple[dict[str, int], int]:
-    """Step 1, one range: ``(counts in first-seen order, raw words)``.
+def count_range(path: str, start: int, end: int, options: dict[str, Any]
+                ) -> tuple[dict[str, int], int, tuple[int, int] | None]:
+    """Step 1, one range: ``(counts in first-seen order, raw words, (bytes, CRC-32) read)``.
 
     Example:
         >>> counts, raw = count_range("corpus.txt", 0, 1000, {"min_count": 1})  # doctest: +SKIP
@@ -149,18 +155,19 @@ def count_range(path: str, start: int, end: int, options: dict[str, Any]) -> tup
     from parvec.vocab import count_words
 
     opts = ReadOptions(**options)
-    counter = count_words(RangeSentences(path, start, end, opts), opts.max_vocab_size)
-    return counter.counts, counter.raw_words
+    sentences = RangeSentences(path, start, end, opts)
+    counter = count_words(sentences, opts.max_vocab_size)
+    return counter.counts, counter.raw_words, sentences.fingerprint
 
 
 def encode_range(path: str, start: int, end: int, options: dict[str, Any], vocab: Vocab, out_dir: str,
-                 k: int) -> tuple[int, int, int]:
+                 k: int) -> tuple[int, int, int, tuple[int, int] | None]:
     """Step 2, one range: encode it with ``vocab`` into ``tokens_K.npy``/``offsets_K.npy``; returns
-    ``(tokens, sentences, raw words)``.
+    ``(tokens, sentences, raw words, (bytes, CRC-32) read)``.
 
     Example:
         >>> encode_range("corpus.txt", 0, 1000, {}, vocab, "work", 0)  # doctest: +SKIP
-        (812, 3, 1000)
+        (812, 3, 1000, (5210, 2882139113))
     """
     from parvec.corpus import _encode
 
@@ -175,9 +182,9 @@ def encode_range(path: str, start: int, end: int, options: dict[str, Any], vocab
         tokens, offsets = np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64)
         raw = sum(len(s) for s in sentences)
     out = Path(out_dir)
-    np.save(out / f"tokens_{k}.npy", tokens)
-    np.save(out / f"offsets_{k}.npy", offsets)
-    return int(len(tokens)), int(len(offsets) - 1), int(raw)
+    save_array(out / f"tokens_{k}.npy", tokens)  # a full disk: an error naming the file and the cause
+    save_array(out / f"offsets_{k}.npy", offsets)
+    return int(len(tokens)), int(len(offsets) - 1), int(raw), sentences.fingerprint
 
 
 class Encoder:
@@ -195,7 +202,7 @@ class Encoder:
         self.vocab = Vocab(list(w), np.zeros(len(w), dtype=np.int64))
 
     def encode(self, path: str, start: int, end: int, options: dict[str, Any], out_dir: str,
-               k: int) -> tuple[int, int, int]:
+               k: int) -> tuple[int, int, int, tuple[int, int] | None]:
         return encode_range(path, start, end, options, self.vocab, out_dir, k)
 
 
@@ -232,8 +239,12 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
         >>> enc = count_and_encode(ray, Path("corpus.txt"), ReadOptions(), Path("work"), 4)  # doctest: +SKIP
         >>> enc["vocab"].words[:3], enc["tokens"]  # doctest: +SKIP
     """
+    from parvec.corpus import _changed, _file_state
+
+    before = _file_state(path)  # the input must not change until every range is encoded (docs/big_corpora.md)
     ranges = byte_ranges(path, n_ranges)
     opts = _options_dict(options)
+    read: list[Any] = []
     counter_task = ray.remote(num_cpus=1, max_retries=2)(count_range)
     refs = [counter_task.remote(str(path), a, b, opts) for a, b in ranges]
     merged = VocabCounter(options.max_vocab_size)
@@ -241,8 +252,9 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
     counts = merged.counts
     # Merged in range order (first-seen order is the file's), one range's counts in this process at a time.
     for ref in refs:
-        range_counts, raw = _get_all(ray, [ref], "counting words", timeout_s * len(refs))[0]
+        range_counts, raw, fingerprint = _get_all(ray, [ref], "counting words", timeout_s * len(refs))[0]
         raw_words += raw
+        read.append((raw, fingerprint))
         for w, c in range_counts.items():
             counts[w] = counts.get(w, 0) + c
         del range_counts
@@ -271,8 +283,14 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
     finally:
         for e in encoders:
             ray.kill(e)
+    after = _file_state(path)
+    changed = next((k for k, s in enumerate(sizes) if (s[2], s[3]) != read[k]), None)
+    if after != before or changed is not None:
+        a, b = ranges[changed] if changed is not None else (0, 0)
+        raise _changed(str(path), before, after, "while it was read" if after != before else
+                       f"between counting and encoding its bytes {a}-{b}", content=after == before)  # type: ignore[arg-type]
     parts, offsets = [], []
-    for k, (n_tok, _n_sent, _raw) in enumerate(sizes):
+    for k, (n_tok, _n_sent, _raw, _read) in enumerate(sizes):
         if n_tok == 0:
             continue
         parts.append(("files", [str(enc_dir / f"tokens_{k}.npy"), str(enc_dir / f"offsets_{k}.npy")]))
@@ -404,7 +422,7 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
     """
     from parvec.cli.train import cluster_from_args, peak_memory_bytes
     from parvec.config import TrainConfig
-    from parvec.distributed.sharded import ShardedRun, resolve
+    from parvec.distributed.sharded import ShardedRun, actor_budget, cluster_cpus, resolve
 
     for flag, value in (("--resume", args.resume), ("--eval-every-epoch", args.eval_every_epoch),
                         ("--cbow (CBOW)", getattr(args, "cbow", 0))):
@@ -440,6 +458,7 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
     try:
         with cluster.session() as ray:
             t0 = time.perf_counter()
+            actor_budget(settings["shards"], settings["clients"], cluster_cpus(ray))  # too many: refused before reading
             path = plain_input(source, work)
             cpus = int(ray.cluster_resources().get("CPU", 1))
             n_ranges = max(2 * cpus, -(-os.path.getsize(path) // _RANGE_BYTES))
@@ -454,6 +473,13 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
                   f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {settings['clients']} clients x "
                   f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words",
                   file=sys.stderr)
+            from parvec.distributed.memory import estimate_cluster  # every process here, before the actors start
+
+            memory = estimate_cluster(cluster, config, len(vocab), enc["tokens"], enc["sentences"], pipeline=True,
+                                      ranges=enc["ranges"])
+            if memory.fits:
+                print(memory.line(), file=sys.stderr)
+            memory.check()  # the error gives the breakdown and what to change
             if args.save_vocab:
                 from parvec.vocab import write_vocab_file
 
@@ -480,10 +506,18 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
                                           * (epoch + 1) / config.epochs)
                 stats = run.train(on_epoch_end=epoch_end if run_log is not None else None)
                 losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
+                t = settings["threads"]
                 print(f"trained {stats.words:,} words ({stats.epochs} epochs, sharded: {settings['shards']} shards, "
-                      f"{settings['clients']} clients) in {stats.seconds:.1f} s: {stats.words_per_sec / 1e6:.3f}M "
-                      f"words/s; loss per epoch: {losses}", file=sys.stderr)
+                      f"{settings['clients']} clients x {t} thread{'s' if t != 1 else ''}) in {stats.seconds:.1f} s: "
+                      f"{stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}", file=sys.stderr)
                 report = run.report()  # the shards' peak memory while training, before the export's copies
+                where = checkpoint_dir if checkpoint_dir is not None else "a temporary directory"
+                faults = [f for f in report["faults"] if f["phase"] != "start"]
+                print(f"snapshots: {report['snapshots']} consistent snapshots of the shards (every epoch's end and "
+                      f"every {report['snapshot_interval_s']:g} s) in {where}: {report['snapshot_seconds']:.1f} s "
+                      f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {len(faults)} fault"
+                      f"{'s' if len(faults) != 1 else ''} recovered, {report['words_retrained']:,} words retrained",
+                      file=sys.stderr)
                 t_export = time.perf_counter()
                 vec_npy, syn_npy = export_model(run, work, with_output_vectors=bool(args.save_model))
                 report["shard_peak_memory_after_export_bytes"] = run.report()["shard_peak_memory_bytes"]
@@ -512,6 +546,7 @@ def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache
                 "output": os.path.abspath(args.output) if args.output else None, "output_binary": binary,
                 "device": "cpu", "cluster": cluster.to_dict(), "cache_used": None,
                 "byte_ranges": enc["ranges"], "export_seconds": export_seconds, "model_bytes": model_bytes,
+                "memory_estimate": memory.to_dict(),
             } | report | (run_log.to_dict() if run_log is not None else {})
 
             def write_report(p: Path) -> None:

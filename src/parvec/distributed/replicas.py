@@ -27,8 +27,10 @@ actor).  Every replica starts from the driver's model, so averaging starts from 
 - **Faults.** Replica actors restart (``max_restarts``).  When one is lost mid-epoch the driver aborts the
   epoch's syncs, waits for Ray to bring the actor back, and every replica reloads the last model all of
   them agreed on (the previous epoch's end, which the driver keeps) and trains the epoch again: with one
-  thread per replica the result is bit for bit the run without the fault.  The report names the replica
-  lost and the words retrained.  A replica that cannot come back ends the run with a ``ParvecError``.
+  thread per replica the result is bit for bit the run without the fault.  A replica lost while starting
+  (in its constructor, or while the first sync group forms) is waited for the same way and the group formed
+  anew.  The report names the replica lost and the words retrained, and each fault prints one line.  A
+  replica that cannot come back ends the run with a ``ParvecError``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import bisect
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -50,6 +53,7 @@ from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions, load_encoded, save_encoded
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.collectives import Board, SyncAborted, make_collective
+from parvec.distributed.sharded import was_restarted
 from parvec.errors import ParvecError
 from parvec.trainer import Trainer, TrainStats, chunk_bounds, split_long_sentences
 
@@ -295,7 +299,9 @@ class _Replica:
         """This replica's chunks (tokens each), node and how it got its data."""
         words = np.diff(self.offsets[self.chunks])
         return {"chunk_words": words, "node": self.node, "pid": os.getpid(), "data": self.data_note,
-                "collective": self.collective.name}
+                "collective": self.collective.name,
+                # True when Ray restarted this actor (its process died, here while it was starting)
+                "restarted": was_restarted()}
 
     def connect(self, group_id: int) -> None:
         """Form (or form again, after a fault) the sync group with the peers."""
@@ -385,11 +391,12 @@ def _cache_matches(path: Path, data: dict[str, Any]) -> bool:
 def _encode_range(rank: int, n: int, config: TrainConfig, data: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     # A plain file is read from its byte range (cut at whitespace, so no token is split or lost); a compressed
     # one cannot be sought, so it is decoded whole and this replica keeps its share of the tokens.
-    from parvec.corpus import _encode, _TextSentences
+    from parvec.corpus import _encode, _TextSentences, check_input_unchanged
     from parvec.formats import open_input
     from parvec.vocab import Vocab
 
     source = Path(data["source"])
+    check_input_unchanged(source, data.get("inputs"))  # the file the vocabulary was counted from
     opts = ReadOptions(**data["read_options"])
     vocab = Vocab(list(data["words"]), np.asarray(data["counts"], dtype=np.int64))
     if source.suffix in (".gz", ".bz2", ".xz"):
@@ -489,8 +496,8 @@ class ReplicaTrainer:
         with self.cluster.session() as ray:
             tmp_dir = None
             try:
+                threads = self._threads(ray, n)  # first: too many replicas for the CPUs are refused before any work
                 data, tmp_dir = self._data_spec(corpus, n)
-                threads = self._threads(ray, n)
                 rcfg = TrainConfig.from_dict(cfg.to_dict() | {"threads": threads, "progress": False,
                                                               "alpha": cfg.alpha * scale,
                                                               "min_alpha": cfg.final_alpha * scale})
@@ -506,8 +513,10 @@ class ReplicaTrainer:
         cpus = int(ray.cluster_resources().get("CPU", 0))
         per = self.cluster.threads_per_actor or max(1, min(self.config.threads, cpus // n if cpus >= n else 1))
         if cpus and per * n > cpus:
-            raise ParvecError(f"{n} replicas x {per} thread(s) need {per * n} CPUs but the Ray cluster has {cpus}: "
-                              "use fewer replicas or threads (--threads sets the threads per replica)")
+            raise ParvecError(f"--replicas {n} x --threads {per} need {per * n} CPUs but the Ray cluster has {cpus}: "
+                              "each replica is a Ray actor that asks for its threads as CPUs, so Ray would wait for "
+                              f"free CPUs forever; use replicas x threads <= {cpus} (--threads sets the threads per "
+                              "replica), or a larger cluster")
         return per
 
     def _data_spec(self, corpus: EncodedCorpus, n: int) -> tuple[dict[str, Any], str | None]:
@@ -526,6 +535,7 @@ class ReplicaTrainer:
             "cache": str(cache), "tokens": corpus.n_tokens,
             "sentences": shard_chunks(offsets, self.config.chunk_words, n),
             "source": corpus.source if corpus.source and Path(corpus.source).is_file() else None,
+            "inputs": corpus.inputs,  # (path, size, mtime) read: a node that re-reads the file checks it
             "words": list(corpus.vocab.words), "counts": corpus.vocab.counts,
             "read_options": {k: getattr(opts, k) for k in ("min_count", "max_vocab_size", "max_final_vocab",
                                                             "max_sentence_length", "lowercase", "unicode_errors")},
@@ -533,29 +543,107 @@ class ReplicaTrainer:
         return data, tmp_dir
 
     def _start(self, ray: Any, rcfg: TrainConfig, data: dict[str, Any], n: int, threads: int) -> list[dict[str, Any]]:
+        # Start the replicas and form their first sync group.  A replica lost while starting (in its
+        # constructor, or while the group forms) follows the rule of a replica lost while training: Ray
+        # restarts it (max_restarts), the driver waits for it and forms the group again; the fault is reported.
         timeout = self.cluster.timeout_s
         board_cls = ray.remote(num_cpus=0, max_restarts=0)(Board)
         board_name = f"parvec-replicas-board-{os.getpid()}-{time.time_ns()}"
         self.board = board_cls.options(name=board_name).remote(n, timeout, [ray.put(self.counts), ray.put(data)])
         replica_cls = ray.remote(_Replica)
-        restarts = int(self.cluster.options.get("max_restarts", getattr(self.cluster, "max_restarts", 3)))
+        restarts = self._max_restarts()
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        print(f"parvec: starting {n} replica{'s' if n != 1 else ''} x {threads} thread{'s' if threads != 1 else ''} "
+              f"(Ray actors, one process each) on {cpus} CPUs ...", file=sys.stderr, flush=True)
         self.actors = [
-            replica_cls.options(num_cpus=threads, max_restarts=restarts, max_concurrency=2,
+            # max_concurrency: train_epoch, the driver's progress polls, and a rendezvous abandoned after a fault
+            replica_cls.options(num_cpus=threads, max_restarts=restarts, max_concurrency=4,
                                 scheduling_strategy="SPREAD", name=None).remote(
                 r, n, rcfg, board_name, timeout, self.cluster.options.get("collective", "auto"))
             for r in range(n)
         ]
-        try:
-            described = ray.get([a.describe.remote() for a in self.actors], timeout=timeout)
-            ray.get([a.connect.remote(0) for a in self.actors], timeout=timeout + 30)
-            return described
-        except ray.exceptions.GetTimeoutError:
-            raise ParvecError(f"the {n} replica actors did not start within {timeout:.0f} s (timeout_s): does the "
-                              f"Ray cluster have {n} x {threads} free CPUs?") from None
-        except ParvecError:
-            raise
-        except ray.exceptions.RayError as exc:
-            raise ParvecError(f"a replica actor failed to start: {_cause(exc)}") from None
+        self._start_faults: list[dict[str, Any]] = []
+        deadline = time.perf_counter() + timeout
+        described = [self._describe(ray, r, n, threads, deadline) for r in range(n)]
+        for r, d in enumerate(described):
+            if d["restarted"]:
+                self._start_fault([r], "its process died while it started; Ray restarted it")
+        group_id = 0
+        while True:
+            lost = self._connect_all(ray, group_id)
+            if not lost:
+                break
+            for r in lost:
+                self._await_restart(ray, r)
+                described[r] = self._describe(ray, r, n, threads, time.perf_counter() + timeout)
+            self._start_fault(lost, "lost while the replicas formed their sync group; Ray restarted it")
+            group_id += 1  # a new group: the old one's rendezvous may hold the lost process's address
+        self._group_id = group_id
+        return described
+
+    def _max_restarts(self) -> int:
+        return int(self.cluster.options.get("max_restarts", getattr(self.cluster, "max_restarts", 3)))
+
+    def _start_fault(self, lost: list[int], what: str) -> None:
+        fault = {"replica": lost, "epoch": None, "phase": "start", "syncs_done_before_loss": 0, "words_retrained": 0,
+                 "words_retrained_by_lost": {str(r): 0 for r in lost}, "note": what}
+        self._start_faults.append(fault)
+        names = ", ".join(str(r) for r in lost)
+        print(f"parvec: replica {names} of {len(self.actors)} was lost while starting ({what}); nothing to retrain",
+              file=sys.stderr, flush=True)
+
+    def _describe(self, ray: Any, r: int, n: int, threads: int, deadline: float) -> dict[str, Any]:
+        # Replica r's description once its constructor has run; a restart in between (Ray runs the constructor
+        # again) only delays it.  ActorUnavailableError: restarting; ActorDiedError: it cannot come back.
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise ParvecError(f"the {n} replica actors did not start within {self.cluster.timeout_s:.0f} s "
+                                  f"(timeout_s): does the Ray cluster have {n} x {threads} free CPUs?")
+            try:
+                return ray.get(self.actors[r].describe.remote(), timeout=left)
+            except ray.exceptions.GetTimeoutError:
+                continue
+            except ray.exceptions.ActorDiedError as exc:
+                cause = _cause(exc)
+                if isinstance(cause, ParvecError):
+                    raise ParvecError(str(cause)) from None
+                raise ParvecError(f"replica {r} could not be started (max_restarts={self._max_restarts()}): "
+                                  f"{str(exc).splitlines()[0][:300]}") from None
+            except ray.exceptions.RayActorError:  # restarting (ActorUnavailableError and the like): wait for it
+                time.sleep(0.2)
+            except ray.exceptions.RayError as exc:
+                cause = _cause(exc)
+                if isinstance(cause, ParvecError):
+                    raise ParvecError(str(cause)) from None
+                raise ParvecError(f"a replica actor failed to start: {cause}") from None
+
+    def _connect_all(self, ray: Any, group_id: int) -> list[int]:
+        # Every replica joins sync group ``group_id``; returns the replicas lost meanwhile.  A survivor may still
+        # wait in the lost one's rendezvous (up to timeout_s): it is not waited for, since the next group forms
+        # in another of its threads and the old rendezvous is dropped (collectives.GlooCollective).
+        pending = {a.connect.remote(group_id): r for r, a in enumerate(self.actors)}
+        lost: list[int] = []
+        errors: list[str] = []
+        deadline = time.perf_counter() + self.cluster.timeout_s + 60
+        while pending and not lost:
+            left = deadline - time.perf_counter()
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, left))
+            if not ready:
+                waiting = ", ".join(str(r) for r in sorted(pending.values()))
+                raise ParvecError(f"the replicas could not form their sync group: replica(s) {waiting} did not "
+                                  f"answer within {self.cluster.timeout_s + 60:.0f} s")
+            for ref in ready:
+                r = pending.pop(ref)
+                try:
+                    ray.get(ref, timeout=self.cluster.timeout_s)
+                except ray.exceptions.RayActorError:
+                    lost.append(r)
+                except Exception as exc:  # noqa: BLE001 - a peer's loss, or a real failure (sorted below)
+                    errors.append(f"replica {r}: {_cause(exc)}")
+        if errors and not lost:
+            raise ParvecError("the replicas could not form their sync group: " + "; ".join(errors))
+        return lost
 
     def _stop(self, ray: Any) -> None:
         for a in self.actors + ([self.board] if self.board is not None else []):
@@ -582,14 +670,14 @@ class ReplicaTrainer:
         loss = np.zeros(epochs, np.float64)
         per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
         totals = {"syncs": 0, "rows": 0, "bytes": 0}
-        faults: list[dict[str, Any]] = []
+        faults: list[dict[str, Any]] = list(self._start_faults)
         fetch_seconds = 0.0
         model = (ray.put(self.w_in), ray.put(self.w_out))
         t0 = time.perf_counter()
         self._words_per_epoch = plan.words_per_epoch
         self._emit_progress(t0, start_epoch * plan.words_per_epoch, 0, 0.0, start_epoch, epochs)
         done_words = 0
-        group_id = 0
+        group_id = self._group_id
         for epoch in range(start_epoch, epochs):
             attempt_model = model
             while True:
@@ -604,11 +692,17 @@ class ReplicaTrainer:
                 for r in lost:
                     self._await_restart(ray, r)
                 retrained = plan.part_words[:, :synced].sum(axis=1)
-                faults.append({"replica": lost, "epoch": epoch + 1, "syncs_done_before_loss": int(synced),
+                faults.append({"replica": lost, "epoch": epoch + 1, "phase": "train",
+                               "syncs_done_before_loss": int(synced),
                                "words_retrained": int(retrained.sum()),
                                "words_retrained_by_lost": {str(r): int(retrained[r]) for r in lost},
                                "note": "every replica reloaded the model of the last full sync (the previous "
                                        "epoch's end) and trained the epoch again"})
+                where = ("the model the run started from" if epoch == start_epoch
+                         else f"the model of epoch {epoch}'s end")
+                print(f"parvec: replica {', '.join(map(str, lost))} of {n} was lost in epoch {epoch + 1} after "
+                      f"{synced} of its {plan.parts_per_epoch} syncs; Ray restarted it and every replica reloaded "
+                      f"{where}; {int(retrained.sum()):,} words retrained", file=sys.stderr, flush=True)
                 attempt_model = (ray.put(self.w_in), ray.put(self.w_out))
                 group_id += 1  # the survivors and the restarted replica form a new sync group
             t_fetch = time.perf_counter()
@@ -633,7 +727,9 @@ class ReplicaTrainer:
             done_words += int(words[epoch])
             model = None
             if on_epoch_end is not None:
-                on_epoch_end(epoch, _stats(words, pairs, loss, start_epoch, epoch + 1))
+                so_far = _stats(words, pairs, loss, start_epoch, epoch + 1)
+                so_far.seconds = time.perf_counter() - t0  # callbacks see the training time so far
+                on_epoch_end(epoch, so_far)
         seconds = time.perf_counter() - t0
         stats = _stats(words, pairs, loss, start_epoch, epochs)
         if stats.pairs == 0:

@@ -3,7 +3,7 @@ one-process reference, and the bookkeeping every part of ``--mode sharded`` shar
 
 - **Units.** Each epoch's corpus is cut (on sentence boundaries, after long sentences are split as the
   one-process trainer splits them) into units of about ``unit_words`` tokens.  A unit is what a client
-  trains in one call and what is re-queued when a client dies.  Its random stream is
+  trains in one call and what is trained again after a fault.  Its random stream is
   ``chunk_seed(seed, epoch, unit index)`` and its learning rate runs linearly over its global word
   positions, as the one-process trainer's chunks do.
 - **Minibatches.** :class:`UnitRunner` forms minibatches of ``minibatch_words`` input words
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -308,7 +308,6 @@ class UnitStats:
     pairs: int = 0
     loss: float = 0.0
     minibatches: int = 0
-    dropped: int = 0  # minibatches whose call failed (a shard was lost): their updates are not applied
     bytes_sent: int = 0
     bytes_received: int = 0
     index_bytes_sent: int = 0
@@ -319,7 +318,7 @@ class UnitStats:
     client_seconds: float = 0.0  # summing partials, coefficients and loss
 
     def add(self, other: UnitStats) -> None:
-        for name in ("words", "inputs", "pairs", "loss", "minibatches", "dropped", "bytes_sent", "bytes_received",
+        for name in ("words", "inputs", "pairs", "loss", "minibatches", "bytes_sent", "bytes_received",
                      "index_bytes_sent", "seconds", "wait_seconds", "form_seconds", "client_seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         if len(self.acks) < len(other.acks):
@@ -336,7 +335,9 @@ class UnitStats:
 
 
 class ShardLost(Exception):
-    """A call to a shard failed (its process died); the client skips the minibatch and carries on."""
+    """A call to a shard failed: ``(shard index, what happened)``.  The shard's process died, or the shard
+    refused the call (fenced by the driver, or restarted and not yet restored); the unit ends and the driver
+    restores every shard's newest complete snapshot."""
 
 
 class UnitRunner:
@@ -415,10 +416,10 @@ class UnitRunner:
             index += 1
 
     def run(self, tokens: np.ndarray, offsets: np.ndarray, unit: Unit, epoch: int, schedule: Schedule,
-            step: Step, on_lost: Callable[[ShardLost], None] | None = None) -> UnitStats:
-        """Train one unit; ``offsets`` already split.  A :class:`ShardLost` from the step drops the
-        minibatch in flight (its pending adjust and its dot products) after ``on_lost`` (which waits for
-        the shard to come back or raises)."""
+            step: Step) -> UnitStats:
+        """Train one unit; ``offsets`` already split.  A :class:`ShardLost` from the step (a shard lost, or
+        fenced while the driver restores a snapshot) ends the unit: the driver restores every shard to its
+        newest complete snapshot and trains the unit again."""
         t0 = time.perf_counter()
         stats = UnitStats(acks=[0] * step.shards)
         unit_seed = int(chunk_seed(self.config.seed, epoch, unit.index))
@@ -434,29 +435,11 @@ class UnitRunner:
         stats.form_seconds += time.perf_counter() - t
         pending: tuple[Minibatch, np.ndarray] | None = None
         while nxt is not None or pending is not None:
-            lost: ShardLost | None = None
-            handle = None
-            try:
-                handle = step.submit(pending, nxt)
-            except ShardLost as exc:
-                lost = exc
+            handle = step.submit(pending, nxt)
             following = form() if nxt is not None else None  # while the shards work
-            if lost is None:
-                t = time.perf_counter()
-                try:
-                    partials = step.result(handle)
-                except ShardLost as exc:
-                    lost = exc
-                stats.wait_seconds += time.perf_counter() - t
-            if lost is not None:
-                if on_lost is None:
-                    raise lost
-                on_lost(lost)  # returns once every shard answers again (or raises)
-                # The pending adjust may be missing on the lost shard; the next minibatch is never adjusted.
-                stats.dropped += (pending is not None) + (nxt is not None)
-                pending = None
-                nxt = following
-                continue
+            t = time.perf_counter()
+            partials = step.result(handle)  # ShardLost ends the unit
+            stats.wait_seconds += time.perf_counter() - t
             # The bytes of the one array sent to each shard: the indices, seeds and header, and the coefficients.
             stats.bytes_sent += step.sent * step.shards
             stats.index_bytes_sent += (step.sent - (pending[1].nbytes if pending is not None else 0)) * step.shards

@@ -14,13 +14,18 @@
 - **Driver** (:class:`ShardedRun`): hands out units (each epoch's units in corpus order; an epoch ends
   when all are trained), keeps the learning-rate schedule by global words, gathers or streams the model
   back from the shards in row blocks, and reports.
-- **Faults.** Shards write their columns to ``.npy`` checkpoints every ``checkpoint_interval_s`` (atomically,
-  with the count of minibatches applied).  A shard that dies is restarted by Ray (``max_restarts``) from its
-  last checkpoint; the clients drop the minibatches in flight, wait for it, and carry on; the updates it
-  applied since the checkpoint are lost and reported.  A client that dies has its unit re-queued (the
-  unit's updates made before the death stay: those words are trained twice, and reported).  Every wait
-  has a time-out (``Cluster.timeout_s``); a shard or client that cannot come back ends the run with a
-  :class:`ParvecError`.
+- **Faults: consistent snapshots coordinated by the driver.**  At every epoch's end and every
+  ``checkpoint_interval_s`` the driver stops handing out units, lets the units in flight finish, and tells
+  every shard to write its columns (streamed to ``.npy`` files in a ``.partial`` directory renamed into place)
+  tagged with a snapshot id; once all have answered, the driver records the snapshot as complete (its position:
+  epoch, units done, the units still to train and the epoch's running figures; ``manifest.json``).  The
+  model the run starts from is snapshot zero (the shards regenerate it).  When a shard or a client is lost, the
+  driver fences the shards (the units in flight stop at their next call), waits for Ray to restart the lost
+  actors (``max_restarts``), has every shard restore the newest complete snapshot, re-queues every unit trained
+  since it, and goes on: with one client thread the run is bit for bit the run without the fault.  One line per
+  fault goes to standard error; the report keeps them (``faults``, ``words_retrained``).  A shard that cannot
+  come back, or a snapshot that cannot be written or read, ends the run with a :class:`ParvecError` naming the
+  shard.  Every wait has a time-out (``Cluster.timeout_s``).
 - **Memory.** ``Cluster.shard_memory_bytes`` caps each shard process's data segment (RLIMIT_DATA, set in
   the actor before it allocates); a shard whose columns do not fit stops the run before training with a
   clear error.
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import json
 import math
 import os
@@ -83,6 +89,54 @@ _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many
 # matched one process over 3 seeds (docs/distributed.md).
 IN_FLIGHT_WORDS = 512
 MIN_MINIBATCH_WORDS = 16
+
+# Every shard and client is a Ray actor, i.e. a process.  Start-up measured on a 2-core machine (local:2, shards
+# = clients, one thread each; docs/distributed.md): 2 actors 1.9 s, 4 actors 9.4 s, 8 actors 15.2 s, 16 actors
+# 36 s, each actor beyond the CPUs a few more seconds before anything trains; and every minibatch is a call to
+# every shard, so more shards than CPUs only add calls.  Beyond ACTORS_PER_CPU_WARN actors per CPU parvec warns,
+# beyond ACTORS_PER_CPU_MAX it refuses (on one machine more shards never hold more than the machine's memory).
+ACTORS_PER_CPU_WARN = 2
+ACTORS_PER_CPU_MAX = 8
+
+
+def actor_budget(shards: int, clients: int, cpus: int) -> str | None:
+    """Check ``shards + clients`` Ray actors against the cluster's ``cpus``: None when they suit it, a warning
+    line when they oversubscribe it, a :class:`ParvecError` (naming the flags) when far beyond it.
+
+    Example:
+        >>> actor_budget(2, 2, 2) is None
+        True
+        >>> actor_budget(50, 4, 2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        parvec.errors.ParvecError: --shards 50 --clients 4 start 54 Ray actors ...
+    """
+    actors = shards + clients
+    if cpus < 1:
+        return None  # a cluster that reports no CPUs (Ray Client before a node joined): nothing to compare
+    if actors > ACTORS_PER_CPU_MAX * cpus:
+        fit_s = max(1, min(shards, cpus))
+        fit_c = max(1, min(clients, cpus))
+        raise ParvecError(
+            f"--shards {shards} --clients {clients} start {actors} Ray actors (every shard and client is a process) "
+            f"but the Ray cluster has {cpus} CPU{'s' if cpus != 1 else ''}: more than {ACTORS_PER_CPU_MAX} actors "
+            f"per CPU take minutes to start and train slower than fewer (every minibatch calls every shard); use "
+            f"--shards and --clients adding up to at most {ACTORS_PER_CPU_MAX * cpus} (e.g. --shards {fit_s} "
+            f"--clients {fit_c}), or a cluster with more CPUs")
+    if actors > ACTORS_PER_CPU_WARN * cpus:
+        return (f"parvec: warning: {shards} shards + {clients} clients are {actors} Ray actors (one process each) on "
+                f"{cpus} CPU{'s' if cpus != 1 else ''}: each actor beyond the CPUs adds seconds to the start-up and "
+                "every minibatch calls every shard; fewer shards and clients train faster on this cluster")
+    return None
+
+
+def cluster_cpus(ray: Any) -> int:
+    """The CPUs the Ray cluster reports (0 when it reports none).
+
+    Example:
+        >>> cluster_cpus(ray)  # doctest: +SKIP
+        2
+    """
+    return int(ray.cluster_resources().get("CPU", 0))
 
 
 def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
@@ -142,58 +196,95 @@ def _cause(exc: BaseException) -> BaseException:
 
 
 # --------------------------------------------------------------------------- the shard
-def checkpoint_paths(directory: str | os.PathLike[str], shard: int, shards: int) -> dict[str, Path]:
-    """The files of shard ``shard``'s checkpoint: its input and output columns (.npy) and meta.json.
+def snapshot_dir(directory: str | os.PathLike[str], shard: int, shards: int, snap_id: int) -> Path:
+    """Where shard ``shard`` of ``shards`` keeps snapshot ``snap_id``: ``in.npy``, ``out.npy`` (its input and
+    output columns) and ``meta.json``, written into ``snap-ID.partial`` and renamed into place.
 
     Example:
-        >>> sorted(checkpoint_paths("ck", 0, 2))
-        ['in', 'meta', 'out']
+        >>> snapshot_dir("ck", 0, 2, 3).as_posix()
+        'ck/shard-0-of-2/snap-3'
     """
-    base = Path(directory) / f"shard-{shard}-of-{shards}"
-    return {"in": base / "in.npy", "out": base / "out.npy", "meta": base / "meta.json"}
+    return Path(directory) / f"shard-{shard}-of-{shards}" / f"snap-{snap_id}"
+
+
+_COPY_BYTES = 32 << 20  # rows copied at a time when a shard restores a snapshot
+
+
+class RunRefs:
+    """The object references of one sharded run (noise table, keep table, initial columns, corpus parts), held
+    for the run and handed to a shard or client when it starts or Ray restarts it.
+
+    Restartable actors take no object reference or actor handle among their constructor arguments: Ray cannot
+    promise those to a restart, and says so on the console at error level (ray-project/ray#53727).  This
+    actor is not restarted (``max_restarts=0``), so its arguments may hold them; the others find it by name.
+
+    Example:
+        >>> holder = ray.remote(RunRefs).options(name="run-1").remote({"client": [keep_ref]})  # doctest: +SKIP
+    """
+
+    def __init__(self, refs: dict[str, Any]) -> None:
+        self.refs = refs
+
+    def get(self, key: str) -> Any:
+        """The references stored under ``key``."""
+        return self.refs[key]
 
 
 class ShardActor:
     """One column block of both matrices and the noise table; the server side of every minibatch.
 
     Made a Ray actor by :class:`ShardedRun` (``ray.remote(ShardActor).options(...)``).  ``spec`` holds
-    ``index, shards, n_words, dim, lo, hi, window, negative, seed, checkpoint_dir, checkpoint_interval_s,
-    memory_cap``; ``init_in``/``init_out`` are the column blocks to start from (None: word2vec.c's initial
-    input vectors for ``seed`` and zero output vectors).  A restarted actor (Ray runs ``__init__`` again)
-    starts from its last checkpoint when there is one.
+    ``index, shards, n_words, dim, lo, hi, window, negative, seed, checkpoint_dir, memory_cap`` and, for a
+    run's shards, ``holder``: the name of the :class:`RunRefs` actor that hands out ``refs`` =
+    ``[noise_prob, noise_alias, init_in, init_out]`` (object references or arrays; init None: word2vec.c's
+    initial input vectors for ``seed`` and zero output vectors), which may also be given directly.
+
+    A shard that Ray restarts (its process died) allocates its columns and waits: it refuses every call
+    until the driver has it :meth:`restore` a snapshot.  :meth:`fence` makes a live shard refuse minibatches
+    too, so that the units in flight stop while the driver restores; :meth:`snapshot` writes the columns.
 
     Example:
         >>> shard = ray.remote(ShardActor).remote(spec, [prob, alias, None, None])  # doctest: +SKIP
     """
 
-    def __init__(self, spec: dict[str, Any], refs: list[Any]) -> None:
-        # ``refs``: [noise_prob, noise_alias, init_in, init_out], object references (or arrays; init: None)
-        # nested in a list so that Ray does not resolve them before __init__ (it warns about restartable
-        # actors with arguments in the object store; the driver keeps them alive for the whole run).
+    def __init__(self, spec: dict[str, Any], refs: list[Any] | None = None) -> None:
         import ray
 
-        noise_prob, noise_alias, init_in, init_out = (
-            ray.get(r) if isinstance(r, ray.ObjectRef) else r for r in refs)
         self.spec = spec
         self.error: str | None = None
         self.index = spec["index"]
         self.window = int(spec["window"])
         self.negative = int(spec["negative"])
-        self.noise_prob, self.noise_alias = noise_prob, noise_alias
-        self.applied = 0  # minibatches adjusted (restored from the checkpoint on a restart)
+        self.applied = 0  # minibatches adjusted
         self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads
         self.calls = 0
         self.applied_inputs = 0
-        self.restored: dict[str, Any] | None = None
-        self.checkpoints = 0
+        self.snapshots = 0
+        self.snapshot_seconds = 0.0
+        self.restores = 0
         self.baseline_rss = peak_rss_bytes()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._cv = threading.Condition()
+        self._active = 0  # steps running (Ray runs several at once in its threads)
+        self._state_lock = threading.Lock()  # one snapshot or restore at a time
+        self.fenced = False
         n, lo, hi = int(spec["n_words"]), int(spec["lo"]), int(spec["hi"])
         width = hi - lo
         self.model_bytes = 2 * n * width * 4
-        what = f"shard {self.index} of {spec['shards']} (columns {lo}..{hi - 1} of {spec['dim']})"
+        self.what = f"shard {self.index} of {spec['shards']}"
+        what = f"{self.what} (columns {lo}..{hi - 1} of {spec['dim']})"
+        self.restarted = was_restarted()
+        self.restart_info = {"pid": os.getpid(), "time": time.time()} if self.restarted else None
+        # Restarted: nothing to serve until the driver restores a snapshot (the initial model included).
+        self.needs_restore = bool(self.restarted)
+        self.base = (Path(spec["checkpoint_dir"]) / f"shard-{self.index}-of-{spec['shards']}"
+                     if spec.get("checkpoint_dir") else None)
         try:
+            if refs is None:
+                holder = ray.get_actor(spec["holder"])
+                refs = ray.get(holder.get.remote(f"shard-{self.index}"), timeout=float(spec.get("timeout_s", 300)))
+            noise_prob, noise_alias, self._init_in, self._init_out = refs
+            self.noise_prob, self.noise_alias = (ray.get(r) if isinstance(r, ray.ObjectRef) else r
+                                                 for r in (noise_prob, noise_alias))
             if spec.get("memory_cap") is not None:
                 cap = int(spec["memory_cap"])
                 cap_memory(cap, what)
@@ -203,114 +294,189 @@ class ShardActor:
                         f"{what} needs {self.model_bytes / 2**30:.2f} GiB for its columns of {n:,} words, but its "
                         f"memory cap of {cap / 2**30:.2f} GiB leaves {(cap - used) / 2**30:.2f} GiB; use more shards "
                         "or a higher --shard-memory")
-            paths = (checkpoint_paths(spec["checkpoint_dir"], self.index, spec["shards"])
-                     if spec.get("checkpoint_dir") else None)
-            restarted = False
-            if paths is not None:
-                # The driver clears this directory when a run starts: a marker already there means Ray restarted us.
-                marker = paths["meta"].parent / "started"
-                restarted = marker.exists()
-                marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.touch()
-            if paths is not None and paths["meta"].exists():
-                self._restore(paths, n, width)
-            else:
-                if restarted:
-                    # Restarted before its first checkpoint: back to the initial columns, every update lost.
-                    self.restored = {"checkpoint_applied": 0, "checkpoint_time": None, "pid": os.getpid()}
-                self.w_in = (K.init_columns(n, int(spec["dim"]), lo, hi, int(spec["seed"])) if init_in is None
-                             else np.array(init_in, dtype=np.float32, order="C"))
-                self.w_out = (np.zeros((n, width), dtype=np.float32) if init_out is None
-                              else np.array(init_out, dtype=np.float32, order="C"))
+            self.w_in = np.empty((n, width), dtype=np.float32)
+            self.w_out = np.zeros((n, width), dtype=np.float32)
+            if not self.restarted:
+                self._initial(fresh=True)
+                if self.base is not None:  # a new run never sees another run's snapshots
+                    if self.base.is_dir():
+                        shutil.rmtree(self.base, ignore_errors=True)
+                    try:
+                        self.base.mkdir(parents=True, exist_ok=True)
+                    except OSError as exc:
+                        raise ParvecError(f"{self.what} cannot keep its snapshots in {self.base}: "
+                                          f"{exc.strerror or exc}") from None
         except MemoryError as exc:
             self.error = (f"{what}: out of memory allocating its columns ({self.model_bytes / 2**30:.2f} GiB for "
                           f"{n:,} words): {exc}; use more shards or a higher memory cap")
-            return
         except ParvecError as exc:
             self.error = str(exc)
-            return
-        if paths is not None:
-            self._paths = paths
-            threading.Thread(target=self._checkpoint_loop, name=f"shard-{self.index}-checkpoints",
-                             daemon=True).start()
 
-    # ------------------------------------------------------------ checkpoints
-    def _restore(self, paths: dict[str, Path], n: int, width: int) -> None:
-        meta = json.loads(paths["meta"].read_text(encoding="utf-8"))
-        w_in = np.load(paths["in"])
-        w_out = np.load(paths["out"])
-        if w_in.shape != (n, width) or w_out.shape != (n, width):
-            raise ParvecError(f"{paths['in'].parent}: checkpoint shape {w_in.shape} does not match ({n}, {width})")
-        self.w_in, self.w_out = np.ascontiguousarray(w_in), np.ascontiguousarray(w_out)
-        self.applied = int(meta["applied"])
-        self.applied_inputs = int(meta["applied_inputs"])
-        self.restored = {"checkpoint_applied": self.applied, "checkpoint_time": meta["time"], "pid": os.getpid()}
+    def _initial(self, fresh: bool = False) -> None:
+        # The columns the run starts from, written into the arrays in place: word2vec.c's initial vectors
+        # (generated) or the driver's model, and zero output vectors.
+        import ray
 
-    def _checkpoint_loop(self) -> None:
-        interval = float(self.spec["checkpoint_interval_s"])
-        while not self._stop.wait(interval):
-            try:
-                self.checkpoint()
-            except Exception as exc:  # a failed checkpoint is reported, never fatal to training
-                print(f"parvec shard {self.index}: checkpoint failed: {exc}", file=sys.stderr)
+        spec = self.spec
+        init_in, init_out = (ray.get(r) if isinstance(r, ray.ObjectRef) else r
+                             for r in (self._init_in, self._init_out))
+        if init_in is None:
+            K.init_columns(int(spec["n_words"]), int(spec["dim"]), int(spec["lo"]), int(spec["hi"]),
+                           int(spec["seed"]), out=self.w_in)
+        else:
+            np.copyto(self.w_in, init_in)
+        if init_out is not None:
+            np.copyto(self.w_out, init_out)
+        elif not fresh:
+            self.w_out.fill(0.0)
 
-    def checkpoint(self) -> dict[str, Any]:
-        """Write this shard's columns (``in.npy``, ``out.npy``) and then ``meta.json``, each atomically.
-
-        Other threads keep training meanwhile (Hogwild: a row may be caught mid-update)."""
-        self._check()
-        from parvec.formats import atomic_output
-
-        paths = self._paths
-        paths["meta"].parent.mkdir(parents=True, exist_ok=True)
-        with self._lock:  # one checkpoint at a time
-            applied, applied_inputs = self.applied, self.applied_inputs
-            for key, w in (("in", self.w_in), ("out", self.w_out)):
-                with atomic_output(paths[key], "wb") as f:
-                    np.save(f, w, allow_pickle=False)
-            meta = {"shard": self.index, "shards": self.spec["shards"], "applied": applied,
-                    "applied_inputs": applied_inputs, "time": time.time()}
-            with atomic_output(paths["meta"], "w") as f:
-                json.dump(meta, f)
-            self.checkpoints += 1
-        return meta
-
-    # ------------------------------------------------------------ serving
+    # ------------------------------------------------------------ fences, snapshots, restores
     def _check(self) -> None:
         if self.error is not None:
             raise ParvecError(self.error)
 
+    def _refuse(self) -> None:
+        # Under self._cv: a restarted shard serves nothing until restored; a fenced one no minibatch.
+        if self.needs_restore:
+            raise ShardLost(self.index, f"{self.what} was restarted and waits for the driver to restore a snapshot")
+        if self.fenced:
+            raise ShardLost(self.index, f"{self.what} is fenced: the driver is restoring a snapshot")
+
+    def _quiet(self) -> None:
+        # Wait (under self._cv) until no step runs.
+        timeout = float(self.spec.get("timeout_s", 300))
+        if not self._cv.wait_for(lambda: self._active == 0, timeout=timeout):
+            raise ParvecError(f"{self.what}: minibatches still running after {timeout:g} s (Cluster.timeout_s)")
+
+    def fence(self) -> int:
+        """Refuse minibatches from now until the next :meth:`restore` (the units in flight stop at their next
+        call); returns this process's id."""
+        with self._cv:
+            self.fenced = True
+        return os.getpid()
+
+    def snapshot(self, snap_id: int, keep: int | None) -> dict[str, Any]:
+        """Write this shard's columns as snapshot ``snap_id`` (``in.npy``, ``out.npy``, ``meta.json``) into
+        ``snap-ID.partial``, then rename it to ``snap-ID``; snapshots other than ``keep`` (the newest complete
+        one) are removed first, so a shard keeps at most two.  The arrays are streamed to the files (no copy).
+        Returns the seconds and bytes written."""
+        self._check()
+        if self.base is None:
+            raise ParvecError(f"{self.what}: no snapshot directory")
+        t0 = time.perf_counter()
+        with self._state_lock:
+            with self._cv:
+                self._refuse()
+                self._quiet()
+                self.fenced = True  # no minibatch while the columns are written (none is expected: the driver drained)
+            try:
+                final = self.base / f"snap-{snap_id}"
+                partial = self.base / f"snap-{snap_id}.partial"
+                try:
+                    self.base.mkdir(parents=True, exist_ok=True)
+                    for old in self.base.iterdir():
+                        if old.name.startswith("snap-") and old.name != f"snap-{keep}":
+                            shutil.rmtree(old) if old.is_dir() else old.unlink()
+                    partial.mkdir()
+                    for key, w in (("in", self.w_in), ("out", self.w_out)):
+                        with open(partial / f"{key}.npy", "wb") as f:
+                            np.save(f, w, allow_pickle=False)  # a C-contiguous array goes out with tofile: no copy
+                            f.flush()
+                            os.fsync(f.fileno())
+                    meta = {"shard": self.index, "shards": self.spec["shards"], "snapshot": snap_id,
+                            "shape": list(self.w_in.shape), "time": time.time()}
+                    (partial / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+                    os.rename(partial, final)
+                    _fsync_dir(self.base)
+                except OSError as exc:
+                    raise ParvecError(f"{self.what} could not write its snapshot to {self.base}: "
+                                      f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}") from None
+            finally:
+                with self._cv:
+                    self.fenced = False
+        seconds = time.perf_counter() - t0
+        self.snapshots += 1
+        self.snapshot_seconds += seconds
+        return {"seconds": seconds, "bytes": 2 * self.w_in.nbytes, "pid": os.getpid()}
+
+    def restore(self, snap_id: int | None) -> dict[str, Any]:
+        """Overwrite the columns with snapshot ``snap_id`` (None: the model the run started from), read row
+        block by row block into the arrays in place, and serve again."""
+        self._check()
+        t0 = time.perf_counter()
+        with self._state_lock:
+            with self._cv:
+                self.fenced = True
+                self._quiet()
+            if snap_id is None:
+                self._initial()
+            else:
+                where = self.base / f"snap-{snap_id}" if self.base is not None else None
+                try:
+                    if where is None:
+                        raise FileNotFoundError("no snapshot directory")
+                    for key, w in (("in", self.w_in), ("out", self.w_out)):
+                        _read_npy_into(where / f"{key}.npy", w)
+                except (OSError, ValueError) as exc:
+                    raise ParvecError(f"{self.what} cannot read snapshot {snap_id} ({where}): {exc}") from None
+            with self._cv:
+                self.needs_restore = False
+                self.fenced = False
+        self.restores += 1
+        return {"seconds": time.perf_counter() - t0, "pid": os.getpid()}
+
+    def drop_snapshots(self) -> None:
+        """Remove this shard's snapshot directory (a run's temporary snapshots, at its end)."""
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    # ------------------------------------------------------------ serving
     def step(self, call: np.ndarray) -> np.ndarray | None:
         """Adjust the previous minibatch (if any), then return the next one's partial dot products (if any).
 
-        ``call`` is one packed byte array (:func:`parvec.distributed.shard_core.pack_call`)."""
+        ``call`` is one packed byte array (:func:`parvec.distributed.shard_core.pack_call`); a fenced or
+        restarted shard answers with :class:`ShardLost`."""
         self._check()
-        t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
-        p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(call)
-        self.calls += 1
-        if p_seq is not None:
-            K.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative, self.noise_prob,
-                     self.noise_alias, np.uint64(p_seed), p_coef)
-            self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
-            self.applied_inputs += len(p_shrink)
-        if n_seq is None:
+        with self._cv:
+            self._refuse()
+            self._active += 1
+        try:
+            t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
+            p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(call)
+            self.calls += 1
+            if p_seq is not None:
+                K.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative, self.noise_prob,
+                         self.noise_alias, np.uint64(p_seed), p_coef)
+                self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
+                self.applied_inputs += len(p_shrink)
+            if n_seq is None:
+                self.kernel_seconds += time.thread_time() - t0
+                return None
+            out = np.empty(int(n_out), dtype=np.float32)
+            K.dotprod(self.w_in, self.w_out, n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
+                      self.noise_alias, np.uint64(n_seed), out)
             self.kernel_seconds += time.thread_time() - t0
-            return None
-        out = np.empty(int(n_out), dtype=np.float32)
-        K.dotprod(self.w_in, self.w_out, n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
-                  self.noise_alias, np.uint64(n_seed), out)
-        self.kernel_seconds += time.thread_time() - t0
-        return out
+            return out
+        finally:
+            with self._cv:
+                self._active -= 1
+                if not self._active:
+                    self._cv.notify_all()
 
     def rows(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``lo .. hi`` of this shard's columns of both matrices (copies), for gathering and export."""
         self._check()
+        with self._cv:
+            if self.needs_restore:
+                self._refuse()
         return self.w_in[lo:hi].copy(), self.w_out[lo:hi].copy()
 
     def info(self) -> dict[str, Any]:
-        """Status and figures: error, applied minibatches, restarts, memory."""
+        """Status and figures: error, applied minibatches, restart, snapshots, memory."""
         return {"index": self.index, "error": self.error, "applied": self.applied,
-                "applied_inputs": self.applied_inputs, "restored": self.restored, "checkpoints": self.checkpoints,
+                "applied_inputs": self.applied_inputs, "restarted": self.restart_info,
+                "needs_restore": self.needs_restore, "snapshots": self.snapshots,
+                "snapshot_seconds": self.snapshot_seconds, "restores": self.restores,
                 "peak_rss_bytes": peak_rss_bytes(), "baseline_rss_bytes": self.baseline_rss,
                 "kernel_seconds": self.kernel_seconds, "calls": self.calls, "cpu_seconds": _cpu_seconds(),
                 "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid()}
@@ -326,6 +492,62 @@ class ShardActor:
             return None
         except MemoryError as exc:
             return f"MemoryError: {exc}"
+
+
+def _read_npy_into(path: Path, out: np.ndarray) -> None:
+    """Read a C-order ``.npy`` of ``out``'s shape and dtype straight into ``out`` (a C-contiguous array), row
+    block by row block: no second copy of the array and no memory map resident beside it.
+
+    Example:
+        >>> _read_npy_into(Path("snap-3/in.npy"), w_in)  # doctest: +SKIP
+    """
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0(f) if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0(f))
+        if tuple(shape) != out.shape or dtype != out.dtype or fortran:
+            raise ValueError(f"{path.name} holds {dtype} {tuple(shape)}{' (Fortran order)' if fortran else ''}, "
+                             f"expected {out.dtype} {out.shape}")
+        flat = out.reshape(-1).view(np.uint8)
+        step = max(1, _COPY_BYTES)
+        for at in range(0, flat.nbytes, step):
+            chunk = memoryview(flat[at:at + step])
+            got = f.readinto(chunk)
+            if got != len(chunk):
+                raise ValueError(f"{path.name} is truncated: {at + (got or 0):,} of {flat.nbytes:,} bytes of data")
+
+
+def was_restarted() -> bool:
+    """True inside an actor that Ray restarted (its process died and Ray ran its constructor again).
+
+    Example:
+        >>> was_restarted()  # outside an actor  # doctest: +SKIP
+        False
+    """
+    import warnings
+
+    import ray
+
+    try:
+        with warnings.catch_warnings():  # Ray's property reads its own deprecated actor_id (Ray 2.60)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+    except Exception:  # noqa: BLE001 - not inside an actor
+        return False
+
+
+def _fsync_dir(path: Path) -> None:
+    # Make a rename in ``path`` durable (best effort: some file systems do not open directories).
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- the client
@@ -351,9 +573,15 @@ class _RayStep(Step):
         except ray.exceptions.GetTimeoutError:
             raise ParvecError(f"a shard did not answer within {self.timeout_s:g} s (Cluster.timeout_s); "
                               "the cluster is overloaded or a shard hangs") from None
-        except ray.exceptions.RayActorError as exc:
+        except (ray.exceptions.RayActorError, ShardLost) as exc:
+            # A shard died (or was fenced by the driver, or restarted and not yet restored).  Wait for this call's
+            # other shards to answer too, so that none of this unit's adjusts is still on its way to a shard when
+            # the driver restores a snapshot; then the unit ends.
+            ray.wait(list(handle), num_returns=len(handle), timeout=self.timeout_s)
             bad = next((s for s, r in enumerate(handle) if _failed(ray, r)), -1)
-            raise ShardLost(bad, str(exc)) from None
+            cause = _cause(exc)
+            detail = cause.args[1] if isinstance(cause, ShardLost) and len(cause.args) > 1 else _first_line(cause)
+            raise ShardLost(bad, str(detail)) from None
         return [] if out[0] is None else out
 
 
@@ -376,34 +604,38 @@ def _failed(ray: Any, ref: Any) -> bool:
 class ClientActor:
     """Trains units of the encoded corpus against the shards (``threads_per_actor`` units at once).
 
-    ``parts`` lists the corpus parts: ``("refs", [tokens_ref, offsets_ref])`` (arrays in Ray's object store)
-    or ``("files", [tokens.npy, offsets.npy])`` (memory-mapped; every client must see the files).
+    ``spec`` holds ``holder`` (the :class:`RunRefs` actor's name: the keep table and the corpus parts come from
+    it), ``shard_names`` (the shards are found by name), ``config``, ``minibatch_words``, ``timeout_s`` and
+    ``interleave``.  The corpus parts are ``("refs", [tokens_ref, offsets_ref])`` (arrays in Ray's object store)
+    or ``("files", [tokens.npy, offsets.npy])`` (memory-mapped; every client must see the files).  A unit whose
+    shard call fails (a shard lost or fenced) ends with :class:`ShardLost`; the driver restores and re-queues.
 
     Example:
-        >>> client = ray.remote(ClientActor).remote(0, shards, config, keep, parts, 256, 300.0)  # doctest: +SKIP
+        >>> client = ray.remote(ClientActor).remote(0, spec)  # doctest: +SKIP
     """
 
-    def __init__(self, index: int, shards: list[Any], config: dict[str, Any], keep: list[Any], parts: list[Any],
-                 minibatch_words: int, timeout_s: float, interleave: bool = True) -> None:
+    def __init__(self, index: int, spec: dict[str, Any]) -> None:
         import ray
 
         self.ray = ray
         self.index = index
-        self.shards = shards
-        self.config = TrainConfig.from_dict(config)
-        self.keep = ray.get(keep[0])  # nested: resolved here, not before __init__ (see ShardActor)
-        self.minibatch_words = minibatch_words
-        self.interleave = interleave
-        self.timeout_s = timeout_s
+        self.timeout_s = float(spec["timeout_s"])
+        holder = ray.get_actor(spec["holder"])
+        keep_ref, parts = ray.get(holder.get.remote("client"), timeout=self.timeout_s)
+        self.shards = [ray.get_actor(name) for name in spec["shard_names"]]
+        self.config = TrainConfig.from_dict(spec["config"])
+        self.keep = ray.get(keep_ref, timeout=self.timeout_s)
+        self.minibatch_words = int(spec["minibatch_words"])
+        self.interleave = bool(spec["interleave"])
         self.parts = []
         for kind, (a, b) in parts:
             if kind == "refs":
-                tokens, offsets = ray.get([a, b])
+                tokens, offsets = ray.get([a, b], timeout=self.timeout_s)
             else:
                 tokens, offsets = np.load(a, mmap_mode="r"), np.load(b)
             self.parts.append(prepare_part(tokens, offsets, self.config.max_sentence_length))
         self._local = threading.local()
-        self.lost_events: list[dict[str, Any]] = []
+        self.restarted = was_restarted()
 
     def _runner(self) -> UnitRunner:
         runner = getattr(self._local, "runner", None)
@@ -411,27 +643,6 @@ class ClientActor:
             runner = self._local.runner = UnitRunner(self.config, self.keep, self.minibatch_words,
                                                              self.interleave)
         return runner
-
-    def _wait_for_shards(self, lost: ShardLost) -> None:
-        # A shard died: Ray restarts it from its checkpoint.  Wait until every shard answers again.
-        ray = self.ray
-        deadline = time.monotonic() + self.timeout_s
-        for s, h in enumerate(self.shards):
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ParvecError(f"shard {s} did not come back within {self.timeout_s:g} s (Cluster.timeout_s)")
-                try:
-                    ray.get(h.ping.remote(), timeout=left)
-                    break
-                except ray.exceptions.ActorDiedError:
-                    raise ParvecError(f"shard {s} was lost and cannot be restarted (its restarts, Cluster.max_restarts,"
-                                      " are used up, or its node is gone): the run cannot continue") from None
-                except ray.exceptions.ActorUnavailableError:
-                    time.sleep(0.05)
-                except ray.exceptions.GetTimeoutError:
-                    continue
-        self.lost_events.append({"shard": lost.args[0] if lost.args else -1, "time": time.time()})
 
     def warm_up(self) -> None:
         """Compile the kernels on both sides (a minibatch of two words whose coefficients are zero, so the
@@ -456,11 +667,11 @@ class ClientActor:
         u = Unit(*unit)
         tokens, offsets = self.parts[u.part]
         step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s)
-        stats = self._runner().run(tokens, offsets, u, epoch, Schedule(*schedule), step, on_lost=self._wait_for_shards)
+        stats = self._runner().run(tokens, offsets, u, epoch, Schedule(*schedule), step)  # ShardLost: the unit ends
         return stats.to_dict()
 
     def info(self) -> dict[str, Any]:
-        return {"index": self.index, "lost_events": self.lost_events, "peak_rss_bytes": peak_rss_bytes(),
+        return {"index": self.index, "restarted": self.restarted, "peak_rss_bytes": peak_rss_bytes(),
                 "pid": os.getpid(), "cpu_seconds": _cpu_seconds()}
 
     def ping(self) -> int:
@@ -468,12 +679,29 @@ class ClientActor:
 
 
 # --------------------------------------------------------------------------- the driver
+class _Fault(Exception):
+    """An actor lost while the driver waited on it: ``kind`` "shard" or "client", its index, what was seen."""
+
+    def __init__(self, kind: str, index: int, detail: str) -> None:
+        super().__init__(kind, index, detail)
+        self.kind, self.index, self.detail = kind, index, detail
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
 class ShardedRun:
-    """One sharded training run on a Ray session: shards, clients, units, epochs, gathering, the report.
+    """One sharded training run on a Ray session: shards, clients, units, epochs, snapshots and faults,
+    gathering, the report.
 
     ``parts`` are the corpus parts as the clients get them (see :class:`ClientActor`); ``part_offsets``
     their (unsplit) sentence offsets, from which the driver plans the units.  ``init`` is None (word2vec.c's
-    initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.
+    initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep their
+    snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the end,
+    otherwise), each on its own node's disk; the driver writes ``manifest.json`` there once a snapshot is
+    complete.
 
     Example:
         >>> with cluster.session() as ray:  # doctest: +SKIP
@@ -500,7 +728,12 @@ class ShardedRun:
         if checkpoint_dir is None:
             checkpoint_dir = self._temp_checkpoints = tempfile.mkdtemp(prefix="parvec-shard-checkpoints-")
         self.checkpoint_dir = Path(checkpoint_dir)
-        self._clear_checkpoints()
+        try:
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+            (self.checkpoint_dir / "manifest.json").unlink(missing_ok=True)  # a new run starts from no snapshot
+        except OSError as exc:
+            raise ParvecError(f"{self.checkpoint_dir}: cannot hold the shards' snapshots: "
+                              f"{exc.strerror or exc}") from None
         units = plan_units([split_long_sentences(np.asarray(o, dtype=np.int64), self.config.max_sentence_length)
                             for o in part_offsets], self.settings["unit_words"])
         self.units = units
@@ -509,61 +742,161 @@ class ShardedRun:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
         self.shard_infos: list[dict[str, Any]] = []
         self.totals = UnitStats(acks=[0] * self.settings["shards"])
-        self.requeued_units = 0
+        self.requeued_units = 0  # units trained again after a fault (they were done or in flight since the snapshot)
         self.requeued_words = 0
+        self.dropped = 0  # unit attempts a fault stopped (their updates were rolled back by the restore)
         self.client_failures: list[dict[str, Any]] = []
+        self.faults: list[dict[str, Any]] = []
+        self.snapshot_log: list[dict[str, Any]] = []
         self.on_progress: Callable[..., None] | None = None
-        self._start(counts, parts, init)
+        self.position = (-1, 0)  # (epoch, units of it done): where the run is, for progress and tests
+        self._snapshot: dict[str, Any] = self._initial_snapshot(0)
+        self._snap_seq = 1
+        self._at_snapshot = True  # the shards hold exactly the newest complete snapshot (no unit since)
+        try:
+            self._start(counts, parts, init)
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------ start and stop
-    def _clear_checkpoints(self) -> None:
-        # A new run never starts from another run's checkpoints.
-        for s in range(self.settings["shards"]):
-            base = checkpoint_paths(self.checkpoint_dir, s, self.settings["shards"])["meta"].parent
-            if base.exists():
-                shutil.rmtree(base)
-
     def _start(self, counts: np.ndarray, parts: list[Any], init: tuple[np.ndarray, np.ndarray] | None) -> None:
         ray, cfg, st = self.ray, self.config, self.settings
         S, C, T = st["shards"], st["clients"], st["threads"]
+        cpus = cluster_cpus(ray)
+        warning = actor_budget(S, C, cpus)  # before any actor starts: far too many is refused here
+        print(f"parvec: starting {S} shard{'s' if S != 1 else ''} and {C} client{'s' if C != 1 else ''} x {T} "
+              f"thread{'s' if T != 1 else ''} (Ray actors, one process each) on {cpus} CPUs ...", file=sys.stderr,
+              flush=True)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
         prob, alias = noise_tables(counts, cfg)
-        self._noise_refs = [ray.put(prob), ray.put(alias)]
+        noise_refs = [ray.put(prob), ray.put(alias)]
         del prob, alias
-        self._keep_ref = ray.put(client_keep(counts, cfg))
-        self._init_refs: list[Any] = []
+        run_id = f"{os.getpid()}-{time.time_ns()}"
+        held: dict[str, Any] = {"client": [ray.put(client_keep(counts, cfg)), parts]}
+        for s in range(S):
+            lo, hi = K.column_range(s, S, cfg.dim)
+            init_refs = [None, None]
+            if init is not None:
+                init_refs = [ray.put(np.ascontiguousarray(init[0][:, lo:hi])),
+                             ray.put(np.ascontiguousarray(init[1][:, lo:hi]))]
+            held[f"shard-{s}"] = [*noise_refs, *init_refs]
+        # The references live in one actor that is never restarted; the shards and clients (restartable) take
+        # only plain values and names, so Ray has nothing to warn about (see RunRefs).
+        self.holder = ray.remote(RunRefs).options(name=f"parvec-sharded-{run_id}", num_cpus=0, max_restarts=0
+                                                  ).remote(held)
+        del held
+        self.shard_names = [f"parvec-sharded-{run_id}-shard-{s}" for s in range(S)]
         shard_cls = ray.remote(ShardActor)
         self.shards = []
         for s in range(S):
             lo, hi = K.column_range(s, S, cfg.dim)
             spec = {"index": s, "shards": S, "n_words": self.n_words, "dim": cfg.dim, "lo": lo, "hi": hi,
                     "window": cfg.window, "negative": cfg.negative, "seed": cfg.seed,
-                    "checkpoint_dir": str(self.checkpoint_dir),
-                    "checkpoint_interval_s": st["checkpoint_interval_s"], "memory_cap": st["shard_memory_bytes"]}
-            init_refs = [None, None]
-            if init is not None:
-                init_refs = [ray.put(np.ascontiguousarray(init[0][:, lo:hi])),
-                             ray.put(np.ascontiguousarray(init[1][:, lo:hi]))]
-                self._init_refs += init_refs
+                    "checkpoint_dir": str(self.checkpoint_dir), "memory_cap": st["shard_memory_bytes"],
+                    "holder": f"parvec-sharded-{run_id}", "timeout_s": self.timeout_s}
+            # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)
             self.shards.append(shard_cls.options(
                 num_cpus=0, max_concurrency=C * T + 4, max_restarts=st["max_restarts"], max_task_retries=0,
-                scheduling_strategy="SPREAD", name=None,
-            ).remote(spec, [*self._noise_refs, *init_refs]))
+                scheduling_strategy="SPREAD", name=self.shard_names[s],
+            ).remote(spec))
         client_cls = ray.remote(ClientActor)
+        client_spec = {"holder": f"parvec-sharded-{run_id}", "shard_names": self.shard_names,
+                       "config": _config_dict(cfg), "minibatch_words": st["minibatch_words"],
+                       "timeout_s": self.timeout_s, "interleave": st["minibatch_formation"] == "interleaved"}
         # The clients start (their processes, imports, corpus) while the shards allocate their columns.
         self.clients = [client_cls.options(
             num_cpus=0, max_concurrency=T + 2, max_restarts=st["max_restarts"], max_task_retries=0,
             scheduling_strategy="SPREAD",
-        ).remote(c, self.shards, _config_dict(cfg), [self._keep_ref], parts, st["minibatch_words"], self.timeout_s,
-                  st["minibatch_formation"] == "interleaved")
-            for c in range(C)]
-        infos = self._get([h.info.remote() for h in self.shards], "starting the shards")
-        for info in infos:
+        ).remote(c, client_spec) for c in range(C)]
+        self.alive = [True] * C
+        # Every actor is waited for one by one: one that dies while starting is restarted by Ray like one that
+        # dies while training (a restarted shard is given the initial columns); the fault is reported.
+        deadline = time.monotonic() + self.timeout_s
+        infos = []
+        for s, h in enumerate(self.shards):
+            info, restarted = self._call_through_restarts(h, "info", (), f"shard {s} of {S}", deadline)
             if info["error"]:
                 self.close()
                 raise ParvecError(info["error"])
+            if restarted or info["needs_restore"]:
+                self._call_through_restarts(h, "restore", (None,), f"shard {s} of {S}", deadline)
+                self._start_fault("shard", s)
+            infos.append(info)
         self.shard_infos = infos
-        self._get([c.warm_up.remote() for c in self.clients], "starting the clients (compiling the kernels)")
-        self.alive = [True] * C
+        self._shard_pids = [i["pid"] for i in infos]
+        deadline = time.monotonic() + self.timeout_s
+        for c, h in enumerate(self.clients):
+            _, restarted = self._call_through_restarts(h, "warm_up", (), f"client {c} of {C} (compiling the kernels)",
+                                                       deadline)
+            if restarted:
+                self._start_fault("client", c)
+        self._client_pids = [self._call_through_restarts(h, "ping", (), f"client {c} of {C}", deadline)[0]
+                             for c, h in enumerate(self.clients)]
+
+    def _call_through_restarts(self, handle: Any, method: str, args: tuple, what: str,
+                               deadline: float) -> tuple[Any, bool]:
+        # Call ``method`` until it answers; an actor lost meanwhile is waited for while Ray restarts it.
+        ray = self.ray
+        restarted = False
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise ParvecError(f"starting {what}: no answer within {self.timeout_s:g} s (Cluster.timeout_s)")
+            try:
+                return ray.get(getattr(handle, method).remote(*args), timeout=left), restarted
+            except ray.exceptions.GetTimeoutError:
+                continue
+            except ray.exceptions.RayActorError as exc:
+                cause = _cause(exc)
+                if isinstance(cause, ParvecError):
+                    self.close()
+                    raise ParvecError(str(cause)) from None
+                restarted = True
+                if not self._back(handle, deadline):
+                    self.close()
+                    raise ParvecError(f"{what} was lost while starting and cannot be restarted (Cluster.max_restarts="
+                                      f"{self.settings['max_restarts']}): {_first_line(exc)}") from None
+            except ShardLost:  # a shard lost while a client warmed up against it: restart it, then again
+                self._restore_started_shards(deadline)
+            except ParvecError as exc:
+                self.close()
+                raise ParvecError(str(_cause(exc))) from None
+            except ray.exceptions.RayError as exc:
+                self.close()
+                raise ParvecError(f"starting {what} failed: {_cause(exc)}") from None
+
+    def _restore_started_shards(self, deadline: float) -> None:
+        # Before training: every shard back, a restarted one given the initial columns.
+        S = len(self.shards)
+        for s, h in enumerate(self.shards):
+            info, _ = self._call_through_restarts(h, "info", (), f"shard {s} of {S}", deadline)
+            if info["needs_restore"]:
+                self._call_through_restarts(h, "restore", (None,), f"shard {s} of {S}", deadline)
+                self._start_fault("shard", s)
+                self._shard_pids[s] = info["pid"]
+
+    def _start_fault(self, kind: str, index: int) -> None:
+        n = len(self.shards) if kind == "shard" else len(self.clients)
+        self.faults.append({"kind": kind, "index": index, "phase": "start", "epoch": None,
+                            "snapshot": None, "words_retrained": 0, "units_retrained": 0})
+        print(f"parvec: {kind} {index} of {n} was lost while starting; Ray restarted it; nothing to retrain",
+              file=sys.stderr, flush=True)
+
+    def _back(self, handle: Any, deadline: float) -> bool:
+        # Wait for an actor to answer again (Ray restarting it); False once it cannot come back.
+        ray = self.ray
+        while time.monotonic() < deadline:
+            try:
+                ray.get(handle.ping.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                return True
+            except ray.exceptions.ActorDiedError:
+                return False
+            except (ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
+                time.sleep(0.05)
+        return False
 
     def _get(self, refs: Any, what: str) -> Any:
         ray = self.ray
@@ -580,12 +913,17 @@ class ShardedRun:
             raise ParvecError(f"{what} failed: {_cause(exc)}") from None
 
     def close(self) -> None:
-        """Stop the actors (the Ray session itself is the cluster's) and drop temporary checkpoints."""
+        """Stop the actors (the Ray session itself is the cluster's) and drop temporary snapshots."""
         ray = self.ray
-        for h in getattr(self, "clients", []) + getattr(self, "shards", []):
+        shards = getattr(self, "shards", [])
+        if self._temp_checkpoints is not None and shards:  # each shard removes its own (on its own node's disk)
             with contextlib.suppress(Exception):
-                ray.kill(h, no_restart=True)
-        self.clients, self.shards = [], []
+                ray.wait([h.drop_snapshots.remote() for h in shards], num_returns=len(shards), timeout=30)
+        for h in getattr(self, "clients", []) + shards + [getattr(self, "holder", None)]:
+            if h is not None:
+                with contextlib.suppress(Exception):
+                    ray.kill(h, no_restart=True)
+        self.clients, self.shards, self.holder = [], [], None
         if self._temp_checkpoints is not None:
             shutil.rmtree(self._temp_checkpoints, ignore_errors=True)
             self._temp_checkpoints = None
@@ -593,7 +931,8 @@ class ShardedRun:
     # ------------------------------------------------------------ training
     def train(self, epochs: int | None = None, start_epoch: int = 0,
               on_epoch_end: Callable[[int, TrainStats], None] | None = None) -> TrainStats:
-        """Train epochs ``start_epoch .. epochs-1``; ``on_epoch_end(epoch, stats)`` after each."""
+        """Train epochs ``start_epoch .. epochs-1``; ``on_epoch_end(epoch, stats)`` after each (the shards then
+        hold the snapshot of that epoch's end)."""
         cfg = self.config
         epochs = cfg.epochs if epochs is None else epochs
         if not 0 <= start_epoch < epochs:
@@ -603,6 +942,10 @@ class ShardedRun:
         bar = _progress_bar(cfg, self.words_per_epoch * (epochs - start_epoch))
         t0 = time.perf_counter()
         self._t0 = t0
+        self._start_epoch = start_epoch
+        # What the shards hold now: the model the run started from, or (a second train()) the newest snapshot.
+        self._snapshot = self._initial_snapshot(start_epoch, self._snapshot["id"])
+        self._last_snapshot_t = time.monotonic()
         try:
             for epoch in range(start_epoch, epochs):
                 total = self._train_epoch(epoch, schedule, bar, stats)
@@ -631,53 +974,95 @@ class ShardedRun:
         self.stats = stats
         return stats
 
+    def _initial_snapshot(self, epoch: int, snap_id: int | None = None) -> dict[str, Any]:
+        # The state at the start of ``epoch``: snapshot None is the model the run starts from, which every shard
+        # regenerates (nothing on disk); after an earlier train(), the newest snapshot (its end).
+        return {"id": snap_id, "epoch": epoch, "units_done": 0, "queue": [u.index for u in self.units],
+                "total": UnitStats(acks=[0] * self.settings["shards"]).to_dict(), "time": time.time()}
+
     def _submit(self, c: int, unit: Unit, epoch: int, schedule: Schedule) -> Any:
         return self.clients[c].train_unit.remote(
             (unit.part, unit.s_lo, unit.s_hi, unit.index, unit.base, unit.words), epoch,
             (schedule.alpha, schedule.final_alpha, schedule.words_per_epoch, schedule.epochs))
 
     def _train_epoch(self, epoch: int, schedule: Schedule, bar: Any, stats: TrainStats) -> UnitStats:
+        # Hand out the epoch's units; at the epoch's end and every checkpoint_interval_s, drain and snapshot; on a
+        # fault, restore the newest complete snapshot and re-queue the units trained since.  Returns once the
+        # snapshot of the epoch's end is complete.
         ray = self.ray
         T = self.settings["threads"]
-        queue = collections.deque(self.units)
+        interval = self.settings["checkpoint_interval_s"]
+        queue, total = self._from_snapshot(self._snapshot)
         in_flight: dict[Any, tuple[int, Unit, float]] = {}
         busy = [0] * len(self.clients)
-        total = UnitStats(acks=[0] * len(self.shards))
         last_progress = 0.0
-        while queue or in_flight:
-            for c in range(len(self.clients)):
-                while self.alive[c] and busy[c] < T and queue:
-                    unit = queue.popleft()
-                    in_flight[self._submit(c, unit, epoch, schedule)] = (c, unit, time.monotonic())
-                    busy[c] += 1
-            if not in_flight:
-                raise ParvecError("every client was lost and none can be restarted: the run cannot continue")
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.25)
-            for ref in ready:
-                c, unit, _t = in_flight.pop(ref)
-                busy[c] -= 1
+        draining_since: float | None = None
+        self.position = (epoch, len(self.units) - len(queue))
+        while True:
+            fault: _Fault | None = None
+            interrupted: list[Unit] = []  # units a fault stopped
+            if not queue and not in_flight:  # the epoch's end: the snapshot the next epoch (or the export) starts from
                 try:
-                    result = ray.get(ref, timeout=self.timeout_s)
-                except ray.exceptions.RayActorError as exc:
-                    # The client died: its unit goes back to the queue (another client, or this one restarted).
-                    queue.appendleft(unit)
-                    self.requeued_units += 1
-                    self.requeued_words += unit.words
-                    self.client_failures.append({"client": c, "epoch": epoch, "unit": unit.index,
-                                                 "error": str(exc).splitlines()[0][:200]})
-                    self.alive[c] = self._client_back(c)
-                    continue
-                except ParvecError as exc:
-                    raise ParvecError(str(_cause(exc))) from None
-                except ray.exceptions.RayTaskError as exc:
-                    raise ParvecError(f"client {c} failed: {_cause(exc)}") from None
-                done = UnitStats.from_dict(result)
-                total.add(done)
-                self.totals.add(done)
-                if bar is not None:
-                    bar.update(done.words)
-                    pairs = total.pairs
-                    bar.set_postfix(loss=f"{total.loss / pairs:.4f}" if pairs else "nan", refresh=False)
+                    self._take_snapshot(epoch + 1, collections.deque(self.units),
+                                        UnitStats(acks=[0] * len(self.shards)), draining_since)
+                    return total
+                except _Fault as f:
+                    fault = f
+            elif draining_since is None and queue and time.monotonic() - self._last_snapshot_t >= interval:
+                draining_since = time.monotonic()  # hand out nothing until the units in flight are done
+            if fault is None and draining_since is not None and not in_flight and queue:
+                try:
+                    self._take_snapshot(epoch, queue, total, draining_since)
+                except _Fault as f:
+                    fault = f
+                draining_since = None
+            if fault is None and draining_since is None:
+                for c in range(len(self.clients)):
+                    while self.alive[c] and busy[c] < T and queue:
+                        unit = queue.popleft()
+                        in_flight[self._submit(c, unit, epoch, schedule)] = (c, unit, time.monotonic())
+                        busy[c] += 1
+                        self._at_snapshot = False
+                if not in_flight and queue:
+                    raise ParvecError("every client was lost and none can be restarted: the run cannot continue")
+            if fault is None and in_flight:
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.25)
+                for ref in ready:
+                    c, unit, _t = in_flight.pop(ref)
+                    busy[c] -= 1
+                    try:
+                        result = ray.get(ref, timeout=self.timeout_s)
+                    except ray.exceptions.RayActorError as exc:  # the client died
+                        self.client_failures.append({"client": c, "epoch": epoch + 1, "unit": unit.index,
+                                                     "error": _first_line(exc)})
+                        fault = _Fault("client", c, _first_line(exc))
+                        interrupted.append(unit)
+                        break
+                    except ShardLost as exc:  # a shard call of the unit failed: a shard was lost
+                        lost = _cause(exc)
+                        shard = lost.args[0] if lost.args else -1
+                        detail = lost.args[1] if len(lost.args) > 1 else _first_line(lost)
+                        fault = _Fault("shard", int(shard), str(detail))
+                        interrupted.append(unit)
+                        self.dropped += 1
+                        break
+                    except ParvecError as exc:
+                        raise ParvecError(str(_cause(exc))) from None
+                    except ray.exceptions.RayTaskError as exc:
+                        raise ParvecError(f"client {c} failed: {_cause(exc)}") from None
+                    done = UnitStats.from_dict(result)
+                    total.add(done)
+                    self.totals.add(done)
+                    self.position = (epoch, self.position[1] + 1)
+                    if bar is not None:
+                        bar.update(done.words)
+                        pairs = total.pairs
+                        bar.set_postfix(loss=f"{total.loss / pairs:.4f}" if pairs else "nan", refresh=False)
+            if fault is not None:
+                queue, total = self._recover(epoch, fault, queue, in_flight, busy, interrupted)
+                draining_since = None
+                self.position = (epoch, len(self.units) - len(queue))
+                continue
             now = time.monotonic()
             for c, unit, started in in_flight.values():
                 if now - started > self.timeout_s:
@@ -691,25 +1076,195 @@ class ShardedRun:
                                   + total.pairs, "loss_sum": loss_before + total.loss,
                                   "lr": schedule.alpha_at(epoch * self.words_per_epoch + total.words),
                                   "epoch": epoch})
-        return total
 
-    def _client_back(self, c: int) -> bool:
+    # ------------------------------------------------------------ snapshots and faults
+    def _from_snapshot(self, snap: dict[str, Any]) -> tuple[collections.deque[Unit], UnitStats]:
+        # The units still to train at a snapshot, in order, and the epoch's figures then.
+        return (collections.deque(self.units[i] for i in snap["queue"]),
+                UnitStats.from_dict(copy.deepcopy(snap["total"])))
+
+    def _describe_snapshot(self, snap: dict[str, Any]) -> str:
+        if snap["id"] is None:
+            return f"the model the run started from (epoch {snap['epoch'] + 1} unit 0)"
+        if snap["units_done"] == 0 and snap["epoch"] > 0:
+            return f"the snapshot of epoch {snap['epoch']}'s end"
+        return f"the snapshot of epoch {snap['epoch'] + 1} unit {snap['units_done']}"
+
+    def _await_shards(self, refs: list[Any], what: str) -> list[Any]:
+        # Results of one call per shard.  A shard lost meanwhile raises _Fault (after every call has ended);
+        # an error the shard raised (a snapshot it cannot write or read) ends the run.
         ray = self.ray
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.timeout_s)
+        if len(ready) < len(refs):
+            late = [s for s, r in enumerate(refs) if r not in ready]
+            raise ParvecError(f"{what}: shard(s) {', '.join(map(str, late))} did not answer within "
+                              f"{self.timeout_s:g} s (Cluster.timeout_s)")
+        out = []
+        for s, ref in enumerate(refs):
             try:
-                ray.get(self.clients[c].ping.remote(), timeout=max(0.1, deadline - time.monotonic()))
-                return True
-            except ray.exceptions.ActorDiedError:
-                return False
-            except (ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
-                time.sleep(0.05)
-        return False
+                out.append(ray.get(ref, timeout=self.timeout_s))
+            except (ray.exceptions.RayActorError, ShardLost) as exc:
+                raise _Fault("shard", s, _first_line(_cause(exc))) from None
+            except ParvecError as exc:
+                raise ParvecError(str(_cause(exc))) from None
+            except ray.exceptions.RayError as exc:
+                raise ParvecError(f"{what} failed on shard {s}: {_cause(exc)}") from None
+        return out
+
+    def _take_snapshot(self, epoch: int, queue: collections.deque[Unit], total: UnitStats,
+                       draining_since: float | None) -> None:
+        # Every shard writes its columns (no unit in flight: the state is one all shards agree on); the snapshot
+        # counts once all have answered and the manifest names it.
+        t0 = time.monotonic()
+        snap_id = self._snap_seq
+        self._snap_seq += 1
+        results = self._await_shards([h.snapshot.remote(snap_id, self._snapshot["id"]) for h in self.shards],
+                                     "writing a snapshot")
+        snap = {"id": snap_id, "epoch": epoch, "units_done": len(self.units) - len(queue),
+                "queue": [u.index for u in queue], "total": copy.deepcopy(total.to_dict()), "time": time.time(),
+                "shards": len(self.shards), "directory": str(self.checkpoint_dir)}
+        from parvec.formats import atomic_output
+
+        try:
+            with atomic_output(self.checkpoint_dir / "manifest.json", "w") as f:
+                json.dump(snap, f)
+        except (OSError, ParvecError) as exc:
+            raise ParvecError(f"{self.checkpoint_dir}: cannot write the snapshot manifest: {exc}") from None
+        self._snapshot = snap
+        self._at_snapshot = True
+        now = time.monotonic()
+        self._last_snapshot_t = now
+        self.snapshot_log.append({"epoch": epoch + 1 if snap["units_done"] else epoch, "units_done": snap["units_done"],
+                                  "seconds": now - t0, "drain_seconds": t0 - draining_since if draining_since else 0.0,
+                                  "bytes": int(sum(r["bytes"] for r in results)),
+                                  "shard_seconds_max": max(r["seconds"] for r in results)})
+
+    def _recover(self, epoch: int, fault: _Fault, queue: collections.deque[Unit],
+                 in_flight: dict[Any, tuple[int, Unit, float]], busy: list[int],
+                 interrupted: list[Unit]) -> tuple[collections.deque[Unit], UnitStats]:
+        # Stop the units in flight, bring every shard and client back, restore the newest complete snapshot on
+        # every shard, and return the units to train again (every unit since the snapshot: those done and those
+        # the fault interrupted) with the epoch's figures at the snapshot.
+        ray = self.ray
+        t0 = time.monotonic()
+        faults = [fault]
+        not_started = {u.index for u in queue}
+        fences = [h.fence.remote() for h in self.shards]  # the units in flight stop at their next shard call
+        deadline = time.monotonic() + self.timeout_s
+        while in_flight:
+            ready, _ = ray.wait(list(in_flight), num_returns=len(in_flight),
+                                timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise ParvecError(f"after {fault.kind} {fault.index} was lost, the units in flight did not stop within "
+                                  f"{self.timeout_s:g} s (Cluster.timeout_s)")
+            for ref in ready:
+                c, unit, _t = in_flight.pop(ref)
+                busy[c] -= 1
+                interrupted.append(unit)
+                try:
+                    ray.get(ref, timeout=self.timeout_s)
+                except ray.exceptions.RayActorError as exc:
+                    self.client_failures.append({"client": c, "epoch": epoch + 1, "unit": unit.index,
+                                                 "error": _first_line(exc)})
+                    faults.append(_Fault("client", c, _first_line(exc)))
+                except ShardLost:
+                    self.dropped += 1
+                except Exception:  # noqa: BLE001 - the unit is trained again whatever stopped it
+                    pass
+        lost_shards: dict[int, str] = {}
+        for _attempt in range(len(self.shards) * (self.settings["max_restarts"] + 1) + 1):
+            self._shards_back(epoch)
+            ray.wait(fences, num_returns=len(fences), timeout=self.timeout_s)  # no fence may land after the restore
+            infos = self._await_shards([h.info.remote() for h in self.shards], "reading the shards' state")
+            for s, info in enumerate(infos):
+                if info["pid"] != self._shard_pids[s]:
+                    lost_shards[s] = f"its process {self._shard_pids[s]} died; Ray restarted it as {info['pid']}"
+                    self._shard_pids[s] = info["pid"]
+            snap = self._snapshot
+            try:
+                restored = self._await_shards([h.restore.remote(snap["id"]) for h in self.shards],
+                                              f"restoring {self._describe_snapshot(snap)}")
+                break
+            except _Fault as again:  # another shard lost while restoring: bring it back and restore again
+                faults.append(again)
+                fences = [h.fence.remote() for h in self.shards]
+        else:  # pragma: no cover - bounded by the restarts Ray grants
+            raise ParvecError("the shards kept failing while restoring a snapshot: the run cannot continue")
+        lost_clients: dict[int, str] = {}
+        for c, h in enumerate(self.clients):
+            if not self.alive[c]:
+                continue
+            if not self._back(h, time.monotonic() + self.timeout_s):
+                self.alive[c] = False
+                lost_clients[c] = (f"its process {self._client_pids[c]} died and cannot be restarted (Cluster."
+                                   f"max_restarts={self.settings['max_restarts']}); training goes on without it")
+                continue
+            pid = ray.get(h.ping.remote(), timeout=self.timeout_s)
+            if pid != self._client_pids[c]:
+                lost_clients[c] = f"its process {self._client_pids[c]} died; Ray restarted it as {pid}"
+                self._client_pids[c] = pid
+        if not any(self.alive):
+            raise ParvecError("every client was lost and none can be restarted: the run cannot continue")
+        queue, total = self._from_snapshot(snap)
+        again = [u for u in queue if u.index not in not_started]
+        words = sum(u.words for u in again)
+        self.requeued_units += len(again)
+        self.requeued_words += words
+        seconds = time.monotonic() - t0
+        self._last_snapshot_t = time.monotonic()
+        self._at_snapshot = True
+        lost = [("shard", s) for s in sorted(lost_shards)] + [("client", c) for c in sorted(lost_clients)]
+        reasons = [lost_shards[s] for s in sorted(lost_shards)] + [lost_clients[c] for c in sorted(lost_clients)]
+        if not lost:  # nothing restarted: a shard or client that did not answer for a while
+            lost, reasons = [(fault.kind, fault.index)], [fault.detail]
+        names = " and ".join(f"{k} {i} of {len(self.shards) if k == 'shard' else len(self.clients)}" for k, i in lost)
+        why = "; ".join(reasons)
+        idle = not interrupted and len(not_started) == len(self.units)  # between epochs or after training
+        when = f"after epoch {epoch + 1}" if idle else f"in epoch {epoch + 1}"
+        record = {"kind": lost[0][0], "index": lost[0][1], "lost": [f"{k} {i}" for k, i in lost],
+                  "phase": "gather" if idle else "train",
+                  "epoch": epoch + 1, "error": why[:300], "snapshot": {
+                      "id": snap["id"], "epoch": snap["epoch"] + 1 if snap["units_done"] or snap["id"] is None
+                      else snap["epoch"], "units_done": snap["units_done"],
+                      "description": self._describe_snapshot(snap)},
+                  "units_retrained": len(again), "words_retrained": words, "recovery_seconds": seconds,
+                  "restore_seconds_max": max(r["seconds"] for r in restored)}
+        self.faults.append(record)
+        print(f"parvec: {names} {'was' if len(lost) == 1 else 'were'} lost {when} ({why[:200]}); every "
+              f"shard restored {self._describe_snapshot(snap)}; {words:,} words retrained "
+              f"[recovered in {seconds:.1f} s]", file=sys.stderr, flush=True)
+        return queue, total
+
+    def _shards_back(self, epoch: int) -> None:
+        # Wait for every shard to answer; one that cannot come back ends the run, naming it.
+        deadline = time.monotonic() + self.timeout_s
+        for s, h in enumerate(self.shards):
+            if self._back(h, deadline):
+                continue
+            if time.monotonic() < deadline:
+                why = (f"its restarts, Cluster.max_restarts={self.settings['max_restarts']}, are used up, or its node "
+                       "is gone")
+            else:
+                why = f"not back within {self.timeout_s:g} s, Cluster.timeout_s"
+            raise ParvecError(f"shard {s} was lost and cannot be restarted ({why}) in epoch {epoch + 1}: the run "
+                              "cannot continue without its columns")
+
+    def _recover_idle(self, fault: _Fault) -> None:
+        # A shard lost between epochs or after training (gathering, export): the newest complete snapshot is the
+        # model as trained, so restoring it loses nothing.
+        if not self._at_snapshot:
+            raise ParvecError(f"{fault.kind} {fault.index} was lost while no snapshot held the shards' state "
+                              f"({fault.detail}): the run cannot continue")
+        epoch = self._snapshot["epoch"]
+        queue, _ = self._from_snapshot(self._snapshot)
+        self._recover(max(epoch - 1, 0) if not self._snapshot["units_done"] else epoch, fault, queue, {},
+                      [0] * len(self.clients), [])
 
     # ------------------------------------------------------------ the model back
     def row_blocks(self, block_rows: int | None = None) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
         """Yield ``(lo, hi, w_in rows, w_out rows)`` block by block, each assembled from the shards' column
-        blocks; the next block is requested while the caller handles this one."""
+        blocks; the next block is requested while the caller handles this one.  A shard lost meanwhile is
+        restored from the snapshot of the last epoch's end (the model as trained) and the block asked again."""
         dim = self.config.dim
         if block_rows is None:
             block_rows = max(1, _ROW_BLOCK_BYTES // (4 * dim))
@@ -722,7 +1277,13 @@ class ShardedRun:
         pending = request(starts[0]) if starts else None
         for k, lo in enumerate(starts):
             hi = min(self.n_words, lo + block_rows)
-            parts = self._get(pending, "reading the model from the shards")
+            while True:
+                try:
+                    parts = self._await_shards(pending, "reading the model from the shards")
+                    break
+                except _Fault as fault:
+                    self._recover_idle(fault)
+                    pending = request(lo)
             pending = request(starts[k + 1]) if k + 1 < len(starts) else None
             w_in = np.empty((hi - lo, dim), dtype=np.float32)
             w_out = np.empty((hi - lo, dim), dtype=np.float32)
@@ -739,9 +1300,17 @@ class ShardedRun:
             w_out[lo:hi] = b
 
     def report(self) -> dict[str, Any]:
-        """The run's sharded figures (bytes per trained input word measured at the clients, memory, faults)."""
+        """The run's sharded figures (bytes per trained input word measured at the clients, memory, snapshots,
+        faults)."""
         st, cfg = self.settings, self.config
-        infos = self._get([h.info.remote() for h in self.shards], "reading the shards' figures") if self.shards else []
+        infos: list[dict[str, Any]] = []
+        if self.shards:
+            while True:
+                try:
+                    infos = self._await_shards([h.info.remote() for h in self.shards], "reading the shards' figures")
+                    break
+                except _Fault as fault:
+                    self._recover_idle(fault)
         client_infos = []
         for c, h in enumerate(self.clients):
             if self.alive[c]:
@@ -753,7 +1322,7 @@ class ShardedRun:
         S, d, n = st["shards"], cfg.dim, cfg.negative
         paper = w_bar * (n + 1) * S * 4
         rowwise = (1 + w_bar + w_bar * n) * d * 4
-        lost = [max(0, a - i["applied"]) for a, i in zip(t.acks, infos, strict=False)]
+        snaps = self.snapshot_log
         return {
             "shards": S, "clients": st["clients"], "client_threads": st["threads"],
             "minibatch_words": st["minibatch_words"], "minibatch_words_in_flight": st["minibatch_words_in_flight"],
@@ -768,11 +1337,18 @@ class ShardedRun:
             # Private writable memory now (what --shard-memory caps; the object store's shared pages are not in it).
             "shard_data_bytes": [i["vm_data_bytes"] for i in infos],
             "shard_model_bytes": [i["model_bytes"] for i in infos],
-            "shard_restarts": [i["restored"] for i in infos],
-            "shard_checkpoints": [i["checkpoints"] for i in infos],
-            "lost_updates_minibatches": lost, "dropped_minibatches": t.dropped,
+            # Faults: each lost shard or client, the snapshot every shard restored, the words trained again.
+            "faults": self.faults,
+            "shard_restarts": [i["restarted"] for i in infos],
+            "words_retrained": sum(f["words_retrained"] for f in self.faults),
             "requeued_units": self.requeued_units, "requeued_words": self.requeued_words,
-            "client_failures": self.client_failures,
+            "dropped_minibatches": self.dropped, "client_failures": self.client_failures,
+            # Consistent snapshots (every epoch's end and every checkpoint_interval_s): how many, their cost.
+            "snapshots": len(snaps), "snapshot_interval_s": st["checkpoint_interval_s"],
+            "snapshot_seconds": sum(x["seconds"] for x in snaps),
+            "snapshot_drain_seconds": sum(x["drain_seconds"] for x in snaps),
+            "snapshot_bytes": snaps[-1]["bytes"] if snaps else 0,
+            "snapshot_shard_seconds_max": max((x["shard_seconds_max"] for x in snaps), default=0.0),
             "checkpoint_dir": None if self._temp_checkpoints is not None else str(self.checkpoint_dir),
             # Where the time goes (seconds summed over client threads / shard threads).
             "client_unit_seconds": t.seconds, "client_wait_seconds": t.wait_seconds,

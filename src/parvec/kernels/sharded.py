@@ -86,9 +86,10 @@ def _init_columns(n, dim, lo, hi, state, row_a, row_c, out):
     return out
 
 
-def init_columns(n: int, dim: int, lo: int, hi: int, seed: int = 1) -> np.ndarray:
+def init_columns(n: int, dim: int, lo: int, hi: int, seed: int = 1, out: np.ndarray | None = None) -> np.ndarray:
     """Columns ``[lo, hi)`` of :func:`parvec.trainer.init_input_vectors` ``(n, dim, seed)``, bit for bit,
-    in ``n * (hi - lo)`` floats of memory.
+    in ``n * (hi - lo)`` floats of memory (written into ``out``, a C-contiguous float32 ``(n, hi - lo)`` array,
+    when given: a shard restoring its initial columns allocates nothing).
 
     Example:
         >>> from parvec.trainer import init_input_vectors
@@ -100,7 +101,10 @@ def init_columns(n: int, dim: int, lo: int, hi: int, seed: int = 1) -> np.ndarra
     a, c = lcg_jump(lo)
     state = (a * (seed & _M64) + c) & _M64  # the state just before element (0, lo)
     row_a, row_c = lcg_jump(dim)
-    out = np.empty((n, hi - lo), dtype=np.float32)
+    if out is None:
+        out = np.empty((n, hi - lo), dtype=np.float32)
+    elif out.shape != (n, hi - lo) or out.dtype != np.float32 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float32 array of shape {(n, hi - lo)}")
     return _init_columns(n, dim, lo, hi, np.uint64(state), np.uint64(row_a), np.uint64(row_c), out)
 
 

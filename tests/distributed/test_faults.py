@@ -1,0 +1,377 @@
+"""Faults of the Ray cluster modes: a shard killed (kill -9) mid-run, restored from the run's consistent
+snapshots and retrained bit for bit; snapshots that cannot be written or read; a replica killed while it
+starts; too many actors for the cluster's CPUs; and no Ray restart warning on the console.
+
+Actor processes are found as descendants of this test process (the session's Ray, or a CLI run's private
+Ray, was started from here) by the title Ray gives them (``ray::ShardActor.step``, ``ray::_Replica.__init__``),
+and killed with SIGKILL by their process id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parvec.config import TrainConfig
+from parvec.corpus import EncodedCorpus
+from parvec.distributed import Cluster
+from parvec.errors import ParvecError
+from parvec.trainer import init_input_vectors
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# ---------------------------------------------------------------------- helpers
+def _topic_sentences(n_sent: int, seed: int = 0) -> list[list[str]]:
+    """Sentences each drawn from one of three topics of 12 words."""
+    rng = np.random.default_rng(seed)
+    topics = [[f"{t}{i}" for i in range(12)] for t in ("a", "b", "c")]
+    return [list(rng.choice(topics[rng.integers(3)], 20)) for _ in range(n_sent)]
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process we can read."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        out[int(entry)] = (ppid, cmd)
+    return out
+
+
+def _descendants_titled(prefix: str, root: int | None = None) -> list[int]:
+    """Processes below ``root`` (this process) whose title starts with ``prefix``: only our own Ray's."""
+    root = os.getpid() if root is None else root
+    procs = _processes()
+    found = []
+    for pid, (_, cmd) in procs.items():
+        if not cmd.startswith(prefix):
+            continue
+        p, seen = pid, 0
+        while p in procs and p not in (0, 1) and seen < 64:
+            p, seen = procs[p][0], seen + 1
+            if p == root:
+                found.append(pid)
+                break
+    return sorted(found)
+
+
+class Killer:
+    """A thread that SIGKILLs the first process below this one titled ``prefix`` once ``when()`` is true."""
+
+    def __init__(self, prefix: str, when=lambda: True, timeout: float = 300.0, root: int | None = None) -> None:
+        self.prefix, self.when, self.timeout, self.root = prefix, when, timeout, root
+        self.killed: list[int] = []
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.stop = threading.Event()
+        self.thread.start()
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline and not self.stop.is_set():
+            if self.when():
+                pids = _descendants_titled(self.prefix, self.root)
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    self.killed.append(pids[0])
+                    return
+            time.sleep(0.005)
+
+    def join(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+
+# ---------------------------------------------------------------------- replicas: a fault while starting
+@pytest.mark.ray
+@pytest.mark.parametrize("phase", ["__init__", "connect"])
+def test_a_replica_killed_while_starting_is_restarted_and_the_run_completes(ray_session, phase, capsys):
+    from parvec.distributed.replicas import ReplicaTrainer
+
+    corpus = EncodedCorpus.from_sentences(_topic_sentences(1500, seed=2), min_count=1)
+    cfg = TrainConfig(dim=16, epochs=2, threads=1, seed=5, progress=False, chunk_words=1000)
+
+    def train(kill: bool):
+        w_in = init_input_vectors(len(corpus.vocab), 16, 5)
+        w_out = np.zeros_like(w_in)
+        cluster = Cluster("local:2", sync_words=2000, min_sync_words=16, timeout_s=120)
+        trainer = ReplicaTrainer(cluster, cfg, corpus.vocab.counts, w_in, w_out)
+        # Killed in its constructor (Ray runs it again) or while the replicas form their sync group.
+        killer = Killer(f"ray::_Replica.{phase}") if kill else None
+        try:
+            stats = trainer.train(corpus)
+        finally:
+            if killer is not None:
+                killer.join()
+        return trainer, stats, w_in, w_out, killer
+
+    trainer, stats, w_in, w_out, killer = train(kill=True)
+    assert killer.killed, "no replica was seen starting"
+    faults = trainer.report()["faults"]
+    assert len(faults) == 1 and faults[0]["phase"] == "start" and faults[0]["words_retrained"] == 0, faults
+    assert stats.words == 2 * corpus.n_tokens
+    assert "was lost while starting" in capsys.readouterr().err
+    # A fault before training changes nothing: one thread per replica, the same vectors as a run without it.
+    _, clean_stats, c_in, c_out, _ = train(kill=False)
+    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
+    assert clean_stats.loss_per_epoch == stats.loss_per_epoch
+
+
+# ---------------------------------------------------------------------- sharded: a shard or client killed mid-run
+def _sharded_cluster(tmp_path: Path, interval: float = 60.0, **kw) -> Cluster:
+    return Cluster("local:2", mode="sharded", shards=2, clients=1, threads_per_actor=1, minibatch_words=32,
+                   unit_words=2000, checkpoint_interval_s=interval, checkpoint_dir=str(tmp_path / "ck"),
+                   timeout_s=120.0, **kw)
+
+
+_CONFIG = dict(dim=16, window=4, negative=4, epochs=3, sample=0, seed=3, progress=False)
+
+
+def _sharded_run(ray, corpus: EncodedCorpus, cluster: Cluster, kill=None, before_kill=None, after=False):
+    """Train ``corpus`` on 2 shards and 1 client thread; ``kill`` = ("shard", 1) or ("client", 0) kills that
+    actor's process (SIGKILL) once the second epoch has trained 3 units (after ``before_kill(run)``), or with
+    ``after`` once training is done, before the model is gathered.  Returns the vectors, the stats, the report
+    and the pid killed."""
+    from parvec.distributed.sharded import ShardedRun
+
+    parts = [("refs", [ray.put(corpus.tokens), ray.put(corpus.offsets)])]
+    run = ShardedRun(ray, cluster, TrainConfig(**_CONFIG), corpus.vocab.counts, parts, [corpus.offsets])
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        kind, index = kill
+        handle = run.shards[index] if kind == "shard" else run.clients[index]
+        pid = ray.get(handle.ping.remote(), timeout=60)
+        unit_words = run.words_per_epoch / len(run.units)
+        while not stop.is_set():
+            # Mid-way through the second epoch: its first 3 units trained (nothing was trained twice before).
+            if run.totals.words >= run.words_per_epoch + 3 * unit_words:
+                if before_kill is not None:
+                    before_kill(run)
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch, daemon=True) if kill and not after else None
+    try:
+        if watcher is not None:
+            watcher.start()
+        stats = run.train()
+        if kill and after:
+            pid = ray.get(run.shards[kill[1]].ping.remote(), timeout=60)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        w_in = np.zeros((len(corpus.vocab), 16), np.float32)
+        w_out = np.zeros_like(w_in)
+        run.gather(w_in, w_out)
+        report = run.report()
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join(timeout=30)
+        run.close()
+    return w_in, w_out, stats, report, killed
+
+
+@pytest.fixture(scope="module")
+def fault_corpus() -> EncodedCorpus:
+    return EncodedCorpus.from_sentences(_topic_sentences(3000, seed=11), min_count=1)  # 30 units per epoch
+
+
+@pytest.fixture(scope="module")
+def clean_sharded(ray_session, fault_corpus, tmp_path_factory):
+    return _sharded_run(ray_session, fault_corpus, _sharded_cluster(tmp_path_factory.mktemp("clean")))
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize(("kill", "interval"), [(("shard", 1), 60.0), (("shard", 1), 0.001), (("client", 0), 0.001)])
+def test_an_actor_killed_mid_run_is_restored_from_the_snapshots_and_the_run_is_bit_identical(
+        ray_session, fault_corpus, clean_sharded, tmp_path, capsys, kill, interval):
+    # interval 60 s: the only snapshots are the epochs' ends, so the second epoch is trained again from its
+    # start; 0.001 s: a snapshot after every unit (one client thread: nothing to drain), so the unit the kill
+    # interrupted is trained again from the snapshot just before it.
+    cluster = _sharded_cluster(tmp_path, interval)
+    w_in, w_out, stats, report, killed = _sharded_run(ray_session, fault_corpus, cluster, kill=kill)
+    assert killed, "the actor was never killed: the run ended first"
+    c_in, c_out, c_stats, c_report, _ = clean_sharded
+    # One client thread: the units are trained in the same order from the same state, so the run with the kill
+    # is bit for bit the run without it (its loss per epoch too: each epoch's figures restart from the snapshot).
+    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
+    assert stats.loss_per_epoch == c_stats.loss_per_epoch and stats.words == c_stats.words == 3 * fault_corpus.n_tokens
+    kind, index = kill
+    n = 2 if kind == "shard" else 1
+    err = capsys.readouterr().err
+    assert "parvec: starting 2 shards and 1 client x 1 thread" in err
+    line = next(x for x in err.splitlines() if f"{kind} {index} of {n} was lost in epoch 2" in x)
+    faults = [f for f in report["faults"] if f["phase"] == "train"]
+    assert len(faults) == 1 and faults[0]["kind"] == kind and faults[0]["index"] == index, report["faults"]
+    words = faults[0]["words_retrained"]
+    assert words > 0 and f"{words:,} words retrained" in line
+    if interval == 60.0:  # the second epoch from its start again: the units done before the kill and the one in flight
+        assert "every shard restored the snapshot of epoch 1's end" in line
+        assert faults[0]["snapshot"]["units_done"] == 0 and faults[0]["units_retrained"] >= 4
+    else:
+        # (the kill may land while the snapshot after the third unit is written: then the one before it is restored)
+        assert "every shard restored the snapshot of epoch 2 unit " in line
+        assert faults[0]["snapshot"]["units_done"] >= 2 and faults[0]["units_retrained"] <= 2
+    assert report["words_retrained"] == words and report["requeued_words"] == words
+    assert "lost_updates_minibatches" not in report
+    if kind == "shard":
+        assert report["shard_restarts"][1] is not None and report["shard_restarts"][0] is None
+    assert report["snapshots"] >= 3 and report["snapshot_bytes"] == 2 * len(fault_corpus.vocab) * 16 * 4
+    assert report["snapshot_seconds"] > 0
+
+
+@pytest.mark.ray
+def test_a_shard_killed_after_training_is_restored_from_the_last_epochs_snapshot(
+        ray_session, fault_corpus, clean_sharded, tmp_path, capsys):
+    # Lost while the model is read back (gathered, or exported by the CLI): the snapshot of the last epoch's end
+    # is the model as trained, so nothing is retrained and nothing is lost.
+    w_in, w_out, stats, report, killed = _sharded_run(ray_session, fault_corpus, _sharded_cluster(tmp_path),
+                                                      kill=("shard", 0), after=True)
+    assert killed
+    c_in, c_out, c_stats, _, _ = clean_sharded
+    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
+    [fault] = report["faults"]
+    assert fault["phase"] == "gather" and fault["kind"] == "shard" and fault["index"] == 0
+    assert fault["words_retrained"] == 0 and report["shard_restarts"][0] is not None
+    err = capsys.readouterr().err
+    assert ("parvec: shard 0 of 2 was lost after epoch 3 (its process" in err
+            and "every shard restored the snapshot of epoch 3's end; 0 words retrained" in err), err[-2000:]
+
+
+@pytest.mark.ray
+def test_a_snapshot_that_cannot_be_read_ends_the_run_naming_the_shard(ray_session, fault_corpus, tmp_path):
+    from parvec.distributed.sharded import snapshot_dir
+
+    def lose_the_snapshot(run) -> None:
+        newest = json.loads((tmp_path / "ck" / "manifest.json").read_text())["id"]
+        shutil.rmtree(snapshot_dir(tmp_path / "ck", 1, 2, newest))
+
+    with pytest.raises(ParvecError, match=r"shard 1 of 2 cannot read snapshot \d+"):
+        _sharded_run(ray_session, fault_corpus, _sharded_cluster(tmp_path), kill=("shard", 1),
+                     before_kill=lose_the_snapshot)
+
+
+@pytest.mark.ray
+def test_a_snapshot_that_cannot_be_written_ends_the_run_naming_the_shard(ray_session, tmp_path):
+    from parvec.distributed.sharded import ShardedRun
+
+    corpus = EncodedCorpus.from_sentences(_topic_sentences(200, seed=12), min_count=1)
+    parts = [("refs", [ray_session.put(corpus.tokens), ray_session.put(corpus.offsets)])]
+    run = ShardedRun(ray_session, _sharded_cluster(tmp_path), TrainConfig(**_CONFIG), corpus.vocab.counts, parts,
+                     [corpus.offsets])
+    try:
+        where = tmp_path / "ck" / "shard-1-of-2"  # shard 1's snapshot directory becomes a file: it cannot write there
+        shutil.rmtree(where)
+        where.write_text("not a directory")
+        with pytest.raises(ParvecError, match="shard 1 of 2 could not write its snapshot to .*shard-1-of-2"):
+            run.train()
+    finally:
+        run.close()
+
+
+@pytest.mark.ray
+def test_cli_stops_with_exit_2_naming_the_shard_that_cannot_keep_its_snapshots(ray_session, tmp_path, capsys):
+    from parvec.cli import main
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(300, seed=15)) + "\n", encoding="utf-8")
+    (tmp_path / "ck" / "shards").mkdir(parents=True)
+    (tmp_path / "ck" / "shards" / "shard-1-of-2").write_text("a file where shard 1 keeps its snapshots")
+    out = tmp_path / "v.txt"
+    code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode", "sharded", "--shards", "2",
+                 "--clients", "1", "--threads", "1", "--dim", "8", "--min-count", "1", "--no-cache",
+                 "--checkpoint-dir", str(tmp_path / "ck")])
+    err = capsys.readouterr().err
+    assert code == 2 and "parvec: error: shard 1 of 2 cannot keep its snapshots in " in err, err[-2000:]
+    assert "Traceback" not in err and not out.exists()
+
+
+# ---------------------------------------------------------------------- the CLI: a shard killed; the console
+def _parvec(*argv: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
+    return subprocess.Popen([sys.executable, "-m", "parvec", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+@pytest.mark.ray
+def test_cli_sharded_run_with_a_shard_killed_recovers_and_says_so_without_ray_restart_warnings(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(4000, seed=13)) + "\n", encoding="utf-8")
+    out, report = tmp_path / "v.txt", tmp_path / "r.json"
+    proc = _parvec("train", str(corpus), "-o", str(out), "--report", str(report), "--cluster", "local:2", "--mode",
+                   "sharded", "--shards", "2", "--clients", "1", "--threads", "1", "--minibatch-words", "32", "--dim",
+                   "16", "--epochs", "4", "--min-count", "1", "--no-cache", "--checkpoint-dir", str(tmp_path / "ck"))
+    # Once the client trains (past its warm-up), kill a shard process of this run's private Ray.
+    killer = Killer("ray::ShardActor", when=lambda: bool(_descendants_titled("ray::ClientActor.train_unit", proc.pid)),
+                    root=proc.pid, timeout=400)
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        killer.join()
+    assert killer.killed, "no shard was killed: training ended first"
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "parvec: starting 2 shards and 1 client x 1 thread (Ray actors, one process each) on 2 CPUs" in stderr
+    lost = [x for x in stderr.splitlines() if " of 2 was lost in epoch " in x]
+    assert len(lost) == 1 and lost[0].startswith("parvec: shard "), stderr[-3000:]
+    assert "every shard restored " in lost[0]
+    assert "1 fault recovered" in stderr
+    # Ray's "constructor arguments in the object store and max_restarts > 0" error line: gone.
+    assert "max_restarts" not in stderr and "constructor arguments in the object store" not in stderr
+    rep = json.loads(report.read_text())
+    assert [f["kind"] for f in rep["faults"]] == ["shard"] and rep["words_retrained"] > 0
+    assert "lost_updates_minibatches" not in rep and rep["words_trained"] == 4 * 80_000
+    assert rep["snapshots"] >= 4 and (tmp_path / "ck" / "shards" / "manifest.json").exists()
+    assert out.exists()
+
+
+# ---------------------------------------------------------------------- too many actors for the CPUs
+def test_actor_budget_warns_then_refuses():
+    from parvec.distributed.sharded import actor_budget
+
+    assert actor_budget(2, 2, 2) is None and actor_budget(1, 1, 1) is None
+    assert "8 Ray actors (one process each) on 2 CPUs" in actor_budget(4, 4, 2)
+    with pytest.raises(ParvecError, match=r"--shards 50 --clients 4 start 54 Ray actors .* has 2 CPUs.*at most 16"):
+        actor_budget(50, 4, 2)
+
+
+@pytest.mark.ray
+def test_cli_refuses_far_more_actors_than_cpus_before_reading_the_corpus(ray_session, tmp_path, capsys):
+    from parvec.cli import main
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(300, seed=14)) + "\n", encoding="utf-8")
+    out = tmp_path / "v.txt"
+    code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode", "sharded", "--shards", "20",
+                 "--clients", "4", "--dim", "64", "--min-count", "1", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "parvec: error: --shards 20 --clients 4 start 24 Ray actors" in err and "2 CPUs" in err
+    assert "counted and encoded" not in err and "starting" not in err and not out.exists()
+    # Replicas ask Ray for their threads as CPUs: 8 on 2 CPUs would wait forever, so they are refused too.
+    code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--replicas", "8", "--threads", "1",
+                 "--dim", "16", "--min-count", "1", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--replicas 8 x --threads 1 need 8 CPUs but the Ray cluster has 2" in err
+    assert "starting" not in err and not out.exists()
