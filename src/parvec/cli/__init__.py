@@ -2,16 +2,69 @@
 
 Each group of sub-commands lives in its own module exposing ``register(subparsers)``; every
 sub-command's function takes the parsed ``argparse.Namespace`` and returns an exit code.
-User errors (:class:`parvec.errors.ParvecError`) print one line and exit with code 2.
+User errors (:class:`parvec.errors.ParvecError`) print one line and exit with code 2.  Ctrl-C (SIGINT) and
+SIGTERM stop a command the same way: the signal becomes an exception in the main thread, every ``finally``
+and output plan cleans up as the run unwinds (temporary outputs removed, a Ray started for the run stopped),
+and one line says so: exit 130 (``interrupted``) or 143 (``terminated``), as a shell reports a process
+stopped by those signals.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 from parvec.errors import ParvecError
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: a subclass of ``KeyboardInterrupt``, so whatever stops cleanly on
+    Ctrl-C (the trainer's threads, output plans, a Ray session) stops the same way on SIGTERM.
+
+    Example:
+        >>> isinstance(Terminated(), KeyboardInterrupt)
+        True
+    """
+
+
+_SIGNAL_SEEN: list[int] = []  # the signals this run received, in order (Ray may re-raise an interrupt as its own)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    _SIGNAL_SEEN.append(signum)
+    raise Terminated()
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _SIGNAL_SEEN.append(signum)
+    raise KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` in the main thread for the block.
+
+    A signal ignored when ``parvec`` started (``nohup``-style, ``SIG_IGN``) stays ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for signum, handler in ((signal.SIGTERM, _on_sigterm), (signal.SIGINT, _on_sigint)):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, handler)
+    _SIGNAL_SEEN.clear()
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
 
 # Modules that add sub-commands; each has register(subparsers).
 _COMMAND_MODULES = ("parvec.cli.train", "parvec.cli.vectors", "parvec.cli.graph", "parvec.cli.demo",
@@ -46,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
 
     Standard output and error are wrapped for the run (:func:`parvec.cli.outputs.tolerant_std_streams`):
     a closed pipe (``parvec train ... 2>&1 | head -1``) never stops a run or hides a failure.  The
-    status is 0 only when the outputs were written: 2 for an error, 130 when interrupted, and 141
-    when a command's results on standard output could not all be written because the reader left.
+    status is 0 only when the outputs were written: 2 for an error, 130 when interrupted (Ctrl-C), 143
+    when terminated (SIGTERM), and 141 when a command's results on standard output could not all be
+    written because the reader left.
 
     Example:
         >>> main(["--help"])  # doctest: +SKIP
@@ -58,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         # word2vec.c style: `parvec -train corpus.txt -output vec.txt ...` means `parvec train ...`
         argv = ["train", *argv]
-    with tolerant_std_streams() as (stdout, _stderr):
+    with tolerant_std_streams() as (stdout, _stderr), _signals_unwind():
         try:
             code = _run(argv)
         except SystemExit as exc:  # argparse: --help (0) or a bad flag (2)
@@ -78,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
+    from parvec.cli.outputs import committed_outputs, discard_open_plans
+
+    already = len(committed_outputs())  # an earlier command of this process (tests call main repeatedly)
     parser = build_parser()
     args = parser.parse_args(argv)
     args._argv = argv  # which flags were given (not defaulted): `parvec train --resume` checks them
@@ -89,11 +146,16 @@ def _run(argv: list[str]) -> int:
     except ParvecError as exc:
         print(f"parvec: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+        discard_open_plans()  # before the line: no temporary output is left once it is printed
         checkpoints = getattr(args, "checkpoint_dir", None)
         kept = f" (checkpoints in {checkpoints} are kept: --resume {checkpoints})" if checkpoints else ""
-        print(f"parvec: interrupted; no output was written{kept}", file=sys.stderr)
-        return 130
+        terminated = isinstance(exc, Terminated) or signal.SIGTERM in _SIGNAL_SEEN
+        written = committed_outputs()[already:]  # the renames are never cut half-way (OutputPlan.commit)
+        what = (f"after its outputs were written ({', '.join(written)})" if written else
+                f"no output was written{kept}")
+        print(f"parvec: {'terminated' if terminated else 'interrupted'}; {what}", file=sys.stderr)
+        return 143 if terminated else 130
     except OSError as exc:  # a file the run reads or writes failed in a way no check foresaw
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"parvec: error: {where}{exc.strerror or exc}", file=sys.stderr)

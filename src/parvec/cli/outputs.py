@@ -23,6 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,11 +36,13 @@ __all__ = [
     "TolerantStream",
     "Use",
     "check_paths",
+    "committed_outputs",
     "tolerant_std_streams",
     "vector_outputs",
 ]
 
 _TMP_PREFIX = ".parvec-"
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _read_umask() -> int:
@@ -206,6 +209,24 @@ class _Pending:
     label: str
     target: Path
     written = False
+    plan: OutputPlan | None = None  # the plan it belongs to: says where the trained model is when a write fails
+
+    def _write(self, writer: Callable[[Path], Any], tmp: Path) -> None:
+        """``writer(tmp)``; a failed write (a full disk) names this output, the reason, and where a checkpoint
+        of the run keeps the trained model (:meth:`OutputPlan.recovery_note`)."""
+        from parvec.formats import WriteError, write_reason
+
+        try:
+            writer(tmp)
+        except (WriteError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno not in _DISK_FULL and (exc.errno is None or
+                                                                            exc.filename is not None):
+                raise  # not a system error of writing this output (a file read, another failure)
+            note = self.plan.recovery_note() if self.plan is not None else ""
+            reason = write_reason(exc)
+            raise WriteError(f"{self.label} {self.target}: cannot write: {reason}{note}", self.target,
+                             exc.errno, reason) from None
+        self.written = True
 
     def discard(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -241,9 +262,10 @@ class PendingFile(_Pending):
         return list(zip(npy_paths(self.tmp), npy_paths(self.target), strict=True))
 
     def write(self, writer: Callable[[Path], Any]) -> None:
-        """Call ``writer(temporary path)``; the result is renamed onto the target by :meth:`OutputPlan.commit`."""
-        writer(self.tmp)
-        self.written = True
+        """Call ``writer(temporary path)``; the result is renamed onto the target by :meth:`OutputPlan.commit`.
+        A write that fails raises :class:`parvec.formats.WriteError` naming the target (the temporary is
+        removed when the plan is discarded)."""
+        self._write(writer, self.tmp)
 
     def commit(self) -> None:
         for tmp, final in self._pairs():
@@ -280,8 +302,7 @@ class PendingDirectory(_Pending):
 
     def write(self, writer: Callable[[Path], Any]) -> None:
         """Call ``writer(temporary directory)``; renamed onto the target by :meth:`OutputPlan.commit`."""
-        writer(self.tmp)
-        self.written = True
+        self._write(writer, self.tmp)
 
     def commit(self) -> None:
         old = None
@@ -297,6 +318,7 @@ class PendingDirectory(_Pending):
 
 
 _OPEN_PLANS: list[OutputPlan] = []
+_COMMITTED: list[str] = []  # the outputs this process renamed into place (committed_outputs)
 
 
 class OutputPlan:
@@ -317,8 +339,35 @@ class OutputPlan:
     def __init__(self) -> None:
         self._pending: list[_Pending] = []
         self._made_dirs: list[Path] = []
+        self._checkpoint_dirs: list[Path] = []
+        self._started = time.time()
         self.committed = False
         _OPEN_PLANS.append(self)
+
+    def recovery_note(self) -> str:
+        """When an output cannot be written after training: where the trained model still is (the latest
+        checkpoint this run wrote, in its ``--checkpoint-dir``) and how ``--resume`` writes the outputs from it;
+        or that there is none.  Empty before the run wrote any checkpoint and without a checkpoint directory.
+
+        Example:
+            >>> OutputPlan().recovery_note()
+            ''
+        """
+        from parvec.checkpoints import latest_checkpoint, list_checkpoints
+
+        for directory in self._checkpoint_dirs:
+            latest = latest_checkpoint(directory)
+            found = next((f for f in list_checkpoints(directory) if latest is not None and f.path == latest), None)
+            if found is None or found.meta is None or float(found.meta.get("saved_at") or 0) < self._started:
+                continue  # none, or another (earlier) run's
+            epochs = (found.meta.get("config") or {}).get("epochs")
+            done = found.chunks_done == 0 and epochs is not None and found.epoch >= int(epochs)
+            where = found.describe() + (f" of {epochs}" if epochs and not found.chunks_done else "")
+            what, then = (("holds the trained model", "writes the outputs without training again") if done else
+                          ("holds the run so far", "finishes the training and writes the outputs"))
+            return (f"; the checkpoint {found.path} ({where}) {what}: free space, then run the same command with "
+                    f"--resume {directory}, which {then}")
+        return ""
 
     def __enter__(self) -> OutputPlan:
         return self
@@ -335,12 +384,14 @@ class OutputPlan:
     def file(self, label: str, path: str | os.PathLike[str], npy: bool = False) -> PendingFile:
         """Reserve an output file now (its temporary is created beside it); :class:`ParvecError` if it cannot be."""
         pending = PendingFile(label, path, npy=npy)
+        pending.plan = self
         self._pending.append(pending)
         return pending
 
     def directory(self, label: str, path: str | os.PathLike[str]) -> PendingDirectory:
         """Reserve an output directory (a saved model) now; it replaces only an earlier model or an empty directory."""
         pending = PendingDirectory(label, path)
+        pending.plan = self
         self._pending.append(pending)
         return pending
 
@@ -381,20 +432,31 @@ exist (the checkpoint directory is created only inside an existing one)
             if inner.exists() and not (inner.is_dir() and _is_model_dir(inner)):
                 raise ParvecError(f"{label} {path}: {inner} exists and is not a parvec model directory; refusing to "
                                   "replace it")
+        self._checkpoint_dirs.append(path)
         return path
 
     def commit(self) -> None:
-        """Rename every written output into place (those never written are dropped)."""
-        for pending in self._pending:
-            if pending.written:
-                try:
-                    pending.commit()
-                except OSError as exc:
-                    why = exc.strerror or exc
-                    raise ParvecError(f"{pending.label} {pending.target}: cannot write: {why}") from None
-            else:
-                pending.discard()
-        self.committed = True
+        """Rename every written output into place (those never written are dropped).
+
+        Ctrl-C and SIGTERM are held until the renames are done (:func:`parvec.interrupts.deferred_signals`): a
+        run stopped at its end has written all its outputs or none, and :func:`committed_outputs` says which.
+        """
+        from parvec.formats import WriteError, write_reason
+        from parvec.interrupts import deferred_signals
+
+        with deferred_signals():
+            for pending in self._pending:
+                if pending.written:
+                    try:
+                        pending.commit()
+                    except OSError as exc:
+                        why = write_reason(exc)
+                        raise WriteError(f"{pending.label} {pending.target}: cannot write: {why}"
+                                         f"{self.recovery_note()}", pending.target, exc.errno, why) from None
+                else:
+                    pending.discard()
+            self.committed = True
+            _COMMITTED.extend(str(p.target) for p in self._pending if p.written)
 
     def discard(self) -> None:
         """Remove every temporary, and the directories made for this run that are still empty."""
@@ -405,6 +467,16 @@ exist (the checkpoint directory is created only inside an existing one)
             with contextlib.suppress(OSError):
                 d.rmdir()  # only when empty: checkpoints already written stay
         self._made_dirs.clear()
+
+
+def committed_outputs() -> list[str]:
+    """The outputs this process has renamed into place so far (a run stopped after its last rename wrote them).
+
+    Example:
+        >>> isinstance(committed_outputs(), list)
+        True
+    """
+    return list(_COMMITTED)
 
 
 def discard_open_plans() -> None:

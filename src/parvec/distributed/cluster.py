@@ -9,7 +9,23 @@ A :class:`Cluster` says *where* to run (``local:N`` starts a private Ray on this
 House rules kept here, once:
 
 - Ray's usage statistics are off (``RAY_USAGE_STATS_ENABLED=0``) before Ray is imported.
-- A Ray that parvec starts binds to 127.0.0.1 (no dashboard); a user-given address is used as given.
+- A Ray that parvec starts listens on the loopback interface only (no dashboard): its node address is
+  127.0.0.1, which Ray's own servers (GCS, raylet, object manager, the workers' and actors' gRPC servers, the
+  runtime-env agent, and with ``ray[default]`` the dashboard agent and its metrics endpoint) bind to.  Ray on
+  Linux turns a loopback ``_node_ip_address`` into the machine's outside address and then listens on every
+  interface unless its single-machine mode is on (the mode macOS and Windows use,
+  ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): :func:`_start_settings` turns that mode on for the start, and
+  the session refuses to run on a Ray that did not take 127.0.0.1.  A user-given address is used as given.
+- SIGINT and SIGTERM are held while Ray starts and stops (:func:`deferred_signals`) and delivered right
+  after.  A Ctrl-C landing inside ``ray.init`` after Ray's C++ core worker was created, but before Python
+  held it, orphaned that core worker: nothing shut it down, and at exit Ray's C++ exit handler destroyed it
+  while its io thread still ran (``TaskManager::RecordMetrics`` on freed memory: SIGSEGV, exit -11).
+  ``ray.init`` also sets SIGTERM handlers of its own (``sys.exit``, and a C++ failure-signal handler that
+  printed ``*** SIGTERM received``, exited 1 and, at shutdown, left SIGTERM at its default action): the
+  driver's C++ handler is not installed (:func:`_start_settings`) and the process's own handlers come back.
+- A Ray that parvec starts is stopped with every process of it: ``ray.shutdown`` waits for the processes it
+  started, then the workers and agents the raylet started that are still alive after a short grace are
+  killed (a raylet killed before it could stop them left its agents running for up to a minute).
 - A Ray that parvec starts runs its workers at niceness 0, as a one-process run's threads (Ray's default is
   15: the replicas and shards would then yield the CPU to every other process on the machine, and ran at
   0.61x a two-thread process on a shared 2-core machine); ``RAY_worker_niceness`` set by the user wins.
@@ -21,13 +37,17 @@ House rules kept here, once:
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
+import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from parvec.errors import ParvecError
+from parvec.interrupts import deferred_signals
 
 MODES = ("replicas", "sharded")
 _LOCAL = re.compile(r"^local(?::(\d+))?$")
@@ -147,36 +167,222 @@ class Cluster:
     def session(self) -> Iterator[Any]:
         """Enter Ray for one run and yield the ``ray`` module; stop only a Ray started here.
 
+        A Ray started here (``local:N``) listens on 127.0.0.1 only and is stopped at the end with every
+        process of it; SIGINT and SIGTERM arriving while Ray starts or stops are delivered right after
+        (module docstring).  A joined cluster (``auto``, ``ray://``) is only disconnected.
+
         Example:
             >>> with Cluster("local:2").session() as ray:  # doctest: +SKIP
             ...     ray.cluster_resources()["CPU"]
             2.0
         """
         ray = import_ray()
-        started = False
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True,
-                                      "configure_logging": False}
-            user_niceness = os.environ.get("RAY_worker_niceness")
-            if self.is_local:
-                os.environ["RAY_worker_niceness"] = user_niceness or "0"  # read by the raylet ray.init starts
-                kwargs |= {"address": "local", "num_cpus": self.local_cpus or _cpu_count(),
-                           "_node_ip_address": "127.0.0.1"}
-            else:
-                kwargs = {"address": self.spec, "log_to_driver": True}
-            try:
-                ray.init(**kwargs)
-            except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise ParvecError(f"--cluster {self.spec}: could not start or join Ray: {exc}") from None
-            finally:  # this process's environment as it was
-                if user_niceness is None:
-                    os.environ.pop("RAY_worker_niceness", None)
-            started = True
+        if ray.is_initialized():  # a test session's or a notebook's Ray: used as it is and left running
+            yield ray
+            return
+        ours: list[Any] = []  # the processes this process started with the local Ray
         try:
+            with deferred_signals():
+                before = {p.pid for p in _children()}
+                try:
+                    self._init(ray)
+                finally:  # also after a start that failed half-way
+                    ours = [p for p in _children() if p.pid not in before]
+                if self.is_local:
+                    _check_loopback(ray, self.spec)
             yield ray
         finally:
-            if started:
-                ray.shutdown()  # a local Ray started here stops; a joined cluster is only disconnected
+            with deferred_signals():
+                if self.is_local:
+                    processes = _with_descendants(ours)  # now, while the raylet still holds its workers
+                    ray.shutdown(wait_for_processes=True)
+                    _stop_processes(processes)
+                else:
+                    ray.shutdown()  # a joined cluster is only disconnected
+
+    def _init(self, ray: Any) -> None:
+        """``ray.init`` for this spec; Ray's errors become one :class:`ParvecError` line."""
+        user_niceness = os.environ.get("RAY_worker_niceness")
+        if self.is_local:
+            os.environ["RAY_worker_niceness"] = user_niceness or "0"  # read by the raylet ray.init starts
+            kwargs: dict[str, Any] = {"address": "local", "num_cpus": self.local_cpus or _cpu_count(),
+                                      "_node_ip_address": "127.0.0.1", "include_dashboard": False,
+                                      "log_to_driver": True, "configure_logging": False}
+        elif self.spec.startswith("ray://"):
+            kwargs = {"address": self.spec}  # Ray Client: the server's ray.init gets no other arguments
+        else:
+            kwargs = {"address": self.spec, "log_to_driver": True}
+        try:
+            with _start_settings(ray, self.is_local), warnings.catch_warnings():
+                # Ray Client's own warning on a connection time-out would be a second message
+                warnings.filterwarnings("ignore", message="Ray Client connection timed out")
+                ray.init(**kwargs)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            if self.spec.startswith("ray://") and isinstance(exc, ConnectionError):
+                raise ParvecError(
+                    f"--cluster {self.spec}: could not connect to a Ray Client server at {self.spec[6:]} "
+                    f"({exc}; Ray Client gives up after about {_client_wait_s():.0f} s): is the cluster's head "
+                    "running (ray start --head) and its client server port (10001 by default) reachable from "
+                    "here?") from None
+            raise ParvecError(f"--cluster {self.spec}: could not start or join Ray: {exc}") from None
+        finally:  # this process's environment as it was
+            if user_niceness is None:
+                os.environ.pop("RAY_worker_niceness", None)
+
+
+@contextlib.contextmanager
+def _start_settings(ray: Any, local: bool) -> Iterator[None]:
+    """Two of Ray's documented switches, set for this process while ``ray.init`` runs and put back after.
+
+    Both are read from ``ray._private.ray_constants`` (their environment variables are read once, when Ray
+    is imported, which may have happened before):
+
+    - ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``: the core worker ``ray.init`` creates in this process installs no
+      C++ failure-signal handler.  That handler took SIGTERM over (it printed ``*** SIGTERM received`` and
+      the run exited 1) and, when the core worker shut down, reset SIGTERM to its default action, so a
+      SIGTERM while Ray stopped killed the process before it could clean up.  Ray's own processes keep it.
+    - local starts only, ``ENABLE_RAY_CLUSTER`` off (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, Ray's
+      single-machine mode, the default on macOS and Windows): ``ray.init(_node_ip_address="127.0.0.1")``
+      alone is not enough on Linux, where Ray replaces a loopback address by the machine's outside one
+      (``services.resolve_ip_for_localhost``); its servers listen on every interface unless their node address
+      is loopback.
+    """
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    wanted: dict[str, bool] = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": True}
+    if local:
+        wanted["ENABLE_RAY_CLUSTER"] = False
+    saved = {name: getattr(constants, name) for name in wanted if hasattr(constants, name)}
+    for name in saved:  # a Ray without a switch: _check_loopback refuses a local Ray off loopback
+        setattr(constants, name, wanted[name])
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(constants, name, value)
+
+
+def _check_loopback(ray: Any, spec: str) -> None:
+    """Refuse a local Ray whose node address is not loopback: its servers would listen on every interface."""
+    address = str(ray.util.get_node_ip_address())
+    try:
+        loopback = ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        loopback = address == "localhost"
+    if not loopback:
+        raise ParvecError(f"--cluster {spec}: the local Ray took the address {address} instead of 127.0.0.1, so "
+                          "its servers would listen on the network; this Ray version is not supported for a "
+                          "private local Ray (install the tested one: pip install 'parvec[ray]')")
+
+
+def listening_socket(host: str) -> tuple[int, int]:
+    """A TCP socket bound to ``host`` (not every interface) on a free port, listening: ``(fd, port)``.
+
+    For a server a replica or shard starts itself, such as torch's ``TCPStore`` (whose own socket listens on
+    every interface): ``TCPStore(host, port, n, True, master_listen_fd=fd)``, which then owns ``fd``.  With
+    ``host`` the node's address (``ray.util.get_node_ip_address()``), a local Ray's servers stay on
+    127.0.0.1 and a cluster's on the node's own address.
+
+    Example:
+        >>> fd, port = listening_socket("127.0.0.1")
+        >>> port > 0
+        True
+        >>> os.close(fd)
+    """
+    import socket
+
+    family, kind, proto, _, address = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.bind(address)
+        sock.listen()
+        port = int(sock.getsockname()[1])
+    except OSError:
+        sock.close()
+        raise
+    return sock.detach(), port
+
+
+def gloo_options(dist: Any, host: str, timeout: Any) -> Any:
+    """Options for ``torch.distributed.ProcessGroupGloo`` whose device listens on ``host`` only.
+
+    Gloo's default device listens on the address the machine's host name resolves to, which on most
+    machines is its network address even for a local Ray; this one uses the node's address.
+
+    Example:
+        >>> import torch.distributed as dist  # doctest: +SKIP
+        >>> pg = dist.ProcessGroupGloo(store, rank, n, gloo_options(dist, "127.0.0.1", timeout))  # doctest: +SKIP
+    """
+    options = dist.ProcessGroupGloo._Options()
+    options._timeout = timeout
+    options._devices = [dist.ProcessGroupGloo.create_device(hostname=host)]
+    return options
+
+
+def _client_wait_s() -> float:
+    """How long Ray Client tries to connect before it gives up: 3 tries, waiting 5, 10 and 15 s by default."""
+    first = float(os.environ.get("RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S", 5))
+    most = float(os.environ.get("RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S", 30))
+    return sum(min(first + 5 * k, most) for k in range(3))
+
+
+def _psutil() -> Any:
+    try:
+        import psutil  # after Ray: Ray's own copy when psutil is not installed separately
+    except ImportError:
+        return None
+    return psutil
+
+
+def _children() -> list[Any]:
+    """This process's child processes (empty without psutil)."""
+    psutil = _psutil()
+    if psutil is None:
+        return []
+    try:
+        return psutil.Process().children()
+    except psutil.Error:
+        return []
+
+
+def _with_descendants(processes: list[Any]) -> list[Any]:
+    """The processes and every process under them (the raylet's workers and agents)."""
+    psutil = _psutil()
+    found = {p.pid: p for p in processes}
+    for p in processes:
+        try:
+            found.update((c.pid, c) for c in p.children(recursive=True))
+        except psutil.Error:
+            pass
+    return list(found.values())
+
+
+def _running(process: Any) -> bool:
+    psutil = _psutil()
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _stop_processes(processes: list[Any], grace_s: float = 5.0) -> None:
+    """Wait up to ``grace_s`` for the processes to end, then kill the ones still running.
+
+    ``ray.shutdown`` stops the processes it started (GCS, raylet, log monitor...); the raylet stops its
+    workers and agents, unless it was killed first (it is, after a second): those are killed here.
+    """
+    deadline = time.monotonic() + grace_s
+    alive = [p for p in processes if _running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if _running(p)]
+    for p in alive:
+        with contextlib.suppress(Exception):
+            p.kill()
+    deadline = time.monotonic() + grace_s
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _running(p)]
+        if alive:
+            time.sleep(0.1)
 
 
 def _cpu_count() -> int:

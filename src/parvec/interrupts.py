@@ -1,0 +1,63 @@
+"""Signals that must not cut a section in the middle: :func:`deferred_signals`.
+
+Used where an interruption half-way would do harm: Ray's start and stop (a Ctrl-C inside ``ray.init`` orphaned
+its C++ core worker, which crashed the process at exit: :mod:`parvec.distributed.cluster`), and the renames that
+put a run's outputs into place (:meth:`parvec.cli.outputs.OutputPlan.commit`: all of them, or none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["deferred_signals"]
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the block and deliver them right after it, to the handlers of before.
+
+    For the sections of Ray that must not be cut in the middle: its start (``ray.init``) and its stop.  A
+    signal arriving in the block is remembered and raised again once the block is over (Ctrl-C then raises
+    ``KeyboardInterrupt`` there); handlers Ray installs in the block are dropped, the ones the process had
+    are put back (re-installed, so a C-level handler Ray's core set for SIGTERM is replaced as well).
+    Outside the main thread, where Python runs no signal handlers, it does nothing.
+
+    Example:
+        >>> with deferred_signals():
+        ...     pass  # a Ctrl-C here is raised when the block ends
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    # A handler installed outside Python (getsignal gives None) could not be put back: such a signal is left alone.
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous = {signum: handler for signum, handler in previous.items() if handler is not None}
+    signums = tuple(previous)
+    held: list[int] = []
+    set_handler = signal.signal
+
+    def hold(signum: int, frame: Any) -> None:
+        held.append(signum)
+
+    def keep_holding(signum: int, handler: Any) -> Any:
+        # ray.init sets a SIGTERM handler of its own (sys.exit): the block keeps holding, the old one comes back.
+        if signum in previous:
+            return previous[signum]
+        return set_handler(signum, handler)
+
+    for signum in signums:
+        set_handler(signum, hold)
+    signal.signal = keep_holding  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        signal.signal = set_handler
+        for signum in signums:
+            set_handler(signum, previous[signum])
+        if held:
+            # SIGTERM wins over SIGINT: the run was asked to stop by its supervisor.
+            signal.raise_signal(signal.SIGTERM if signal.SIGTERM in held else signal.SIGINT)

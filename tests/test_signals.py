@@ -1,0 +1,120 @@
+"""SIGTERM and SIGINT stop a plain (one-machine) run cleanly (issue 21, item 6).
+
+A ``parvec`` subprocess is signalled once its outputs are reserved (the ``.parvec-*`` temporary beside the
+output exists) and it reads or trains; it must exit 143 for SIGTERM, 130 for SIGINT, say so in one line,
+and leave neither the output nor any temporary file.  ``train``, ``deepwalk`` and ``demo`` all go through
+``parvec.cli.main``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WORD = {signal.SIGINT: ("interrupted", 130), signal.SIGTERM: ("terminated", 143)}
+
+
+def _signal_once_reserved(argv: list[str], out: Path, sig: int, tmp_path: Path, after_line: str | None = None,
+                          cwd: Path | None = None) -> tuple[int, list[str]]:
+    """Run ``parvec *argv``; once a ``.parvec-*`` temporary exists in ``out`` (and ``after_line`` was printed),
+    send ``sig``; return the exit status and stderr's lines."""
+    env = os.environ | {
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+        "PARVEC_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    proc = subprocess.Popen([sys.executable, "-m", "parvec", *argv], stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True, env=env, cwd=cwd)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stderr), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not (any(n.startswith(".parvec-") for n in os.listdir(out))
+                   and (after_line is None or any(after_line in line for line in lines))):
+            assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before it could be signalled\n" + \
+                "\n".join(lines[-20:])
+            assert time.monotonic() < deadline, "the run never reserved its output\n" + "\n".join(lines[-20:])
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=30)
+    return code, lines
+
+
+def _check(code: int, lines: list[str], sig: int, out: Path) -> None:
+    word, status = WORD[sig]
+    text = "\n".join(lines)
+    assert code == status, f"exit {code}, expected {status}\n{text[-2000:]}"
+    assert [line for line in lines if line.strip()][-1] == f"parvec: {word}; no output was written", text[-2000:]
+    assert sum("no output was written" in line for line in lines) == 1, text[-2000:]
+    assert "Traceback" not in text
+    assert sorted(os.listdir(out)) == [], "an output or a temporary file was left"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_training_stops_the_run_and_leaves_nothing(sig, demo_slice, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["train", str(demo_slice), "-o", str(out / "v.txt"), "--epochs", "200", "--no-progress"]
+    # the last line before training: the corpus is read and encoded, training starts
+    code, lines = _signal_once_reserved(argv, out, sig, tmp_path, after_line="encoded-corpus cache")
+    _check(code, lines, sig, out)
+    cache = tmp_path / "cache"
+    leftovers = [p.name for p in cache.rglob("*") if p.name.startswith((".tmp-", ".parvec-"))] if cache.exists() else []
+    assert leftovers == [], f"temporary files left in the corpus cache: {leftovers}"
+
+
+def test_sigterm_while_a_deepwalk_run_trains_stops_it_and_leaves_nothing(shared_data, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    graph = shared_data / "graphs" / "blogcatalog" / "blogcatalog.edgelist"
+    argv = ["deepwalk", str(graph), "-o", str(out / "emb.txt"), "--epochs", "5", "--quiet"]
+    code, lines = _signal_once_reserved(argv, out, signal.SIGTERM, tmp_path)
+    _check(code, lines, signal.SIGTERM, out)
+
+
+def test_sigterm_during_the_demo_stops_it_and_leaves_nothing(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    code, lines = _signal_once_reserved(["demo", "-o", str(out / "demo.txt")], out, signal.SIGTERM, tmp_path,
+                                        cwd=tmp_path)
+    _check(code, lines, signal.SIGTERM, out)
+
+
+def test_a_signal_during_the_final_renames_waits_for_them_and_says_the_outputs_were_written(
+        tmp_path: Path, demo_slice: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SIGTERM arrives while the first output is renamed into place: the renames finish (all outputs or none),
+    # and the stop line says they were written rather than "no output was written".
+    from cli_run import run
+
+    from parvec.cli import outputs
+
+    renamed = outputs.PendingFile.commit
+    sent: list[int] = []
+
+    def commit_and_signal(self: outputs.PendingFile) -> None:
+        if not sent:
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGTERM)  # held by OutputPlan.commit until every rename is done
+        renamed(self)
+
+    monkeypatch.setattr(outputs.PendingFile, "commit", commit_and_signal)
+    vectors, report = tmp_path / "v.txt", tmp_path / "run.json"
+    code, _, err = run(["train", demo_slice, "-o", vectors, "--report", report, "--dim", 8, "--epochs", 1,
+                        "--threads", 1, "--no-cache"], capsys)
+    assert sent and code == 143, err[-2000:]
+    assert vectors.is_file() and report.is_file(), "a signal during the renames cut them half-way"
+    assert err.strip().splitlines()[-1].startswith("parvec: terminated; after its outputs were written ("), err
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".parvec-")]
