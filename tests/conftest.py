@@ -4,14 +4,13 @@ real corpora."""
 from __future__ import annotations
 
 import lzma
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shared_files import REQUIRE_SHARED, SHARED_DATA, shared_skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("PARVEC_SHARED_DATA", REPO.parent / "shared" / "data"))
 DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
@@ -29,9 +28,12 @@ def temporary_parvec_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The shared data folder (../shared/data beside the checkout); skips when absent."""
+    """The shared data folder (../shared/data beside the checkout); skips when absent, saying where it comes from
+    (fails instead with ``$PARVEC_REQUIRE_SHARED_DATA`` set)."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data not found at {SHARED_DATA}")
+        if REQUIRE_SHARED:
+            pytest.fail(f"$PARVEC_REQUIRE_SHARED_DATA is set but {SHARED_DATA} is absent")
+        pytest.skip(shared_skip_reason(SHARED_DATA))
     return SHARED_DATA
 
 

@@ -13,8 +13,6 @@ import parvec.cli.vectors as cli_vectors
 from parvec.cli import main
 from parvec.formats import save_npy, write_word2vec
 
-SHARED_EVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "eval"
-
 WORDS = ["man", "woman", "king", "queen", "prince", "princess", "apple", "pear"]
 VECTORS = np.array(
     [
@@ -140,8 +138,7 @@ def test_eval_errors(tmp_path, capsys, monkeypatch):
     assert "nope.tsv" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not SHARED_EVAL.is_dir(), reason="shared/data/eval is absent")
-def test_eval_default_files(tmp_path, capsys, monkeypatch):
+def test_eval_default_files(tmp_path, capsys, monkeypatch):  # ../shared/data/eval's, else the shipped sets
     monkeypatch.delenv("PARVEC_EVAL_DIR", raising=False)
     path = tmp_path / "v.txt"
     write_word2vec(path, VECTORS, WORDS)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_files import needs_shared
 
 from parvec import evaluation
 from parvec.errors import ParvecError
@@ -20,8 +21,9 @@ from parvec.evaluation import (
 )
 from parvec.keyedvectors import KeyedVectors
 
+# Where parvec.evaluation looks beside the repository (not $PARVEC_SHARED_DATA: evaluation does not read it).
 SHARED_EVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "eval"
-needs_shared = pytest.mark.skipif(not SHARED_EVAL.is_dir(), reason="shared/data/eval is absent")
+needs_shared_eval = needs_shared(SHARED_EVAL)
 
 
 @pytest.fixture
@@ -105,7 +107,7 @@ def test_missing_and_non_utf8_files(tmp_path):
         read_analogy_questions(bad)
 
 
-@needs_shared
+@needs_shared_eval
 def test_real_eval_files_parse_with_expected_counts():
     ws = read_word_pairs(SHARED_EVAL / "wordsim353.tsv")
     simlex = read_word_pairs(SHARED_EVAL / "simlex999.txt")
@@ -117,7 +119,7 @@ def test_real_eval_files_parse_with_expected_counts():
     assert ("Jerusalem", "Israel", 8.46) in ws
 
 
-@needs_shared
+@needs_shared_eval
 def test_default_paths_find_the_shared_directory(monkeypatch, tmp_path):
     monkeypatch.delenv("PARVEC_EVAL_DIR", raising=False)
     monkeypatch.chdir(tmp_path)  # not found from the current directory: found from the repository
@@ -189,8 +191,7 @@ def test_evaluate_without_files(kv, monkeypatch):
         evaluate(kv)
 
 
-@needs_shared
-def test_evaluate_uses_default_files(kv):
+def test_evaluate_uses_default_files(kv):  # ../shared/data/eval's, else the sets parvec ships
     result = evaluate(kv)
     assert result["ws353"]["pairs"] == 353 and result["simlex"]["pairs"] == 999
     assert result["analogies"]["questions"] == 19544

@@ -10,10 +10,12 @@ import pytest
 
 from parvec import formats
 from parvec.errors import ParvecError
+from parvec.evaluation import default_eval_paths
 from parvec.formats import write_word2vec
 from parvec.keyedvectors import KeyedVectors, load_vectors
 
-SHARED_EVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "eval"
+# Google's analogy set: ../shared/data/eval's, else the copy parvec ships (src/parvec/data, xz-compressed).
+ANALOGIES = default_eval_paths()["analogies"]
 
 
 @pytest.fixture
@@ -296,17 +298,16 @@ def test_case_variants_of_question_words_are_skipped():
     assert score == 1.0
 
 
-@pytest.mark.skipif(not (SHARED_EVAL / "questions-words.txt").is_file(), reason="shared eval data absent")
 def test_google_analogies_over_30000_words():
     # How fast, against gensim's evaluate_word_analogies: benchmarks/bench_vectors.py; here, what is counted.
     from parvec.evaluation import read_analogy_questions
 
-    sections = read_analogy_questions(SHARED_EVAL / "questions-words.txt")
+    sections = read_analogy_questions(ANALOGIES)
     words = sorted({w.lower() for _, qs in sections for q in qs for w in q})
     vocab = words + [f"filler{i}" for i in range(30000 - len(words))]
     rng = np.random.default_rng(0)
     kv = KeyedVectors(rng.standard_normal((30000, 100)).astype(np.float32), vocab)
-    score, secs = kv.evaluate_word_analogies(SHARED_EVAL / "questions-words.txt", restrict_vocab=30000)
+    score, secs = kv.evaluate_word_analogies(ANALOGIES, restrict_vocab=30000)
     assert len(secs) == 15 and secs[-1]["section"] == "Total accuracy"
     assert len(secs[-1]["correct"]) + len(secs[-1]["incorrect"]) == 19544
     assert score < 0.05  # random vectors answer (almost) nothing

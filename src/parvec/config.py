@@ -133,8 +133,8 @@ class TrainConfig:
                               "(device='cpu'), or train skip-gram (sg=1) on the GPU")
         if not self.sg and not self.hs and self.algo not in CBOW_ALGORITHMS:
             raise ParvecError(f"algo {self.algo!r} trains skip-gram only: for CBOW (sg=0, --cbow) choose "
-                              f"{' or '.join(CBOW_ALGORITHMS)} (hogbatch, the default, runs the fast batched "
-                              "CBOW kernel; classic is word2vec.c's loop)")
+                              f"{' or '.join(CBOW_ALGORITHMS)} ({DEFAULT_CBOW_ALGO}, the default, is word2vec.c's "
+                              "loop; hogbatch runs the fast batched CBOW kernel)")
         if self.hs and self.device != "cpu":
             raise ParvecError("hierarchical softmax (hs=1, -hs 1) runs on the CPU only (algo classic or hogbatch): "
                               "leave out device='cuda' (--device cuda)")

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import lzma
 import math
 import os
 import warnings
@@ -41,6 +42,7 @@ __all__ = [
     "PairScores",
     "analogy_sections",
     "default_eval_paths",
+    "shipped_eval_dir",
     "evaluate",
     "format_report",
     "read_analogy_questions",
@@ -70,31 +72,52 @@ def _candidate_dirs() -> list[Path]:
     return dirs
 
 
+def shipped_eval_dir() -> Path:
+    """The folder of the evaluation sets parvec ships (``parvec/data``: WS-353, SimLex-999, and Google's
+    analogies xz-compressed; sources, licences and checksums in its README.md).
+
+    Example:
+        >>> sorted(p.name for p in shipped_eval_dir().glob("*") if p.name.startswith(("ws", "sim", "quest")))
+        ['questions-words.txt.xz', 'simlex999.txt', 'wordsim353.tsv']
+    """
+    from importlib import resources
+
+    return Path(str(resources.files("parvec") / "data"))
+
+
 def default_eval_paths() -> dict[str, Path]:
     """The evaluation files found, by name (``ws353``, ``simlex``, ``analogies``); missing ones are absent.
 
     Looks in ``$PARVEC_EVAL_DIR``, then ``../shared/data/eval`` from the current directory, then
-    ``shared/data/eval`` next to the repository; for each file the first directory holding it wins.
+    ``shared/data/eval`` next to the repository, then the copies parvec ships (:func:`shipped_eval_dir`);
+    for each file the first directory holding it (or it with ``.xz``) wins.
 
     Example:
-        >>> sorted(default_eval_paths())  # doctest: +SKIP
+        >>> sorted(default_eval_paths())
         ['analogies', 'simlex', 'ws353']
     """
     found: dict[str, Path] = {}
     for name, filename in EVAL_FILES.items():
-        for d in _candidate_dirs():
-            if (d / filename).is_file():
-                found[name] = d / filename
+        for d in [*_candidate_dirs(), shipped_eval_dir()]:
+            path = next((d / f for f in (filename, filename + ".xz") if (d / f).is_file()), None)
+            if path is not None:
+                found[name] = path
                 break
     return found
 
 
 # ---------------------------------------------------------------------- reading the files
 def _read_lines(path: PathLike) -> list[str]:
+    # An .xz file (the shipped analogy set) is read decompressed; line numbers are the decompressed text's.
     p = Path(path)
     if not p.is_file():
         raise ParvecError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
     raw = p.read_bytes()
+    if p.suffix == ".xz":
+        try:
+            raw = lzma.decompress(raw)
+        except lzma.LZMAError as exc:
+            raise ParvecError(f"{p}: not a valid .xz file ({exc})") from None
     try:
         return raw.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:

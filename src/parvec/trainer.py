@@ -475,9 +475,9 @@ class Trainer:
                         return
                     if not np.isfinite(self.w_in.sum()):  # ~1 ms per 10^6 floats: catches --no-loss runs
                         raise self._diverged(epoch, "the input vectors hold NaN or inf")
-                    if on_epoch_end is not None:
+                    if on_epoch_end is not None:  # the stats so far, with the seconds since this call started
                         on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1,
-                                                               carried))
+                                                               carried, seconds=time.perf_counter() - start))
                     ck_clock[0], ck_clock[1] = time.perf_counter(), 0  # an epoch-end checkpoint resets the clock
             except BaseException as exc:  # surfaced by the main thread
                 errors.append(exc)
@@ -555,8 +555,7 @@ class Trainer:
                              force=True)
         if errors:
             raise errors[0]
-        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs, carried)
-        stats.seconds = seconds
+        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs, carried, seconds=seconds)
         self.stats = stats
         if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
             raise self._no_pairs(stats, longest[0])
@@ -630,9 +629,10 @@ class Trainer:
                            "larger corpus")
 
     @staticmethod
-    def _stats_so_far(words, pairs, losses, first: int, end: int, carried=None) -> TrainStats:
+    def _stats_so_far(words, pairs, losses, first: int, end: int, carried=None, seconds: float = 0.0) -> TrainStats:
         # words/pairs: this call's; the per-epoch figures include what a resumed checkpoint had done
-        # (`carried` words and pairs; its pairs and loss are already in thread 0's counters).
+        # (`carried` words and pairs; its pairs and loss are already in thread 0's counters).  `seconds`: the
+        # time this call has trained so far (every driver passes it, so an epoch callback sees words/s).
         w = words.sum(axis=0)[first:end]
         p = pairs.sum(axis=0)[first:end]
         loss = losses.sum(axis=0)[first:end]
@@ -643,6 +643,7 @@ class Trainer:
         return TrainStats(
             words=this_words,
             pairs=this_pairs,
+            seconds=seconds,
             epochs=end - first,
             loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(loss, p, strict=True)],
             words_per_epoch=[int(x) for x in w],

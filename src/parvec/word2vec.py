@@ -16,6 +16,7 @@ the exact position to resume from (:mod:`parvec.checkpoints`).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -43,6 +44,8 @@ from parvec.trainer import (
     parse_interval,
 )
 from parvec.vocab import Vocab, rlimit_headroom
+
+log = logging.getLogger(__name__)
 
 MODEL_FORMAT = "parvec-word2vec"
 MODEL_VERSION = 1
@@ -117,6 +120,7 @@ class Word2Vec:
         cluster: Any = None,
         checkpoint_every: str | int | None = None,
         callbacks: Iterable[Any] = (),
+        on_checkpoint_error: str = "stop",
     ) -> None:
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int | np.integer)
                                     or workers < 1):
@@ -168,6 +172,9 @@ class Word2Vec:
         self.callbacks = tuple(callbacks)  # as gensim: used by the training this constructor runs
         # Mid-epoch checkpoints into checkpoint_dir every this long ("10m") or this many words ("50M").
         self.checkpoint_every = checkpoint_every
+        # A checkpoint that cannot be written (a full disk): "stop" training with the error, or "continue"
+        # with a warning and try again at the next one (docs/long_runs.md).
+        self.on_checkpoint_error = on_checkpoint_error
         self.run_id: str | None = None  # one run's checkpoints share it (kept across resumes)
         self.position: Position | None = None  # set when loaded from a mid-epoch checkpoint
         self.schedule_anchor: tuple[float, float] | None = None  # (words, alpha) where --epochs was changed
@@ -235,6 +242,19 @@ class Word2Vec:
     def checkpoint_every(self, value: str | int | None) -> None:
         self._checkpoint_interval = None if value is None else parse_interval(value)
         self._checkpoint_every = value
+
+    @property
+    def on_checkpoint_error(self) -> str:
+        """What a checkpoint that cannot be written does: ``"stop"`` (the default) raises its
+        :class:`parvec.formats.WriteError` and training stops, the previous checkpoint intact; ``"continue"``
+        logs a warning, counts it in ``checkpoint_report["failed_checkpoints"]`` and trains on."""
+        return self._on_checkpoint_error
+
+    @on_checkpoint_error.setter
+    def on_checkpoint_error(self, value: str) -> None:
+        if value not in ("stop", "continue"):
+            raise ParvecError(f"on_checkpoint_error must be 'stop' or 'continue', got {value!r}")
+        self._on_checkpoint_error = value
 
     # ------------------------------------------------------------------ vocabulary
     def encode(
@@ -337,6 +357,10 @@ class Word2Vec:
             encoded = _remap(corpus, grown)
         else:
             encoded = self.encode(sentences=sentences, corpus_file=corpus_file, vocab=grown)
+            if fresh.inputs != encoded.inputs:  # read twice: the new words were chosen from the first read
+                raise ParvecError(f"{fresh.source}: the input changed between its two reads (the new words were "
+                                  "counted, then the corpus encoded with them); the vocabulary was not grown: train "
+                                  "on a copy that nothing writes to")
         # Every occurrence in the new corpus adds to a known word's count, rare in it or not (gensim 4's rule);
         # a new word's count is its count in the new corpus.
         seen = np.bincount(encoded.tokens, minlength=n).astype(np.int64)
@@ -378,6 +402,10 @@ class Word2Vec:
                 f"plus the encoded corpus) but only {avail / 2**30:.1f} GiB is available; "
                 "lower --dim, raise --min-count or set --max-final-vocab"
             )
+        if self.cluster is not None:  # every process a cluster run starts on this machine, before Ray starts
+            from parvec.distributed.memory import check_corpus
+
+            check_corpus(self.cluster, self.config, encoded)
         # A process capped below the model (ulimit -d / -v, prlimit; RLIMIT_DATA or RLIMIT_AS) stops here, before
         # training, with the numbers, rather than failing inside an allocation.
         # The vectors, the per-word tables beside them (counts, keep, alias) and some working room.
@@ -505,7 +533,8 @@ class Word2Vec:
             self.run_id = uuid.uuid4().hex
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
-        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0}
+        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
+                                  "failed_checkpoints": 0}
         epoch_fns, gensim_cbs = _split_callbacks(callbacks)
         self.running_training_loss = 0.0
         base_epochs = 0 if resume else self.epochs_trained
@@ -537,10 +566,7 @@ class Word2Vec:
                                   seconds=time.perf_counter() - started - eval_seconds, lr=lr, scores=scores,
                                   eval_seconds=t_eval)
             if self.checkpoint_dir is not None:
-                t0 = time.perf_counter()
-                path = Path(self.checkpoint_dir) / "checkpoint"
-                self.save(path)
-                self._checkpoint_saved(path, None, time.perf_counter() - t0)
+                self._save_checkpoint(Path(self.checkpoint_dir) / "checkpoint", None)
             if self.config.compute_loss:
                 self.running_training_loss = float(sum(
                     lv * pv for lv, pv in zip(stats.loss_per_epoch, stats.pairs_per_epoch, strict=True) if pv))
@@ -604,14 +630,39 @@ class Word2Vec:
         from parvec.checkpoints import mid_name, prune_mid_checkpoints
 
         def save(pos: Position) -> None:
-            t0 = time.perf_counter()
             path = Path(self.checkpoint_dir) / mid_name(pos.epoch, pos.chunks_done)  # type: ignore[arg-type]
             self.epochs_trained = pos.epoch
-            self.save(path, position=pos)
-            prune_mid_checkpoints(self.checkpoint_dir, self.run_id)  # type: ignore[arg-type]
-            self._checkpoint_saved(path, pos, time.perf_counter() - t0)
+            if self._save_checkpoint(path, pos):
+                prune_mid_checkpoints(self.checkpoint_dir, self.run_id)  # type: ignore[arg-type]
 
         return save
+
+    def _save_checkpoint(self, path: Path, pos: Position | None) -> bool:
+        """Write one checkpoint (``pos``: mid-epoch); False when it could not be written and training goes on
+        (``on_checkpoint_error="continue"``).  A failed write leaves no partial directory and the previous
+        checkpoints as they were: with ``"stop"`` the :class:`parvec.formats.WriteError` says which is intact
+        and how to resume from it."""
+        from parvec.checkpoints import list_checkpoints
+        from parvec.formats import WriteError
+
+        t0 = time.perf_counter()
+        try:
+            self.save(path, position=pos)
+        except WriteError as exc:
+            kept = [f for f in list_checkpoints(path.parent, self.run_id) if f.meta is not None]
+            prev = (f"the previous checkpoint {kept[-1].path} ({kept[-1].describe()}) is intact" if kept
+                    else "this run has no earlier checkpoint")
+            self.checkpoint_report["failed_checkpoints"] = self.checkpoint_report.get("failed_checkpoints", 0) + 1
+            if self.on_checkpoint_error == "continue":
+                log.warning("checkpoint %s; %s; training continues (--on-checkpoint-error continue) and the next "
+                            "checkpoint tries again", exc, prev)
+                return False
+            resume = f": free space, then resume from it with --resume {path.parent}" if kept else ""
+            raise WriteError(f"checkpoint {exc}; training stopped (--on-checkpoint-error stop, the default; "
+                             f"'continue' trains on without it); {prev}{resume}", exc.path, exc.errno,
+                             exc.reason) from None
+        self._checkpoint_saved(path, pos, time.perf_counter() - t0)
+        return True
 
     def _checkpoint_saved(self, path: Path, pos: Position | None, seconds: float) -> None:
         rep = self.checkpoint_report
@@ -728,17 +779,26 @@ class Word2Vec:
         """
         if self.vocab is None or self.wv is None or self.syn1neg is None:
             raise ParvecError("nothing to save: the model has no vocabulary yet")
+        from parvec.formats import write_failure
+
         path = Path(path)
         parent = path.parent if str(path.parent) else Path(".")
         if not parent.is_dir():
             raise ParvecError(f"{parent}: the output directory does not exist")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
+        except OSError as exc:
+            raise write_failure(path, exc) from None
+        writing = None  # the file being written, named when a write fails (a full disk)
         try:
             pairs = [("vectors.npy", self.wv.vectors), ("syn1neg.npy", self.syn1neg)]
             if self.syn1 is not None:  # hierarchical softmax's inner nodes
                 pairs.append(("syn1.npy", self.syn1))
-            arrays = {name: _write_array(tmp / name, a) for name, a in pairs}
+            arrays = {}
+            for writing, a in pairs:
+                arrays[writing] = _write_array(tmp / writing, a)
             vocab_bytes = self.vocab.to_json().encode("utf-8")
+            writing = "vocab.json"
             _write_synced(tmp / "vocab.json", vocab_bytes)
             meta: dict[str, Any] = {
                 "format": MODEL_FORMAT,
@@ -765,16 +825,25 @@ class Word2Vec:
                 from parvec.huffman import build_huffman_tree
 
                 meta["huffman_fingerprint"] = build_huffman_tree(self.vocab.counts).fingerprint()
+            writing = "model.json"
             _write_synced(tmp / "model.json", json.dumps(meta, indent=1).encode("utf-8"))  # last: marks it whole
             _fsync_dir(tmp)
+            writing = None
             if path.exists():
                 old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
                 os.replace(path, old / "x")
-                os.replace(tmp, path)
+                try:
+                    os.replace(tmp, path)
+                except OSError:
+                    os.replace(old / "x", path)  # the previous one back in place
+                    old.rmdir()
+                    raise
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, path)
             _fsync_dir(parent)
+        except OSError as exc:
+            raise write_failure(path, exc, what=writing) from None
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -974,7 +1043,9 @@ def _remap(corpus: EncodedCorpus, vocab: Vocab) -> EncodedCorpus:
 
 
 def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
+    from parvec.formats import output_file
+
+    with output_file(path) as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -999,8 +1070,10 @@ def _crc32(a: np.ndarray) -> int:
 
 def _write_array(path: Path, a: np.ndarray) -> dict[str, Any]:
     # One array as .npy, synced; returns what load checks it against.
-    with open(path, "wb") as f:
-        np.save(f, a)
+    from parvec.formats import output_file, write_array
+
+    with output_file(path) as f:
+        write_array(f, a)
         f.flush()
         os.fsync(f.fileno())
     return {"shape": list(a.shape), "dtype": str(a.dtype), "crc32": _crc32(a)}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -59,7 +58,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace, path: Path, pending: Any) -> None:
-    from parvec.evaluation import default_eval_paths, evaluate, format_report
+    from parvec.evaluation import default_eval_paths, evaluate, format_report, shipped_eval_dir
     from parvec.word2vec import Word2Vec
 
     print(f"parvec demo: training {args.algo} on {path.name} (2M tokens of English Wikipedia), "
@@ -82,12 +81,12 @@ def _demo(args: argparse.Namespace, path: Path, pending: Any) -> None:
         if all(w in wv for w in (a, b, c)):
             guesses = ", ".join(w for w, _ in wv.most_similar(positive=[b, c], negative=[a], topn=3))
             print(f"  {a} : {b} :: {c} : {guesses}")
+    # The sets parvec ships (parvec/data) unless $PARVEC_EVAL_DIR or ../shared/data/eval has them.
     paths = default_eval_paths()
-    if any(paths.values()):
-        print("\nevaluation (small corpus: expect modest scores; the full corpus gives ~0.66 / 0.31 / 35%):")
-        print(format_report(evaluate(wv, **paths)))
-    else:
-        print("\n(evaluation sets not found; set PARVEC_EVAL_DIR to a folder with wordsim353.tsv, "
-              "simlex999.txt and questions-words.txt)", file=sys.stderr)
+    shipped = shipped_eval_dir()
+    where = sorted({"shipped with parvec" if p.parent == shipped else str(p.parent) for p in paths.values()})
+    print(f"\nevaluation ({', '.join(where) or 'no files'}; small corpus: expect modest scores; the full corpus "
+          "gives ~0.66 / 0.31 / 35%):")
+    print(format_report(evaluate(wv, **paths)))
     if pending is not None:
         pending.write(wv.save_word2vec_format)

@@ -93,6 +93,8 @@ def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     t.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cpu (default) or cuda: an NVIDIA GPU through numba-cuda (pip install 'parvec[gpu]')")
+    t.add_argument("--cluster", default=None, metavar="SPEC",
+                   help="train on Ray (as parvec train --cluster): not supported for graphs yet, refused")
     r = p.add_argument_group("report")
     r.add_argument("--report", default=None, help="write a JSON report of the run (time series, loss, timings; "
                    "node classification with --labels); draw it with `parvec report`")
@@ -133,6 +135,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         c.add_argument("--checkpoint-every", dest="checkpoint_every", default=None, metavar="DURATION|WORDS",
                        help="also checkpoint mid-epoch into --checkpoint-dir at the first chunk boundary after this "
                        "long (30s, 10m, 2h) or this many walk tokens (500k, 50M); the last two are kept as DIR/mid-*")
+        c.add_argument("--on-checkpoint-error", dest="on_checkpoint_error", choices=("stop", "continue"),
+                       default="stop", help="a checkpoint that cannot be written (a full disk): stop with the error, "
+                       "the previous checkpoint intact for --resume (stop, the default), or warn and train on")
         c.add_argument("--resume", default=None, metavar="DIR",
                        help="finish the run saved in this checkpoint (or the latest in a --checkpoint-dir) on the same "
                        "GRAPH from its exact position: the walks are regenerated from the saved seed and parameters, "
@@ -215,6 +220,7 @@ def _model(graph, args: argparse.Namespace):
         algo=args.algo, negative=args.negative, sample=args.sample, alpha=args.alpha,
         batch_walks=args.batch_walks, progress=None if not args.quiet else False,
         checkpoint_dir=getattr(args, "checkpoint_dir", None), checkpoint_every=getattr(args, "checkpoint_every", None),
+        on_checkpoint_error=getattr(args, "on_checkpoint_error", "stop"),
         **({"device": args.device} if getattr(args, "device", "cpu") != "cpu" else {}),
     )  # fmt: skip
 
@@ -247,7 +253,8 @@ def _resumed(args: argparse.Namespace) -> Any:
         args.resume, args.graph, workers=args.workers if "workers" in given else None,
         epochs=args.epochs if "epochs" in given else None, checkpoint_dir=args.checkpoint_dir,
         checkpoint_every=args.checkpoint_every, progress=None if not args.quiet else False,
-        delimiter=args.delimiter, implicit_ids=args.implicit_ids, flag_names=names, **expected)
+        delimiter=args.delimiter, implicit_ids=args.implicit_ids, flag_names=names,
+        on_checkpoint_error=args.on_checkpoint_error, **expected)
     saved, where = model.resumed_from, model.resumed_path
     args.resume = where
     if "workers" in given and model.saved_threads != args.workers:
@@ -288,8 +295,17 @@ def _warnings_to_stderr(command):
     return run
 
 
+def _refuse_cluster(args: argparse.Namespace) -> None:
+    # Before anything is read: node2vec/DeepWalk on Ray is refused with the API's error (parvec.graph.node2vec).
+    if getattr(args, "cluster", None):
+        from parvec.graph.node2vec import cluster_refusal
+
+        raise cluster_refusal(f"--cluster {args.cluster}", "--cluster")
+
+
 @_warnings_to_stderr
 def _cmd_embed(args: argparse.Namespace) -> int:
+    _refuse_cluster(args)
     out = Path(args.output)
     is_npy = out.suffix.lower() == ".npy"
     # Before reading (parvec.cli.outputs): -o must not be the graph, and its temporary is made now, so an
@@ -435,6 +451,7 @@ def _cmd_node_eval(args: argparse.Namespace) -> int:
 def _cmd_link_eval(args: argparse.Namespace) -> int:
     from parvec.graph.evaluation import link_prediction
 
+    _refuse_cluster(args)
     graph = _read(args)
     timings: dict[str, float] = {}
 

@@ -31,8 +31,20 @@ from typing import Any
 import numpy as np
 
 from parvec.cli.outputs import OutputPlan, check_paths
-from parvec.config import ALL_ALGORITHMS, DEFAULT_ALGO, DEFAULT_GPU_ALGO, default_threads
+from parvec.config import (
+    ALL_ALGORITHMS,
+    CBOW_ALGORITHMS,
+    DEFAULT_ALGO,
+    DEFAULT_CBOW_ALGO,
+    DEFAULT_GPU_ALGO,
+    default_threads,
+)
 from parvec.errors import ParvecError
+
+# What each CBOW algorithm runs (parvec.kernels), for -cbow's help.
+_CBOW_KERNELS = {"classic": "word2vec.c's loop", "hogbatch": "the fast batched CBOW kernel (about 2x faster, 5-6 "
+                 "analogy points lower: README, CBOW)"}
+_OTHER_CBOW_ALGO = next(a for a in CBOW_ALGORITHMS if a != DEFAULT_CBOW_ALGO)
 
 
 def default_cache_dir() -> Path:
@@ -207,6 +219,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--checkpoint-every", dest="checkpoint_every", metavar="DURATION|WORDS", default=None,
                    help="also checkpoint mid-epoch into --checkpoint-dir at the first chunk boundary after this long "
                    "(30s, 10m, 2h) or this many words (2000000, 500k, 50M); the last two are kept as DIR/mid-*")
+    p.add_argument("--on-checkpoint-error", dest="on_checkpoint_error", choices=("stop", "continue"),
+                   default="stop", help="a checkpoint that cannot be written (a full disk): stop with the error, the "
+                   "previous checkpoint intact for --resume (stop, the default), or warn and train on (continue)")
     p.add_argument("--resume", dest="resume", help="finish the run saved in this model/checkpoint directory (or the "
                    "latest checkpoint in a --checkpoint-dir) from its exact position; its flags are the saved ones")
     p.add_argument("--report", dest="report", help="write a JSON report of the run to this file, with its time "
@@ -219,8 +234,8 @@ def register(subparsers: Any) -> None:
     g = p.add_argument_group("word2vec.c's flags (with -train FILE every default is word2vec.c's; see above)")
     g.add_argument("-cbow", "--cbow", dest="cbow", type=_zero_one_arg, nargs="?", const=1, default=None,
                    metavar="{0,1}", help="1 (or --cbow alone): CBOW (gensim's sg=0), 0: skip-gram (default 1 with "
-                   "-train, 0 with INPUT); --algo hogbatch (the default) runs the fast batched CBOW kernel, classic "
-                   "word2vec.c's loop")
+                   f"-train, 0 with INPUT); --algo {DEFAULT_CBOW_ALGO} (CBOW's default) runs "
+                   f"{_CBOW_KERNELS[DEFAULT_CBOW_ALGO]}, --algo {_OTHER_CBOW_ALGO} {_CBOW_KERNELS[_OTHER_CBOW_ALGO]}")
     g.add_argument("--cbow-mean", dest="cbow_mean", type=int, default=1, choices=(0, 1),
                    help="CBOW: 1 averages the window's input vectors (word2vec.c, gensim's default), 0 sums them")
     g.add_argument("-hs", "--hs", dest="hs", type=_zero_one_arg, nargs="?", const=1, default=None,
@@ -419,6 +434,39 @@ def peak_memory_bytes() -> int:
         True
     """
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def _how_ran(config: Any, report: dict[str, Any] | None = None) -> str:
+    """What trained and where, for the summary line: the algorithm (:func:`_what_ran`) and this process's threads,
+    or from the driver's report (``model.run_report``) a cluster's replicas and syncs or shards and clients, a
+    GPU's device and threads per block.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> _how_ran(TrainConfig(threads=2))
+        'hogbatch, 2 threads'
+        >>> _how_ran(TrainConfig(), {"mode": "replicas", "replicas": 2, "threads_per_replica": 1, "syncs": 42,
+        ...                          "bytes_synced": 12_900_000})
+        'hogbatch, 2 replicas x 1 thread, 42 syncs, 12.3 MiB synced'
+        >>> _how_ran(TrainConfig(), {"shards": 2, "clients": 2, "client_threads": 1})
+        'sharded: 2 shards, 2 clients x 1 thread'
+    """
+    from parvec.distributed.memory import human
+
+    report = report or {}
+    if report.get("mode") == "replicas":
+        return (f"{_what_ran(config)}, {report['replicas']} replicas x {_threads(report['threads_per_replica'])}, "
+                f"{report['syncs']:,} syncs, {human(report['bytes_synced'])} synced")
+    if "shards" in report:  # the sharded driver trains skip-gram with its own kernels, whatever algo says
+        return f"sharded: {report['shards']} shards, {report['clients']} clients x {_threads(report['client_threads'])}"
+    gpu = report.get("gpu")
+    if gpu:
+        return f"{_what_ran(config)} on {gpu['device']['name']}, {gpu['threads_per_block']} threads per block"
+    return f"{_what_ran(config)}, {_threads(config.threads)}"
 
 
 def _what_ran(config: Any) -> str:
@@ -688,6 +736,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         model.cache_dir = cache_dir
         model.checkpoint_dir = args.checkpoint_dir
         model.checkpoint_every = args.checkpoint_every
+        model.on_checkpoint_error = args.on_checkpoint_error
         resumed_cluster = cluster_from_args(args)
         if resumed_cluster is not None:  # a run may be resumed on a cluster (or a different one)
             model.cluster = resumed_cluster
@@ -707,7 +756,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
             device=args.device, cluster=cluster_from_args(args), hs=args.hs, sg=0 if args.cbow else 1,
             cbow_mean=args.cbow_mean,
-            checkpoint_every=args.checkpoint_every,
+            checkpoint_every=args.checkpoint_every, on_checkpoint_error=args.on_checkpoint_error,
         )
         read_vocab = None
         if args.read_vocab:
@@ -740,12 +789,23 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
 
         print(f"note: {pruning_note(pruning)}", file=sys.stderr)
     mapped = " (memory-mapped from disk)" if isinstance(encoded.tokens, np.memmap) else ""
-    print(
-        f"memory: vectors {_human_bytes(2 * len(vocab) * model.config.dim * 4)} + encoded corpus "
-        f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)}{mapped} = {_human_bytes(need)}"
-        + (f" of {_human_bytes(avail)} available" if avail else ""),
-        file=sys.stderr,
-    )
+    memory_estimate = None
+    if model.cluster is not None:  # every process the run starts here, refused before Ray starts if over
+        from parvec.distributed.memory import corpus_sizes, estimate_cluster
+
+        cl = model.cluster
+        sizes = corpus_sizes(encoded, model.config, cl.replicas if cl.mode == "replicas" else None)
+        memory_estimate = estimate_cluster(cl, model.config, len(vocab), sizes.tokens, sizes.sentences, corpus=sizes)
+        if memory_estimate.fits:
+            print(memory_estimate.line(), file=sys.stderr)
+        memory_estimate.check()  # the error gives the breakdown and what to change
+    else:
+        print(
+            f"memory: vectors {_human_bytes(2 * len(vocab) * model.config.dim * 4)} + encoded corpus "
+            f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)}{mapped} = {_human_bytes(need)}"
+            + (f" of {_human_bytes(avail)} available" if avail else ""),
+            file=sys.stderr,
+        )
     print(_cache_line(cache_used, args, source, cache_dir), file=sys.stderr)
     if args.save_vocab:
         from parvec.vocab import write_vocab_file
@@ -780,8 +840,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
     n_ck = ck.get("mid_epoch_checkpoints", 0) + ck.get("epoch_end_checkpoints", 0)
     ck_note = f" (of which {n_ck} checkpoints {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
     print(
-        f"trained {stats.words:,} words ({stats.epochs} epochs, {_what_ran(model.config)}, "
-        f"{model.config.threads} threads) "
+        f"trained {stats.words:,} words ({stats.epochs} epochs, {_how_ran(model.config, model.run_report)}) "
         f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
         file=sys.stderr,
     )
@@ -820,6 +879,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             "output_binary": binary,
             "device": model.config.device,
             "cluster": model.cluster.to_dict() if model.cluster is not None else None,
+            "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,
             "cache_used": cache_used,
             "checkpoints": model.checkpoint_report | {"every": args.checkpoint_every, "dir": args.checkpoint_dir},
             "resumed_from": resumed_from,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -45,6 +46,10 @@ from parvec.gpu.plan import (
     GPU_MAX_SENTENCE,
     MAX_BLOCKS_PER_LAUNCH,
     MIN_WORDS_PER_LAUNCH,
+    SIM_PROGRESS_S,
+    SIM_SWITCH_INTERVAL_S,
+    SIM_THREADS_PER_BLOCK,
+    SIM_WORDS_PER_LAUNCH,
     Launch,
     epoch_launches,
     schedule,
@@ -64,6 +69,22 @@ def simulated() -> bool:
         True
     """
     return bool(numba_config.ENABLE_CUDASIM)
+
+
+_SIMULATOR_NOTED = [False]
+
+
+def simulator_note() -> str:
+    """The line a run under numba's CUDA simulator prints once per process: it is slow, for tests only.
+
+    Example:
+        >>> "tests only" in simulator_note()
+        True
+    """
+    return (f"parvec: note: --device cuda is running on numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1), which runs "
+            f"every GPU thread as a Python thread, about 50 words/s at --dim 100: it is for tests only (unset "
+            f"NUMBA_ENABLE_CUDASIM to train on a GPU, or use --device cpu); it trains with {SIM_THREADS_PER_BLOCK} "
+            f"threads per block and launches of about {SIM_WORDS_PER_LAUNCH:,} words, and prints its progress")
 
 
 def require_device() -> str:
@@ -135,7 +156,12 @@ class GpuTrainer(Trainer):
         # The CPU trainer's own set-up: vectors, subsampling and noise tables, stats, on_progress, require_pairs.
         self._setup(config, counts, w_in, w_out)
 
-        threads = threads_per_block or _env_int("PARVEC_GPU_THREADS") or threads_for(config.dim)
+        sim = simulated()
+        if sim and not _SIMULATOR_NOTED[0]:
+            _SIMULATOR_NOTED[0] = True
+            print(simulator_note(), file=sys.stderr, flush=True)
+        threads = (threads_per_block or _env_int("PARVEC_GPU_THREADS")
+                   or (SIM_THREADS_PER_BLOCK if sim else threads_for(config.dim)))
         if threads < 1 or threads > 1024 or threads & (threads - 1):
             raise ParvecError(f"threads per block must be a power of two in [1, 1024], got {threads}")
         reduction = reduction or os.environ.get("PARVEC_GPU_REDUCTION") or "tree"
@@ -144,7 +170,8 @@ class GpuTrainer(Trainer):
         if reduction == "shuffle" and (threads % 32 or simulated()):
             raise ParvecError("the shuffle reduction needs a GPU (not the simulator) and a multiple of 32 threads "
                               f"per block (got {threads})")
-        wpl = words_per_launch or _env_int("PARVEC_GPU_WORDS_PER_LAUNCH") or DEFAULT_WORDS_PER_LAUNCH
+        wpl = (words_per_launch or _env_int("PARVEC_GPU_WORDS_PER_LAUNCH")
+               or (SIM_WORDS_PER_LAUNCH if sim else DEFAULT_WORDS_PER_LAUNCH))
         if wpl < MIN_WORDS_PER_LAUNCH and not simulated():
             raise ParvecError(f"words per launch must be at least {MIN_WORDS_PER_LAUNCH:,} on a GPU, got {wpl:,}")
         self.threads_per_block = threads
@@ -204,6 +231,17 @@ class GpuTrainer(Trainer):
             raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
         if words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+        switch_interval = sys.getswitchinterval()
+        if simulated():  # the simulator's barriers poll every thread of a block: a short switch interval
+            sys.setswitchinterval(min(switch_interval, SIM_SWITCH_INTERVAL_S))
+        try:
+            return self._train_parts(make_parts, words_per_epoch, epochs, on_epoch_end, start_epoch)
+        finally:
+            sys.setswitchinterval(switch_interval)
+
+    def _train_parts(self, make_parts: Callable[[int], Iterable[Part]], words_per_epoch: int, epochs: int,
+                     on_epoch_end: Callable[[int, TrainStats], None] | None, start_epoch: int) -> TrainStats:
+        cfg = self.config
         d = _DeviceState(self)
         self._compile(d)  # before the clock, as the CPU trainer compiles its kernel
         words = np.zeros((1, epochs), dtype=np.int64)
@@ -211,9 +249,25 @@ class GpuTrainer(Trainer):
         losses = np.zeros((1, epochs), dtype=np.float64)
         alpha_at = schedule(cfg, words_per_epoch * epochs)
         words_before = start_epoch * words_per_epoch
-        bar = self._progress_bar(words_per_epoch * (epochs - start_epoch))
+        todo = words_per_epoch * (epochs - start_epoch)
+        bar = self._progress_bar(todo)
         start = time.perf_counter()
         last_progress = start
+        # Under the simulator a run is thousands of times slower than on a GPU: without a bar, say how far it is.
+        sim_lines = simulated() and bar is None and cfg.progress is not False
+        last_line = [start]
+
+        def sim_line(epoch: int, force: bool = False) -> None:
+            now = time.perf_counter()
+            if not sim_lines or (not force and now - last_line[0] < SIM_PROGRESS_S):
+                return
+            last_line[0] = now
+            done, elapsed = int(words.sum()), now - start
+            left = elapsed * (todo - done) / done if done else float("nan")
+            print(f"CUDA simulator: epoch {epoch + 1}/{epochs}, {done:,} of {todo:,} words ({100 * done / todo:.0f}%) "
+                  f"in {elapsed:.0f} s" + (f", about {_duration(left)} left" if done < todo and done else ""),
+                  file=sys.stderr, flush=True)
+
         if self.on_progress is not None:
             self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
         pending: deque[tuple[Launch, _Slot, int]] = deque()
@@ -247,6 +301,7 @@ class GpuTrainer(Trainer):
                     pending.append((launch, slot, n_blocks))
                     if len(pending) == 2:  # keep one launch queued behind the one we wait for
                         collect()
+                        sim_line(epoch)
                     now = time.perf_counter()
                     if now - last_progress >= 0.25:
                         last_progress = now
@@ -256,11 +311,13 @@ class GpuTrainer(Trainer):
                             self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
                 while pending:
                     collect()
+                sim_line(epoch, force=True)
                 d.fetch_vectors()
                 if not np.isfinite(self.w_in.sum()):
                     raise self._diverged(epoch, "the input vectors hold NaN or inf")
                 if on_epoch_end is not None:
-                    on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1))
+                    on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1,
+                                                           seconds=time.perf_counter() - start))
         finally:
             if bar is not None:
                 self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + words_before))
@@ -268,8 +325,7 @@ class GpuTrainer(Trainer):
         seconds = time.perf_counter() - start
         if self.on_progress is not None:
             self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before), force=True)
-        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs)
-        stats.seconds = seconds
+        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs, seconds=seconds)
         self.stats = stats
         if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
             raise self._no_pairs(stats, longest)
@@ -428,6 +484,21 @@ class _DeviceState:
         slot.d_offsets[:n_off].copy_to_device(slot.h_offsets[:n_off], stream=slot.stream)
         t._uploaded_bytes += 4 * n_tok + 8 * n_off
         return slot.d_tokens, slot.d_offsets, 0
+
+
+def _duration(seconds: float) -> str:
+    """``95`` -> ``'1 min 35 s'``.
+
+    Example:
+        >>> _duration(95), _duration(12.4), _duration(7300)
+        ('1 min 35 s', '12 s', '2 h 2 min')
+    """
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def model_bytes_per_word(config: TrainConfig) -> int:

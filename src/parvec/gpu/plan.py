@@ -34,6 +34,15 @@ GPU_MAX_SENTENCE = 1000  # tokens per sentence (or walk) on the GPU: the block's
 MIN_WORDS_PER_LAUNCH = 100_000
 DEFAULT_WORDS_PER_LAUNCH = 1 << 22  # ~4.2M words: thousands of blocks, several waves on an H100
 MAX_BLOCKS_PER_LAUNCH = 1 << 16
+# numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) runs every GPU thread of a block as a Python thread.  Measured
+# on a 471-word corpus at dim 100 (docs/gpu.md): 2.6 words/s with a GPU's defaults (64 threads per block, one
+# launch, Python's 5 ms switch interval), about 50 words/s with these: 4 threads per block, launches of about
+# one sentence (the driver reports progress between them), and a 50 us switch interval while it trains (the
+# simulator's barriers poll every thread of the block).
+SIM_THREADS_PER_BLOCK = 4
+SIM_WORDS_PER_LAUNCH = GPU_MAX_SENTENCE
+SIM_SWITCH_INTERVAL_S = 5e-5
+SIM_PROGRESS_S = 10.0  # seconds between the simulator's progress lines
 
 Part = tuple[np.ndarray, np.ndarray]
 

@@ -21,7 +21,9 @@ trainer's chunk position.  The walks are *not* saved: they are a pure function o
 seed), so model.json records their identity instead (the graph's SHA-256, the walk parameters and batch
 size, which fix the chunks, and a CRC-32 of the walk stream) and a resumed run regenerates them, checks
 the CRC and the node counts against the checkpoint, and skips the chunks already trained.  A different
-graph or conflicting walk parameters are refused.
+graph or conflicting walk parameters are refused.  A checkpoint that cannot be written (a full disk) stops
+the run, the previous one intact, or with ``on_checkpoint_error="continue"`` is skipped with a warning, as
+:attr:`parvec.word2vec.Word2Vec.on_checkpoint_error`.
 
 Nodes that learn nothing.  The counting pass also marks the nodes that stand next to a different node in
 some walk (:func:`parvec.graph.walks.mark_paired`; the window is never narrower than 1, so these are the
@@ -75,6 +77,17 @@ __all__ = ["Node2Vec", "DeepWalk"]
 log = logging.getLogger(__name__)
 
 
+def cluster_refusal(given: str, leave_out: str) -> ParvecError:
+    """The one error for node2vec/DeepWalk on a Ray cluster, from the API (``cluster=``) and the CLI (``--cluster``).
+
+    Example:
+        >>> str(cluster_refusal("--cluster local:2", "--cluster"))[:40]
+        '--cluster local:2: training node2vec/Dee'
+    """
+    return ParvecError(f"{given}: training node2vec/DeepWalk on a Ray cluster is not supported yet; train on one "
+                       f"machine (leave {leave_out} out)")
+
+
 class Node2Vec:
     """node2vec embeddings (Grover & Leskovec 2016): biased second-order walks + skip-gram.
 
@@ -120,11 +133,11 @@ class Node2Vec:
         progress: bool | None = False,
         checkpoint_dir: str | os.PathLike[str] | None = None,
         checkpoint_every: str | int | None = None,
+        on_checkpoint_error: str = "stop",
         **train_options: Any,
     ) -> None:
         if train_options.pop("cluster", None) is not None:
-            raise ParvecError("Node2Vec(cluster=...): training node2vec/DeepWalk on a Ray cluster is not supported "
-                              "yet; train on one machine (leave cluster out)")
+            raise cluster_refusal("Node2Vec(cluster=...)", "cluster")
         if isinstance(graph, Graph):
             if directed is not None and bool(directed) != graph.directed:
                 raise ParvecError(
@@ -207,6 +220,9 @@ class Node2Vec:
         # checkpoint_every; on_checkpoint_saved(path, position or None, seconds) is told of each.
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
+        if on_checkpoint_error not in ("stop", "continue"):
+            raise ParvecError(f"on_checkpoint_error must be 'stop' or 'continue', got {on_checkpoint_error!r}")
+        self.on_checkpoint_error = on_checkpoint_error  # a checkpoint not written: as Word2Vec.on_checkpoint_error
         self._checkpoint_interval = None
         if checkpoint_every is not None:
             from parvec.trainer import parse_interval
@@ -391,7 +407,8 @@ class Node2Vec:
                 options["resume_at"] = resumed.position
             if resumed.schedule_anchor is not None:
                 options["word_position"] = resumed._anchored_position(self.n_tokens, epochs)
-        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0}
+        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
+                                  "failed_checkpoints": 0}
         if self.checkpoint_dir is None:
             return options, on_epoch_end, start, epochs
         from parvec.vocab import Vocab
@@ -413,6 +430,7 @@ class Node2Vec:
         carrier.checkpoint_every = self.checkpoint_every
         carrier.checkpoint_report = self.checkpoint_report
         carrier.on_checkpoint_saved = self.on_checkpoint_saved
+        carrier.on_checkpoint_error = self.on_checkpoint_error
         carrier.run_log = self.run_log
         if self._checkpoint_interval is not None:
             options["checkpoint_every"] = self._checkpoint_interval
@@ -422,10 +440,8 @@ class Node2Vec:
         def on_end(epoch: int, stats: Any) -> None:
             if on_epoch_end is not None:
                 on_epoch_end(epoch, stats)
-            t0 = time.perf_counter()
             carrier.epochs_trained = epoch + 1
-            carrier.save(directory / "checkpoint")
-            carrier._checkpoint_saved(directory / "checkpoint", None, time.perf_counter() - t0)
+            carrier._save_checkpoint(directory / "checkpoint", None)
 
         return options, on_end, start, epochs
 
@@ -443,6 +459,7 @@ class Node2Vec:
         delimiter: str | None = None,
         implicit_ids: bool = False,
         flag_names: dict[str, str] | None = None,
+        on_checkpoint_error: str = "stop",
         **expected: Any,
     ) -> Node2Vec:
         """The run saved in a checkpoint (``path``: a checkpoint, or a checkpoint directory's latest), set to
@@ -521,7 +538,7 @@ class Node2Vec:
             window=cfg.window, p=spec.p, q=spec.q, epochs=cfg.epochs, seed=spec.seed, algo=cfg.algo,
             workers=cfg.threads if workers is None else workers, negative=cfg.negative, sample=cfg.sample,
             alpha=cfg.alpha, min_alpha=cfg.min_alpha, batch_walks=batch_walks, progress=progress,
-            checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+            checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, on_checkpoint_error=on_checkpoint_error,
         )  # fmt: skip
         threads, self.saved_threads = self.config.threads, cfg.threads
         self.config = model.config  # every saved field (chunk_words, ns_exponent, ...), the thread count aside

@@ -1,0 +1,506 @@
+"""The memory a cluster run takes on this machine: every process it starts, by mode, before Ray starts.
+
+A one-process run needs its vectors and its encoded corpus (:func:`parvec.trainer.estimate_memory`).  A
+cluster run started here (``--cluster local:N``) needs far more, in several processes at once:
+
+- **the driver** (this process): the model (``2 V d`` float32, input and output vectors), its corpus (unless
+  memory-mapped from the encoded-corpus cache), the vocabulary as Python strings;
+- **replicas mode**: ``R`` replica actors, each with a whole model and its share of the corpus (memory-mapped
+  cache pages and its sentence offsets; :func:`parvec.distributed.replicas._load_share`), the per-word tables
+  (counts, subsampling, the noise alias table) and the vocabulary; Ray's object store holds the model the
+  driver sends out and the one replica 0 sends back (``2 x 2 V d``); a sync board actor;
+- **sharded mode**: ``S`` shard actors, each with its columns of both matrices (``2 V ceil(d/S)`` float32)
+  and the noise alias table (``8 V``); ``C`` client actors with the subsampling table (``4 V``) and the
+  corpus (the object store's copy from the API, the memory-mapped files of ``parvec train --mode sharded``);
+  from the API the object store also holds the corpus and the driver's initial columns; the CLI pipeline's
+  encoder actors (one per CPU, before training) each hold the vocabulary and one byte range's tokens;
+- **Ray itself**: its own processes (GCS, raylet, agents, log monitor) and its idle pooled workers.
+
+Each process also has a **baseline**: the interpreter with numpy, numba, Ray (and torch in a replica, for the
+gloo sync) loaded.  The baselines are measured, not guessed: the proportional set size (PSS: shared pages
+split among the processes that map them, so the sum is physical memory) of every process of a
+``--cluster local:2 --dim 10`` run (replicas, and ``--mode sharded``), 2 AMD EPYC cores, Python 3.11, numpy
+2, numba 0.61, Ray 2.60, torch 2.13 CPU, sampled from ``/proc`` every 0.1 s (``tests/test_cluster_memory.py``
+repeats the measurement at a large ``--dim`` and checks this estimate against it).  Summing each process's
+own peak RSS instead counts the object store's shared pages once per process that maps them (a 3.3 GiB run
+reads as 5.6 GiB that way).
+
+The settings come from where the run resolves them (:func:`parvec.distributed.sharded.resolve` for shards,
+clients and threads; :meth:`parvec.distributed.replicas.ReplicaTrainer._threads` and
+:func:`parvec.distributed.replicas.shard_chunks` for the replicas' threads and shares), so the estimate sizes
+the run that would start.  A cluster parvec joins (``auto``, ``ray://``) has only the driver here: Ray's
+figures for the other nodes (``ray.nodes()``) are the memory a node offered the scheduler when it started,
+not what is free now, and asking needs a connection first, so they are not checked (the line says so).
+
+Example:
+    >>> from parvec.config import TrainConfig
+    >>> from parvec.distributed.cluster import Cluster
+    >>> est = estimate_cluster(Cluster("local:2"), TrainConfig(dim=3000, threads=1), 21200, 1_919_290, 200,
+    ...                        available=2 << 30)
+    >>> est.fits, round(est.total / 2**30, 1)
+    (False, 3.5)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from parvec.config import TrainConfig, default_threads
+from parvec.distributed.cluster import Cluster
+from parvec.errors import ParvecError
+
+MiB = 1 << 20
+
+# Measured baselines (PSS at the process's peak, rounded up ~10%; see the module docstring).
+DRIVER_BASELINE = 140 * MiB  # the parvec process: numpy, numba, Ray's client (121 MiB measured; 85 sharded CLI)
+REPLICA_BASELINE = 280 * MiB  # a replica actor: numpy, numba, the Trainer and torch for the gloo sync (251 MiB)
+SHARD_BASELINE = 120 * MiB  # a shard actor: numpy, numba, the sharded kernels (108 MiB)
+CLIENT_BASELINE = 135 * MiB  # a client actor: numpy, numba, the minibatch loop (120 MiB)
+BOARD_BASELINE = 90 * MiB  # the replicas' sync board actor (79 MiB)
+WORKER_BASELINE = 85 * MiB  # an idle pooled Ray worker, or an encoder actor before its data (77 MiB)
+RAY_SYSTEM = 300 * MiB  # a local Ray's own processes: gcs_server, raylet, 4 Python agents and monitors (272 MiB)
+# Python's cost of the vocabulary, per word: str + list slot + dict entry (73 + 63 B measured for 10-letter words)
+DRIVER_BYTES_PER_WORD = 250  # Vocab.words/index and KeyedVectors.index_to_key/key_to_index
+ACTOR_BYTES_PER_WORD = 100  # a replica's copy of the word list (data description from the board)
+ENCODER_BYTES_PER_WORD = 160  # an encoder's word -> id lookup
+WORKING_ROOM = 64 * MiB  # the driver's output writing and other temporaries
+ROW_BLOCK_BYTES = 32 * MiB  # sharded: rows gathered/exported per block and matrix (sharded._ROW_BLOCK_BYTES)
+
+
+@dataclass
+class Part:
+    """One line of the breakdown: ``count`` processes (or one pool, count 1) holding ``pieces`` each.
+
+    Example:
+        >>> Part("replica", 2, {"model": 100, "runtime": 50}).total
+        300
+    """
+
+    name: str
+    count: int
+    pieces: dict[str, int]
+    running: bool = False  # already running when the check is made: its memory is out of the available already
+
+    @property
+    def each(self) -> int:
+        return int(sum(self.pieces.values()))
+
+    @property
+    def total(self) -> int:
+        return self.count * self.each
+
+    def describe(self) -> str:
+        what = " + ".join(f"{k} {human(v)}" for k, v in self.pieces.items() if v)
+        now = ", running already" if self.running else ""
+        if self.count == 1:
+            return f"{self.name} {human(self.each)} ({what}{now})"
+        return f"{self.count} {self.name}s x {human(self.each)} ({what}{now})"
+
+
+@dataclass
+class MemoryEstimate:
+    """What a cluster run takes on this machine, part by part, against the memory available.
+
+    ``parts`` are on this machine at the same time (their sum is :attr:`total`); those already running when
+    the check is made (a Ray started before it) are out of ``available`` already, so :attr:`needed` leaves
+    them out; ``elsewhere`` are the processes a joined cluster runs on its nodes (not counted, not checked);
+    ``earlier`` a phase that ran before the check (the CLI pipeline's encoders), reported.  :meth:`check` raises
+    when :attr:`needed` is over ``available``.
+
+    Example:
+        >>> MemoryEstimate("local:1", "replicas", [Part("driver", 1, {"vectors": 10})], available=5).fits
+        False
+    """
+
+    spec: str
+    mode: str
+    parts: list[Part]
+    available: int | None
+    elsewhere: list[Part] = field(default_factory=list)
+    earlier: list[Part] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return int(sum(p.total for p in self.parts))
+
+    @property
+    def needed(self) -> int:
+        """Bytes still to be taken: :attr:`total` less the parts already running."""
+        return int(sum(p.total for p in self.parts if not p.running))
+
+    @property
+    def fits(self) -> bool:
+        return self.available is None or self.needed <= self.available
+
+    @property
+    def local(self) -> bool:
+        return not self.elsewhere
+
+    def _where(self) -> str:
+        return f"--cluster {self.spec} ({self.mode})"
+
+    def breakdown(self) -> str:
+        """The parts, in words."""
+        text = ", ".join(p.describe() for p in self.parts)
+        if self.earlier:
+            text += "; before training: " + ", ".join(p.describe() for p in self.earlier)
+        return text
+
+    def line(self) -> str:
+        """The ``memory:`` line ``parvec train`` prints before training.
+
+        Example:
+            >>> est = MemoryEstimate("local:1", "replicas", [Part("driver", 1, {"vectors": 2 << 20})], 8 << 30)
+            >>> est.line().split(", every process on this machine: ")
+            ['memory: 2.0 MiB of 8.0 GiB available, --cluster local:1 (replicas)', 'driver 2.0 MiB (vectors 2.0 MiB)']
+        """
+        avail = f" of {human(self.available)} available" if self.available is not None else ""
+        if self.needed != self.total:
+            avail = f" ({human(self.needed)} more than now){avail}"
+        if self.local:
+            head = f"memory: {human(self.total)}{avail}, {self._where()}, every process on this machine: "
+            return head + self.breakdown()
+        remote = ", ".join(p.describe() for p in self.elsewhere)
+        return (f"memory: {human(self.total)}{avail} for this process ({self.breakdown()}), {self._where()}; the "
+                f"cluster's nodes are not checked (remote nodes: {remote})")
+
+    def check(self) -> None:
+        """Raise :class:`ParvecError` with the breakdown and what to change when the run does not fit.
+
+        Example:
+            >>> MemoryEstimate("local:2", "replicas", [Part("driver", 1, {"vectors": 10})], 5).check()
+            Traceback (most recent call last):
+            ...
+            parvec.errors.ParvecError: --cluster local:2 (replicas) needs about 10 B on this machine but 5 B is \
+available: driver 10 B (vectors 10 B); change the run
+        """
+        if self.fits:
+            return
+        what = "; ".join(self.suggestions) if self.suggestions else "change the run"
+        where = "on this machine" if self.local else "in this process (the driver)"
+        more = f" ({human(self.needed)} more than now)" if self.needed != self.total else ""
+        raise ParvecError(f"{self._where()} needs about {human(self.total)}{more} {where} but "
+                          f"{human(self.available)} is available: {self.breakdown()}; {what}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """For ``--report``: the parts and their pieces in bytes."""
+        def parts(ps: list[Part]) -> list[dict[str, Any]]:
+            return [{"name": p.name, "count": p.count, "bytes_each": p.each, "pieces": dict(p.pieces),
+                     "running": p.running} for p in ps]
+
+        return {"spec": self.spec, "mode": self.mode, "total_bytes": self.total, "needed_bytes": self.needed,
+                "available_bytes": self.available, "parts": parts(self.parts), "elsewhere": parts(self.elsewhere),
+                "earlier": parts(self.earlier), "fits": self.fits}
+
+
+def human(n: float | None) -> str:
+    """Bytes in words: ``'485.2 MiB'``, ``'3.4 GiB'``.
+
+    Example:
+        >>> human(512), human(3 * 2**20), human(3.44 * 2**30)
+        ('512 B', '3.0 MiB', '3.4 GiB')
+    """
+    if n is None:
+        return "unknown"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+# --------------------------------------------------------------------------- sizes of the corpus
+@dataclass(frozen=True)
+class CorpusSizes:
+    """What the estimate needs of the corpus: tokens, sentences (after long ones are split), whether the
+    driver's tokens are memory-mapped, and the largest replica share (tokens, sentences) for ``replicas``.
+
+    Example:
+        >>> CorpusSizes(1000, 10).largest_share(2)
+        (500, 5)
+    """
+
+    tokens: int
+    sentences: int
+    tokens_mapped: bool = False
+    shares: tuple[tuple[int, int], ...] | None = None  # per replica (tokens, sentences), from shard_chunks
+
+    def largest_share(self, n: int) -> tuple[int, int]:
+        if self.shares is not None and len(self.shares) == n:
+            return max(self.shares)
+        return -(-self.tokens // n), -(-self.sentences // n)
+
+
+def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) -> CorpusSizes:
+    """The sizes of an :class:`~parvec.corpus.EncodedCorpus` for :func:`estimate_cluster`, each replica's
+    share cut as the replicas driver cuts it (``shard_chunks`` over the split offsets).
+
+    Example:
+        >>> corpus_sizes(corpus, TrainConfig(), replicas=2).shares  # doctest: +SKIP
+        ((960102, 100), (959188, 100))
+    """
+    from parvec.trainer import split_long_sentences
+
+    offsets = split_long_sentences(np.asarray(corpus.offsets), config.max_sentence_length)
+    shares = None
+    if replicas:
+        from parvec.distributed.replicas import shard_chunks
+
+        try:
+            ranges = shard_chunks(offsets, config.chunk_words, replicas)
+            shares = tuple((int(offsets[hi] - offsets[lo]), hi - lo) for lo, hi in ranges)
+        except ParvecError:  # too few chunks for the replicas: the run says so when it starts
+            shares = None
+    return CorpusSizes(int(corpus.n_tokens), len(offsets) - 1, isinstance(corpus.tokens, np.memmap), shares)
+
+
+# --------------------------------------------------------------------------- the estimate
+def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_tokens: int, n_sentences: int,
+                     *, corpus: CorpusSizes | None = None, pipeline: bool = False, ranges: int = 1,
+                     available: int | None | str = "measure") -> MemoryEstimate:
+    """What ``cluster`` running ``config`` over a vocabulary of ``vocab_size`` words and a corpus of
+    ``n_tokens`` tokens in ``n_sentences`` sentences takes on this machine, with suggestions that fit.
+
+    ``corpus`` (from :func:`corpus_sizes`) adds the replicas' exact shares and whether the driver's tokens are
+    memory-mapped; ``pipeline`` is ``parvec train --mode sharded`` (the model never in the driver, the corpus
+    memory-mapped from ``ranges`` encoded byte ranges); ``available`` defaults to
+    :func:`parvec.trainer.available_memory` (None: unknown, never refused).
+
+    Example:
+        >>> est = estimate_cluster(Cluster("local:2"), TrainConfig(dim=100, threads=1), 1000, 10**5, 10)
+        >>> [p.name for p in est.parts]
+        ['driver', 'replica', "Ray's object store", 'sync board', "Ray's own processes"]
+    """
+    if available == "measure":
+        from parvec import trainer
+
+        available = trainer.available_memory()
+    sizes = corpus or CorpusSizes(int(n_tokens), int(n_sentences))
+    est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), available)
+    if not est.fits:
+        est.suggestions = _suggestions(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)),
+                                       available, est)
+    return est
+
+
+def _local_cpus(cluster: Cluster) -> int:
+    return cluster.local_cpus or default_threads()
+
+
+class _Cpus:
+    # What ReplicaTrainer._threads reads of Ray (ray.cluster_resources()), for a local Ray not started yet.
+    def __init__(self, cpus: int) -> None:
+        self.cpus = cpus
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": float(self.cpus)}
+
+
+def replica_threads(cluster: Cluster, config: TrainConfig) -> int:
+    """Threads per replica, by the replicas driver's own rule (a local Ray has ``N`` CPUs for ``local:N``).
+
+    Example:
+        >>> replica_threads(Cluster("local:2"), TrainConfig(threads=2))
+        1
+    """
+    from parvec.distributed.replicas import ReplicaTrainer
+
+    n = int(cluster.replicas or 1)
+    if not cluster.is_local:
+        return int(cluster.threads_per_actor or config.threads)
+    probe = SimpleNamespace(cluster=cluster, config=config)
+    return int(ReplicaTrainer._threads(probe, _Cpus(_local_cpus(cluster)), n))  # type: ignore[arg-type]
+
+
+def ray_running() -> bool:
+    """Whether this process already has a Ray (a notebook's, a test session's): a run uses it as it is, so its
+    own processes are running already (and out of the memory available).  Never imports Ray.
+
+    Example:
+        >>> isinstance(ray_running(), bool)
+        True
+    """
+    ray = sys.modules.get("ray")
+    try:
+        return bool(ray is not None and ray.is_initialized())
+    except Exception:  # noqa: BLE001 - a half-imported or odd Ray: count its processes
+        return False
+
+
+def _estimate(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int,
+              available: int | None) -> MemoryEstimate:
+    if cluster.mode == "sharded":
+        parts, ray_parts, earlier = _sharded(cluster, config, v, sizes, pipeline, ranges)
+    else:
+        parts, ray_parts, earlier = _replicas(cluster, config, v, sizes)
+    if ray_running():  # started before this check (the CLI pipeline's counting, a notebook): running already
+        ray_parts = [dataclasses.replace(p, running=True) for p in ray_parts]
+    driver, actors = parts[0], parts[1:]
+    if cluster.is_local:
+        return MemoryEstimate(cluster.spec, cluster.mode, parts + ray_parts, available, earlier=earlier)
+    return MemoryEstimate(cluster.spec, cluster.mode, [driver], available, elsewhere=actors)
+
+
+def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
+              ) -> tuple[list[Part], list[Part], list[Part]]:
+    n = int(cluster.replicas or 1)
+    threads = replica_threads(cluster, config)
+    model = 2 * v * config.dim * 4
+    t, s = sizes.tokens, sizes.sentences
+    share_t, share_s = sizes.largest_share(n)
+    driver = Part("driver", 1, {
+        "vectors": model,
+        # its tokens unless memory-mapped, the offsets and the split copy the data description is cut from
+        "corpus": (0 if sizes.tokens_mapped else 4 * t) + 16 * (s + 1),
+        "vocabulary": DRIVER_BYTES_PER_WORD * v,
+        "runtime": DRIVER_BASELINE + WORKING_ROOM,
+    })
+    replica = Part("replica", n, {
+        "model": model,
+        # counts (int64), subsampling, noise probabilities and aliases (4 bytes each)
+        "tables": 20 * v + ACTOR_BYTES_PER_WORD * v,
+        # the memory-mapped share's pages, the corpus offsets split as the trainer splits them, its own slice
+        "corpus share": 4 * share_t + 16 * (s + 1) + 8 * (share_s + 1),
+        "runtime": REPLICA_BASELINE + threads * 4 * config.max_sentence_length,
+    })
+    store = Part("Ray's object store", 1, {
+        "the model sent out and returned": 2 * model,
+        "vocabulary and tables": (8 + 24) * v + 16 * n,
+    })
+    board = Part("sync board", 1, {"runtime": BOARD_BASELINE})
+    ray_parts = []
+    if cluster.is_local:
+        idle = max(0, _local_cpus(cluster) - n)  # the replicas take the workers Ray starts with
+        ray_parts.append(Part("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
+                                                         "idle workers": idle * WORKER_BASELINE}))
+    return [driver, replica, store, board], ray_parts, []
+
+
+def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
+             ) -> tuple[list[Part], list[Part], list[Part]]:
+    from parvec.distributed.sharded import resolve
+
+    st = resolve(cluster, config)
+    n_shards, n_clients = st["shards"], st["clients"]
+    width = -(-config.dim // n_shards)
+    model = 2 * v * config.dim * 4
+    columns = 2 * v * width * 4
+    t, s = sizes.tokens, sizes.sentences
+    # gathering/exporting the model: a block of rows of both matrices assembled while the next is on its way
+    blocks = min(4 * ROW_BLOCK_BYTES, 2 * model)
+    if pipeline:
+        driver = Part("driver", 1, {"vocabulary": DRIVER_BYTES_PER_WORD * v, "corpus offsets": 16 * (s + 1),
+                                    "export blocks": blocks, "runtime": DRIVER_BASELINE + WORKING_ROOM})
+    else:
+        driver = Part("driver", 1, {"vectors": model,
+                                    "corpus": (0 if sizes.tokens_mapped else 4 * t) + 8 * (s + 1),
+                                    "gathered blocks": blocks, "vocabulary": DRIVER_BYTES_PER_WORD * v,
+                                    "runtime": DRIVER_BASELINE + WORKING_ROOM})
+    shard = Part("shard", n_shards, {
+        "columns": columns,
+        "noise table": 8 * v,
+        "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
+        "runtime": SHARD_BASELINE,
+    })
+    client = Part("client", n_clients, {
+        "subsampling table": 4 * v,
+        # the offsets loaded (the CLI's files) or fetched, and split as the trainer splits them
+        "corpus offsets": 16 * (s + 1),
+        "runtime": CLIENT_BASELINE,
+    })
+    store_pieces = {"tables": 12 * v, "row blocks": blocks}
+    if pipeline:
+        store_pieces["memory-mapped corpus"] = 4 * t  # the encoded ranges' pages, shared by the clients
+    else:
+        store_pieces |= {"corpus": 4 * t + 8 * (s + 1), "initial columns": model}
+    store = Part("Ray's object store", 1, store_pieces)
+    ray_parts, earlier = [], []
+    if cluster.is_local:
+        cpus = _local_cpus(cluster)
+        # Ray starts one worker per CPU; the pipeline's counting tasks and encoders leave as many again
+        idle = (2 if pipeline else 1) * cpus
+        ray_parts.append(Part("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
+                                                         "idle workers": idle * WORKER_BASELINE}))
+        if pipeline:
+            per_range_t, per_range_s = -(-t // ranges), -(-s // ranges)
+            earlier.append(Part("encoder", min(cpus, ranges), {
+                "lookup": ENCODER_BYTES_PER_WORD * v,
+                "byte range": 4 * per_range_t + 8 * (per_range_s + 1) + 8 * MiB,
+                "runtime": WORKER_BASELINE,
+            }))
+    return [driver, shard, client, store], ray_parts, earlier
+
+
+# --------------------------------------------------------------------------- what would fit
+def _fits(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int,
+          available: int) -> MemoryEstimate | None:
+    try:
+        est = _estimate(cluster, config, v, sizes, pipeline, ranges, available)
+    except ParvecError:  # e.g. more shards than dimensions, more threads than CPUs
+        return None
+    return est if est.fits else None
+
+
+def _suggestions(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int,
+                 available: int | None, est: MemoryEstimate) -> list[str]:
+    if available is None:
+        return []
+    out: list[str] = []
+    args = (v, sizes, pipeline, ranges, available)
+    if cluster.mode == "replicas":
+        n = int(cluster.replicas or 1)
+        each = next(p.each for p in est.parts + est.elsewhere if p.name == "replica")
+        fewer = next(((k, e) for k in range(n - 1, 0, -1)
+                      if (e := _fits(dataclasses.replace(cluster, replicas=k), config, *args)) is not None), None)
+        if fewer is not None:
+            out.append(f"use fewer replicas (each holds a whole model: {human(each)}; --replicas {fewer[0]} needs "
+                       f"{human(fewer[1].total)})")
+        else:
+            out.append(f"use fewer replicas (each holds a whole model: {human(each)})")
+        out.append("train column-sharded (--mode sharded --shards N: N shard processes split the model's columns, "
+                   "none holds it whole)")
+    else:
+        st_shards = next(p.count for p in est.parts + est.elsewhere if p.name == "shard")
+        more = next(((k, e) for k in range(st_shards + 1, min(config.dim, 4 * st_shards + 16) + 1)
+                     if (e := _fits(dataclasses.replace(cluster, shards=k), config, *args)) is not None), None)
+        if more is not None:
+            out.append(f"use more shards (--shards {more[0]} needs {human(more[1].total)})")
+        else:
+            out.append("use more shards (each holds 2 x vocabulary x dim / shards float32)")
+        n_clients = next(p.count for p in est.parts + est.elsewhere if p.name == "client")
+        if n_clients > 1:
+            out.append("fewer clients (--clients)")
+    lo, hi = 0, config.dim - 1  # the largest dimension that fits: the need grows with dim
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _fits(cluster, dataclasses.replace(config, dim=mid), *args) is not None:
+            lo = mid
+        else:
+            hi = mid - 1
+    out.append(f"a smaller --dim ({lo} fits)" if lo >= 1 else "a smaller --dim")
+    return out
+
+
+def check_corpus(cluster: Cluster, config: TrainConfig, corpus: Any) -> MemoryEstimate:
+    """Estimate a cluster run over an encoded corpus (its exact replica shares) and raise when it does not fit.
+
+    Example:
+        >>> check_corpus(Cluster("local:2"), TrainConfig(dim=3000), corpus)  # doctest: +SKIP
+        Traceback (most recent call last):
+        parvec.errors.ParvecError: --cluster local:2 (replicas) needs about 3.6 GiB on this machine but ...
+    """
+    sizes = corpus_sizes(corpus, config, cluster.replicas if cluster.mode == "replicas" else None)
+    est = estimate_cluster(cluster, config, len(corpus.vocab), sizes.tokens, sizes.sentences, corpus=sizes)
+    est.check()
+    return est
+
+
+__all__ = ["CorpusSizes", "MemoryEstimate", "Part", "check_corpus", "corpus_sizes", "estimate_cluster", "human",
+           "ray_running", "replica_threads"]

@@ -1,0 +1,99 @@
+"""Cluster runs and their memory (issue 21, items 4 and 12): the summary line says what ran (replicas and syncs,
+shards and clients), ``--mode sharded`` refuses a run that does not fit before its shards start, and the
+estimate of a real ``--cluster local:2`` run (every process of it, measured from /proc) is not below what the run
+takes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from parvec import trainer as trainer_module
+from parvec.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+from procmem import pss_readable, run_measured  # noqa: E402
+
+GiB = 1 << 30
+
+
+def _corpus(path: Path, tokens: list[str], n: int) -> Path:
+    words = tokens[:n]
+    path.write_text("\n".join(" ".join(words[i:i + 1000]) for i in range(0, len(words), 1000)) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+@pytest.mark.ray
+def test_replicas_summary_line_says_replicas_threads_and_syncs(ray_session, demo_tokens, tmp_path, capsys):
+    corpus = _corpus(tmp_path / "c.txt", demo_tokens, 60_000)
+    report = tmp_path / "r.json"
+    code = main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--cluster", "local:2", "--threads", "1",
+                 "--dim", "16", "--epochs", "2", "--sync-words", "10000", "--report", str(report), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    rep = json.loads(report.read_text())
+    line = next(x for x in err.splitlines() if x.startswith("trained "))
+    m = re.search(r"\(2 epochs, hogbatch, 2 replicas x 1 thread, ([\d,]+) syncs, ([\d.]+ [KMG]?i?B) synced\)", line)
+    assert m, line
+    assert int(m.group(1).replace(",", "")) == rep["syncs"] > 0
+    memory = next(x for x in err.splitlines() if x.startswith("memory: "))
+    assert "every process on this machine" in memory and "2 replicas x" in memory
+    assert rep["memory_estimate"]["parts"][1]["name"] == "replica" and rep["memory_estimate"]["fits"]
+
+
+@pytest.mark.ray
+def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, demo_tokens, tmp_path, capsys,
+                                                                  monkeypatch):
+    corpus = _corpus(tmp_path / "c.txt", demo_tokens, 60_000)
+    code = main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--cluster", "local:2", "--mode", "sharded",
+                 "--threads", "1", "--dim", "16", "--epochs", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert re.search(r"^trained .*\(1 epochs, sharded: 2 shards, 2 clients x 1 thread\)", err, re.M), err
+    assert re.search(r"^memory: .* 2 shards x .* 2 clients x ", err, re.M), err
+
+    # Too big for the memory left: refused after counting, before a shard or client actor starts.
+    from parvec.distributed import sharded
+
+    def no_actors(*args, **kwargs):
+        raise AssertionError("the shards were started: the memory check did not refuse first")
+
+    monkeypatch.setattr(sharded.ShardedRun, "__init__", no_actors)
+    monkeypatch.setattr(trainer_module, "available_memory", lambda: GiB)
+    out = tmp_path / "big.txt"
+    code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode", "sharded", "--threads", "1",
+                 "--dim", "3000", "--min-count", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert re.search(r"^parvec: error: --cluster local:2 \(sharded\) needs about .* but 1\.0 GiB is available: "
+                     r".*2 shards x .*use more shards", err, re.M), err
+    assert not out.exists()
+
+
+@pytest.mark.ray
+@pytest.mark.skipif(not pss_readable(), reason="needs /proc/PID/smaps_rollup (Linux 4.14+) to measure PSS")
+@pytest.mark.parametrize("mode", ["replicas", "sharded"])
+def test_estimate_is_not_below_the_measured_peak_of_a_local_cluster_run(mode, demo_tokens, tmp_path):
+    # A model large enough to matter beside the processes' baselines: 12,022 words x dim 1500 (144 MB, twice).
+    corpus = _corpus(tmp_path / "c.txt", demo_tokens, 100_000)
+    report = tmp_path / "r.json"
+    env = dict(os.environ, PARVEC_CACHE_DIR=str(tmp_path / "cache"), RAY_USAGE_STATS_ENABLED="0",
+               PYTHONPATH=os.pathsep.join([str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    m = run_measured([sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(tmp_path / "v.txt"),
+                      "--cluster", "local:2", "--mode", mode, "--threads", "1", "--dim", "1500", "--min-count", "1",
+                      "--epochs", "1", "--report", str(report), "--no-progress"], env=env, timeout=600)
+    assert m.returncode == 0, m.stderr[-3000:]
+    estimate = json.loads(report.read_text())["memory_estimate"]["total_bytes"]
+    measured = m.peak_pss_sum  # physical memory of the run's processes at their peak, shared pages once
+    detail = (f"estimate {estimate / GiB:.2f} GiB, measured peak {measured / GiB:.2f} GiB (sum of the processes' "
+              f"own peak RSS {m.sum_of_peak_rss / GiB:.2f} GiB, {len(m.processes)} processes)")
+    print(detail)
+    assert estimate >= 0.9 * measured, detail  # not below the real peak by much
+    assert estimate <= 2.0 * measured, detail  # and not so high that runs which fit are refused
