@@ -401,3 +401,35 @@ def test_real_full_disk_for_the_output(corpus, tmp_path):
            "model" in line and line.startswith("parvec: error: -o ") and "/v.txt" in line, err
     meta = json.loads((ck / EPOCH_END / "model.json").read_text())
     assert meta["epochs_trained"] == 2
+
+
+def test_a_shard_snapshot_on_a_full_disk_names_the_shard_and_no_space_left(tmp_path, monkeypatch):
+    # A sharded run's shard writes its columns through the same writer as every other file: a full disk is
+    # named, not numpy's "N requested and M written" (the run then stops naming the shard, exit 2).
+    pytest.importorskip("ray")
+    from parvec.distributed import sharded
+    from parvec.sampling import alias_table
+
+    n, dim = 50, 8
+    prob, alias = alias_table(np.full(n, 1.0 / n))
+    spec = {"index": 1, "shards": 2, "n_words": n, "dim": dim, "lo": 4, "hi": 8, "window": 2, "negative": 2,
+            "seed": 1, "checkpoint_dir": str(tmp_path / "ck")}
+    shard = sharded.ShardActor(spec, [prob, alias, None, None])
+    assert shard.error is None, shard.error
+    real_open = sharded.output_file
+
+    def full(path):
+        f = real_open(path)
+        real_write = f.write
+
+        def write(data):
+            if f.tell() > 100:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_write(data)
+
+        f.write = write
+        return f
+
+    monkeypatch.setattr(sharded, "output_file", full)
+    with pytest.raises(ParvecError, match=r"shard 1 of 2 could not write its snapshot to .*: no space left on device"):
+        shard.snapshot(1, None)

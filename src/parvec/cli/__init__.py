@@ -66,6 +66,23 @@ def _signals_unwind() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """parvec's logged warnings (``logging.getLogger("parvec")``) reach stderr as ``parvec: warning: ...`` lines
+    for the command, on the stream of this run (pytest's capture, a wrapper), whatever the command."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("parvec: warning: %(message)s"))
+    logger = logging.getLogger("parvec")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 # Modules that add sub-commands; each has register(subparsers).
 _COMMAND_MODULES = ("parvec.cli.train", "parvec.cli.vectors", "parvec.cli.graph", "parvec.cli.demo",
                     "parvec.cli.report")
@@ -142,7 +159,8 @@ def _run(argv: list[str]) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with _warnings_to_stderr():
+            return int(args.func(args) or 0)
     except ParvecError as exc:
         print(f"parvec: error: {exc}", file=sys.stderr)
         return exc.exit_code

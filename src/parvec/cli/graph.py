@@ -6,15 +6,14 @@ Example:
     parvec link-eval ppi.edgelist --p 4 --q 1 --json
 
 Warnings that parvec logs while a command runs (nodes that learn nothing, labelled nodes without a
-vector, an ignored weight column, ...) are printed to stderr as ``parvec: warning: ...``.
+vector, an ignored weight column, ...) are printed to stderr as ``parvec: warning: ...`` (``parvec.cli`` does
+this for every command).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import logging
 import sys
 import time
 from pathlib import Path
@@ -277,24 +276,6 @@ def _resumed(args: argparse.Namespace) -> Any:
     return model
 
 
-def _warnings_to_stderr(command):
-    """Wrap a command so that parvec's logged warnings reach stderr as ``parvec: warning: ...`` lines."""
-
-    @functools.wraps(command)
-    def run(args: argparse.Namespace) -> int:
-        handler = logging.StreamHandler(sys.stderr)  # the stream of this run (pytest's capture, a wrapper)
-        handler.setLevel(logging.WARNING)
-        handler.setFormatter(logging.Formatter("parvec: warning: %(message)s"))
-        logger = logging.getLogger("parvec")
-        logger.addHandler(handler)
-        try:
-            return command(args)
-        finally:
-            logger.removeHandler(handler)
-
-    return run
-
-
 def _refuse_cluster(args: argparse.Namespace) -> None:
     # Before anything is read: node2vec/DeepWalk on Ray is refused with the API's error (parvec.graph.node2vec).
     if getattr(args, "cluster", None):
@@ -303,7 +284,6 @@ def _refuse_cluster(args: argparse.Namespace) -> None:
         raise cluster_refusal(f"--cluster {args.cluster}", "--cluster")
 
 
-@_warnings_to_stderr
 def _cmd_embed(args: argparse.Namespace) -> int:
     _refuse_cluster(args)
     out = Path(args.output)
@@ -413,7 +393,6 @@ def _load_vectors(path: str) -> tuple[Any, list[str]]:
     return kv.vectors, kv.index_to_key
 
 
-@_warnings_to_stderr
 def _cmd_node_eval(args: argparse.Namespace) -> int:
     from parvec.graph.evaluation import DEFAULT_FRACTIONS, align_labels, node_classification, read_labels
 
@@ -447,7 +426,6 @@ def _cmd_node_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-@_warnings_to_stderr
 def _cmd_link_eval(args: argparse.Namespace) -> int:
     from parvec.graph.evaluation import link_prediction
 

@@ -76,6 +76,7 @@ from parvec.distributed.shard_core import (
     vm_data_bytes,
 )
 from parvec.errors import ParvecError
+from parvec.formats import output_file, write_array, write_reason
 from parvec.kernels import sharded as K
 from parvec.trainer import TrainStats, split_long_sentences
 
@@ -379,8 +380,8 @@ class ShardActor:
                             shutil.rmtree(old) if old.is_dir() else old.unlink()
                     partial.mkdir()
                     for key, w in (("in", self.w_in), ("out", self.w_out)):
-                        with open(partial / f"{key}.npy", "wb") as f:
-                            np.save(f, w, allow_pickle=False)  # a C-contiguous array goes out with tofile: no copy
+                        with output_file(partial / f"{key}.npy") as f:
+                            write_array(f, w)  # streamed from the array in blocks: no copy; ENOSPC is named
                             f.flush()
                             os.fsync(f.fileno())
                     meta = {"shard": self.index, "shards": self.spec["shards"], "snapshot": snap_id,
@@ -390,7 +391,7 @@ class ShardActor:
                     _fsync_dir(self.base)
                 except OSError as exc:
                     raise ParvecError(f"{self.what} could not write its snapshot to {self.base}: "
-                                      f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}") from None
+                                      f"{write_reason(exc)}{f' ({exc.filename})' if exc.filename else ''}") from None
             finally:
                 with self._cv:
                     self.fenced = False
