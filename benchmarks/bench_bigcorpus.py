@@ -98,10 +98,10 @@ def step_generate(a: argparse.Namespace) -> dict:
 
 
 def step_count(a: argparse.Namespace) -> dict:
-    from parvec.corpus import ReadOptions, _TextSentences, count_vocabulary
+    from parvec.corpus import ReadOptions, TextSentences, count_vocabulary
 
     opts = ReadOptions(min_count=a.min_count)
-    counter, table = count_vocabulary(_TextSentences(Path(a.corpus), opts), opts)  # as from_file counts
+    counter, table = count_vocabulary(TextSentences(Path(a.corpus), opts), opts)  # as from_file counts
     vocab = counter.finish(opts.min_count)
     return {"raw_words": counter.raw_words, "distinct": len(counter.counts), "vocab": len(vocab),
             "pruning": counter.pruning, "max_vocab_size": counter.max_vocab_size,

@@ -2,11 +2,11 @@
 
 The slice (``--tokens``, default 5M, 10,000 tokens a line) is decompressed once into ``--work``.  Each
 step runs ``--repeats`` times (median).  On bytes, as ``EncodedCorpus.from_file`` reads files
-(:mod:`parvec.textscan`): ``count`` (:func:`parvec.corpus.count_text`: read + the numba word table) and
-``encode`` (the second pass: read + table lookups into int32 blocks, ``corpus._Blocks.add_text``).  The
+(:mod:`parvec.corpus.textscan`): ``count`` (:func:`parvec.corpus.count_text`: read + the numba word table) and
+``encode`` (the second pass: read + table lookups into int32 blocks, ``parvec.corpus.TokenBlocks.add_text``).  The
 reader in Python, which streams and iterables use (and files before the byte tokeniser): ``read`` (read,
 decode, ``str.split``), ``count-python`` (``parvec.vocab.count_words``: read + ``Counter``) and
-``encode-python`` (read + word -> id lookups, ``corpus._Blocks.add_all``).  ``from_file`` is
+``encode-python`` (read + word -> id lookups, ``parvec.corpus.TokenBlocks.add_all``).  ``from_file`` is
 ``EncodedCorpus.from_file`` end to end, no cache.  Tokens per second per step, by the wall clock and by
 this process's CPU time (on a shared machine the CPU figure is the one-core throughput), with the machine's
 load average (speed is claimed from here, not from tests).
@@ -64,12 +64,12 @@ def main() -> int:
                     help="cProfile one run of this step and print the top functions")
     a = ap.parse_args()
     sys.path.insert(0, str(REPO / "src"))
-    from parvec.corpus import EncodedCorpus, ReadOptions, _Blocks, _Lookup, _TextSentences, count_text
+    from parvec.corpus import EncodedCorpus, IdLookup, ReadOptions, TextSentences, TokenBlocks, count_text
     from parvec.vocab import count_words
 
     path = make_slice(a)
     options = ReadOptions(min_count=5)
-    sentences = _TextSentences(path, options)
+    sentences = TextSentences(path, options)
     counted = count_text(sentences)
     assert counted is not None, "no pruning on a slice"
     counter, table = counted
@@ -84,15 +84,15 @@ def main() -> int:
         return count_words(sentences).raw_words
 
     def encode_python() -> int:
-        blocks = _Blocks()
-        blocks.add_all(sentences, _Lookup(vocab.index))
+        blocks = TokenBlocks()
+        blocks.add_all(sentences, IdLookup(vocab.index))
         return blocks.raw_words
 
     def count() -> int:
         return count_text(sentences)[0].raw_words
 
     def encode() -> int:
-        blocks = _Blocks()
+        blocks = TokenBlocks()
         blocks.add_text(sentences, vocab, table)
         return blocks.raw_words
 

@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 import parvec.corpus as corpus_mod
+import parvec.corpus.encode as encode_mod
+import parvec.corpus.readers as readers_mod
 import parvec.vocab as vocab_mod
 from parvec.corpus import EncodedCorpus, ReadOptions, release_pages
 from parvec.errors import ParvecError
@@ -48,18 +50,18 @@ def random_text(seed: int, lines: int, crlf: bool = False) -> str:
 @pytest.fixture
 def streamed(monkeypatch):
     """Every corpus (however small) takes the streaming path: tokens written to disk block by block."""
-    monkeypatch.setattr(corpus_mod, "_SPILL_TOKENS", 1)
-    monkeypatch.setattr(corpus_mod, "_ENCODE_BLOCK", 7)  # many blocks, sentences cut across none
-    monkeypatch.setattr(corpus_mod, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1)
+    monkeypatch.setattr(encode_mod, "_ENCODE_BLOCK", 7)  # many blocks, sentences cut across none
+    monkeypatch.setattr(readers_mod, "_BLOCK_BYTES", 64)
 
 
 def in_memory(path, options: ReadOptions) -> EncodedCorpus:
-    saved = corpus_mod._SPILL_TOKENS
-    corpus_mod._SPILL_TOKENS = 1 << 62
+    saved = encode_mod._SPILL_TOKENS
+    encode_mod._SPILL_TOKENS = 1 << 62
     try:
         return EncodedCorpus.from_file(path, options)
     finally:
-        corpus_mod._SPILL_TOKENS = saved
+        encode_mod._SPILL_TOKENS = saved
 
 
 OPTIONS = {
@@ -128,7 +130,7 @@ def shards(tmp_path: Path) -> tuple[list[Path], Path]:
 @pytest.mark.parametrize("mode", ["streamed", "in memory"])
 def test_several_files_are_the_concatenation(tmp_path, mode, monkeypatch):
     if mode == "streamed":
-        monkeypatch.setattr(corpus_mod, "_SPILL_TOKENS", 1)
+        monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1)
     paths, whole = shards(tmp_path)
     options = ReadOptions(min_count=2, max_sentence_length=7)
     reference = in_memory(whole, options)

@@ -44,9 +44,9 @@ def test_compressed_inputs_read_the_same(tmp_path, suffix):
 
 
 def test_long_line_is_split_into_pieces_not_truncated(tmp_path, monkeypatch):
-    import parvec.corpus as corpus_mod
+    import parvec.corpus.readers as readers_mod
 
-    monkeypatch.setattr(corpus_mod, "_BLOCK_BYTES", 64)  # force the line across many read blocks
+    monkeypatch.setattr(readers_mod, "_BLOCK_BYTES", 64)  # force the line across many read blocks
     words = [f"w{i % 7}" for i in range(1003)]
     p = write(tmp_path / "long.txt", " ".join(words))  # one line, no newline (text8 style)
     c = EncodedCorpus.from_file(p, ReadOptions(min_count=1, max_sentence_length=100))

@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import parvec.corpus as corpus_mod
+import parvec.corpus.cache as cache_mod
+import parvec.corpus.encode as encode_mod
+import parvec.corpus.readers as readers_mod
 import parvec.vocab as vocab_mod
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
-from parvec.formats import check_input, open_input
+from parvec.fileio import check_input, open_input
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -72,7 +74,7 @@ def test_an_in_place_edit_with_the_mtime_restored_is_seen(tmp_path):
 def test_an_old_file_is_told_apart_by_its_ctime_alone(tmp_path, monkeypatch):
     # A file last changed long before it was read: the stat key (inode, size, mtime, ctime) decides,
     # without reading the file again.
-    monkeypatch.setattr(corpus_mod, "_RACY_NS", 0, raising=False)
+    monkeypatch.setattr(readers_mod, "_RACY_NS", 0)
     p = tmp_path / "c.txt"
     p.write_text("cat dog cat\n" * 5)
     time.sleep(0.05)
@@ -82,7 +84,7 @@ def test_an_old_file_is_told_apart_by_its_ctime_alone(tmp_path, monkeypatch):
     def no_content_check(*args, **kwargs):
         raise AssertionError("a cache entry of an old file is checked by its stat key, not by reading it")
 
-    monkeypatch.setattr(corpus_mod, "_input_digest", no_content_check, raising=False)
+    monkeypatch.setattr(cache_mod, "input_digest", no_content_check)
     loaded = EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache)
     time.sleep(0.05)  # the next change is in a later clock tick
     edit_in_place_keeping_size_and_mtime(p, b"dog", b"emu")
@@ -101,11 +103,11 @@ def test_a_content_checked_entry_stops_being_checked_once_its_file_is_old(tmp_pa
     header = entries(cache)[0] / "header.json"
     assert json.loads(header.read_text())["input"]["verify_content"] is True
     checked = []
-    real = corpus_mod._input_digest
-    monkeypatch.setattr(corpus_mod, "_input_digest", lambda path: checked.append(path) or real(path))
+    real = cache_mod.input_digest
+    monkeypatch.setattr(cache_mod, "input_digest", lambda path: checked.append(path) or real(path))
     assert EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache).cache_used is True
     assert checked == [p] and json.loads(header.read_text())["input"]["verify_content"] is True  # still recent
-    monkeypatch.setattr(corpus_mod, "_RACY_NS", 0)  # now the file counts as old
+    monkeypatch.setattr(readers_mod, "_RACY_NS", 0)  # now the file counts as old
     time.sleep(0.01)
     assert EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache).cache_used is True
     assert json.loads(header.read_text())["input"]["verify_content"] is False
@@ -218,7 +220,7 @@ def test_an_interrupted_cache_write_leaves_no_entry(tmp_path, monkeypatch):
         raise KeyboardInterrupt  # after tokens.npy and offsets.npy were written
 
     with monkeypatch.context() as m:
-        m.setattr(corpus_mod.Vocab, "to_json", interrupted)
+        m.setattr(encode_mod.Vocab, "to_json", interrupted)
         with pytest.raises(KeyboardInterrupt):
             EncodedCorpus.from_file(p, ReadOptions(min_count=1), cache_dir=cache)
     assert entries(cache) == [] and list(cache.iterdir()) == []
@@ -231,13 +233,14 @@ def test_a_run_killed_while_writing_the_cache_leaves_nothing_trusted(tmp_path):
     cache = tmp_path / "cache"
     script = (
         "import os, signal, sys\n"
+        "import numpy as np\n"
         "import parvec.corpus as c\n"
-        "real = c.np.save\n"
+        "real = np.save\n"
         "def save(path, arr, *a, **k):\n"
         "    real(path, arr, *a, **k)\n"
         "    if str(path).endswith('offsets.npy'):\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "c.np.save = save\n"
+        "np.save = save\n"
         "c.EncodedCorpus.from_file(sys.argv[1], c.ReadOptions(min_count=1), cache_dir=sys.argv[2])\n"
     )
     proc = subprocess.run([sys.executable, "-c", script, str(p), str(cache)], capture_output=True, timeout=120)
@@ -338,8 +341,8 @@ def stdin_with(data: bytes):
 @pytest.fixture()
 def small_blocks(monkeypatch):
     # Many read blocks, encoding blocks and counting blocks on a tiny text, so block edges are crossed.
-    monkeypatch.setattr(corpus_mod, "_BLOCK_BYTES", 16)
-    monkeypatch.setattr(corpus_mod, "_ENCODE_BLOCK", 5, raising=False)
+    monkeypatch.setattr(readers_mod, "_BLOCK_BYTES", 16)
+    monkeypatch.setattr(encode_mod, "_ENCODE_BLOCK", 5)
     monkeypatch.setattr(vocab_mod, "_COUNT_BLOCK", 5, raising=False)
 
 
@@ -367,7 +370,7 @@ def test_a_fifo_is_read_once_as_a_stream_and_equals_the_file(tmp_path, small_blo
 
 
 def test_one_pass_equals_two_passes_on_a_larger_text_with_ties(tmp_path, monkeypatch):
-    monkeypatch.setattr(corpus_mod, "_ENCODE_BLOCK", 1000, raising=False)
+    monkeypatch.setattr(encode_mod, "_ENCODE_BLOCK", 1000)
     rng = np.random.default_rng(3)
     vocab = [f"w{i}" for i in range(300)]
     zipf = 1.0 / np.arange(1, 301)
@@ -442,16 +445,16 @@ def test_stream_errors(tmp_path, monkeypatch):
 
 def test_a_stream_is_spooled_only_with_max_vocab_size_and_the_spool_is_removed(tmp_path, small_blocks, monkeypatch):
     seen = []
-    real = corpus_mod._TextSentences.blocks  # every pass over a text reads its blocks
+    real = readers_mod.TextSentences.blocks  # every pass over a text reads its blocks
 
     def record(self):
         seen.append(str(self.path))
         return real(self)
 
-    monkeypatch.setattr(corpus_mod._TextSentences, "blocks", record)
+    monkeypatch.setattr(readers_mod.TextSentences, "blocks", record)
     spool_dir = tmp_path / "spool"
     spool_dir.mkdir()
-    monkeypatch.setattr(corpus_mod.tempfile, "tempdir", str(spool_dir))
+    monkeypatch.setattr(encode_mod.tempfile, "tempdir", str(spool_dir))
     with stdin_with(TEXT.encode()) as dash:
         EncodedCorpus.from_file(dash, ReadOptions(min_count=1))
     assert seen == ["-"]  # one pass over standard input itself
@@ -472,7 +475,7 @@ def test_nul_is_whitespace(tmp_path, monkeypatch):
     assert sorted(c.vocab.words) == ["a", "b", "c", "d"]
     assert list(c.sentences()) == [["a", "b", "c", "d"], ["b"]]
     assert not any("\x00" in w for w in c.vocab.words)
-    monkeypatch.setattr(corpus_mod, "_BLOCK_BYTES", 3)  # NUL at read-block edges
+    monkeypatch.setattr(readers_mod, "_BLOCK_BYTES", 3)  # NUL at read-block edges
     again = EncodedCorpus.from_file(p, ReadOptions(min_count=1))
     assert list(again.sentences()) == [["a", "b", "c", "d"], ["b"]]
     with stdin_with(b"x\x00y\n") as dash:

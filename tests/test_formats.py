@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parvec import formats
+from parvec import fileio, formats
 from parvec.errors import ParvecError
-from parvec.formats import atomic_output, detect_binary, load_npy, read_word2vec, save_npy, write_word2vec
+from parvec.fileio import atomic_output
+from parvec.formats import detect_binary, load_npy, read_word2vec, save_npy, write_word2vec
 
 
 @pytest.fixture
@@ -485,7 +486,7 @@ def test_atomic_output_success_replaces_and_sets_normal_permissions(tmp_path):
     with atomic_output(fresh, "w") as f:
         f.write("héllo\n")
     assert fresh.read_bytes() == "héllo\n".encode()
-    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~formats._UMASK  # not mkstemp's 0600
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~fileio._UMASK  # not mkstemp's 0600
 
 
 def test_atomic_output_missing_directory(tmp_path):

@@ -23,7 +23,8 @@ from fuzzing import fuzz_settings, no_hang
 from hypothesis import given
 from hypothesis import strategies as st
 
-import parvec.corpus as corpus_mod
+import parvec.corpus.encode as encode_mod
+import parvec.corpus.readers as readers_mod
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
 
@@ -107,7 +108,7 @@ def read(path, options: ReadOptions, cache_dir=None):
 
 @pytest.fixture
 def tiny_blocks(monkeypatch):
-    monkeypatch.setattr(corpus_mod, "_ENCODE_BLOCK", 5)
+    monkeypatch.setattr(encode_mod, "_ENCODE_BLOCK", 5)
 
 
 @fuzz_settings(120)
@@ -117,8 +118,8 @@ def test_text_reads_like_the_reference(tmp_path_factory, tiny_blocks, data, opti
     d = tmp_path_factory.mktemp("c")
     p = d / "c.txt"
     p.write_bytes(data)
-    saved = corpus_mod._BLOCK_BYTES, corpus_mod._SPILL_TOKENS
-    corpus_mod._BLOCK_BYTES, corpus_mod._SPILL_TOKENS = block, (1 if streamed else 1 << 62)
+    saved = readers_mod._BLOCK_BYTES, encode_mod._SPILL_TOKENS
+    readers_mod._BLOCK_BYTES, encode_mod._SPILL_TOKENS = block, (1 if streamed else 1 << 62)
     try:
         got = read(p, options, d / "cache" if cached else None)
         if isinstance(got, ParvecError) and "longer than" in str(got):
@@ -129,7 +130,7 @@ def test_text_reads_like_the_reference(tmp_path_factory, tiny_blocks, data, opti
         if cached and not isinstance(got, ParvecError):
             check(read(p, options, d / "cache"), data, options)  # read back from the cache entry
     finally:
-        corpus_mod._BLOCK_BYTES, corpus_mod._SPILL_TOKENS = saved
+        readers_mod._BLOCK_BYTES, encode_mod._SPILL_TOKENS = saved
 
 
 def decompress(suffix: str, blob: bytes) -> bytes | None:

@@ -1,4 +1,4 @@
-"""The byte tokeniser (parvec.kernels.wordtable, parvec.textscan): kernels against Python references on tiny
+"""The byte tokeniser (parvec.kernels.wordtable, parvec.corpus.textscan): kernels against Python references on tiny
 inputs, and files encoded on bytes against the same files encoded from Python's str.split()."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import parvec.corpus as corpus_mod
-from parvec.corpus import EncodedCorpus, ReadOptions, _encode, _TextSentences, count_text
+import parvec.corpus.readers as readers_mod
+from parvec.corpus import EncodedCorpus, ReadOptions, TextSentences, count_text, encode_sentences
+from parvec.corpus.textscan import WordTable, normalise
 from parvec.errors import ParvecError
 from parvec.kernels.wordtable import piece_lengths
-from parvec.textscan import WordTable, normalise
 from parvec.vocab import Vocab, count_words
 
 
@@ -110,8 +110,8 @@ def test_normalise_invalid_utf8_uses_the_readers_decoder():
 
 def encode_both(paths, options: ReadOptions, vocab: Vocab | None = None):
     """The corpus encoded on bytes, and from the Python reader's token lists (the reference)."""
-    fast = _encode(_TextSentences(paths, options), options, vocab, source="x")
-    slow = _encode(list(_TextSentences(paths, options)), options, vocab, source="x")
+    fast = encode_sentences(TextSentences(paths, options), options, vocab, source="x")
+    slow = encode_sentences(list(TextSentences(paths, options)), options, vocab, source="x")
     return fast, slow
 
 
@@ -142,7 +142,7 @@ TEXT = (
     ReadOptions(min_count=1, max_final_vocab=4),
 ])
 def test_files_encode_on_bytes_as_from_str_split(tmp_path, monkeypatch, block_bytes, options):
-    monkeypatch.setattr(corpus_mod, "_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(readers_mod, "_BLOCK_BYTES", block_bytes)
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text(TEXT, encoding="utf-8")
     b.write_text("fox dog\nfox " * 5, encoding="utf-8")
@@ -176,15 +176,15 @@ def test_pruning_falls_back_to_word2vec_c_counting(tmp_path):
     np.random.default_rng(0).shuffle(words)
     p.write_text(" ".join(words) + "\nrare1 rare2 rare3\n", encoding="utf-8")
     opts = ReadOptions(min_count=1, max_vocab_size=20)
-    assert count_text(_TextSentences(p, opts)) is None  # 53 distinct words > 20: pruning needed
+    assert count_text(TextSentences(p, opts)) is None  # 53 distinct words > 20: pruning needed
     fast, slow = encode_both(p, opts)
     assert_same(fast, slow)
     assert fast.pruning is not None and fast.pruning == slow.pruning
     assert len(fast.vocab) <= 20 and fast.vocab.words[0] == "w49"
-    unpruned = count_text(_TextSentences(p, ReadOptions(min_count=1)))
+    unpruned = count_text(TextSentences(p, ReadOptions(min_count=1)))
     assert unpruned is not None
     counter, table = unpruned
-    reference = count_words(_TextSentences(p, ReadOptions(min_count=1)))
+    reference = count_words(TextSentences(p, ReadOptions(min_count=1)))
     assert counter.counts == reference.counts and list(counter.counts) == list(reference.counts)
     assert counter.raw_words == reference.raw_words == 1278 and len(table) == 53
 
@@ -197,16 +197,16 @@ def test_property_bytes_and_str_split_agree(tmp_path_factory, lines, lowercase, 
     p = tmp_path_factory.mktemp("prop") / "t.txt"
     p.write_text("\n".join("".join(line) for line in lines), encoding="utf-8")
     opts = ReadOptions(min_count=1, lowercase=lowercase, max_sentence_length=max_len)
-    old = corpus_mod._BLOCK_BYTES
-    corpus_mod._BLOCK_BYTES = block_bytes
+    old = readers_mod._BLOCK_BYTES
+    readers_mod._BLOCK_BYTES = block_bytes
     try:
         try:
-            slow = _encode(list(_TextSentences(p, opts)), opts, None, source="x")
+            slow = encode_sentences(list(TextSentences(p, opts)), opts, None, source="x")
         except ParvecError as exc:  # an empty file, or no words: the same error from bytes
             with pytest.raises(ParvecError) as fast_exc:
-                _encode(_TextSentences(p, opts), opts, None, source="x")
+                encode_sentences(TextSentences(p, opts), opts, None, source="x")
             assert str(fast_exc.value).split(":")[-1] == str(exc).split(":")[-1]
             return
-        assert_same(_encode(_TextSentences(p, opts), opts, None, source="x"), slow)
+        assert_same(encode_sentences(TextSentences(p, opts), opts, None, source="x"), slow)
     finally:
-        corpus_mod._BLOCK_BYTES = old
+        readers_mod._BLOCK_BYTES = old

@@ -24,7 +24,9 @@ a text file without the header (GloVe's layout) needs ``no_header=True``, as in 
 counts are given, ``out/vec.counts.npy`` (int64).  A path ending in ``.npy`` is taken as the same
 prefix, so ``save_npy("vec.npy", ...)`` and ``save_npy("vec", ...)`` write the same files.
 
-Every write goes through :func:`atomic_output`: an interrupted run never leaves a half-written file.
+Every write goes through :func:`parvec.fileio.atomic_output`: an interrupted run never leaves a half-written
+file.  Opening inputs (decompression, streams) and writing files in general are :mod:`parvec.fileio`'s; this
+module keeps the word-vector formats and the refusal of pickles.
 """
 
 from __future__ import annotations
@@ -32,17 +34,12 @@ from __future__ import annotations
 import bz2
 import contextlib
 import dataclasses
-import errno
 import gzip
-import io
 import itertools
 import logging
-import lzma
 import math
 import os
 import re
-import stat
-import tempfile
 import tokenize
 import warnings
 import zlib
@@ -53,37 +50,27 @@ from typing import IO, Any, NoReturn
 import numpy as np
 
 from parvec.errors import ParvecError
+from parvec.fileio import READ_ERRORS, PathLike, atomic_output, is_compressed, open_input, write_array
 
 __all__ = [
-    "WriteError",
-    "atomic_output",
     "detect_binary",
+    "is_pickle",
     "load_npy",
     "npy_paths",
-    "output_file",
-    "check_input",
-    "is_stream",
-    "open_input",
     "read_word2vec",
-    "save_array",
+    "refuse_pickle",
     "save_npy",
-    "write_array",
-    "write_failure",
     "write_word2vec",
 ]
 
 log = logging.getLogger(__name__)
 
-PathLike = str | os.PathLike[str]
-
-_COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lzma.open}
 _READ_BLOCK = 1 << 22  # binary reader refill size (4 MiB)
 _MAX_WORD_BYTES = 1 << 20  # a "word" longer than this means the file is not what we think
 _SNIFF_BYTES = 1 << 20
 _SNIFF_ROWS = 8  # binary rows layout detection parses
 _MAX_GUESS_DIM = 4096  # largest dimension tried when saying which one a binary file's rows fit
 _UNICODE_ERRORS = ("strict", "replace", "ignore")
-_READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 # What np.load raises on a damaged .npy: its header is parsed with tokenize, ast.literal_eval and np.dtype.
 _NPY_ERRORS = (
     OSError, ValueError, EOFError, TypeError, SyntaxError, MemoryError, OverflowError, KeyError, tokenize.TokenError
@@ -98,295 +85,6 @@ _MAGIC = (
     (b"BZh", "looks bzip2-compressed: give it a .bz2 name"),
     (b"\x93NUMPY", "is a .npy array: give its .npy name (with its .vocab.txt beside it)"),
 )
-
-
-def _read_umask() -> int:
-    # os.umask can only be read by setting it; done once at import, before any threads write files.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
-
-
-# ---------------------------------------------------------------------- writing files
-# errno -> what a write failure says: a full disk, a quota, a file-size limit first.
-_WRITE_REASONS = {
-    errno.ENOSPC: "no space left on device",
-    errno.EDQUOT: "disk quota exceeded",
-    errno.EFBIG: "file too large for the file system (or over the RLIMIT_FSIZE limit)",
-}
-_NPY_WRITE_BLOCK = 1 << 24  # bytes of an array written per call
-
-
-class WriteError(ParvecError):
-    """A file parvec writes could not be written (a full disk, a quota, an I/O error): the message names the
-    file and why (``no space left on device``); ``path`` is that file and ``errno`` the system's error number.
-
-    Example:
-        >>> str(write_failure("out/v.txt", OSError(errno.ENOSPC, "No space left on device")))
-        'out/v.txt: cannot write: no space left on device'
-    """
-
-    def __init__(self, message: str, path: PathLike | None = None, errno_: int | None = None,
-                 reason: str = "") -> None:
-        super().__init__(message)
-        self.path = None if path is None else Path(path)
-        self.errno = errno_
-        self.reason = reason
-
-    @property
-    def disk_full(self) -> bool:
-        """Whether the write failed for lack of space (a full device or quota)."""
-        return self.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
-def write_reason(exc: OSError) -> str:
-    """What a failed write says about its cause, in words (``no space left on device``).
-
-    Example:
-        >>> write_reason(OSError(errno.EDQUOT, "Disk quota exceeded"))
-        'disk quota exceeded'
-    """
-    if isinstance(exc, WriteError):
-        return exc.reason or str(exc)
-    if exc.errno in _WRITE_REASONS:
-        return _WRITE_REASONS[exc.errno]
-    text = exc.strerror or str(exc)
-    return text[:1].lower() + text[1:] if text[1:2].islower() else text
-
-
-def write_failure(path: PathLike, exc: OSError, what: str | None = None) -> WriteError:
-    """The :class:`WriteError` for ``exc`` raised while writing ``path`` (``what``: the file inside it, when
-    ``path`` is a directory being written).
-
-    Example:
-        >>> str(write_failure("ck/checkpoint", OSError(errno.ENOSPC, "x"), what="vectors.npy"))
-        'ck/checkpoint: cannot write vectors.npy: no space left on device'
-    """
-    reason = write_reason(exc)
-    return WriteError(f"{path}: cannot write{' ' + what if what else ''}: {reason}", path,
-                      exc.errno if not isinstance(exc, WriteError) else exc.errno, reason)
-
-
-def output_file(path: PathLike | None = None, fd: int | None = None) -> IO[bytes]:
-    """Open a file parvec writes (``path``, or the descriptor ``fd`` of one just created) for binary writing.
-    Outputs, saved models and checkpoints are opened here: one place where a write that fails (a full disk)
-    raises an :class:`OSError` carrying its ``errno``.
-
-    Example:
-        >>> with output_file("out.bin") as f:  # doctest: +SKIP
-        ...     f.write(b"data")
-    """
-    if fd is not None:
-        return os.fdopen(fd, "wb")
-    return open(path, "wb")  # type: ignore[arg-type]  # noqa: SIM115 - returned to the caller
-
-
-def write_array(f: IO[bytes], a: np.ndarray) -> None:
-    """Write ``a`` as a ``.npy`` into the open file ``f`` (what ``np.save(f, a)`` writes), with ``f.write`` calls:
-    numpy's own writer (``tofile``) reports a short write on a full disk as "N requested and M written", without
-    the cause; ``f.write`` raises the system's error (``ENOSPC``).
-
-    Example:
-        >>> import io
-        >>> buf = io.BytesIO(); write_array(buf, np.arange(3)); _ = buf.seek(0); np.load(buf).tolist()
-        [0, 1, 2]
-    """
-    a = np.asanyarray(a)
-    if a.dtype.hasobject:
-        raise ValueError("write_array: object arrays are not written")
-    np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(a))
-    data = a if a.flags.c_contiguous or not a.flags.f_contiguous else a.T
-    flat = memoryview(np.ascontiguousarray(data).reshape(-1)).cast("B")
-    for start in range(0, len(flat), _NPY_WRITE_BLOCK):
-        f.write(flat[start : start + _NPY_WRITE_BLOCK])
-
-
-def save_array(path: PathLike, a: np.ndarray) -> None:
-    """``np.save(path, a)`` (not atomic: for work files), with a write failure raised as :class:`WriteError`
-    naming ``path`` and the cause (``no space left on device``).
-
-    Example:
-        >>> save_array("work/tokens_0.npy", np.zeros(3, np.int32))  # doctest: +SKIP
-    """
-    try:
-        with output_file(path) as f:
-            write_array(f, a)
-    except OSError as exc:
-        raise write_failure(path, exc) from None
-
-
-@contextlib.contextmanager
-def atomic_output(
-    path: PathLike, mode: str = "wb", *, compress: bool = False, encoding: str = "utf-8"
-) -> Iterator[IO[Any]]:
-    """Open ``path`` for writing so that it only appears, complete, when the block succeeds.
-
-    Data goes to a temporary file in the same directory (``.NAME.XXXX.tmp``), which is flushed,
-    fsynced and moved onto ``path`` with :func:`os.replace` when the ``with`` block ends without an
-    exception.  On any exception (including ``KeyboardInterrupt``) the temporary file is removed and
-    an existing ``path`` is left untouched.  ``mode`` is ``"wb"`` (bytes) or ``"w"``/``"wt"`` (text,
-    ``encoding``, ``\\n`` newlines).  With ``compress=True`` a ``.gz``/``.bz2``/``.xz`` path is
-    compressed by its extension.  A missing directory raises :class:`ParvecError` naming it.
-
-    Example:
-        >>> with atomic_output("vectors.txt", "w") as f:  # doctest: +SKIP
-        ...     f.write("1 2\\nword 0.5 0.25 \\n")
-    """
-    if mode not in ("wb", "w", "wt"):
-        raise ValueError(f"atomic_output: mode must be 'wb', 'w' or 'wt', got {mode!r}")
-    target = Path(path)
-    directory = target.parent
-    if not directory.is_dir():
-        what = "is not a directory" if directory.exists() else "does not exist"
-        raise ParvecError(f"{target}: cannot write: output directory {directory} {what}")
-    if target.is_dir():
-        raise ParvecError(f"{target}: cannot write: it is a directory")
-    try:
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise write_failure(target, exc) from None
-    tmp = Path(tmp_name)
-    raw = output_file(fd=fd)
-    stream: IO[Any] = raw
-    layers: list[IO[Any]] = []  # wrappers to close (outermost first) before the raw file
-    try:
-        opener = _COMPRESSED.get(target.suffix.lower()) if compress else None
-        if opener is gzip.open:
-            # mtime=0 and no file name: identical content gives identical bytes.
-            stream = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
-            layers.append(stream)
-        elif opener is not None:
-            stream = opener(raw, "wb")
-            layers.append(stream)
-        if mode != "wb":
-            stream = io.TextIOWrapper(stream, encoding=encoding, newline="\n")
-            layers.insert(0, stream)
-        try:
-            yield stream
-        except OSError as exc:
-            # A write into this file failed (a system error naming no other file): say which file and why.
-            if exc.errno in _WRITE_REASONS or (exc.errno is not None and exc.filename is None):
-                raise write_failure(target, exc) from None
-            raise
-        try:
-            for layer in layers:
-                if isinstance(layer, io.TextIOWrapper):
-                    layer.flush()
-                    layer.detach()  # keep the layers below open; they are closed next
-                else:
-                    layer.close()
-            raw.flush()
-            os.fsync(raw.fileno())
-            raw.close()
-            existing_mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_UMASK
-            os.chmod(tmp, existing_mode)  # mkstemp makes 0600; keep what a plain open() would give
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise write_failure(target, exc) from None
-    except BaseException:
-        for layer in layers:  # release the wrappers first so none flushes into a closed file later
-            with contextlib.suppress(Exception):
-                layer.detach() if isinstance(layer, io.TextIOWrapper) else layer.close()
-        with contextlib.suppress(Exception):
-            raw.close()
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-
-
-# ---------------------------------------------------------------------- reading helpers
-STDIN = "-"  # as an input name: standard input
-
-
-def is_stream(path: PathLike) -> bool:
-    """True for ``-`` (standard input) and for inputs that are not regular files: a FIFO, bash's ``<(...)``
-    (``/dev/fd/N``, a pipe), a character device.  A stream can be read only once, from its start.
-
-    Example:
-        >>> is_stream("-"), is_stream("corpus.txt")  # doctest: +SKIP
-        (True, False)
-    """
-    if os.fspath(path) == STDIN:
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
-
-
-def check_input(path: PathLike, *, allow_stream: bool = False) -> Path:
-    """Raise :class:`ParvecError` naming ``path`` if it is missing, a directory, unreadable or empty.
-
-    With ``allow_stream=True`` (readers that read their input once, from its start), ``-`` means standard
-    input and a FIFO or ``<(...)`` pipe is accepted (whether it is empty shows only when it is read);
-    otherwise they are refused with a message saying why, never read as an empty file.
-
-    Example:
-        >>> check_input("corpus.txt")  # doctest: +SKIP
-        PosixPath('corpus.txt')
-    """
-    if os.fspath(path) == STDIN:
-        if not allow_stream:
-            raise ParvecError("standard input ('-') cannot be read here: give a file name")
-        try:
-            os.fstat(0)
-        except OSError:
-            raise ParvecError("standard input ('-') is closed") from None
-        if os.isatty(0):
-            raise ParvecError(
-                "standard input is a terminal: pipe the corpus in (e.g. `xzcat corpus.txt.xz | parvec train - "
-                "-o vectors.txt`) or give a file name"
-            )
-        return Path(STDIN)
-    p = Path(path)
-    if not p.exists():
-        raise ParvecError(f"{p}: no such file")
-    if p.is_dir():
-        raise ParvecError(f"{p}: is a directory, expected a file")
-    if not os.access(p, os.R_OK):
-        raise ParvecError(f"{p}: not readable (permission denied)")
-    st = p.stat()
-    if not stat.S_ISREG(st.st_mode):
-        if allow_stream:
-            return p
-        kind = "a pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
-        raise ParvecError(f"{p}: is {kind}, not a regular file: this reader reads its input more than once; "
-                          "give a file")  # fmt: skip
-    if st.st_size == 0:
-        raise ParvecError(f"{p}: the file is empty")
-    return p
-
-
-_STREAM_MAGIC = ((b"\x1f\x8b", gzip.open), (b"\xfd7zXZ\x00", lzma.open), (re.compile(rb"BZh[1-9]1AY&SY"), bz2.open))
-
-
-def open_input(path: PathLike, *, allow_stream: bool = False) -> IO[bytes]:
-    """Open ``path`` for binary reading, decompressing ``.gz``/``.bz2``/``.xz`` by extension.
-
-    A missing, unreadable or empty file raises :class:`ParvecError` naming it.  With ``allow_stream=True``,
-    ``-`` opens standard input (left open when the returned file is closed; gzip, xz or bzip2 data is
-    recognised by its magic bytes and decompressed) and a FIFO or ``<(...)`` pipe is opened as a stream.
-
-    Example:
-        >>> with open_input("vectors.txt.gz") as f:  # doctest: +SKIP
-        ...     header = f.readline()
-    """
-    p = check_input(path, allow_stream=allow_stream)
-    if os.fspath(path) == STDIN:
-        stdin = open(0, "rb", closefd=False)  # noqa: SIM115 - returned to the caller
-        head = stdin.peek(16)[:16]
-        for magic, opener in _STREAM_MAGIC:
-            if head.startswith(magic) if isinstance(magic, bytes) else magic.match(head):
-                return opener(stdin, "rb")
-        return stdin
-    opener = _COMPRESSED.get(p.suffix.lower())
-    if opener is not None:
-        return opener(p, "rb")
-    return open(p, "rb")
 
 
 @contextlib.contextmanager
@@ -543,7 +241,7 @@ def _read_start(path: Path) -> tuple[int, int, int, bytes, bool]:
             want = _sniff_size(dim)
             body = f.read(want)
             at_eof = len(body) < want or not f.read(1)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         raise ParvecError(f"{path}: cannot read: {exc}") from None
     return count, dim, header_len, body, at_eof
 
@@ -926,7 +624,7 @@ def _read_headerless(path: Path, limit: int | None, unicode_errors: str) -> tupl
 
 def _plain_size(path: Path) -> int | None:
     """The size of an uncompressed file (it bounds how many rows the file can hold)."""
-    return None if path.suffix.lower() in _COMPRESSED else path.stat().st_size
+    return None if is_compressed(path) else path.stat().st_size
 
 
 def read_word2vec(
@@ -985,7 +683,7 @@ def read_word2vec(
                     out, words = _read_binary_rows(f, p, n, count, dim, unicode_errors, header_len, size)
                 else:
                     out, words = _read_text_file(f, p, n, count, dim, unicode_errors, size, sniff)
-    except _READ_ERRORS as exc:
+    except READ_ERRORS as exc:
         raise ParvecError(f"{p}: cannot read: {exc}") from None
     if len(set(words)) != len(words):
         words, out = _drop_duplicates(words, out, p)
@@ -1025,7 +723,7 @@ def write_word2vec(
 ) -> None:
     """Write vectors in word2vec.c's text or binary layout (compressed if the name ends .gz/.bz2/.xz).
 
-    The write is atomic (see :func:`atomic_output`).  Keys must not contain spaces or newlines.
+    The write is atomic (see :func:`parvec.fileio.atomic_output`).  Keys must not contain spaces or newlines.
 
     Example:
         >>> import numpy as np

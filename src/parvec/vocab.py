@@ -258,7 +258,7 @@ def write_vocab_file(path: str | os.PathLike[str], vocab: Vocab, sentences: int)
         >>> open("vocab.txt").read()  # doctest: +SKIP
         '</s> 3\\nthe 5\\ncat 2\\n'
     """
-    from parvec.formats import atomic_output
+    from parvec.fileio import atomic_output
 
     with atomic_output(path, "w") as f:
         f.write(f"{SENTENCE_END} {int(sentences)}\n")

@@ -8,7 +8,7 @@ an arena, and the next id, so ids are in first-seen order.  word2vec.c counts it
 (a hash of the bytes into an open-addressing table); parvec's reader in Python (``str.split`` and a
 ``Counter`` of ``str``) made a Python object of every token.
 
-The table's arrays are owned by :class:`parvec.textscan.WordTable`: when they are full the kernel stops
+The table's arrays are owned by :class:`parvec.corpus.textscan.WordTable`: when they are full the kernel stops
 and says so, the table grows them (twice the size) and the kernel goes on where it stopped; the kernels
 allocate nothing.  The slots stay at most half full and sized to the words seen, not to the worst case of a
 block, so the hot words' slots stay in the CPU's caches.

@@ -1,7 +1,7 @@
 """Counting and encoding text files on bytes: the word table (:mod:`parvec.kernels.wordtable`) and the
 normalisation that lets it give exactly what Python's ``str.split()`` gives.
 
-:class:`parvec.corpus.EncodedCorpus` reads a file in blocks cut at whitespace.  A block goes to the kernel
+:class:`parvec.corpus.readers.TextSentences` reads a file in blocks cut at whitespace.  A block goes to the kernel
 as it is when the kernel's byte rules split it as ``bytes.decode().split()`` would: it is ASCII (then
 lower-casing, if asked, is ``bytes.lower()``), or it is valid UTF-8 with no non-ASCII whitespace (U+0085,
 U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) and no lower-casing.  Any other
@@ -142,7 +142,7 @@ class WordTable:
 @nb.njit(cache=True, nogil=True)
 def tally(ids: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - numba
     """Add one to ``counts[i]`` for every id ``i >= 0`` of ``ids`` (the encoding pass's count of each word, which
-    :mod:`parvec.corpus` compares with the counting pass's).
+    :mod:`parvec.corpus.encode` compares with the counting pass's).
 
     Example:
         >>> c = np.zeros(3, np.int64); tally(np.array([0, 2, -1, 0], np.int32), c); c.tolist()
