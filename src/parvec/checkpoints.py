@@ -6,21 +6,35 @@ A checkpoint directory (``--checkpoint-dir DIR``, ``Word2Vec(checkpoint_dir=DIR)
 - ``DIR/mid-eEEEE-cCCCCCCCCC``: mid-epoch checkpoints (``checkpoint_every``), the model after the first
   ``CCCCCCCCC`` chunks of epoch ``EEEE`` (counted from 1); only the last two of a run are kept.
 
-Each is a model directory (:meth:`parvec.Word2Vec.save`) written to a temporary directory and renamed into
+Each is a model directory (:mod:`parvec.model_io`) written to a temporary directory and renamed into
 place, so a killed run leaves either the old or the new one, never half of one.  Its ``model.json`` holds
 the run's identity (``run_id``), the exact ``position`` to resume from, when it was written, and a CRC-32
 of each array, so a damaged copy is named as such instead of resuming from wrong vectors.
+
+This module knows where checkpoints are, not what a model is: loading for resume takes the loader
+(``Word2Vec.load`` passes its own; :func:`parvec.model_io.load` reads the arrays and metadata alone), and
+:class:`Checkpointer`, which writes a run's checkpoints (for ``Word2Vec`` and node2vec/DeepWalk alike), takes a
+function that describes the model as a :class:`parvec.model_io.SavedModel`.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import re
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from parvec import model_io
+from parvec.engine import Position
+from parvec.errors import CheckpointError, ParvecError
+from parvec.fileio import WriteError
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 EPOCH_END = "checkpoint"
 _MID = re.compile(r"^mid-e(\d{4,})-c(\d{9,})$")
 
@@ -56,14 +70,6 @@ class Found:
         return f"epoch {self.epoch + 1}, {self.chunks_done} chunks in"
 
 
-def _read_meta(path: Path) -> dict[str, Any] | None:
-    try:
-        meta = json.loads((path / "model.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
 def list_checkpoints(directory: str | Path, run_id: str | None = None) -> list[Found]:
     """The checkpoints in ``directory`` (of run ``run_id`` when given), oldest first.
 
@@ -79,7 +85,7 @@ def list_checkpoints(directory: str | Path, run_id: str | None = None) -> list[F
         m = _MID.match(child.name)
         if not child.is_dir() or not (m or child.name == EPOCH_END):
             continue
-        meta = _read_meta(child)
+        meta = model_io.read_meta(child)
         if m:
             epoch, chunks = int(m.group(1)) - 1, int(m.group(2))
         else:
@@ -127,17 +133,15 @@ def prune_mid_checkpoints(directory: str | Path, run_id: str, keep: int = 2) -> 
     return removed
 
 
-def previous_checkpoint(path: str | Path) -> Found | None:
+def previous_checkpoint(path: str | Path,
+                        load: Callable[[Path, str | None], Any] = model_io.load) -> Found | None:
     """The newest checkpoint beside ``path`` (same directory), before it in the run when its place is
-    known, that loads whole: what to offer when ``path`` is damaged.
+    known, that ``load`` reads whole: what to offer when ``path`` is damaged.
 
     Example:
         >>> previous_checkpoint("no/such/dir/checkpoint") is None
         True
     """
-    from parvec.errors import ParvecError
-    from parvec.word2vec import Word2Vec
-
     path = Path(path)
     try:
         resolved = path.resolve()
@@ -149,37 +153,108 @@ def previous_checkpoint(path: str | Path) -> Found | None:
         if f.path.resolve() == resolved or f.meta is None or (me is not None and f.key >= me.key):
             continue
         try:
-            Word2Vec._load(f.path)
+            load(f.path, None)
         except ParvecError:
             continue
         return f
     return None
 
 
-def load_for_resume(path: str | Path, mmap: str | None = None) -> tuple[Any, Path, str | None]:
-    """Load the model or checkpoint to resume: ``path`` itself, or the latest checkpoint in it when it is a
-    checkpoint directory.  Returns ``(model, the path loaded, a note to show or None)``; a damaged one
-    raises :class:`parvec.errors.CheckpointError` that names the previous intact checkpoint, if any.
+def load_for_resume(path: str | Path, load: Callable[[Path, str | None], T],
+                    mmap: str | None = None) -> tuple[T, Path, str | None]:
+    """Load the model or checkpoint to resume with ``load(path, mmap)``: ``path`` itself, or the latest checkpoint
+    in it when it is a checkpoint directory.  Returns ``(what load returned, the path loaded, a note to show or
+    None)``; a damaged one raises :class:`parvec.errors.CheckpointError` that names the previous intact
+    checkpoint (one that ``load`` reads whole), if any.  :func:`parvec.word2vec.load_for_resume` passes
+    ``Word2Vec``'s loader; :func:`parvec.model_io.load` gives the arrays and metadata.
 
     Example:
-        >>> model, where, note = load_for_resume("ck")  # doctest: +SKIP
+        >>> saved, where, note = load_for_resume("ck", model_io.load)  # doctest: +SKIP
+        >>> where.name, saved.position.chunks_done  # doctest: +SKIP
+        ('mid-e0002-c000000040', 40)
     """
-    from parvec.errors import CheckpointError
-    from parvec.word2vec import Word2Vec
-
     path = Path(path)
     note = None
-    if path.is_dir() and not (path / "model.json").exists():
+    if path.is_dir() and not (path / model_io.MODEL_JSON).exists():
         latest = latest_checkpoint(path)
         if latest is not None:
             note = f"--resume {path}: its latest checkpoint is {latest}"
-            if (path / EPOCH_END).is_dir() and _read_meta(path / EPOCH_END) is None:
+            if (path / EPOCH_END).is_dir() and model_io.read_meta(path / EPOCH_END) is None:
                 note += f" ({path / EPOCH_END} has no readable model.json and was passed over)"
             path = latest
     try:
-        return Word2Vec._load(path, mmap=mmap), path, note
+        return load(path, mmap), path, note
     except CheckpointError as exc:
-        prev = previous_checkpoint(path)
+        prev = previous_checkpoint(path, load)
         offer = (f"; the previous checkpoint {prev.path} ({prev.describe()}) is intact: --resume {prev.path}"
                  if prev is not None else "; there is no other intact checkpoint beside it")
         raise CheckpointError(f"{exc}{offer}") from None
+
+
+class Checkpointer:
+    """Writes one run's checkpoints into its directory: ``DIR/checkpoint`` after every epoch (:meth:`epoch_end`)
+    and ``DIR/mid-e*-c*`` at the run engine's mid-epoch points (:meth:`mid_epoch`, its ``on_checkpoint``), keeping
+    the run's last two mid-epoch ones.
+
+    ``describe(position, epochs_trained)`` returns the model to write (a :class:`parvec.model_io.SavedModel`:
+    :class:`parvec.word2vec.Word2Vec` and :class:`parvec.graph.node2vec.Node2Vec` describe themselves).  A
+    checkpoint that cannot be written (a full disk) leaves the previous ones as they were; ``on_error`` says what
+    then: ``"stop"`` raises a :class:`parvec.fileio.WriteError` naming the previous intact checkpoint and how to
+    resume from it, ``"continue"`` logs a warning and training goes on (the next checkpoint tries again).
+    ``report`` (a dict) counts the checkpoints written and failed and their seconds; ``on_saved(path, position,
+    seconds)`` is called after each (the CLI prints a line; a report's time series pauses its clock).
+
+    Example:
+        >>> ck = Checkpointer("ck", lambda pos, epochs: saved_model, run_id="r1")  # doctest: +SKIP
+        >>> ck.epoch_end(1)  # doctest: +SKIP
+        True
+    """
+
+    def __init__(self, directory: str | Path, describe: Callable[[Position | None, int], model_io.SavedModel],
+                 run_id: str, on_error: str = "stop", report: dict[str, Any] | None = None,
+                 on_saved: Callable[[Path, Position | None, float], None] | None = None) -> None:
+        if on_error not in ("stop", "continue"):
+            raise ParvecError(f"on_checkpoint_error must be 'stop' or 'continue', got {on_error!r}")
+        self.directory = Path(directory)
+        self.describe = describe
+        self.run_id = run_id
+        self.on_error = on_error
+        self.report = report if report is not None else {}
+        for key in ("mid_epoch_checkpoints", "epoch_end_checkpoints", "failed_checkpoints"):
+            self.report.setdefault(key, 0)
+        self.report.setdefault("checkpoint_seconds", 0.0)
+        self.on_saved = on_saved
+
+    def mid_epoch(self, position: Position) -> None:
+        """A mid-epoch checkpoint at ``position`` (the engine calls it with every unit handed out trained)."""
+        path = self.directory / mid_name(position.epoch, position.chunks_done)
+        if self._save(path, position, position.epoch):
+            prune_mid_checkpoints(self.directory, self.run_id)
+
+    def epoch_end(self, epochs_trained: int) -> bool:
+        """The checkpoint after ``epochs_trained`` epochs; False when it could not be written and training goes on."""
+        return self._save(self.directory / EPOCH_END, None, epochs_trained)
+
+    def _save(self, path: Path, position: Position | None, epochs_trained: int) -> bool:
+        t0 = time.perf_counter()
+        try:
+            model_io.save(path, self.describe(position, epochs_trained))
+        except WriteError as exc:
+            kept = [f for f in list_checkpoints(path.parent, self.run_id) if f.meta is not None]
+            prev = (f"the previous checkpoint {kept[-1].path} ({kept[-1].describe()}) is intact" if kept
+                    else "this run has no earlier checkpoint")
+            self.report["failed_checkpoints"] += 1
+            if self.on_error == "continue":
+                log.warning("checkpoint %s; %s; training continues (--on-checkpoint-error continue) and the next "
+                            "checkpoint tries again", exc, prev)
+                return False
+            resume = f": free space, then resume from it with --resume {path.parent}" if kept else ""
+            raise WriteError(f"checkpoint {exc}; training stopped (--on-checkpoint-error stop, the default; "
+                             f"'continue' trains on without it); {prev}{resume}", exc.path, exc.errno,
+                             exc.reason) from None
+        seconds = time.perf_counter() - t0
+        self.report["mid_epoch_checkpoints" if position is not None else "epoch_end_checkpoints"] += 1
+        self.report["checkpoint_seconds"] += seconds
+        if self.on_saved is not None:
+            self.on_saved(path, position, seconds)
+        return True

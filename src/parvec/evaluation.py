@@ -13,6 +13,10 @@ normalised mean) or ``(1+S[b])/2 * (1+S[c])/2 / ((1+S[a])/2 + 1e-6)`` (3CosMul) 
 skipping the three question words (and their other spellings when case-insensitive).  The Google
 set over 30,000 words takes well under a second.
 
+The functions take any set of word vectors that has what :class:`WordVectors` lists (a
+:class:`parvec.KeyedVectors`, whose ``evaluate_word_pairs``/``evaluate_word_analogies`` call in here, or
+gensim's); this module does not import the class.
+
 Example:
     >>> from parvec.evaluation import evaluate, format_report
     >>> print(format_report(evaluate(kv)))  # doctest: +SKIP
@@ -27,19 +31,17 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numba import njit, prange
 
 from parvec.errors import ParvecError
 
-if TYPE_CHECKING:
-    from parvec.keyedvectors import KeyedVectors
-
 __all__ = [
     "EVAL_FILES",
     "PairScores",
+    "WordVectors",
     "analogy_sections",
     "default_eval_paths",
     "shipped_eval_dir",
@@ -60,6 +62,25 @@ METHODS = ("3cosadd", "3cosmul")
 _S_BUDGET = 1 << 25  # float32 cells of the cosine block S per batch (128 MiB)
 
 
+@runtime_checkable
+class WordVectors(Protocol):
+    """What the evaluations read of a set of word vectors: the keys in row order (most frequent first),
+    their number, and the rows scaled to unit length.  :class:`parvec.KeyedVectors` has them, as gensim's
+    ``KeyedVectors`` does.
+
+    Example:
+        >>> import parvec
+        >>> isinstance(parvec.KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]), WordVectors)
+        True
+    """
+
+    index_to_key: list[str]
+
+    def __len__(self) -> int: ...
+
+    def get_normed_vectors(self) -> np.ndarray: ...
+
+
 # ---------------------------------------------------------------------- locating the files
 def _candidate_dirs() -> list[Path]:
     dirs = []
@@ -77,7 +98,7 @@ def shipped_eval_dir() -> Path:
     analogies xz-compressed; sources, licences and checksums in its README.md).
 
     Example:
-        >>> sorted(p.name for p in shipped_eval_dir().glob("*") if p.name.startswith(("ws", "sim", "quest")))
+        >>> sorted(p.name for p in shipped_eval_dir().glob("*") if p.name.startswith(("word", "sim", "quest")))
         ['questions-words.txt.xz', 'simlex999.txt', 'wordsim353.tsv']
     """
     from importlib import resources
@@ -176,7 +197,7 @@ def read_analogy_questions(path: PathLike) -> list[tuple[str, list[tuple[str, st
     return sections
 
 
-def _lookup(kv: KeyedVectors, rows: int, case_insensitive: bool) -> dict[str, int]:
+def _lookup(kv: WordVectors, rows: int, case_insensitive: bool) -> dict[str, int]:
     """Word (upper-cased if case-insensitive) -> row, over the first ``rows`` rows."""
     keys = kv.index_to_key
     if not case_insensitive:
@@ -185,7 +206,7 @@ def _lookup(kv: KeyedVectors, rows: int, case_insensitive: bool) -> dict[str, in
     return {keys[i].upper(): i for i in range(rows - 1, -1, -1)}
 
 
-def _rows(kv: KeyedVectors, restrict_vocab: int | None) -> int:
+def _rows(kv: WordVectors, restrict_vocab: int | None) -> int:
     return len(kv) if restrict_vocab is None else max(0, min(int(restrict_vocab), len(kv)))
 
 
@@ -207,7 +228,7 @@ class PairScores:
 
 
 def word_pair_scores(
-    kv: KeyedVectors,
+    kv: WordVectors,
     path: PathLike,
     delimiter: str | None = "\t",
     restrict_vocab: int | None = 300000,
@@ -381,7 +402,7 @@ class _AnalogyOutcome:
 
 
 def _solve_file(
-    kv: KeyedVectors,
+    kv: WordVectors,
     path: PathLike,
     restrict_vocab: int | None,
     case_insensitive: bool,
@@ -428,7 +449,7 @@ def _solve_file(
 
 
 def analogy_sections(
-    kv: KeyedVectors,
+    kv: WordVectors,
     path: PathLike,
     restrict_vocab: int | None = 300000,
     case_insensitive: bool = True,
@@ -475,7 +496,7 @@ def _finite(x: float) -> float | None:
 
 
 def evaluate(
-    kv: KeyedVectors,
+    kv: WordVectors,
     ws353: PathLike | None = None,
     simlex: PathLike | None = None,
     analogies: PathLike | None = None,

@@ -389,7 +389,7 @@ def write_report(
     Example:
         >>> write_report(["hogbatch.json", "par.json"], "report.html", words=["king", "queen"])  # doctest: +SKIP
     """
-    from parvec.formats import atomic_output
+    from parvec.fileio import atomic_output
 
     if not paths:
         raise ParvecError("parvec report: give at least one RUN.json")

@@ -8,9 +8,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from parvec.capabilities import ALGORITHMS
 from parvec.cli.outputs import OutputPlan, Use, check_paths
 from parvec.cli.train import threads_arg
-from parvec.config import ALGORITHMS, DEFAULT_ALGO, default_threads
+from parvec.config import DEFAULT_ALGO, default_threads
 
 DEMO_WORDS = ("king", "france", "computer", "music", "three", "war", "paris", "water")
 DEMO_ANALOGIES = (("man", "king", "woman"), ("france", "paris", "germany"), ("big", "bigger", "small"))

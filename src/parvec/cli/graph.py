@@ -239,7 +239,7 @@ def _resumed(args: argparse.Namespace) -> Any:
     # --resume: the checkpoint's run on the graph given again (read with the checkpoint's --weighted and
     # --directed); flags given with another value than the checkpoint's are refused, --workers and --epochs
     # applied and said, as `parvec train --resume` does.
-    from parvec.cli.train import _describe_resume, explicit_flags
+    from parvec.cli.train import describe_resume, explicit_flags
     from parvec.graph.node2vec import DeepWalk, Node2Vec
 
     if getattr(args, "device", "cpu") != "cpu":
@@ -271,7 +271,7 @@ def _resumed(args: argparse.Namespace) -> Any:
         args.checkpoint_every = str(model.checkpoint_every)
         print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
-    for line in _describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"])):
+    for line in describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"])):
         print(line, file=sys.stderr)
     return model
 
@@ -279,9 +279,11 @@ def _resumed(args: argparse.Namespace) -> Any:
 def _refuse_cluster(args: argparse.Namespace) -> None:
     # Before anything is read: node2vec/DeepWalk on Ray is refused with the API's error (parvec.graph.node2vec).
     if getattr(args, "cluster", None):
+        from types import SimpleNamespace
+
         from parvec.graph.node2vec import cluster_refusal
 
-        raise cluster_refusal(f"--cluster {args.cluster}", "--cluster")
+        raise cluster_refusal(SimpleNamespace(mode=getattr(args, "cluster_mode", None) or "replicas"))
 
 
 def _cmd_embed(args: argparse.Namespace) -> int:
@@ -293,7 +295,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     from parvec.cli.outputs import OutputPlan, Use, check_paths, vector_outputs
 
     if args.checkpoint_every is not None:
-        from parvec.trainer import parse_interval
+        from parvec.engine import parse_interval
 
         parse_interval(args.checkpoint_every)
         if not args.checkpoint_dir and not args.resume:
@@ -328,9 +330,9 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if not args.resume:
         model = _model(graph, args)
     if args.checkpoint_dir or args.checkpoint_every is not None:
-        from parvec.cli.train import _print_checkpoint
+        from parvec.cli.train import print_checkpoint
 
-        model.on_checkpoint_saved = _print_checkpoint
+        model.on_checkpoint_saved = print_checkpoint
     if args.report:
         from parvec.runlog import RunLog
 
@@ -340,8 +342,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     kv = model.fit()
     pending.write(lambda tmp: kv.save(tmp) if is_npy else kv.save_word2vec_format(tmp, binary=args.binary))
     if pending_report is not None:
+        from parvec.cli.run_report import write_report
+
         report = _graph_report(args, graph, model, labels, out, t_read)
-        pending_report.write(lambda tmp: Path(tmp).write_text(json.dumps(report, indent=1), encoding="utf-8"))
+        pending_report.write(lambda tmp: write_report(tmp, report))
     plan.commit()
     if not args.quiet:
         tm = model.timings
@@ -356,33 +360,25 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
 def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any, out: Path,
                   t_read: float) -> dict[str, Any]:
-    # The same shape as `parvec train --report` (kind "graph"), plus the walk settings and, with labels,
-    # micro/macro-F1 against the training fraction.
-    from parvec.cli.train import peak_memory_bytes
+    # The common keys (parvec.cli.run_report, kind "graph"), plus the walk settings and, with labels,
+    # micro/macro-F1 against the training fraction (scored after the peak memory of training is read).
+    from parvec.cli.run_report import checkpoints, resumed_from, run_report
 
-    stats = model.train_stats
-    report: dict[str, Any] = {
-        "kind": "graph",
-        "parameters": model.config.to_dict() | {
+    saved = model.resumed_from
+    report = run_report(
+        "graph", model.config.to_dict() | {
             "walk_length": model.spec.walk_length, "num_walks": model.spec.num_walks, "p": model.spec.p,
             "q": model.spec.q, "graph": args.graph, "command": args.command},
-        "nodes": graph.n_nodes, "edges": graph.n_edges,
-        "words_trained": stats.words, "epochs": stats.epochs, "read_seconds": t_read,
-        "walk_seconds": model.timings.get("walks"), "training_seconds": stats.seconds,
-        "words_per_sec": stats.words_per_sec, "loss_per_epoch": stats.loss_per_epoch,
-        "peak_memory_bytes": peak_memory_bytes(), "device": model.config.device,
-        "output": str(out.resolve()), "output_binary": bool(args.binary),
-        "checkpoints": model.checkpoint_report | {"every": args.checkpoint_every, "dir": args.checkpoint_dir},
-        "resumed_from": None if model.resumed_from is None else {
-            "path": model.resumed_path, "saved_at": model.resumed_from.saved_at,
-            "position": None if model.resumed_from.position is None else model.resumed_from.position.to_dict()},
-    }
+        model.train_stats, read_seconds=t_read, device=model.config.device, output=str(out.resolve()),
+        output_binary=bool(args.binary),
+        checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
+        resumed_from=None if saved is None else resumed_from(model.resumed_path, saved.saved_at, saved.position),
+        extra={"nodes": graph.n_nodes, "edges": graph.n_edges, "walk_seconds": model.timings.get("walks")},
+        run_log=model.run_log)
     if labels is not None:
         model.eval_labels, model.eval_labels_source = labels, args.labels
         report["labels"] = args.labels
         report["node_classification"] = model.classify(model.node_vectors, repeats=3)
-    if model.run_log is not None:
-        report |= model.run_log.to_dict()
     return report
 
 

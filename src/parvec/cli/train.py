@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -356,9 +354,9 @@ def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
         ['the training corpus']
     """
     from parvec.cli.outputs import Use, directory_inputs
-    from parvec.corpus import _expand_inputs
+    from parvec.corpus import expand_inputs
 
-    uses = [] if source == "-" else [Use("the training corpus", p) for p in _expand_inputs(source) or [Path(source)]]
+    uses = [] if source == "-" else [Use("the training corpus", p) for p in expand_inputs(source) or [Path(source)]]
     if getattr(args, "read_vocab", None):
         uses.append(Use("the vocabulary -read-vocab", Path(args.read_vocab)))
     if args.resume:
@@ -409,7 +407,7 @@ def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, 
         return f"encoded-corpus cache: used ({cache_dir})"
     if cache_used is False:
         return f"encoded-corpus cache: not used (no cached encoding of this input and these options in {cache_dir})"
-    from parvec.formats import is_stream
+    from parvec.fileio import is_stream
 
     why = ("--no-cache" if args.no_cache else "standard input is read once, never cached" if source == "-"
            else f"{source} is a stream (pipe or FIFO), read once, never cached" if isinstance(source, str)
@@ -424,16 +422,6 @@ def _human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
-
-
-def peak_memory_bytes() -> int:
-    """Peak resident memory of this process so far (ru_maxrss).
-
-    Example:
-        >>> peak_memory_bytes() > 0
-        True
-    """
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _threads(n: int) -> str:
@@ -512,7 +500,7 @@ def write_classes(path: str | os.PathLike[str], words: list[str], classes: np.nd
     Example:
         >>> write_classes("classes.txt", ["the", "cat"], np.array([1, 0]))  # doctest: +SKIP
     """
-    from parvec.formats import atomic_output
+    from parvec.fileio import atomic_output
 
     with atomic_output(path, "w") as f:
         for w, c in zip(words, classes.tolist(), strict=True):
@@ -533,9 +521,15 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    if args.hs and getattr(args, "cluster", None):
-        raise ParvecError("-hs 1 (--hs): hierarchical softmax trains in this process only; leave out --cluster")
     defaults_line = resolve_defaults(args)  # refuses a training file named both ways
+    if getattr(args, "cluster", None):
+        # What the cluster's mode cannot train (parvec.capabilities), before reading; after the defaults, since
+        # word2vec.c's -train FILE means CBOW.
+        from parvec import capabilities
+
+        capabilities.check_placement(getattr(args, "device", "cpu"), args.cluster)
+        capabilities.check(args.cluster_mode, cbow=bool(args.cbow), hs=bool(args.hs),
+                           mid_epoch_checkpoints=args.checkpoint_every is not None)
     inputs = list(args.input or [])
     source: Any = args.train_file or (inputs[0] if len(inputs) == 1 else inputs or None)
     if isinstance(source, list) and "-" in source:
@@ -556,8 +550,6 @@ def _run_train(args: argparse.Namespace) -> int:
             raise ParvecError(f"{flag} cannot be combined with --resume (the resumed model has its vocabulary and "
                               "writes its vectors)")
     if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
-        if args.cbow or args.hs:
-            raise ParvecError("--mode sharded trains skip-gram with negative sampling only: add -cbow 0 -hs 0")
         for flag, value in (("-read-vocab", args.read_vocab), ("-classes", args.classes)):
             if value:
                 raise ParvecError(f"{flag} is not available with --mode sharded")
@@ -566,7 +558,7 @@ def _run_train(args: argparse.Namespace) -> int:
     binary = bool(args.binary) if args.binary is not None else str(args.output or "").endswith(".bin")
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
     if args.checkpoint_every is not None:
-        from parvec.trainer import parse_interval
+        from parvec.engine import parse_interval
 
         parse_interval(args.checkpoint_every)
         if not args.checkpoint_dir and not args.resume:
@@ -643,7 +635,8 @@ def explicit_flags(args: argparse.Namespace, command: str = "train") -> set[str]
 def _prepare_resume(args: argparse.Namespace) -> Any:
     # Before any output is reserved: load the checkpoint (the latest one when --resume names a checkpoint
     # directory), refuse flags that contradict it, and take its threads, checkpoint directory and interval.
-    from parvec.checkpoints import EPOCH_END, load_for_resume
+    from parvec.checkpoints import EPOCH_END
+    from parvec.word2vec import load_for_resume
 
     model, path, note = load_for_resume(args.resume)
     if model.graph_run is not None:
@@ -688,7 +681,15 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     return model, resume_epochs
 
 
-def _describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
+def describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
+    """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
+    what is lost (the training after it, written so long ago) and redone.  ``train`` and the graph commands
+    print them.
+
+    Example:
+        >>> describe_resume(Word2Vec.load("ck/checkpoint"), "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
+        'resuming ck/checkpoint: 2 of 5 epochs done'
+    """
     import time as _time
 
     e = model.config.epochs
@@ -708,7 +709,13 @@ def _describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
     return lines
 
 
-def _print_checkpoint(path: Path, pos: Any, seconds: float) -> None:
+def print_checkpoint(path: Path, pos: Any, seconds: float) -> None:
+    """Print one line to stderr for a checkpoint just written (``Word2Vec.on_checkpoint_saved``; the graph
+    commands' too): its path, where in training it is (``pos``: None at an epoch's end) and the seconds it took.
+
+    Example:
+        >>> model.on_checkpoint_saved = print_checkpoint  # doctest: +SKIP
+    """
     where = "end of epoch" if pos is None else f"epoch {pos.epoch + 1}, {pos.words_done:,} words in"
     print(f"checkpoint: {path} ({where}) written in {seconds:.2f} s", file=sys.stderr, flush=True)
 
@@ -717,19 +724,42 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
                      out: dict[str, Any], resumed: Any = None) -> list[str]:
     # Reads, trains and writes every output into its reserved temporary; returns the lines to print
     # once run_train has renamed them into place.
-    from parvec.trainer import available_memory, estimate_memory
-    from parvec.word2vec import Word2Vec
-
     if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
         # Column-sharded parameter servers: count, encode, train and export on Ray without ever holding the
-        # model in this process (parvec.distributed.pipeline).
-        from parvec.distributed.pipeline import train_sharded_cli
+        # model in this process (parvec.cli.sharded over parvec.distributed.pipeline).
+        from parvec.cli.sharded import refuse_flags, train_sharded
 
         if isinstance(source, list):
             raise ParvecError("--mode sharded reads one input file: concatenate the inputs first")
-        return train_sharded_cli(args, source, binary, cache_dir, out)
+        refuse_flags(args)  # before the cluster is made from the flags
+        return train_sharded(args, cluster_from_args(args), source, binary, cache_dir, out)
     done: list[str] = []
     t0 = time.perf_counter()
+    model, encoded, resume_epochs = _read_corpus(args, source, cache_dir, resumed)
+    read_seconds = time.perf_counter() - t0
+    memory_estimate = _describe_corpus(args, source, cache_dir, model, encoded, read_seconds)
+    if args.save_vocab:
+        from parvec.vocab import write_vocab_file
+
+        vocab = encoded.vocab
+        out["save_vocab"].write(lambda path: write_vocab_file(path, vocab, encoded.n_sentences))
+        done.append(f"wrote the vocabulary ({len(vocab):,} words) to {args.save_vocab}")
+    stats, resumed_from = _train(args, model, encoded, resume_epochs)
+    done += _write_outputs(args, out, model, binary, len(encoded.vocab))
+    if args.report:
+        from parvec.cli.run_report import write_report
+
+        report = _report(args, source, binary, model, encoded, stats, read_seconds, memory_estimate, resumed_from)
+        out["report"].write(lambda path: write_report(path, report))
+        done.append(f"wrote the report to {args.report}")
+    return done
+
+
+def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed: Any) -> tuple[Any, Any, int | None]:
+    # The model (new, or the resumed checkpoint's with this run's settings) and the corpus it encoded;
+    # returns (model, encoded corpus, --epochs of a resumed run or None).
+    from parvec.word2vec import Word2Vec
+
     if args.resume:
         model, resume_epochs = resumed
         model.config.progress = args.progress
@@ -743,36 +773,43 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         # Counted afresh (the cache serves it): train(resume=True) refuses a corpus whose vocabulary or token
         # count differs from the checkpoint's.
         encoded = model.encode(corpus_file=source)
-        for line in _describe_resume(model, args.resume, encoded.n_tokens):
+        for line in describe_resume(model, args.resume, encoded.n_tokens):
             print(line, file=sys.stderr)
-    else:
-        model = Word2Vec(
-            vector_size=args.dim, window=args.window, negative=args.negative, sample=args.sample,
-            min_count=args.min_count, max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
-            epochs=args.epochs, alpha=args.alpha, min_alpha=args.min_alpha, workers=args.threads,
-            seed=args.seed, algo=args.algo, max_sentence_length=args.max_sentence_length,
-            batch_size=args.batch_size, par_batch=args.par_batch, compute_loss=args.compute_loss,
-            progress=args.progress, cache_dir=cache_dir, lowercase=args.lowercase,
-            unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
-            device=args.device, cluster=cluster_from_args(args), hs=args.hs, sg=0 if args.cbow else 1,
-            cbow_mean=args.cbow_mean,
-            checkpoint_every=args.checkpoint_every, on_checkpoint_error=args.on_checkpoint_error,
-        )
-        read_vocab = None
-        if args.read_vocab:
-            from parvec.vocab import read_vocab_file
+        return model, encoded, resume_epochs
+    model = Word2Vec(
+        vector_size=args.dim, window=args.window, negative=args.negative, sample=args.sample,
+        min_count=args.min_count, max_vocab_size=args.max_vocab_size, max_final_vocab=args.max_final_vocab,
+        epochs=args.epochs, alpha=args.alpha, min_alpha=args.min_alpha, workers=args.threads,
+        seed=args.seed, algo=args.algo, max_sentence_length=args.max_sentence_length,
+        batch_size=args.batch_size, par_batch=args.par_batch, compute_loss=args.compute_loss,
+        progress=args.progress, cache_dir=cache_dir, lowercase=args.lowercase,
+        unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
+        device=args.device, cluster=cluster_from_args(args), hs=args.hs, sg=0 if args.cbow else 1,
+        cbow_mean=args.cbow_mean,
+        checkpoint_every=args.checkpoint_every, on_checkpoint_error=args.on_checkpoint_error,
+    )
+    read_vocab = None
+    if args.read_vocab:
+        from parvec.vocab import read_vocab_file
 
-            read_vocab = read_vocab_file(args.read_vocab, min_count=args.min_count,
-                                         max_final_vocab=args.max_final_vocab)
-        encoded = model.encode(corpus_file=source, vocab=read_vocab)
-        if read_vocab is not None:
-            unseen = int(np.count_nonzero(np.bincount(encoded.tokens, minlength=len(read_vocab)) == 0))
-            print(f"vocabulary read from {args.read_vocab}: {len(read_vocab):,} words reach min-count "
-                  f"{args.min_count}; corpus words not in it are dropped"
-                  + (f"; {unseen:,} of its words never occur in the corpus and keep their random initial "
-                     "vectors (as word2vec.c)" if unseen else ""), file=sys.stderr)
-    read_seconds = time.perf_counter() - t0
-    cache_used = getattr(encoded, "cache_used", None)
+        read_vocab = read_vocab_file(args.read_vocab, min_count=args.min_count,
+                                     max_final_vocab=args.max_final_vocab)
+    encoded = model.encode(corpus_file=source, vocab=read_vocab)
+    if read_vocab is not None:
+        unseen = int(np.count_nonzero(np.bincount(encoded.tokens, minlength=len(read_vocab)) == 0))
+        print(f"vocabulary read from {args.read_vocab}: {len(read_vocab):,} words reach min-count "
+              f"{args.min_count}; corpus words not in it are dropped"
+              + (f"; {unseen:,} of its words never occur in the corpus and keep their random initial "
+                 "vectors (as word2vec.c)" if unseen else ""), file=sys.stderr)
+    return model, encoded, None
+
+
+def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, model: Any, encoded: Any,
+                     read_seconds: float) -> Any:
+    # The corpus line, the memory line (a cluster run: every process it starts here, refused before Ray
+    # starts if over) and the cache line; returns the cluster's memory estimate (None without --cluster).
+    from parvec.trainer import available_memory, estimate_memory
+
     vocab = encoded.vocab
     need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)
     avail = available_memory()
@@ -783,6 +820,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         f"[read in {read_seconds:.1f} s]",
         file=sys.stderr,
     )
+    cache_used = getattr(encoded, "cache_used", None)
     pruning = getattr(encoded, "pruning", None)  # parvec.corpus logged a warning saying so
     if pruning and cache_used:  # read back from the cache: say it again
         from parvec.corpus import pruning_note
@@ -790,7 +828,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         print(f"note: {pruning_note(pruning)}", file=sys.stderr)
     mapped = " (memory-mapped from disk)" if isinstance(encoded.tokens, np.memmap) else ""
     memory_estimate = None
-    if model.cluster is not None:  # every process the run starts here, refused before Ray starts if over
+    if model.cluster is not None:
         from parvec.distributed.memory import corpus_sizes, estimate_cluster
 
         cl = model.cluster
@@ -807,11 +845,12 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
             file=sys.stderr,
         )
     print(_cache_line(cache_used, args, source, cache_dir), file=sys.stderr)
-    if args.save_vocab:
-        from parvec.vocab import write_vocab_file
+    return memory_estimate
 
-        out["save_vocab"].write(lambda path: write_vocab_file(path, vocab, encoded.n_sentences))
-        done.append(f"wrote the vocabulary ({len(vocab):,} words) to {args.save_vocab}")
+
+def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: int | None) -> tuple[Any, Any]:
+    # The run log, evaluation and checkpoint lines as the flags ask, then training and its summary lines;
+    # returns (stats, the report's resumed_from: where the checkpoint was, read before training moves it).
     if args.report or args.eval_every_epoch:
         from parvec.runlog import RunLog
 
@@ -820,16 +859,16 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         model.run_log = RunLog(interval_s=args.report_interval)
         model.eval_every_epoch = bool(args.eval_every_epoch)
     if args.checkpoint_every is not None:
-        model.on_checkpoint_saved = _print_checkpoint
+        model.on_checkpoint_saved = print_checkpoint
     resumed_from = None
     if args.resume:
-        resumed_from = {"path": args.resume, "saved_at": model.saved_at,
-                        "position": None if model.position is None else model.position.to_dict()}
+        from parvec.cli.run_report import resumed_from as resumed_entry
+
+        resumed_from = resumed_entry(args.resume, model.saved_at, model.position)
         stats = model.train(corpus=encoded, resume=True, epochs=resume_epochs)
     else:
         model.build_vocab(corpus=encoded)
         stats = model.train(corpus=encoded)
-    raw_per_sec = encoded.raw_words * stats.epochs / stats.seconds if stats.seconds else 0.0
     if args.eval_every_epoch:
         for rec in model.run_log.epochs:
             scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in rec["scores"].items())
@@ -844,53 +883,38 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
         file=sys.stderr,
     )
+    return stats, resumed_from
+
+
+def _write_outputs(args: argparse.Namespace, out: dict[str, Any], model: Any, binary: bool, n: int) -> list[str]:
+    # -o (the n vectors, or word2vec.c's -classes lines) and --save-model into their reserved temporaries.
+    done = []
     if args.output and args.classes:
         classes = word_classes(model.wv, args.classes, seed=args.seed)
         out["output"].write(lambda path: write_classes(path, model.wv.index_to_key, classes))
-        done.append(f"wrote the classes of {len(vocab):,} words ({args.classes} k-means classes) to {args.output}")
+        done.append(f"wrote the classes of {n:,} words ({args.classes} k-means classes) to {args.output}")
     elif args.output:
         out["output"].write(lambda path: save_vectors(model.wv, str(path), binary))
-        done.append(f"wrote {len(vocab):,} vectors of {model.config.dim} to {args.output}")
+        done.append(f"wrote {n:,} vectors of {model.config.dim} to {args.output}")
     if args.save_model:
         out["save_model"].write(model.save)
         done.append(f"saved the model to {args.save_model}")
-    if args.report:
-        report = {
-            "parameters": model.config.to_dict() | {
-                "min_count": model.read_options.min_count, "max_vocab_size": model.read_options.max_vocab_size,
-                "max_final_vocab": model.read_options.max_final_vocab, "input": source,
-            },
-            "vocab_size": len(vocab),
-            "corpus_words": encoded.raw_words,
-            "corpus_tokens_in_vocab": encoded.n_tokens,
-            "vocab_pruning": pruning,
-            "sentences": encoded.n_sentences,
-            "words_trained": stats.words,
-            "epochs": stats.epochs,
-            "read_seconds": read_seconds,
-            "training_seconds": stats.seconds,
-            "words_per_sec": stats.words_per_sec,
-            "raw_words_per_sec": raw_per_sec,
-            "loss_per_epoch": stats.loss_per_epoch,
-            "peak_memory_bytes": peak_memory_bytes(),
-            "kind": "words",
-            "model": "skip-gram" if model.config.sg else "cbow",
-            "output": os.path.abspath(args.output) if args.output else None,
-            "output_binary": binary,
-            "device": model.config.device,
-            "cluster": model.cluster.to_dict() if model.cluster is not None else None,
-            "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,
-            "cache_used": cache_used,
-            "checkpoints": model.checkpoint_report | {"every": args.checkpoint_every, "dir": args.checkpoint_dir},
-            "resumed_from": resumed_from,
-        } | model.run_report | (model.run_log.to_dict() if model.run_log is not None else {})
-
-        def write_report(path: Path) -> None:
-            from parvec.formats import atomic_output
-
-            with atomic_output(path, "w") as f:
-                json.dump(report, f, indent=1)
-
-        out["report"].write(write_report)
-        done.append(f"wrote the report to {args.report}")
     return done
+
+
+def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, encoded: Any, stats: Any,
+            read_seconds: float, memory_estimate: Any, resumed_from: Any) -> dict[str, Any]:
+    # The common keys (parvec.cli.run_report), train's own, then the driver's figures and the time series.
+    from parvec.cli.run_report import CorpusFigures, absolute, checkpoints, run_report, word_parameters
+
+    return run_report(
+        "words", word_parameters(model.config, model.read_options, source), stats, read_seconds=read_seconds,
+        device=model.config.device, output=absolute(args.output), output_binary=binary,
+        cluster=model.cluster.to_dict() if model.cluster is not None else None,
+        checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
+        resumed_from=resumed_from,
+        corpus=CorpusFigures(len(encoded.vocab), encoded.raw_words, encoded.n_tokens, encoded.n_sentences),
+        extra={"vocab_pruning": getattr(encoded, "pruning", None), "model": "skip-gram" if model.config.sg else "cbow",
+               "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,
+               "cache_used": getattr(encoded, "cache_used", None)},
+        driver=model.run_report, run_log=model.run_log)

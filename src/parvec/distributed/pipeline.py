@@ -1,12 +1,13 @@
 """``parvec train INPUT --cluster SPEC --mode sharded``: the four steps of Ordentlich et al. section 6, on Ray,
 without ever holding the model in one process.
 
-1. **Vocabulary.**  The input is cut into byte ranges at whitespace (a compressed input or standard input is
+1. **Vocabulary.**  The input is cut into byte ranges at whitespace (:func:`parvec.corpus.byte_ranges`, each
+   read by :class:`parvec.corpus.RangeSentences`; a compressed input or standard input is
    first written out as plain text in the work directory: compressed streams cannot be split).  One Ray
    task per range counts its words (:func:`parvec.vocab.count_words`); the driver merges the counts in range
    order, so ties keep the file's first-seen order and the vocabulary is the one a single process builds
    (``min_count``, ``max_final_vocab``; with ``max_vocab_size`` each range prunes on its own first).
-2. **Encoding.**  One task per range encodes it with that vocabulary (:func:`parvec.corpus._encode`'s rules:
+2. **Encoding.**  One task per range encodes it with that vocabulary (:func:`parvec.corpus.encode_sentences`'s rules:
    lines are sentences, long lines split into ``max_sentence_length`` pieces, unknown words dropped) into
    ``tokens_K.npy``/``offsets_K.npy`` in the work directory, which the clients memory-map.  A line that a
    range boundary cuts becomes two sentences (a few window pairs at each boundary; the ranges are many MB).
@@ -16,131 +17,33 @@ without ever holding the model in one process.
    directory (never the whole matrix in memory); the outputs are then written from its memory map by
    :mod:`parvec.formats` (word2vec text/binary, ``.npy`` + vocabulary + counts), atomically.
 
-The work directory is a temporary directory under ``--cache-dir`` (the system's temporary directory with
-``--no-cache``), removed at the end.  On a multi-node cluster it must be on a file system every node sees.
+The work directory (:func:`work_directory`) is a temporary directory under ``--cache-dir`` (the system's
+temporary directory with ``--no-cache``), removed at the end.  On a multi-node cluster it must be on a file
+system every node sees.  The steps are functions of typed parameters; the command line (its flags, console
+lines, outputs and report) is :mod:`parvec.cli.sharded`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
-import time
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from parvec.corpus import ReadOptions
+from parvec.corpus import RangeSentences, ReadOptions, byte_ranges
 from parvec.errors import ParvecError
-from parvec.formats import atomic_output, check_input, open_input, save_array
+from parvec.fileio import atomic_output, check_input, is_compressed, open_input, save_array
 from parvec.vocab import Vocab, VocabCounter
 
-_WHITESPACE = b" \t\n\r\x0b\x0c"
 _BLOCK_BYTES = 1 << 22
 _RANGE_BYTES = 64 << 20  # at most this many bytes per range (more ranges than CPUs in any case)
-_COMPRESSED = (".gz", ".bz2", ".xz")
-
-
 # --------------------------------------------------------------------------- byte ranges
-def byte_ranges(path: str | os.PathLike[str], n: int) -> list[tuple[int, int]]:
-    """Cut a plain file into at most ``n`` byte ranges, each ending just after a whitespace byte (so no
-    word, and no UTF-8 character, is split); empty ranges are dropped.
-
-    Example:
-        >>> byte_ranges("corpus.txt", 4)  # doctest: +SKIP
-        [(0, 2621449), (2621449, 5242886), ...]
-    """
-    size = os.path.getsize(path)
-    cuts = [0]
-    with open(path, "rb") as f:
-        for k in range(1, max(1, n)):
-            pos = max(size * k // n, cuts[-1])
-            f.seek(pos)
-            while True:
-                block = f.read(1 << 16)
-                if not block:
-                    pos = size
-                    break
-                hit = min((i for i in (block.find(c) for c in (b" ", b"\n", b"\t", b"\r", b"\x0b", b"\x0c")) if i >= 0),
-                          default=-1)
-                if hit >= 0:
-                    pos += hit + 1
-                    break
-                pos += len(block)
-            cuts.append(min(pos, size))
-    cuts.append(size)
-    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
-
-
-class RangeSentences:
-    """Token lists of one byte range of a plain text file, read as :class:`parvec.corpus.EncodedCorpus` reads
-    a file: lines are sentences, split on whitespace, lines longer than ``max_sentence_length`` tokens cut
-    into pieces, optional lower-casing, ``unicode_errors`` as given.  Restartable (iterated twice).
-
-    Example:
-        >>> list(RangeSentences("corpus.txt", 0, 100, ReadOptions()))  # doctest: +SKIP
-        [['the', 'cat'], ...]
-    """
-
-    def __init__(self, path: str | os.PathLike[str], start: int, end: int, options: ReadOptions) -> None:
-        self.path, self.start, self.end, self.options = Path(path), start, end, options
-        self.fingerprint: tuple[int, int] | None = None  # (bytes, CRC-32) of the last complete pass
-
-    def __iter__(self) -> Iterator[list[str]]:
-        max_len = self.options.max_sentence_length
-        current: list[str] = []
-        carry = b""
-        pos = self.start
-        crc = 0
-        with open(self.path, "rb") as f:
-            f.seek(self.start)
-            while pos < self.end or carry:
-                block = f.read(min(_BLOCK_BYTES, self.end - pos)) if pos < self.end else b""
-                crc = zlib.crc32(block, crc)
-                at_end = not block
-                offset = pos - len(carry)
-                pos += len(block)
-                block = carry + block
-                if not at_end:
-                    cut = max(block.rfind(c) for c in (b" ", b"\n", b"\t"))
-                    if cut < 0:
-                        carry = block
-                        continue
-                    carry, block = block[cut + 1:], block[: cut + 1]
-                else:
-                    carry = b""
-                try:
-                    text = block.decode("utf-8", errors=self.options.unicode_errors)
-                except UnicodeDecodeError as exc:
-                    raise ParvecError(f"{self.path}: invalid UTF-8 at byte {offset + exc.start} ({exc.reason}); "
-                                      "use --unicode-errors replace (or ignore) to read it anyway") from None
-                lines = text.split("\n")
-                for i, line in enumerate(lines):
-                    if self.options.lowercase:
-                        line = line.lower()
-                    current.extend(line.split())
-                    if i < len(lines) - 1:
-                        for s in range(0, len(current), max_len):
-                            yield current[s: s + max_len]
-                        current = []
-                    elif len(current) >= max_len:
-                        full = len(current) // max_len * max_len
-                        for s in range(0, full, max_len):
-                            yield current[s: s + max_len]
-                        current = current[full:]
-                if at_end:
-                    break
-        self.fingerprint = (pos - self.start, crc)  # what counting and encoding each read of the range
-        if current:
-            yield current
-
-
 def _options_dict(options: ReadOptions) -> dict[str, Any]:
     return dict(options.__dict__)
 
@@ -169,16 +72,14 @@ def encode_range(path: str, start: int, end: int, options: dict[str, Any], vocab
         >>> encode_range("corpus.txt", 0, 1000, {}, vocab, "work", 0)  # doctest: +SKIP
         (812, 3, 1000, (5210, 2882139113))
     """
-    from parvec.corpus import _encode
+    from parvec.corpus import NoTokensError, encode_sentences
 
     opts = ReadOptions(**options)
     sentences = RangeSentences(path, start, end, opts)
     try:
-        enc = _encode(sentences, opts, vocab, source=f"{path}[{start}:{end}]")
+        enc = encode_sentences(sentences, opts, vocab, source=f"{path}[{start}:{end}]")
         tokens, offsets, raw = enc.tokens, enc.offsets, enc.raw_words
-    except ParvecError as exc:
-        if "no token of the corpus is in the vocabulary" not in str(exc):
-            raise
+    except NoTokensError:  # a range without an in-vocabulary token
         tokens, offsets = np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64)
         raw = sum(len(s) for s in sentences)
     out = Path(out_dir)
@@ -216,7 +117,7 @@ def plain_input(source: str, work: Path) -> Path:
     """
     if source != "-":
         path = check_input(source)
-        if path.suffix.lower() not in _COMPRESSED and path.is_file():
+        if not is_compressed(path) and path.is_file():
             return path
     out = work / "input.txt"
     with open(out, "wb") as dst:
@@ -239,9 +140,9 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
         >>> enc = count_and_encode(ray, Path("corpus.txt"), ReadOptions(), Path("work"), 4)  # doctest: +SKIP
         >>> enc["vocab"].words[:3], enc["tokens"]  # doctest: +SKIP
     """
-    from parvec.corpus import _changed, _file_state
+    from parvec.corpus import file_state, input_changed
 
-    before = _file_state(path)  # the input must not change until every range is encoded (docs/big_corpora.md)
+    before = file_state(path)  # the input must not change until every range is encoded (docs/big_corpora.md)
     ranges = byte_ranges(path, n_ranges)
     opts = _options_dict(options)
     read: list[Any] = []
@@ -283,11 +184,11 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
     finally:
         for e in encoders:
             ray.kill(e)
-    after = _file_state(path)
+    after = file_state(path)
     changed = next((k for k, s in enumerate(sizes) if (s[2], s[3]) != read[k]), None)
     if after != before or changed is not None:
         a, b = ranges[changed] if changed is not None else (0, 0)
-        raise _changed(str(path), before, after, "while it was read" if after != before else
+        raise input_changed(str(path), before, after, "while it was read" if after != before else
                        f"between counting and encoding its bytes {a}-{b}", content=after == before)  # type: ignore[arg-type]
     parts, offsets = [], []
     for k, (n_tok, _n_sent, _raw, _read) in enumerate(sizes):
@@ -376,20 +277,20 @@ def write_vectors(vectors_npy: Path, path: Path, vocab: Vocab, binary: bool, npy
 
 def write_model_dir(directory: Path, vectors_npy: Path, syn1neg_npy: Path, vocab: Vocab, config: Any,
                     options: ReadOptions, epochs: int, corpus_words: int, raw_words: int) -> None:
-    """A :meth:`parvec.word2vec.Word2Vec.save` directory from the exported matrices (moved, not copied).
+    """A model directory (:mod:`parvec.model_io`, what :meth:`parvec.word2vec.Word2Vec.save` writes) from the
+    exported matrices: they are moved in, not copied, and their CRC-32s computed reading them a block of rows
+    at a time (never the whole matrix in memory), so the directory is checked on load like any other.
 
     Example:
         >>> write_model_dir(Path("model"), vec_npy, syn_npy, vocab, config, options, 5, 10**6, 10**6)  # doctest: +SKIP
     """
-    from parvec.word2vec import MODEL_FORMAT, MODEL_VERSION
+    from parvec import model_io
 
-    shutil.move(str(vectors_npy), directory / "vectors.npy")
-    shutil.move(str(syn1neg_npy), directory / "syn1neg.npy")
-    (directory / "vocab.json").write_text(vocab.to_json(), encoding="utf-8")
-    meta = {"format": MODEL_FORMAT, "version": MODEL_VERSION,
-            "config": config.to_dict() | {"min_alpha": config.min_alpha}, "read_options": options.__dict__,
-            "epochs_trained": epochs, "corpus_words": corpus_words, "raw_words": raw_words}
-    (directory / "model.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    model = model_io.SavedModel(
+        config=config, vocab=vocab, vectors=np.load(vectors_npy, mmap_mode="r"),
+        syn1neg=np.load(syn1neg_npy, mmap_mode="r"), read_options=options.__dict__, epochs_trained=epochs,
+        corpus_words=corpus_words, raw_words=raw_words)
+    model_io.save(directory, model, move_files={model_io.VECTORS: vectors_npy, model_io.SYN1NEG: syn1neg_npy})
 
 
 # --------------------------------------------------------------------------- parvec train --mode sharded
@@ -412,149 +313,82 @@ def parse_bytes(text: str, flag: str) -> int:
     return int(value)
 
 
-def train_sharded_cli(args: argparse.Namespace, source: str, binary: bool, cache_dir: Any,
-                      out: dict[str, Any]) -> list[str]:
-    """``parvec train`` with ``--mode sharded``: count, encode, train, export; returns the lines to print once
-    the outputs are in place (``out`` holds the outputs :func:`parvec.cli.train.run_train` reserved).
+@contextlib.contextmanager
+def work_directory(cache_dir: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """The pipeline's temporary work directory (the decompressed input, the encoded ranges, the exported
+    matrices): under ``cache_dir`` (created if missing), else the system's temporary directory; removed at the end.
 
     Example:
-        >>> lines = train_sharded_cli(args, "corpus.txt", False, None, out)  # doctest: +SKIP
+        >>> with work_directory(None) as work:
+        ...     work.is_dir()
+        True
+        >>> work.exists()
+        False
     """
-    from parvec.cli.train import cluster_from_args, peak_memory_bytes
-    from parvec.config import TrainConfig
-    from parvec.distributed.sharded import ShardedRun, actor_budget, cluster_cpus, resolve
-
-    for flag, value in (("--resume", args.resume), ("--eval-every-epoch", args.eval_every_epoch),
-                        ("--cbow (CBOW)", getattr(args, "cbow", 0))):
-        if value:
-            raise ParvecError(f"{flag} is not available with --mode sharded (the model is never in one process); "
-                              "use --mode replicas, or train without it")
-    if getattr(args, "device", "cpu") != "cpu":
-        raise ParvecError("--device cuda and --cluster cannot be combined yet: choose one")
-    cluster = cluster_from_args(args)
-    if getattr(args, "minibatch_words", None) is not None:
-        cluster.minibatch_words = args.minibatch_words
-    cluster.minibatch_formation = getattr(args, "minibatch_formation", "interleaved")
-    if cluster.threads_per_actor is None:
-        cluster.threads_per_actor = args.threads  # --threads: threads per client actor
-    if getattr(args, "shard_memory", None) is not None:
-        cluster.shard_memory_bytes = parse_bytes(args.shard_memory, "--shard-memory")
-    config = TrainConfig(
-        algo="classic", dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
-        alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs, threads=args.threads, seed=args.seed,
-        max_sentence_length=args.max_sentence_length, compute_loss=True, progress=args.progress,
-    ).validate()
-    settings = resolve(cluster, config)
-    options = ReadOptions(min_count=args.min_count, max_vocab_size=args.max_vocab_size,
-                          max_final_vocab=args.max_final_vocab, max_sentence_length=args.max_sentence_length,
-                          lowercase=args.lowercase, unicode_errors=args.unicode_errors)
-    options.validate()
     base = Path(cache_dir) if cache_dir is not None else None
     if base is not None:
         base.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="parvec-sharded-", dir=base))
-    done: list[str] = []
-    name = "standard input" if source == "-" else source
     try:
-        with cluster.session() as ray:
-            t0 = time.perf_counter()
-            actor_budget(settings["shards"], settings["clients"], cluster_cpus(ray))  # too many: refused before reading
-            path = plain_input(source, work)
-            cpus = int(ray.cluster_resources().get("CPU", 1))
-            n_ranges = max(2 * cpus, -(-os.path.getsize(path) // _RANGE_BYTES))
-            enc = count_and_encode(ray, path, options, work, n_ranges, cluster.timeout_s)
-            vocab = enc["vocab"]
-            read_seconds = time.perf_counter() - t0
-            model_bytes = 2 * len(vocab) * config.dim * 4
-            print(f"{name}: {enc['raw_words']:,} words, vocabulary {len(vocab):,} (min-count {args.min_count}), "
-                  f"{enc['tokens']:,} in-vocabulary tokens in {enc['sentences']:,} sentences, counted and encoded "
-                  f"in {enc['ranges']} byte ranges [read in {read_seconds:.1f} s]", file=sys.stderr)
-            print(f"model: {model_bytes / 2**30:.2f} GiB in {settings['shards']} shards of "
-                  f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {settings['clients']} clients x "
-                  f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words",
-                  file=sys.stderr)
-            from parvec.distributed.memory import estimate_cluster  # every process here, before the actors start
-
-            memory = estimate_cluster(cluster, config, len(vocab), enc["tokens"], enc["sentences"], pipeline=True,
-                                      ranges=enc["ranges"])
-            if memory.fits:
-                print(memory.line(), file=sys.stderr)
-            memory.check()  # the error gives the breakdown and what to change
-            if args.save_vocab:
-                from parvec.vocab import write_vocab_file
-
-                out["save_vocab"].write(lambda p: write_vocab_file(p, vocab, enc["sentences"]))
-                done.append(f"wrote the vocabulary ({len(vocab):,} words) to {args.save_vocab}")
-            run_log = None
-            if args.report:
-                from parvec.runlog import RunLog
-
-                if not args.report_interval > 0:
-                    raise ParvecError(f"--report-interval must be positive, got {args.report_interval}")
-                run_log = RunLog(interval_s=args.report_interval)
-            checkpoint_dir = Path(args.checkpoint_dir) / "shards" if args.checkpoint_dir else None
-            run = ShardedRun(ray, cluster, config, vocab.counts, enc["parts"], enc["part_offsets"],
-                             checkpoint_dir=checkpoint_dir)
-            try:
-                if run_log is not None:
-                    run.on_progress = run_log.progress
-
-                    def epoch_end(epoch: int, stats: Any) -> None:
-                        run_log.epoch_end(epoch=epoch, words=stats.words_per_epoch[-1],
-                                          loss=stats.loss_per_epoch[-1], seconds=stats.seconds,
-                                          lr=run.config.alpha - (run.config.alpha - run.config.final_alpha)
-                                          * (epoch + 1) / config.epochs)
-                stats = run.train(on_epoch_end=epoch_end if run_log is not None else None)
-                losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
-                t = settings["threads"]
-                print(f"trained {stats.words:,} words ({stats.epochs} epochs, sharded: {settings['shards']} shards, "
-                      f"{settings['clients']} clients x {t} thread{'s' if t != 1 else ''}) in {stats.seconds:.1f} s: "
-                      f"{stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}", file=sys.stderr)
-                report = run.report()  # the shards' peak memory while training, before the export's copies
-                where = checkpoint_dir if checkpoint_dir is not None else "a temporary directory"
-                faults = [f for f in report["faults"] if f["phase"] != "start"]
-                print(f"snapshots: {report['snapshots']} consistent snapshots of the shards (every epoch's end and "
-                      f"every {report['snapshot_interval_s']:g} s) in {where}: {report['snapshot_seconds']:.1f} s "
-                      f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {len(faults)} fault"
-                      f"{'s' if len(faults) != 1 else ''} recovered, {report['words_retrained']:,} words retrained",
-                      file=sys.stderr)
-                t_export = time.perf_counter()
-                vec_npy, syn_npy = export_model(run, work, with_output_vectors=bool(args.save_model))
-                report["shard_peak_memory_after_export_bytes"] = run.report()["shard_peak_memory_bytes"]
-            finally:
-                run.close()
-        if args.output:
-            out["output"].write(lambda p: write_vectors(vec_npy, p, vocab, binary, args.output.endswith(".npy")))
-            done.append(f"wrote {len(vocab):,} vectors of {config.dim} to {args.output}")
-        if args.save_model:
-            out["save_model"].write(lambda d: write_model_dir(d, vec_npy, syn_npy, vocab, config, options,
-                                                              stats.epochs, enc["tokens"], enc["raw_words"]))
-            done.append(f"saved the model to {args.save_model}")
-        export_seconds = time.perf_counter() - t_export
-        if args.report:
-            raw_per_sec = enc["raw_words"] * stats.epochs / stats.seconds if stats.seconds else 0.0
-            full = {
-                "parameters": config.to_dict() | {
-                    "min_count": args.min_count, "max_vocab_size": args.max_vocab_size,
-                    "max_final_vocab": args.max_final_vocab, "input": source, "algo": "sharded",
-                },
-                "vocab_size": len(vocab), "corpus_words": enc["raw_words"], "corpus_tokens_in_vocab": enc["tokens"],
-                "sentences": enc["sentences"], "words_trained": stats.words, "epochs": stats.epochs,
-                "read_seconds": read_seconds, "training_seconds": stats.seconds, "words_per_sec": stats.words_per_sec,
-                "raw_words_per_sec": raw_per_sec, "loss_per_epoch": stats.loss_per_epoch,
-                "peak_memory_bytes": peak_memory_bytes(), "kind": "words",
-                "output": os.path.abspath(args.output) if args.output else None, "output_binary": binary,
-                "device": "cpu", "cluster": cluster.to_dict(), "cache_used": None,
-                "byte_ranges": enc["ranges"], "export_seconds": export_seconds, "model_bytes": model_bytes,
-                "memory_estimate": memory.to_dict(),
-            } | report | (run_log.to_dict() if run_log is not None else {})
-
-            def write_report(p: Path) -> None:
-                with atomic_output(p, "w") as f:
-                    json.dump(full, f, indent=1)
-
-            out["report"].write(write_report)
-            done.append(f"wrote the report to {args.report}")
+        yield work
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return done
+
+
+def encode_input(ray: Any, source: str, options: ReadOptions, work: Path, timeout_s: float = 300.0) -> dict[str, Any]:
+    """Steps 1 and 2 for ``source`` (a file, or ``-`` for standard input): a plain copy in ``work`` where byte
+    ranges cannot cut it (:func:`plain_input`), then :func:`count_and_encode` over at least two ranges per CPU of
+    the cluster and at most 64 MiB each.
+
+    Example:
+        >>> enc = encode_input(ray, "corpus.txt.xz", ReadOptions(min_count=5), Path("work"))  # doctest: +SKIP
+        >>> len(enc["vocab"]), enc["ranges"]  # doctest: +SKIP
+        (71290, 4)
+    """
+    path = plain_input(source, work)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    n_ranges = max(2 * cpus, -(-os.path.getsize(path) // _RANGE_BYTES))
+    return count_and_encode(ray, path, options, work, n_ranges, timeout_s)
+
+
+@contextlib.contextmanager
+def sharded_run(ray: Any, cluster: Any, config: Any, encoded: dict[str, Any],
+                checkpoint_dir: Path | None = None) -> Iterator[Any]:
+    """Step 3's :class:`parvec.distributed.sharded.ShardedRun` on the encoded ranges of :func:`encode_input`
+    (the shards generate their own initial columns), closed (its actors stopped) when the block ends.
+
+    Example:
+        >>> with sharded_run(ray, cluster, config, enc) as run:  # doctest: +SKIP
+        ...     stats = train_run(run)
+        ...     vectors_npy, _ = export_model(run, Path("work"), with_output_vectors=False)
+    """
+    from parvec.distributed.sharded import ShardedRun
+
+    run = ShardedRun(ray, cluster, config, encoded["vocab"].counts, encoded["parts"], encoded["part_offsets"],
+                     checkpoint_dir=checkpoint_dir)
+    try:
+        yield run
+    finally:
+        run.close()
+
+
+def train_run(run: Any, run_log: Any = None) -> Any:
+    """Step 3: train ``run`` for its epochs; ``run_log`` (a :class:`parvec.runlog.RunLog`, or None) gets the
+    progress samples and one record per epoch (its words, loss, seconds and the learning rate at its end).
+
+    Example:
+        >>> stats = train_run(run, RunLog(interval_s=2.0))  # doctest: +SKIP
+        >>> stats.epochs, len(stats.loss_per_epoch)  # doctest: +SKIP
+        (5, 5)
+    """
+    if run_log is None:
+        return run.train(on_epoch_end=None)
+    config = run.config
+    run.on_progress = run_log.progress
+
+    def epoch_end(epoch: int, stats: Any) -> None:
+        run_log.epoch_end(epoch=epoch, words=stats.words_per_epoch[-1], loss=stats.loss_per_epoch[-1],
+                          seconds=stats.seconds,
+                          lr=config.alpha - (config.alpha - config.final_alpha) * (epoch + 1) / config.epochs)
+
+    return run.train(on_epoch_end=epoch_end)

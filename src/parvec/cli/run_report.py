@@ -1,0 +1,151 @@
+"""The ``--report`` JSON of every command that trains (``parvec train``, its ``--mode sharded`` pipeline,
+``parvec node2vec`` / ``deepwalk``): one builder, so the keys that every run has are spelled, computed and
+ordered in one place, and each command adds only what is its own.
+
+Every report has ``kind``, ``parameters``, ``words_trained``, ``epochs``, ``read_seconds``,
+``training_seconds``, ``words_per_sec``, ``loss_per_epoch``, ``peak_memory_bytes`` (this process's, from
+:func:`parvec.memory.peak_memory_bytes`), ``device``, ``cluster``, ``output``, ``output_binary``,
+``checkpoints`` and ``resumed_from``; word runs add the corpus figures (``vocab_size``, ``corpus_words``,
+``corpus_tokens_in_vocab``, ``sentences``, ``raw_words_per_sec``).  Then come the command's own keys, the
+driver's figures (``model.run_report``, the sharded run's ``report()``) and the run log's time series
+(``timeline``, ``epoch_log``), later ones winning a shared key.  ``parvec report`` (:mod:`parvec.report`)
+reads them.
+
+Example:
+    >>> from types import SimpleNamespace
+    >>> stats = SimpleNamespace(words=10, seconds=2.0, epochs=1, words_per_sec=5.0, loss_per_epoch=[2.5])
+    >>> r = run_report("words", {"dim": 8}, stats, read_seconds=0.5,
+    ...                device="cpu", output=None, output_binary=False,
+    ...                corpus=CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2))
+    >>> r["words_per_sec"], r["raw_words_per_sec"], r["cluster"], r["resumed_from"]
+    (5.0, 6.0, None, None)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from parvec.memory import peak_memory_bytes
+
+
+class _Stats(Protocol):  # what a driver's train() returns (TrainStats)
+    words: int
+    seconds: float
+    epochs: int
+    loss_per_epoch: list[float]
+
+    @property
+    def words_per_sec(self) -> float: ...
+
+
+@dataclass
+class CorpusFigures:
+    """A word run's corpus: vocabulary size, raw words read, in-vocabulary tokens, sentences.
+
+    Example:
+        >>> CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2).to_dict()["corpus_words"]
+        12
+    """
+
+    vocab_size: int
+    raw_words: int
+    tokens: int
+    sentences: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"vocab_size": self.vocab_size, "corpus_words": self.raw_words, "corpus_tokens_in_vocab": self.tokens,
+                "sentences": self.sentences}
+
+
+def word_parameters(config: Any, options: Any, source: Any, **extra: Any) -> dict[str, Any]:
+    """A word run's ``parameters``: the training config, the vocabulary options and the input (plus ``extra``).
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> from parvec.corpus import ReadOptions
+        >>> p = word_parameters(TrainConfig(), ReadOptions(min_count=3), "c.txt", algo="sharded")
+        >>> p["min_count"], p["input"], p["algo"]
+        (3, 'c.txt', 'sharded')
+    """
+    return config.to_dict() | {"min_count": options.min_count, "max_vocab_size": options.max_vocab_size,
+                               "max_final_vocab": options.max_final_vocab, "input": source} | extra
+
+
+def resumed_from(path: Any, saved_at: float | None, position: Any) -> dict[str, Any]:
+    """The ``resumed_from`` entry of a resumed run: the checkpoint, when it was saved, where in an epoch.
+
+    Example:
+        >>> resumed_from("ck/checkpoint", 1.5, None)
+        {'path': 'ck/checkpoint', 'saved_at': 1.5, 'position': None}
+    """
+    return {"path": path, "saved_at": saved_at, "position": None if position is None else position.to_dict()}
+
+
+def checkpoints(counts: dict[str, Any], every: str | None, directory: str | None) -> dict[str, Any]:
+    """The ``checkpoints`` entry: what the run wrote (counts, seconds) and the flags that asked for it.
+
+    Example:
+        >>> checkpoints({"epoch_end_checkpoints": 2}, "10m", "ck")
+        {'epoch_end_checkpoints': 2, 'every': '10m', 'dir': 'ck'}
+    """
+    return counts | {"every": every, "dir": directory}
+
+
+def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_seconds: float, device: str,
+               output: str | None, output_binary: bool, cluster: dict[str, Any] | None = None,
+               checkpoints: dict[str, Any] | None = None, resumed_from: dict[str, Any] | None = None,
+               corpus: CorpusFigures | None = None, extra: dict[str, Any] | None = None,
+               driver: dict[str, Any] | None = None, run_log: Any = None) -> dict[str, Any]:
+    """The report of one run (see the module's docstring for the keys); ``peak_memory_bytes`` is read now.
+
+    ``kind`` is ``"words"`` or ``"graph"``; ``extra`` the command's own keys, ``driver`` the driver's figures,
+    ``run_log`` the :class:`parvec.runlog.RunLog` (or None).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> stats = SimpleNamespace(words=4, seconds=1.0, epochs=1, words_per_sec=4.0, loss_per_epoch=[])
+        >>> r = run_report("graph", {}, stats, read_seconds=0.0,
+        ...                device="cpu", output="g.emb", output_binary=False, extra={"nodes": 2})
+        >>> r["kind"], r["nodes"], r["words_per_sec"], r["peak_memory_bytes"] > 0
+        ('graph', 2, 4.0, True)
+    """
+    report: dict[str, Any] = {"kind": kind, "parameters": parameters}
+    if corpus is not None:
+        report |= corpus.to_dict()
+    report |= {
+        "words_trained": stats.words, "epochs": stats.epochs, "read_seconds": read_seconds,
+        "training_seconds": stats.seconds, "words_per_sec": stats.words_per_sec,
+    }
+    if corpus is not None:
+        report["raw_words_per_sec"] = corpus.raw_words * stats.epochs / stats.seconds if stats.seconds else 0.0
+    report |= {
+        "loss_per_epoch": stats.loss_per_epoch, "peak_memory_bytes": peak_memory_bytes(), "device": device,
+        "cluster": cluster, "output": output, "output_binary": output_binary, "checkpoints": checkpoints,
+        "resumed_from": resumed_from,
+    }
+    return report | (extra or {}) | (driver or {}) | (run_log.to_dict() if run_log is not None else {})
+
+
+def absolute(path: str | None) -> str | None:
+    """An output path as the report records it: absolute (symbolic links kept), None when not given.
+
+    Example:
+        >>> absolute(None) is None and absolute("/tmp/v.txt") == "/tmp/v.txt"
+        True
+    """
+    return os.path.abspath(path) if path else None
+
+
+def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
+    """Write ``report`` as indented JSON, atomically (a full disk names the path: :func:`parvec.fileio.atomic_output`).
+
+    Example:
+        >>> write_report("run.json", {"kind": "words"})  # doctest: +SKIP
+    """
+    from parvec.fileio import atomic_output
+
+    with atomic_output(path, "w") as f:
+        json.dump(report, f, indent=1)

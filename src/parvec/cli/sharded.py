@@ -1,0 +1,216 @@
+"""``parvec train INPUT --cluster SPEC --mode sharded``: the command line of the column-sharded pipeline.
+
+The flags become a :class:`parvec.Cluster`, a :class:`parvec.config.TrainConfig` and
+:class:`parvec.corpus.ReadOptions`; the distributed steps are :mod:`parvec.distributed.pipeline`'s (count and
+encode byte ranges, train through a ``ShardedRun``, export row blocks), and this module prints their console
+lines, writes the outputs that :func:`parvec.cli.train.run_train` reserved and the report
+(:mod:`parvec.cli.run_report`).  The model is never in this process.
+
+Example:
+    parvec train corpus.txt -o vectors.bin --cluster local:4 --mode sharded --shards 2 --report run.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from parvec.errors import ParvecError
+
+
+def train_sharded(args: argparse.Namespace, cluster: Any, source: str, binary: bool, cache_dir: Any,
+                  out: dict[str, Any]) -> list[str]:
+    """``parvec train`` with ``--mode sharded`` on ``cluster`` (:func:`parvec.cli.train.cluster_from_args`, made
+    after :func:`refuse_flags`): count, encode, train, export; returns the lines to print once the outputs are in
+    place (``out`` holds the outputs :func:`parvec.cli.train.run_train` reserved).
+
+    Example:
+        >>> refuse_flags(args)  # doctest: +SKIP
+        >>> lines = train_sharded(args, cluster_from_args(args), "corpus.txt", False, None, out)  # doctest: +SKIP
+    """
+    from parvec.cli.run_report import write_report
+    from parvec.distributed.pipeline import encode_input, export_model, sharded_run, train_run, work_directory
+    from parvec.distributed.sharded import actor_budget, cluster_cpus, resolve
+
+    _sharded_flags(args, cluster)
+    config = _config(args)
+    settings = resolve(cluster, config)
+    options = _read_options(args)
+    done: list[str] = []
+    name = "standard input" if source == "-" else source
+    with work_directory(cache_dir) as work:
+        with cluster.session() as ray:
+            t0 = time.perf_counter()
+            actor_budget(settings["shards"], settings["clients"], cluster_cpus(ray))  # too many: refused before reading
+            enc = encode_input(ray, source, options, work, cluster.timeout_s)
+            read_seconds = time.perf_counter() - t0
+            memory = _describe(name, enc, read_seconds, cluster, config, settings, args.min_count)
+            if args.save_vocab:
+                done.append(_write_vocab(out["save_vocab"], enc, args.save_vocab))
+            run_log = _run_log(args)
+            checkpoint_dir = Path(args.checkpoint_dir) / "shards" if args.checkpoint_dir else None
+            with sharded_run(ray, cluster, config, enc, checkpoint_dir) as run:
+                stats = train_run(run, run_log)
+                _print_trained(stats, settings)
+                report = run.report()  # the shards' peak memory while training, before the export's copies
+                _print_snapshots(report, checkpoint_dir)
+                t_export = time.perf_counter()
+                vec_npy, syn_npy = export_model(run, work, with_output_vectors=bool(args.save_model))
+                report["shard_peak_memory_after_export_bytes"] = run.report()["shard_peak_memory_bytes"]
+        done += _write_outputs(args, out, enc, config, options, stats.epochs, vec_npy, syn_npy, binary)
+        export_seconds = time.perf_counter() - t_export
+        if args.report:
+            full = _report(args, source, binary, cluster, config, options, enc, stats, read_seconds, memory,
+                           report, run_log, export_seconds)
+            out["report"].write(lambda p: write_report(p, full))
+            done.append(f"wrote the report to {args.report}")
+    return done
+
+
+def refuse_flags(args: argparse.Namespace) -> None:
+    """Refuse what needs the model in one process (``--resume``, ``--eval-every-epoch``), before anything starts
+    (what the sharded mode cannot train, CBOW, a GPU, mid-epoch checkpoints, :mod:`parvec.capabilities` refuses
+    first).
+
+    Example:
+        >>> refuse_flags(argparse.Namespace(resume=None, eval_every_epoch=True))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        parvec.errors.ParvecError: --eval-every-epoch is not available with --mode sharded (the model is never ...
+    """
+    for flag, value in (("--resume", args.resume), ("--eval-every-epoch", args.eval_every_epoch)):
+        if value:
+            raise ParvecError(f"{flag} is not available with --mode sharded (the model is never in one process); "
+                              "use --mode replicas, or train without it")
+
+
+def _sharded_flags(args: argparse.Namespace, cluster: Any) -> None:
+    # The sharded-only flags onto the Cluster of --cluster/--shards/--clients (--threads: threads per client actor).
+    from parvec.distributed.pipeline import parse_bytes
+
+    if getattr(args, "minibatch_words", None) is not None:
+        cluster.minibatch_words = args.minibatch_words
+    cluster.minibatch_formation = getattr(args, "minibatch_formation", "interleaved")
+    if cluster.threads_per_actor is None:
+        cluster.threads_per_actor = args.threads
+    if getattr(args, "shard_memory", None) is not None:
+        cluster.shard_memory_bytes = parse_bytes(args.shard_memory, "--shard-memory")
+
+
+def _config(args: argparse.Namespace) -> Any:
+    # Skip-gram with negative sampling, word2vec.c's loop (the sharded kernels), the loss always computed.
+    from parvec.config import TrainConfig
+
+    return TrainConfig(
+        algo="classic", dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
+        alpha=args.alpha, min_alpha=args.min_alpha, epochs=args.epochs, threads=args.threads, seed=args.seed,
+        max_sentence_length=args.max_sentence_length, compute_loss=True, progress=args.progress,
+    ).validate()
+
+
+def _read_options(args: argparse.Namespace) -> Any:
+    from parvec.corpus import ReadOptions
+
+    options = ReadOptions(min_count=args.min_count, max_vocab_size=args.max_vocab_size,
+                          max_final_vocab=args.max_final_vocab, max_sentence_length=args.max_sentence_length,
+                          lowercase=args.lowercase, unicode_errors=args.unicode_errors)
+    options.validate()
+    return options
+
+
+def _describe(name: str, enc: dict[str, Any], read_seconds: float, cluster: Any, config: Any,
+              settings: dict[str, Any], min_count: int) -> Any:
+    # The corpus, model and memory lines; the memory check of every process here, before the actors start
+    # (its error gives the breakdown and what to change). Returns the estimate.
+    from parvec.distributed.memory import estimate_cluster
+
+    vocab = enc["vocab"]
+    model_bytes = _model_bytes(enc, config)
+    print(f"{name}: {enc['raw_words']:,} words, vocabulary {len(vocab):,} (min-count {min_count}), "
+          f"{enc['tokens']:,} in-vocabulary tokens in {enc['sentences']:,} sentences, counted and encoded "
+          f"in {enc['ranges']} byte ranges [read in {read_seconds:.1f} s]", file=sys.stderr)
+    print(f"model: {model_bytes / 2**30:.2f} GiB in {settings['shards']} shards of "
+          f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {settings['clients']} clients x "
+          f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words",
+          file=sys.stderr)
+    memory = estimate_cluster(cluster, config, len(vocab), enc["tokens"], enc["sentences"], pipeline=True,
+                              ranges=enc["ranges"])
+    if memory.fits:
+        print(memory.line(), file=sys.stderr)
+    memory.check()
+    return memory
+
+
+def _model_bytes(enc: dict[str, Any], config: Any) -> int:
+    return 2 * len(enc["vocab"]) * config.dim * 4  # input and output vectors, float32
+
+
+def _write_vocab(pending: Any, enc: dict[str, Any], path: str) -> str:
+    from parvec.vocab import write_vocab_file
+
+    vocab = enc["vocab"]
+    pending.write(lambda p: write_vocab_file(p, vocab, enc["sentences"]))
+    return f"wrote the vocabulary ({len(vocab):,} words) to {path}"
+
+
+def _run_log(args: argparse.Namespace) -> Any:
+    # --report's time series (None without --report).
+    if not args.report:
+        return None
+    from parvec.runlog import RunLog
+
+    if not args.report_interval > 0:
+        raise ParvecError(f"--report-interval must be positive, got {args.report_interval}")
+    return RunLog(interval_s=args.report_interval)
+
+
+def _print_trained(stats: Any, settings: dict[str, Any]) -> None:
+    losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
+    t = settings["threads"]
+    print(f"trained {stats.words:,} words ({stats.epochs} epochs, sharded: {settings['shards']} shards, "
+          f"{settings['clients']} clients x {t} thread{'s' if t != 1 else ''}) in {stats.seconds:.1f} s: "
+          f"{stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}", file=sys.stderr)
+
+
+def _print_snapshots(report: dict[str, Any], checkpoint_dir: Path | None) -> None:
+    where = checkpoint_dir if checkpoint_dir is not None else "a temporary directory"
+    faults = [f for f in report["faults"] if f["phase"] != "start"]
+    print(f"snapshots: {report['snapshots']} consistent snapshots of the shards (every epoch's end and "
+          f"every {report['snapshot_interval_s']:g} s) in {where}: {report['snapshot_seconds']:.1f} s "
+          f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {len(faults)} fault"
+          f"{'s' if len(faults) != 1 else ''} recovered, {report['words_retrained']:,} words retrained",
+          file=sys.stderr)
+
+
+def _write_outputs(args: argparse.Namespace, out: dict[str, Any], enc: dict[str, Any], config: Any, options: Any,
+                   epochs: int, vec_npy: Path, syn_npy: Path | None, binary: bool) -> list[str]:
+    # -o from the exported vectors' memory map; --save-model moves the exported matrices into its directory.
+    from parvec.distributed.pipeline import write_model_dir, write_vectors
+
+    vocab, done = enc["vocab"], []
+    if args.output:
+        out["output"].write(lambda p: write_vectors(vec_npy, p, vocab, binary, args.output.endswith(".npy")))
+        done.append(f"wrote {len(vocab):,} vectors of {config.dim} to {args.output}")
+    if args.save_model:
+        out["save_model"].write(lambda d: write_model_dir(d, vec_npy, syn_npy, vocab, config, options,
+                                                          epochs, enc["tokens"], enc["raw_words"]))
+        done.append(f"saved the model to {args.save_model}")
+    return done
+
+
+def _report(args: argparse.Namespace, source: str, binary: bool, cluster: Any, config: Any, options: Any,
+            enc: dict[str, Any], stats: Any, read_seconds: float, memory: Any, sharded: dict[str, Any],
+            run_log: Any, export_seconds: float) -> dict[str, Any]:
+    # The common keys (parvec.cli.run_report), the pipeline's own, then the sharded run's figures and time series.
+    from parvec.cli.run_report import CorpusFigures, absolute, run_report, word_parameters
+
+    return run_report(
+        "words", word_parameters(config, options, source, algo="sharded"), stats, read_seconds=read_seconds,
+        device="cpu", output=absolute(args.output), output_binary=binary, cluster=cluster.to_dict(),
+        checkpoints={"every": None, "dir": args.checkpoint_dir}, resumed_from=None,
+        corpus=CorpusFigures(len(enc["vocab"]), enc["raw_words"], enc["tokens"], enc["sentences"]),
+        extra={"cache_used": None, "byte_ranges": enc["ranges"], "export_seconds": export_seconds,
+               "model_bytes": _model_bytes(enc, config), "memory_estimate": memory.to_dict()},
+        driver=sharded, run_log=run_log)

@@ -1,0 +1,486 @@
+"""The model directory: how a saved :class:`parvec.Word2Vec`, a checkpoint and a sharded run's ``--save-model``
+are laid out on disk, written and read.  No pickle: arrays and JSON.
+
+==================  ==================================================================================
+file                what it holds
+==================  ==================================================================================
+``model.json``      the description (below); written last, so a directory with it is whole
+``vectors.npy``     the input vectors, float32 ``(V, dim)`` (``model.wv.vectors``)
+``syn1neg.npy``     the output vectors of negative sampling, float32 ``(V, dim)``
+``syn1.npy``        hierarchical softmax only: the Huffman tree's inner nodes, float32 ``(V-1, dim)``
+``vocab.json``      ``{"words": [...], "counts": [...]}`` in index order (:meth:`parvec.vocab.Vocab.to_json`)
+==================  ==================================================================================
+
+``model.json``: ``format`` (``"parvec-word2vec"``), ``version`` (1), ``config``
+(:meth:`parvec.config.TrainConfig.to_dict`), ``read_options``, ``epochs_trained``, ``corpus_words``,
+``raw_words``, ``corpus_count``, ``kind`` (``"model"`` or ``"mid-epoch checkpoint"``), ``position`` (a mid-epoch
+checkpoint's place in its epoch: :class:`parvec.engine.Position`), ``run_id``, ``saved_at``,
+``checkpoint_every``, ``schedule_anchor``, ``arrays`` (each array's shape, dtype and CRC-32),
+``vocab_crc32`` (of ``vocab.json``'s bytes), and where they apply ``graph_run`` (a node2vec/DeepWalk run: its
+graph's SHA-256, the walk parameters, the walk stream's CRC-32) and ``huffman_fingerprint`` (the tree the
+model was trained with: it is rebuilt from the counts on load, as word2vec.c's ``CreateBinaryTree``, and must
+match).  ``model.json`` itself carries no checksum: users edit it (its epochs, to extend a run).
+
+:func:`save` writes into a temporary directory beside the target, ``fsync``\\ s every file, then renames it into
+place (a kill leaves the old directory or the new one, never half of one; a full disk raises
+:class:`parvec.fileio.WriteError` naming the file and ``no space left on device``, the old one intact).
+:func:`load` checks everything it reads: a missing or truncated array, unreadable JSON, a checksum that does
+not match, a damaged ``.npy`` header raise :class:`parvec.errors.CheckpointError` naming the file.  Directories
+written before the checksums (``arrays``, ``vocab_crc32`` absent) load unchecked.
+
+Example:
+    >>> saved = load("model.parvec")  # doctest: +SKIP
+    >>> saved.vectors.shape, saved.vocab.words[:3], saved.epochs_trained  # doctest: +SKIP
+    ((71290, 100), ['the', 'of', 'and'], 5)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import tokenize
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parvec.config import TrainConfig
+from parvec.engine import Position
+from parvec.errors import CheckpointError, ParvecError
+from parvec.fileio import output_file, write_array, write_failure
+from parvec.formats import refuse_pickle
+from parvec.vocab import Vocab
+
+__all__ = [
+    "MODEL_FORMAT", "MODEL_JSON", "MODEL_VERSION", "SYN1", "SYN1NEG", "VECTORS", "VOCAB_JSON", "SavedModel",
+    "array_crc32", "errors_named", "load", "read_meta", "save",
+]
+
+MODEL_FORMAT = "parvec-word2vec"
+MODEL_VERSION = 1
+MODEL_JSON = "model.json"
+VOCAB_JSON = "vocab.json"
+VECTORS = "vectors.npy"
+SYN1NEG = "syn1neg.npy"
+SYN1 = "syn1.npy"  # hierarchical softmax
+KIND_MODEL = "model"
+KIND_MID_EPOCH = "mid-epoch checkpoint"
+
+_CRC_BLOCK = 1 << 24  # bytes of an array checksummed (or read from a file) at a time
+
+
+@dataclass
+class SavedModel:
+    """What a model directory holds: the configuration, the vocabulary, the arrays and where the run stands.
+
+    ``read_options`` are :class:`parvec.corpus.ReadOptions`' fields; ``position`` is set for a mid-epoch
+    checkpoint; ``saved_at`` is when it was written (``time.time()``, set by :func:`save`); ``graph_run`` is a
+    node2vec/DeepWalk run's record.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> m = SavedModel(TrainConfig(dim=2), Vocab(["a"], np.array([3])), np.zeros((1, 2), np.float32),
+        ...                np.zeros((1, 2), np.float32))
+        >>> m.kind
+        'model'
+    """
+
+    config: TrainConfig
+    vocab: Vocab
+    vectors: np.ndarray
+    syn1neg: np.ndarray
+    syn1: np.ndarray | None = None
+    read_options: Mapping[str, Any] | None = None
+    epochs_trained: int = 0
+    corpus_words: int = 0
+    raw_words: int = 0
+    corpus_count: int = 0
+    position: Position | None = None
+    run_id: str | None = None
+    saved_at: float | None = None
+    checkpoint_every: str | None = None
+    schedule_anchor: tuple[float, float] | None = None
+    graph_run: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"mid-epoch checkpoint"`` when it has a position, else ``"model"``."""
+        return KIND_MID_EPOCH if self.position is not None else KIND_MODEL
+
+
+# ---------------------------------------------------------------------- writing
+def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[str, Path] | None = None) -> None:
+    """Write ``model`` as a model directory at ``path``: into a temporary directory beside it, every file synced,
+    ``model.json`` last, then renamed into place (an existing one is replaced whole).  A failed write (a full
+    disk) raises :class:`parvec.fileio.WriteError` naming the file, and leaves no temporary and the old one intact.
+
+    ``move_files`` names arrays already written as ``.npy`` files (the sharded pipeline's export, streamed
+    from the shards): each is moved into the directory instead of written again, and its CRC-32 computed by
+    reading it in blocks; ``model``'s array of that name gives only the shape to check (a memory map of it).
+
+    Example:
+        >>> save("model.parvec", SavedModel(config, vocab, vectors, syn1neg))  # doctest: +SKIP
+    """
+    path = Path(path)
+    files = dict(move_files or {})
+    arrays = _arrays(model)
+    unknown = set(files) - set(arrays)
+    if unknown:
+        raise ValueError(f"move_files: {sorted(unknown)} are not arrays of this model")
+    _check_shapes(model)
+    for name, src in files.items():  # before anything is moved
+        _check_npy(src, arrays[name])
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ParvecError(f"{parent}: the output directory does not exist")
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+    writing = None  # the file being written, named when a write fails (a full disk)
+    try:
+        sums = {}
+        for writing, a in arrays.items():
+            if writing in files:
+                sums[writing] = _move_array(files[writing], tmp / writing)
+            else:
+                sums[writing] = _write_array(tmp / writing, a)
+        vocab_bytes = model.vocab.to_json().encode("utf-8")
+        writing = VOCAB_JSON
+        _write_synced(tmp / VOCAB_JSON, vocab_bytes)
+        writing = MODEL_JSON
+        meta = _describe(model, sums, vocab_bytes)
+        _write_synced(tmp / MODEL_JSON, json.dumps(meta, indent=1).encode("utf-8"))  # last: marks it whole
+        _fsync_dir(tmp)
+        writing = None
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
+            os.replace(path, old / "x")
+            try:
+                os.replace(tmp, path)
+            except OSError:
+                os.replace(old / "x", path)  # the previous one back in place
+                old.rmdir()
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+        _fsync_dir(parent)
+    except OSError as exc:
+        raise write_failure(path, exc, what=writing) from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _arrays(model: SavedModel) -> dict[str, np.ndarray]:
+    arrays = {VECTORS: model.vectors, SYN1NEG: model.syn1neg}
+    if model.syn1 is not None:
+        arrays[SYN1] = model.syn1
+    return arrays
+
+
+def _check_shapes(model: SavedModel) -> None:
+    # A directory that load would refuse is never written.
+    n, dim = len(model.vocab), model.config.dim
+    want = {VECTORS: (n, dim), SYN1NEG: (n, dim), SYN1: (n - 1, dim)}
+    for name, a in _arrays(model).items():
+        if tuple(a.shape) != want[name]:
+            raise ValueError(f"{name}: shape {tuple(a.shape)}, expected {want[name]} ({n} words, dimension {dim})")
+
+
+def _describe(model: SavedModel, sums: dict[str, dict[str, Any]], vocab_bytes: bytes) -> dict[str, Any]:
+    # model.json (module docstring); the keys in this order since the first version.
+    config = model.config
+    meta: dict[str, Any] = {
+        "format": MODEL_FORMAT,
+        "version": MODEL_VERSION,
+        "config": config.to_dict() | {"min_alpha": config.min_alpha},
+        "read_options": dict(model.read_options or {}),
+        "epochs_trained": int(model.epochs_trained),
+        "corpus_words": int(model.corpus_words),
+        "raw_words": int(model.raw_words),
+        "corpus_count": int(model.corpus_count),
+        "kind": model.kind,
+        "position": model.position.to_dict() if model.position is not None else None,
+        "run_id": model.run_id,
+        "saved_at": time.time(),
+        "checkpoint_every": None if model.checkpoint_every is None else str(model.checkpoint_every),
+        "schedule_anchor": list(model.schedule_anchor) if model.schedule_anchor is not None else None,
+        "arrays": sums,
+        # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked at load
+        "vocab_crc32": zlib.crc32(vocab_bytes) & 0xFFFFFFFF,
+    }
+    if model.graph_run is not None:
+        meta["graph_run"] = model.graph_run
+    if model.syn1 is not None:
+        from parvec.huffman import build_huffman_tree
+
+        meta["huffman_fingerprint"] = build_huffman_tree(model.vocab.counts).fingerprint()
+    return meta
+
+
+def array_crc32(a: np.ndarray) -> int:
+    """The CRC-32 of an array's values in C order (what ``model.json`` records), computed a block of rows at a
+    time: a memory-mapped array is never read whole.
+
+    Example:
+        >>> array_crc32(np.arange(4, dtype=np.float32)) == zlib.crc32(np.arange(4, dtype=np.float32).tobytes())
+        True
+    """
+    a = np.asarray(a)
+    if a.ndim == 0 or len(a) == 0:
+        return zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B")) & 0xFFFFFFFF
+    rows = max(1, _CRC_BLOCK // max(1, a[0].nbytes))
+    crc = 0
+    for start in range(0, len(a), rows):
+        crc = zlib.crc32(memoryview(np.ascontiguousarray(a[start:start + rows])).cast("B"), crc)
+    return crc & 0xFFFFFFFF
+
+
+def _entry(shape: tuple[int, ...], dtype: np.dtype, crc: int) -> dict[str, Any]:
+    return {"shape": list(shape), "dtype": str(dtype), "crc32": crc}
+
+
+def _write_array(path: Path, a: np.ndarray) -> dict[str, Any]:
+    # One array as .npy, synced; returns what load checks it against.
+    with output_file(path) as f:
+        write_array(f, a)
+        f.flush()
+        os.fsync(f.fileno())
+    return _entry(a.shape, a.dtype, array_crc32(a))
+
+
+def _npy_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    version = np.lib.format.read_magic(f)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    return read_header(f)
+
+
+def _check_npy(src: Path, like: np.ndarray) -> None:
+    # An exported .npy must hold what ``like`` describes, in C order.
+    with open(src, "rb") as f:
+        shape, fortran, dtype = _npy_header(f)
+    if fortran or tuple(shape) != like.shape or dtype != like.dtype:
+        raise ValueError(f"{src}: {dtype} of shape {shape}{' in Fortran order' if fortran else ''}, expected "
+                         f"{like.dtype} of shape {like.shape} in C order")
+
+
+def _move_array(src: Path, dst: Path) -> dict[str, Any]:
+    # An array already written as a .npy (checked by _check_npy): moved in, its data checksummed block by block.
+    shutil.move(str(src), dst)
+    with open(dst, "rb") as f:
+        file_shape, _, dtype = _npy_header(f)
+        left = int(np.prod(file_shape, dtype=np.int64)) * dtype.itemsize
+        crc = 0
+        while left:
+            block = f.read(min(left, _CRC_BLOCK))
+            if not block:
+                raise ValueError(f"{src}: {left} bytes of its data are missing")
+            crc = zlib.crc32(block, crc)
+            left -= len(block)
+        if f.read(1):
+            raise ValueError(f"{src}: longer than its header says")
+    fd = os.open(dst, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return _entry(tuple(file_shape), dtype, crc & 0xFFFFFFFF)
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with output_file(path) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------- reading
+def read_meta(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """A model directory's ``model.json`` as it is (no check beyond being a JSON object), or None when it is
+    missing or unreadable: what a listing of checkpoints shows.
+
+    Example:
+        >>> read_meta("no/such/model") is None
+        True
+    """
+    try:
+        meta = json.loads((Path(path) / MODEL_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+@contextlib.contextmanager
+def errors_named(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Inside the block, every error reading the model at ``path`` becomes a :class:`ParvecError` that names
+    it: one that names it already passes, another is prefixed with it, and what the readers raise on damaged
+    data (numpy's header parser, JSON, a bad field) says ``damaged or incomplete parvec model``.
+
+    Example:
+        >>> with errors_named("m"):
+        ...     raise KeyError("dim")
+        Traceback (most recent call last):
+        ...
+        parvec.errors.ParvecError: m: damaged or incomplete parvec model (KeyError: 'dim')
+    """
+    try:
+        yield
+    except ParvecError as exc:
+        if str(path) in str(exc):
+            raise
+        raise ParvecError(f"{path}: not a usable parvec model: {exc}") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, SyntaxError,
+            OverflowError, MemoryError, UnicodeDecodeError, RecursionError, tokenize.TokenError) as exc:
+        raise ParvecError(f"{path}: damaged or incomplete parvec model ({type(exc).__name__}: {exc})"[:600]) from None
+
+
+def load(path: str | os.PathLike[str], mmap: str | None = None) -> SavedModel:
+    """Read the model directory at ``path``, checking everything: a missing or truncated array, unreadable or
+    incomplete JSON, a checksum that does not match ``model.json``, shapes that do not fit the vocabulary, a
+    mid-epoch checkpoint without a valid position raise :class:`parvec.errors.CheckpointError` naming the file;
+    a directory that is no model (or a gensim pickle) a :class:`ParvecError` saying so.  ``mmap`` (``"r"``)
+    memory-maps the arrays.
+
+    Example:
+        >>> load("model.parvec").vocab.words[:2]  # doctest: +SKIP
+        ['the', 'of']
+    """
+    path = Path(path)
+    refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
+    with errors_named(path):
+        saved = _load_dir(path, mmap)
+    return saved
+
+
+def _load_dir(path: Path, mmap: str | None) -> SavedModel:
+    meta_path = path / MODEL_JSON
+    if not meta_path.exists():
+        if path.is_dir() and any((path / name).exists() for name in (VECTORS, SYN1NEG, VOCAB_JSON)):
+            raise CheckpointError(f"{meta_path}: missing (the model directory is incomplete)")
+        raise ParvecError(f"{path}: not a parvec model directory (no model.json)")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{meta_path}: unreadable model description: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
+        raise ParvecError(f"{meta_path}: not a parvec Word2Vec model")
+    try:
+        fields = _fields(meta)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise CheckpointError(f"{meta_path}: incomplete or damaged model description ({what})") from None
+    config: TrainConfig = fields["config"]
+    try:
+        vocab_bytes = (path / VOCAB_JSON).read_bytes()
+        if "vocab_crc32" in meta and zlib.crc32(vocab_bytes) & 0xFFFFFFFF != meta["vocab_crc32"]:
+            raise ValueError("its checksum does not match model.json (the file was altered or damaged)")
+        vocab = Vocab.from_json(vocab_bytes.decode("utf-8"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{path / VOCAB_JSON}: missing or damaged vocabulary: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
+    sums = meta.get("arrays") if isinstance(meta.get("arrays"), dict) else {}
+    w_in, w_out = (_read_array(path / name, mmap, sums.get(name)) for name in (VECTORS, SYN1NEG))
+    if w_in.shape != (len(vocab), config.dim) or w_out.shape != w_in.shape:
+        raise CheckpointError(f"{path}: array shapes {w_in.shape} and {w_out.shape} do not match the vocabulary "
+                              f"({len(vocab)} words) and dimension ({config.dim})")
+    if w_in.dtype != np.float32 or w_out.dtype != np.float32:
+        raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
+    syn1 = _load_syn1(path, meta, vocab, config.dim, mmap, sums.get(SYN1)) if config.hs else None
+    position = None
+    if str(meta.get("kind", "")).startswith("mid-epoch"):
+        try:
+            position = Position.from_dict(meta["position"])
+            if position.epoch != fields["epochs_trained"]:
+                raise ValueError(f"position in epoch {position.epoch + 1} but {fields['epochs_trained']} epochs done")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise CheckpointError(f"{meta_path}: a mid-epoch checkpoint without a valid position ({what})") from None
+    return SavedModel(vocab=vocab, vectors=np.ascontiguousarray(w_in), syn1neg=np.ascontiguousarray(w_out),
+                      syn1=syn1, position=position, **fields)
+
+
+def _fields(meta: dict[str, Any]) -> dict[str, Any]:
+    # model.json's fields (KeyError/TypeError/ValueError/AttributeError when one is missing or of a wrong type).
+    config = TrainConfig.from_dict(meta["config"]).validate()
+    options = meta.get("read_options", {})
+    if not isinstance(options, dict):
+        raise TypeError("read_options must be an object")
+    anchor = meta.get("schedule_anchor")
+    graph_run = meta.get("graph_run")
+    if graph_run is not None and not isinstance(graph_run, dict):
+        raise ValueError("graph_run must be an object")
+    every = meta.get("checkpoint_every")
+    return {
+        "config": config,
+        "read_options": options,
+        "epochs_trained": int(meta.get("epochs_trained", 0)),
+        "corpus_words": int(meta.get("corpus_words", 0)),
+        "raw_words": int(meta.get("raw_words", 0)),
+        "corpus_count": int(meta.get("corpus_count", 0)),
+        "run_id": meta.get("run_id"),
+        "saved_at": float(meta["saved_at"]) if meta.get("saved_at") is not None else None,
+        "checkpoint_every": None if every is None else str(every),
+        "schedule_anchor": (float(anchor[0]), float(anchor[1])) if anchor else None,
+        "graph_run": graph_run,
+    }
+
+
+def _load_syn1(path: Path, meta: dict[str, Any], vocab: Vocab, dim: int, mmap: str | None,
+               expect: Any) -> np.ndarray:
+    # The output layer of hierarchical softmax, and the check that the tree rebuilt from the saved counts is
+    # the one it was trained with.
+    from parvec.huffman import build_huffman_tree
+
+    if not (path / SYN1).exists():
+        raise ParvecError(f"{path}: the model uses hierarchical softmax (hs=1) but has no {SYN1}")
+    syn1 = _read_array(path / SYN1, mmap, expect)
+    if syn1.shape != (len(vocab) - 1, dim) or syn1.dtype != np.float32:
+        raise ParvecError(f"{path / SYN1}: expected float32 of shape ({len(vocab) - 1}, {dim}) (one row per "
+                          f"inner node of the Huffman tree), got {syn1.dtype} {syn1.shape}")
+    saved = meta.get("huffman_fingerprint")
+    if saved is None:
+        raise ParvecError(f"{path / MODEL_JSON}: no huffman_fingerprint for a hierarchical-softmax model")
+    if build_huffman_tree(vocab.counts).fingerprint() != saved:
+        raise ParvecError(f"{path}: the Huffman tree rebuilt from {VOCAB_JSON}'s counts differs from the one the "
+                          f"model was trained with ({VOCAB_JSON} was changed?)")
+    return np.ascontiguousarray(syn1)
+
+
+def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
+    # An array of a saved model; CheckpointError naming the file when it is missing, truncated or altered.
+    try:
+        a = np.load(path, mmap_mode=mmap, allow_pickle=False)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
+    except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header
+        raise CheckpointError(f"{path}: truncated or damaged array ({getattr(exc, 'strerror', None) or exc})") from None
+    if isinstance(expect, dict):
+        if list(a.shape) != expect.get("shape") or str(a.dtype) != expect.get("dtype"):
+            raise CheckpointError(f"{path}: shape {a.shape} {a.dtype}, but model.json recorded "
+                                  f"{expect.get('shape')} {expect.get('dtype')}")
+        if "crc32" in expect and array_crc32(a) != expect["crc32"]:
+            raise CheckpointError(f"{path}: the array's checksum does not match model.json (the file was altered "
+                                  "or damaged)")
+    return a
