@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import popen_kwargs
 
 REPO = Path(__file__).resolve().parents[1]
 WORD = {signal.SIGINT: ("interrupted", 130), signal.SIGTERM: ("terminated", 143)}
@@ -31,7 +32,7 @@ def _signal_once_reserved(argv: list[str], out: Path, sig: int, tmp_path: Path, 
         "PARVEC_CACHE_DIR": str(tmp_path / "cache"),
     }
     proc = subprocess.Popen([sys.executable, "-m", "parvec", *argv], stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True, env=env, cwd=cwd)
+                            stdout=subprocess.DEVNULL, text=True, env=env, cwd=cwd, **popen_kwargs())
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stderr), daemon=True)
     reader.start()

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from child_signals import popen_kwargs
 
 pytestmark = pytest.mark.ray
 
@@ -65,7 +66,7 @@ class Run:
         }
         cmd = [sys.executable, "-c", script, *script_args] if script else [sys.executable, "-m", "parvec"]
         self.proc = subprocess.Popen([*cmd, *argv], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                                     env=env)
+                                     env=env, **popen_kwargs())
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()

@@ -214,7 +214,7 @@ class _Pending:
     def _write(self, writer: Callable[[Path], Any], tmp: Path) -> None:
         """``writer(tmp)``; a failed write (a full disk) names this output, the reason, and where a checkpoint
         of the run keeps the trained model (:meth:`OutputPlan.recovery_note`)."""
-        from parvec.formats import WriteError, write_reason
+        from parvec.fileio import WriteError, write_reason
 
         try:
             writer(tmp)
@@ -263,7 +263,7 @@ class PendingFile(_Pending):
 
     def write(self, writer: Callable[[Path], Any]) -> None:
         """Call ``writer(temporary path)``; the result is renamed onto the target by :meth:`OutputPlan.commit`.
-        A write that fails raises :class:`parvec.formats.WriteError` naming the target (the temporary is
+        A write that fails raises :class:`parvec.fileio.WriteError` naming the target (the temporary is
         removed when the plan is discarded)."""
         self._write(writer, self.tmp)
 
@@ -383,16 +383,22 @@ class OutputPlan:
 
     def file(self, label: str, path: str | os.PathLike[str], npy: bool = False) -> PendingFile:
         """Reserve an output file now (its temporary is created beside it); :class:`ParvecError` if it cannot be."""
-        pending = PendingFile(label, path, npy=npy)
-        pending.plan = self
-        self._pending.append(pending)
+        from parvec.interrupts import deferred_signals
+
+        with deferred_signals():  # the temporary exists only once the plan knows it: a stop then removes it
+            pending = PendingFile(label, path, npy=npy)
+            pending.plan = self
+            self._pending.append(pending)
         return pending
 
     def directory(self, label: str, path: str | os.PathLike[str]) -> PendingDirectory:
         """Reserve an output directory (a saved model) now; it replaces only an earlier model or an empty directory."""
-        pending = PendingDirectory(label, path)
-        pending.plan = self
-        self._pending.append(pending)
+        from parvec.interrupts import deferred_signals
+
+        with deferred_signals():  # as file()
+            pending = PendingDirectory(label, path)
+            pending.plan = self
+            self._pending.append(pending)
         return pending
 
     def checkpoint_dir(self, label: str, path: str | os.PathLike[str], entry: str | None = None) -> Path:
@@ -441,7 +447,7 @@ exist (the checkpoint directory is created only inside an existing one)
         Ctrl-C and SIGTERM are held until the renames are done (:func:`parvec.interrupts.deferred_signals`): a
         run stopped at its end has written all its outputs or none, and :func:`committed_outputs` says which.
         """
-        from parvec.formats import WriteError, write_reason
+        from parvec.fileio import WriteError, write_reason
         from parvec.interrupts import deferred_signals
 
         with deferred_signals():
