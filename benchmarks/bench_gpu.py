@@ -273,8 +273,10 @@ def run_ptx(ns: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------------- the GPU run
 def device_facts() -> dict[str, Any]:
     """Name, compute capability, SM count and peak memory bandwidth of the current GPU."""
-    from numba import cuda
+    from numba import config, cuda
 
+    if config.ENABLE_CUDASIM:
+        return {"name": "numba CUDA simulator (a smoke run: no speed)", "compute_capability": "-"}
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     facts: dict[str, Any] = {"name": name, "compute_capability": ".".join(map(str, dev.compute_capability))}
@@ -302,13 +304,15 @@ def cpu_facts() -> dict[str, Any]:
 
 
 def train_gpu(corpus: Any, algo: str, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
-              threads: int | None = None, reduction: str = "tree") -> tuple[Any, Any, dict[str, Any]]:
+              threads: int | None = None, reduction: str = "tree",
+              words_per_launch: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
     from parvec.config import TrainConfig
     from parvec.gpu.driver import GpuTrainer
 
     cfg = TrainConfig(device="cuda", algo=algo, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
                       epochs=epochs, seed=seed, par_batch=ns.par_batch, progress=False)
-    trainer = GpuTrainer(cfg, corpus.vocab.counts, threads_per_block=threads, reduction=reduction)
+    trainer = GpuTrainer(cfg, corpus.vocab.counts, threads_per_block=threads, reduction=reduction,
+                         words_per_launch=words_per_launch)
     trainer.warm_up()
     stats = trainer.train(corpus)
     return trainer, stats, trainer.report()["gpu"]
@@ -399,6 +403,55 @@ def evaluate_vectors(w: np.ndarray, corpus: Any) -> dict[str, Any]:
     return evaluate(kv, **default_eval_paths())
 
 
+def fmt_scores(bw: Any, q: dict[str, Any]) -> str:
+    """WS-353 / SimLex-999 / analogy % of one evaluation, '-' for a score it could not take."""
+    return " / ".join("-" if x is None or x != x else f"{x:.3f}" for x in bw._scores(q))
+
+
+def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw: Any) -> int:
+    """Words per launch against speed and quality: every launch's sentences run as concurrent blocks (Hogwild
+    across blocks), so the launch size sets how many sentences update the same frequent rows at once.  Each
+    ``--words-per-launch`` x algo x seed trains ``--quality-epochs`` on the corpus (reduction: the last of
+    ``--reductions``), beside CPU hogbatch per seed; rows are printed and written (``--out``) as they come."""
+    from parvec.errors import ParvecError
+
+    dim, reduction, rows = ns.quality_dims[0], ns.reductions[-1], []
+    result["launch_sweep"] = rows
+
+    def record(row: dict[str, Any]) -> None:
+        rows.append(row)
+        q = row.get("quality")
+        scores = fmt_scores(bw, q) if q else row.get("error", "")
+        print(f"sweep {row['system']} seed {row['seed']}: {row.get('words_per_sec', 0) / 1e6:.2f}M words/s "
+              f"(WS-353 / SimLex-999 / analogy %) {scores}", file=sys.stderr, flush=True)
+        if ns.out:
+            ns.out.parent.mkdir(parents=True, exist_ok=True)
+            ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+
+    raw = corpus.raw_words * ns.quality_epochs
+    for seed in ns.seeds:
+        for wpl in ns.words_per_launch:
+            for algo in ns.algos:
+                row: dict[str, Any] = {"system": f"{algo} wpl {wpl:,} {reduction}", "algo": algo, "seed": seed,
+                                       "words_per_launch": wpl, "dim": dim, "epochs": ns.quality_epochs}
+                try:
+                    trainer, stats, rep = train_gpu(corpus, algo, dim, ns, ns.quality_epochs, seed,
+                                                    reduction=reduction, words_per_launch=wpl)
+                except ParvecError as exc:
+                    row["error"] = str(exc)
+                    record(row)
+                    continue
+                row.update(words_per_sec=raw / stats.seconds, seconds=stats.seconds, loss=stats.loss_per_epoch,
+                           corpus_mode=rep.get("corpus"), quality=evaluate_vectors(trainer.w_in, corpus))
+                record(row)
+        if not ns.no_cpu:
+            trainer, stats = train_cpu(corpus, dim, ns, ns.quality_epochs, seed)
+            record({"system": "hogbatch-cpu", "seed": seed, "dim": dim, "epochs": ns.quality_epochs,
+                    "threads": result["cpu"]["cores"], "words_per_sec": raw / stats.seconds,
+                    "seconds": stats.seconds, "quality": evaluate_vectors(trainer.w_in, corpus)})
+    return 0
+
+
 def run_gpu(ns: argparse.Namespace) -> int:
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.errors import ParvecError
@@ -420,6 +473,8 @@ def run_gpu(ns: argparse.Namespace) -> int:
         print(f"hardware equivalence tests: rc {proc.returncode}: {result['hardware_tests']['summary']}",
               file=sys.stderr, flush=True)
     corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
+    if ns.words_per_launch:
+        return launch_sweep(ns, corpus, result, bw)
     big_tokens, big_offsets, copies = repeat_corpus(corpus.tokens, corpus.offsets, ns.big_words)
     big = EncodedCorpus.from_arrays(big_tokens, big_offsets, corpus.vocab)
     corpora = {ns.corpus.name: (corpus, corpus.raw_words), f"{ns.corpus.name} x{copies}": (big, corpus.raw_words *
@@ -471,25 +526,35 @@ def run_gpu(ns: argparse.Namespace) -> int:
                 if out is not None:
                     rows.append({"dim": dim, "corpus": cname, "system": "torch-sgns", "words_per_sec":
                                  raw * ns.speed_epochs / out[1], "seconds": out[1]})
+                    print(f"{cname} d{dim} torch-sgns: {rows[-1]['words_per_sec'] / 1e6:.2f}M words/s",
+                          file=sys.stderr, flush=True)
     result["speed"] = rows
     # Quality: each GPU kernel and CPU hogbatch per seed, on the shared corpus.
     quality: dict[str, dict[int, Any]] = {}
     for dim in ns.quality_dims:
         for seed in ns.seeds:
             for algo in ns.algos:
-                trainer, stats, _ = train_gpu(corpus, algo, dim, ns, ns.quality_epochs, seed)
+                try:
+                    trainer, stats, _ = train_gpu(corpus, algo, dim, ns, ns.quality_epochs, seed)
+                except ParvecError as exc:
+                    print(f"quality seed {seed} {algo} d{dim}: {exc}", file=sys.stderr, flush=True)
+                    result.setdefault("diverged", []).append({"algo": algo, "dim": dim, "seed": seed,
+                                                              "error": str(exc)})
+                    continue
                 quality.setdefault(f"{algo} d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
             if not ns.no_cpu:
                 trainer, _ = train_cpu(corpus, dim, ns, ns.quality_epochs, seed)
                 quality.setdefault(f"hogbatch-cpu d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
             for system, by_seed in quality.items():
                 if seed in by_seed:
-                    print(f"quality seed {seed} {system}: {bw.fmt_quality(by_seed[seed])}", file=sys.stderr,
+                    print(f"quality seed {seed} {system}: {fmt_scores(bw, by_seed[seed])}", file=sys.stderr,
                           flush=True)
         if not ns.no_torch:
             out = torch_sgns(corpus, dim, ns, ns.quality_epochs, ns.seeds[0])
             if out is not None:
                 quality.setdefault(f"torch-sgns d{dim}", {})[ns.seeds[0]] = evaluate_vectors(out[0], corpus)
+                print(f"quality seed {ns.seeds[0]} torch-sgns d{dim}: "
+                      f"{fmt_scores(bw, quality[f'torch-sgns d{dim}'][ns.seeds[0]])}", file=sys.stderr, flush=True)
     result["quality"] = {k: {str(s): q for s, q in v.items()} for k, v in quality.items()}
     lines = [f"GPU {result['device'].get('name')} (cc {result['device'].get('compute_capability')}); CPU "
              f"{result['cpu']['model']} ({result['cpu']['cores']} cores) for hogbatch; corpus {ns.corpus.name}; window "
@@ -511,7 +576,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
                              f"{gaps[1]:+.3f}, analogy {gaps[2]:+.1f} points")
     for system, by_seed in quality.items():
         if len(by_seed) < len(ns.seeds):
-            lines.append(f"- {system} (seed {next(iter(by_seed))}): {bw.fmt_quality(next(iter(by_seed.values())))}")
+            lines.append(f"- {system} (seed {next(iter(by_seed))}): {fmt_scores(bw, next(iter(by_seed.values())))}")
     table = "\n".join(lines)
     result["table"] = table
     print(table)
@@ -540,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads-per-block", nargs="+", type=int, default=None,
                     help="sweep these block sizes (default: parvec's choice per dim)")
     ap.add_argument("--reductions", nargs="+", default=["tree", "shuffle"], choices=("tree", "shuffle"))
+    ap.add_argument("--words-per-launch", nargs="+", type=int, default=None,
+                    help="run only the launch-size sweep: speed and quality per words per launch (see launch_sweep)")
     ap.add_argument("--no-tests", action="store_true", help="skip the hardware equivalence tests")
     ap.add_argument("--no-cpu", action="store_true", help="skip CPU hogbatch")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch SGNS")

@@ -13,8 +13,8 @@ from cli_run import run
 from sigkill import kill_after_first_mid_epoch_checkpoint
 
 from parvec.checkpoints import EPOCH_END, latest_checkpoint, list_checkpoints, mid_name
+from parvec.engine import parse_interval
 from parvec.errors import CheckpointError, ParvecError
-from parvec.trainer import parse_interval
 from parvec.word2vec import Word2Vec
 
 
@@ -217,7 +217,7 @@ def test_more_epochs_keeps_the_learning_rate_continuous(checkpointed, corpus):
     alpha_there = model.position.alpha
     seen = []
     model.train(corpus_file=corpus, resume=True, epochs=4,
-                callbacks=[lambda m, e, s: seen.append(m._alpha_at((e + 1) * m.corpus_words, m.corpus_words))])
+                callbacks=[lambda m, e, s: seen.append(m.learning_rate_schedule().alpha_at((e + 1) * m.corpus_words))])
     w0, a0 = model.schedule_anchor
     assert a0 == pytest.approx(alpha_there, rel=1e-6)
     assert seen[0] < a0 and seen[-1] == pytest.approx(model.config.final_alpha)

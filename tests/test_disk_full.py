@@ -162,18 +162,18 @@ def test_save_over_an_earlier_model_keeps_it_when_the_disk_is_full(disk, uninter
 
 def test_work_files_of_the_corpus_name_the_cause(disk, corpus, monkeypatch):
     """The encoded corpus streamed to $TMPDIR, and a sharded run's encoded byte ranges, on a full disk."""
-    import parvec.corpus as corpus_mod
+    import parvec.corpus.encode as encode_mod
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.distributed import pipeline
 
-    monkeypatch.setattr(corpus_mod, "_SPILL_TOKENS", 1000)
+    monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1000)
     monkeypatch.setattr("tempfile.tempdir", str(disk.root))
     disk.free = 100
     with pytest.raises(ParvecError, match=rf"cannot write the encoded corpus in {disk.root}/parvec-encoded-\S+: "
                                           f"{NO_SPACE}"):
         EncodedCorpus.from_file(corpus, ReadOptions())
     assert list(disk.root.iterdir()) == []
-    monkeypatch.setattr(corpus_mod, "_SPILL_TOKENS", 1 << 30)
+    monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1 << 30)
     vocab = EncodedCorpus.from_file(corpus, ReadOptions(min_count=1)).vocab
     with pytest.raises(ParvecError, match=rf"{disk.root}/tokens_0\.npy: cannot write: {NO_SPACE}"):
         pipeline.encode_range(str(corpus), 0, 5000, {"min_count": 1}, vocab, str(disk.root), 0)

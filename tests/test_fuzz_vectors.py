@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from parvec import formats
+from parvec import fileio, formats
 from parvec.errors import ParvecError
 from parvec.formats import detect_binary, load_npy, read_word2vec, save_npy, write_word2vec
 from parvec.keyedvectors import KeyedVectors
@@ -194,7 +194,7 @@ def test_word2vec_round_trip(tmp_path, data, binary, suffix):
         # The documented limit of detection: a tiny binary file whose first line reads as a text row, or where
         # half of the first vectors' bytes are printable text, is taken for text -- and fails on a line.
         assert binary and not detected
-        with formats.open_input(path) as f:
+        with fileio.open_input(path) as f:
             first = f.read().split(b"\n", 2)[1]
         scanned = [v.astype("<f4").tobytes() for v in vectors[:8]]
         text_like = 2 * sum(formats._is_text(v) for v in scanned) >= len(scanned)

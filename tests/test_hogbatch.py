@@ -121,7 +121,7 @@ def test_vectorised_sigmoid_and_loss_match_sgns_step():
 def test_branch_free_negative_draw_equals_draw_noise():
     from numba import njit
 
-    from parvec.kernels.hogbatch import _draw_negative
+    from parvec.kernels.hogbatch import draw_negative
 
     @njit
     def draws(prob, alias, n):
@@ -130,7 +130,7 @@ def test_branch_free_negative_draw_equals_draw_noise():
         for k in range(n):
             state = rng_next(state)
             out[k, 0] = draw_noise(state, prob, alias)
-            out[k, 1] = _draw_negative(state, prob, alias)
+            out[k, 1] = draw_negative(state, prob, alias)
         return out
 
     prob, alias = alias_table(noise_distribution(np.arange(1000, 0, -1), 0.75))

@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 
 import parvec.corpus as corpus_mod
+import parvec.corpus.encode as encode_mod
+import parvec.corpus.readers as readers_mod
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
 
@@ -40,7 +42,7 @@ def after_counting(monkeypatch):
 
     def install(fn):
         done = []
-        original = corpus_mod.count_vocabulary
+        original = encode_mod.count_vocabulary
 
         def counting_then_change(sentences, options):
             result = original(sentences, options)
@@ -49,7 +51,7 @@ def after_counting(monkeypatch):
                 fn()
             return result
 
-        monkeypatch.setattr(corpus_mod, "count_vocabulary", counting_then_change)
+        monkeypatch.setattr(encode_mod, "count_vocabulary", counting_then_change)
         return done
 
     return install
@@ -113,8 +115,8 @@ def test_same_size_rewrite_in_one_clock_tick_is_caught_by_the_content_hash(tmp_p
     recently has its bytes hashed in both passes."""
     path = tmp_path / "c.txt"
     path.write_text(_text())
-    frozen = getattr(corpus_mod, "_file_state", os.stat)(path)
-    monkeypatch.setattr(corpus_mod, "_file_state", lambda p: frozen, raising=False)  # stat shows nothing
+    frozen = readers_mod.file_state(path)
+    monkeypatch.setattr(readers_mod, "file_state", lambda p: frozen)  # stat shows nothing
     after_counting(_rewrite_same_size(path))
     with pytest.raises(ParvecError, match=r"c\.txt: the input changed between two reads .*bytes differ"):
         EncodedCorpus.from_file(path, OPTS)
@@ -127,9 +129,9 @@ def test_the_token_counts_must_match_the_vocabulary_counts(tmp_path, after_count
     must be the vocabulary's counts."""
     path = tmp_path / "c.txt"
     path.write_text(_text())
-    frozen = getattr(corpus_mod, "_file_state", os.stat)(path)
-    monkeypatch.setattr(corpus_mod, "_file_state", lambda p: frozen, raising=False)
-    monkeypatch.setattr(corpus_mod, "_RACY_NS", 0)  # not hashed (the cache's window: unused without a cache)
+    frozen = readers_mod.file_state(path)
+    monkeypatch.setattr(readers_mod, "file_state", lambda p: frozen)
+    monkeypatch.setattr(readers_mod, "_RACY_NS", 0)  # not hashed (the cache's window: unused without a cache)
     after_counting(_truncate(path, 5000) if change == "truncate" else _append(path, "w1 w1 w1\n"))
     with pytest.raises(ParvecError, match=r"c\.txt: the input changed while parvec read it \(the counting pass read "
                                           r"[\d,]+ words, the encoding pass [\d,]+"):
@@ -197,7 +199,7 @@ def test_spilled_encoding_that_changes_leaves_no_temporary(tmp_path, after_count
     """A corpus big enough to be streamed into a memory-mapped token file (here: the threshold lowered)."""
     path = tmp_path / "c.txt"
     path.write_text(_text())
-    monkeypatch.setattr(corpus_mod, "_SPILL_TOKENS", 1000)
+    monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1000)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(scratch))
@@ -344,8 +346,8 @@ def test_sharded_pipeline_catches_a_changed_range_even_when_stat_does_not(tmp_pa
     path.write_text(_text())
     work = tmp_path / "work"
     work.mkdir()
-    frozen = getattr(corpus_mod, "_file_state", os.stat)(path)
-    monkeypatch.setattr(corpus_mod, "_file_state", lambda p: frozen, raising=False)
+    frozen = corpus_mod.file_state(path)
+    monkeypatch.setattr(corpus_mod, "file_state", lambda p: frozen)  # what the pipeline's driver looks at
     original = pipeline.count_range
     calls = []
 
@@ -385,7 +387,7 @@ def test_replica_reencoding_its_range_refuses_a_changed_file(tmp_path):
 # ---------------------------------------------------------------------- the command line, end to end
 _HOOKED_CLI = textwrap.dedent("""
     import os, sys
-    import parvec.corpus as c
+    import parvec.corpus.encode as c
     original = c.count_vocabulary
     def counting_then_truncate(sentences, options):
         result = original(sentences, options)

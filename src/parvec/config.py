@@ -6,16 +6,14 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from parvec.capabilities import CBOW_ALGORITHMS, check_config
 from parvec.errors import ParvecError
 
-ALGORITHMS = ("classic", "hogbatch", "par")  # the CPU algorithms (parvec.kernels)
 DEFAULT_ALGO = "hogbatch"
 DEFAULT_CBOW_ALGO = "classic"  # CBOW (sg=False) when no algo is named: see default_algo
-CBOW_ALGORITHMS = ("classic", "hogbatch")  # the CPU algorithms that train CBOW (sg=False): parvec.kernels
 SG_ALPHA = 0.025  # the default starting learning rate of skip-gram (word2vec.c, gensim)
 CBOW_ALPHA = 0.05  # ... and of CBOW (word2vec.c -cbow 1; gensim keeps 0.025 for sg=0: pass alpha=0.025 there)
 DEVICES = ("cpu", "cuda")
-GPU_ALGORITHMS = ("full-w2v", "par")  # what --device cuda runs (parvec.gpu)
 DEFAULT_GPU_ALGO = "full-w2v"
 ALL_ALGORITHMS = ("classic", "hogbatch", "par", "full-w2v")  # every name --algo accepts
 
@@ -119,25 +117,14 @@ class TrainConfig:
             raise ParvecError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
         if self.algo not in ALL_ALGORITHMS:
             raise ParvecError(f"algo must be one of {', '.join(ALL_ALGORITHMS)}; got {self.algo!r}")
-        if self.device == "cpu" and self.algo not in ALGORITHMS:
-            raise ParvecError(f"algo {self.algo!r} runs on the GPU only: add --device cuda (device='cuda'), "
-                              f"or choose one of {', '.join(ALGORITHMS)} for the CPU")
-        if self.device == "cuda" and self.algo not in GPU_ALGORITHMS:
-            raise ParvecError(f"algo {self.algo!r} runs on the CPU only: with --device cuda (device='cuda') choose "
-                              f"{' or '.join(GPU_ALGORITHMS)} ({DEFAULT_GPU_ALGO} is the default there)")
         for name in ("sg", "hs", "cbow_mean"):
             if not isinstance(getattr(self, name), bool):
                 raise ParvecError(f"{name} must be True or False (1 or 0), got {getattr(self, name)!r}")
-        if not self.sg and self.device == "cuda":
-            raise ParvecError("CBOW (sg=0, --cbow) runs on the CPU only: train it without --device cuda "
-                              "(device='cpu'), or train skip-gram (sg=1) on the GPU")
+        check_config(self)  # what the device runs: its algorithms, CBOW, hierarchical softmax (parvec.capabilities)
         if not self.sg and not self.hs and self.algo not in CBOW_ALGORITHMS:
             raise ParvecError(f"algo {self.algo!r} trains skip-gram only: for CBOW (sg=0, --cbow) choose "
                               f"{' or '.join(CBOW_ALGORITHMS)} ({DEFAULT_CBOW_ALGO}, the default, is word2vec.c's "
                               "loop; hogbatch runs the fast batched CBOW kernel)")
-        if self.hs and self.device != "cpu":
-            raise ParvecError("hierarchical softmax (hs=1, -hs 1) runs on the CPU only (algo classic or hogbatch): "
-                              "leave out device='cuda' (--device cuda)")
         if self.hs and self.algo == "par":
             raise ParvecError("hierarchical softmax (hs=1, -hs 1) is not implemented for algo 'par': use "
                               "classic or hogbatch (both run word2vec.c's hierarchical-softmax loop)")

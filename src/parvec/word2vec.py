@@ -4,51 +4,37 @@ The model is a thin layer: text becomes an :class:`~parvec.corpus.EncodedCorpus`
 :class:`~parvec.trainer.Trainer` runs the chosen kernel, and ``model.wv`` is a
 :class:`~parvec.keyedvectors.KeyedVectors` over the input vectors.
 
-A saved model is a directory of arrays and JSON (no pickle): ``model.json`` (parameters, vocabulary
-counts, epochs trained), ``vectors.npy`` (input vectors), ``syn1neg.npy`` (output vectors),
-``vocab.json``; with hierarchical softmax also ``syn1.npy`` (the Huffman tree's inner nodes, ``V-1``
-rows).  The tree itself is rebuilt from the vocabulary's counts on load (word2vec.c's
-``CreateBinaryTree`` is deterministic) and checked against the fingerprint saved in ``model.json``.
-``vocab.json``.  ``model.json`` also holds a CRC-32 of each array and, for checkpoints, the run's id and
-the exact position to resume from (:mod:`parvec.checkpoints`).
+A saved model is a directory of arrays and JSON (no pickle): ``model.json`` (parameters, epochs trained, a
+CRC-32 of each file and, for checkpoints, the run's id and the exact position to resume from),
+``vectors.npy`` (input vectors), ``syn1neg.npy`` (output vectors), ``vocab.json``; with hierarchical softmax
+also ``syn1.npy`` (the Huffman tree's inner nodes, ``V-1`` rows).  :mod:`parvec.model_io` writes and reads
+it; :mod:`parvec.checkpoints` finds a run's checkpoints.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shutil
-import tempfile
 import time
-import tokenize
 import uuid
-import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from parvec import capabilities, checkpoints, model_io
+from parvec.capabilities import mode_of
 from parvec.config import TrainConfig, default_algo, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions
-from parvec.errors import CheckpointError, ParvecError
+from parvec.engine import Position, RunEngine, TrainStats, parse_interval
+from parvec.errors import ParvecError
 from parvec.keyedvectors import KeyedVectors
-from parvec.trainer import (
-    Position,
-    Trainer,
-    TrainStats,
-    available_memory,
-    estimate_memory,
-    init_input_vectors,
-    parse_interval,
-)
+from parvec.schedule import Schedule
+from parvec.trainer import CpuDriver, available_memory, estimate_memory, init_input_vectors
 from parvec.vocab import Vocab, rlimit_headroom
 
 log = logging.getLogger(__name__)
-
-MODEL_FORMAT = "parvec-word2vec"
-MODEL_VERSION = 1
 
 
 class Word2Vec:
@@ -136,17 +122,12 @@ class Word2Vec:
         ).validate()
         # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
         self.cluster = None
-        if cluster is not None and self.config.hs:
-            raise ParvecError("hierarchical softmax (hs=1) trains in this process only: leave out cluster=")
         if cluster is not None:
             from parvec.distributed.cluster import as_cluster
 
             self.cluster = as_cluster(cluster)
-            if device != "cpu":
-                raise ParvecError("cluster= and device='cuda' cannot be combined yet: choose one")
-            if not self.config.sg and self.cluster.mode == "sharded":
-                raise ParvecError("CBOW (sg=0) is not available with the sharded mode (its kernels train "
-                                  "skip-gram only): use mode='replicas', or train on one machine")
+            capabilities.check_placement(device, self.cluster)
+            capabilities.check_config(self.config, self.cluster.mode)  # what its mode trains (parvec.capabilities)
         self.run_report: dict[str, Any] = {}  # the last run's driver figures (cluster/GPU), for --report
         # A parvec.runlog.RunLog here records the time series and epoch records `parvec report` draws;
         # with eval_every_epoch the word-similarity and analogy sets are scored after every epoch.
@@ -246,7 +227,7 @@ class Word2Vec:
     @property
     def on_checkpoint_error(self) -> str:
         """What a checkpoint that cannot be written does: ``"stop"`` (the default) raises its
-        :class:`parvec.formats.WriteError` and training stops, the previous checkpoint intact; ``"continue"``
+        :class:`parvec.fileio.WriteError` and training stops, the previous checkpoint intact; ``"continue"``
         logs a warning, counts it in ``checkpoint_report["failed_checkpoints"]`` and trains on."""
         return self._on_checkpoint_error
 
@@ -504,51 +485,56 @@ class Word2Vec:
         total_epochs = self.config.epochs if epochs is None else epochs
         start = 0
         resume_at: Position | None = None
-        checkpoints: dict[str, Any] = {}
         if resume:
             start, resume_at = self.epochs_trained, self.position
             total_epochs = self._resume_epochs(epochs, start, resume_at, encoded.n_tokens)
             if start >= total_epochs:
                 return TrainStats()
-            if resume_at is not None:
-                checkpoints["resume_at"] = resume_at
-            if self.schedule_anchor is not None:
-                checkpoints["word_position"] = self._anchored_position(encoded.n_tokens, total_epochs)
         else:
             self.schedule_anchor = None
         if total_epochs < 1:
             raise ParvecError(f"epochs must be a positive integer, got {total_epochs}")
-        trainer = self._make_trainer()
         if schedule_words != encoded.n_tokens and resume:
             raise ParvecError("total_examples/total_words cannot be combined with resume=True: a resumed run keeps "
                               "its schedule")
-        if schedule_words != encoded.n_tokens and not hasattr(trainer, "train_parts"):
-            raise ParvecError("total_examples/total_words other than the corpus's own size are supported by the CPU "
-                              "trainer only (not with device='cuda' or a cluster): leave them out")
-        if (checkpoints or self._checkpoint_interval is not None) and type(trainer) is not Trainer:
-            raise ParvecError("mid-epoch checkpoints (checkpoint_every, --checkpoint-every), resuming from one and "
-                              "changing the epochs of a resumed run work with the CPU trainer only, not on a GPU or "
-                              "a cluster; use epoch-end checkpoints (checkpoint_dir) there")
+        capabilities.check(mode_of(self.config, self.cluster),
+                           mid_epoch_checkpoints=resume_at is not None or self._checkpoint_interval is not None)
+        if self._checkpoint_interval is not None:
+            if self.checkpoint_dir is None:
+                raise ParvecError("checkpoint_every needs checkpoint_dir (--checkpoint-every needs --checkpoint-dir)")
+            if not resume and self.epochs_trained:
+                raise ParvecError(f"checkpoint_every: mid-epoch checkpoints belong to a run trained from its start "
+                                  f"(a fresh model, or resume=True); this model has trained {self.epochs_trained} "
+                                  "epochs")
+        driver = self._make_driver().use_corpus(encoded)
         if not resume or self.run_id is None:
             self.run_id = uuid.uuid4().hex
         self.corpus_words = encoded.n_tokens
         self.raw_words = encoded.raw_words
         self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
                                   "failed_checkpoints": 0}
+        schedule = self.learning_rate_schedule(schedule_words, total_epochs)
+        stats = self._run(driver, schedule, start, resume_at, 0 if resume else self.epochs_trained, callbacks)
+        self.run_report = driver.report() if hasattr(driver, "report") else {}
+        return stats
+
+    def _run(self, driver: Any, schedule: Schedule, start: int, resume_at: Position | None, base_epochs: int,
+             callbacks: Iterable[Any]) -> TrainStats:
+        # One call of the run engine with this model's epoch-end work (bookkeeping, the report's epoch records and
+        # scores, the epoch-end checkpoint, the callbacks) and its mid-epoch checkpoints.
+        total_epochs = schedule.epochs
         epoch_fns, gensim_cbs = _split_callbacks(callbacks)
         self.running_training_loss = 0.0
-        base_epochs = 0 if resume else self.epochs_trained
         eval_files = self._eval_files() if self.eval_every_epoch else None
         run_log = self.run_log
         if run_log is not None:
             run_log.new_call()
-            if hasattr(trainer, "on_progress"):
-                trainer.on_progress = run_log.progress
-        eval_seconds = 0.0
+        eval_seconds = [0.0]
         started = time.perf_counter()
 
+        checkpointer = self._checkpointer()
+
         def on_epoch_end(epoch: int, stats: TrainStats) -> None:
-            nonlocal eval_seconds
             self.epochs_trained = base_epochs + epoch + 1
             if run_log is not None:
                 scores, t_eval = None, None
@@ -556,17 +542,14 @@ class Word2Vec:
                     t0 = time.perf_counter()
                     scores = self._epoch_scores(eval_files)
                     t_eval = time.perf_counter() - t0
-                    eval_seconds += t_eval
+                    eval_seconds[0] += t_eval
                     run_log.pause(t_eval)
-                # The schedule's rate at this epoch's end (a resumed run's epochs count from the first).
-                done = (epoch + 1) / total_epochs
-                lr = self.config.alpha - (self.config.alpha - self.config.final_alpha) * min(1.0, done)
                 run_log.epoch_end(epoch=base_epochs + epoch, words=stats.words_per_epoch[-1] if stats.words_per_epoch
                                   else 0, loss=stats.loss_per_epoch[-1] if stats.loss_per_epoch else None,
-                                  seconds=time.perf_counter() - started - eval_seconds, lr=lr, scores=scores,
-                                  eval_seconds=t_eval)
-            if self.checkpoint_dir is not None:
-                self._save_checkpoint(Path(self.checkpoint_dir) / "checkpoint", None)
+                                  seconds=time.perf_counter() - started - eval_seconds[0],
+                                  lr=schedule.epoch_end_alpha(epoch), scores=scores, eval_seconds=t_eval)
+            if checkpointer is not None:
+                checkpointer.epoch_end(self.epochs_trained)
             if self.config.compute_loss:
                 self.running_training_loss = float(sum(
                     lv * pv for lv, pv in zip(stats.loss_per_epoch, stats.pairs_per_epoch, strict=True) if pv))
@@ -578,35 +561,39 @@ class Word2Vec:
                 for cb in gensim_cbs:
                     _call(cb, "on_epoch_begin", self)
 
-        if self._checkpoint_interval is not None:
-            if self.checkpoint_dir is None:
-                raise ParvecError("checkpoint_every needs checkpoint_dir (--checkpoint-every needs --checkpoint-dir)")
-            if not resume and base_epochs:
-                raise ParvecError(f"checkpoint_every: mid-epoch checkpoints belong to a run trained from its start "
-                                  f"(a fresh model, or resume=True); this model has trained {base_epochs} epochs")
-            checkpoints["checkpoint_every"] = self._checkpoint_interval
-            checkpoints["on_checkpoint"] = self._mid_epoch_saver()
+        engine = RunEngine(driver, self.config, schedule, epochs=total_epochs, start_epoch=start, resume_at=resume_at,
+                           on_epoch_end=on_epoch_end, checkpoint_every=self._checkpoint_interval,
+                           on_checkpoint=checkpointer.mid_epoch if checkpointer is not None else None,
+                           on_progress=run_log.progress if run_log is not None else None)
         for cb in gensim_cbs:
             _call(cb, "on_train_begin", self)
         for cb in gensim_cbs:
             _call(cb, "on_epoch_begin", self)
-        if schedule_words != encoded.n_tokens:
-            stats = trainer.train_parts(lambda epoch: [(encoded.tokens, encoded.offsets)], schedule_words,
-                                        epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start,
-                                        **checkpoints)
-        else:
-            stats = trainer.train(encoded, epochs=total_epochs, on_epoch_end=on_epoch_end, start_epoch=start,
-                                  **checkpoints)
+        stats = engine.run()
         self.position = None
         for cb in gensim_cbs:
             _call(cb, "on_train_end", self)
         self.epochs_trained = base_epochs + total_epochs
+        assert self.wv is not None
         self.wv.fill_norms(force=True)  # vectors changed in place: drop cached unit vectors
-        if eval_seconds:
-            stats.seconds = max(0.0, stats.seconds - eval_seconds)  # words/s is training's, not evaluation's
+        if eval_seconds[0]:
+            stats.seconds = max(0.0, stats.seconds - eval_seconds[0])  # words/s is training's, not evaluation's
         self.stats = stats
-        self.run_report = trainer.report() if hasattr(trainer, "report") else {}
         return stats
+
+    def learning_rate_schedule(self, words_per_epoch: int | None = None, epochs: int | None = None) -> Schedule:
+        """The learning-rate schedule this model trains with: linear from ``alpha`` to ``min_alpha`` over
+        ``epochs`` (default: the model's) of ``words_per_epoch`` words (default: the corpus it was trained on),
+        anchored where a resumed run changed its epochs (:class:`parvec.schedule.Schedule`).
+
+        Example:
+            >>> Word2Vec(alpha=0.025, min_alpha=0.0, epochs=2).learning_rate_schedule(100).alpha_at(100)
+            0.0125
+        """
+        words = words_per_epoch if words_per_epoch is not None else self.corpus_words
+        if not words:
+            raise ParvecError("the schedule needs the words of one epoch: train the model first, or give them")
+        return Schedule.of(self.config, int(words), epochs, anchor=self.schedule_anchor)
 
     # ------------------------------------------------------------------ checkpoints and resume
     def graph_run_refusal(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -625,53 +612,43 @@ class Word2Vec:
         return (f"{where} is a checkpoint of a `parvec {command}` run on {graph}: resume it with `parvec {command} "
                 f"{graph} -o OUT --resume {path if path is not None else 'DIR'}` (Python: {python}.from_checkpoint)")
 
-    def _mid_epoch_saver(self) -> Callable[[Position], None]:
-        # The Trainer calls this at a chunk boundary with every worker idle: the vectors are consistent.
-        from parvec.checkpoints import mid_name, prune_mid_checkpoints
+    def _checkpointer(self) -> checkpoints.Checkpointer | None:
+        # The writer of this run's checkpoints (None without a checkpoint directory): it describes the model at
+        # each point (saved_model), counts into checkpoint_report and pauses the report's clock while it writes.
+        if self.checkpoint_dir is None:
+            return None
+        run_log = self.run_log
 
-        def save(pos: Position) -> None:
-            path = Path(self.checkpoint_dir) / mid_name(pos.epoch, pos.chunks_done)  # type: ignore[arg-type]
-            self.epochs_trained = pos.epoch
-            if self._save_checkpoint(path, pos):
-                prune_mid_checkpoints(self.checkpoint_dir, self.run_id)  # type: ignore[arg-type]
+        def saved(path: Path, pos: Position | None, seconds: float) -> None:
+            if run_log is not None:
+                run_log.pause(seconds)
+            if self.on_checkpoint_saved is not None:
+                self.on_checkpoint_saved(path, pos, seconds)
 
-        return save
+        return checkpoints.Checkpointer(self.checkpoint_dir, self.saved_model, self.run_id or uuid.uuid4().hex,
+                                        on_error=self.on_checkpoint_error, report=self.checkpoint_report,
+                                        on_saved=saved)
 
-    def _save_checkpoint(self, path: Path, pos: Position | None) -> bool:
-        """Write one checkpoint (``pos``: mid-epoch); False when it could not be written and training goes on
-        (``on_checkpoint_error="continue"``).  A failed write leaves no partial directory and the previous
-        checkpoints as they were: with ``"stop"`` the :class:`parvec.formats.WriteError` says which is intact
-        and how to resume from it."""
-        from parvec.checkpoints import list_checkpoints
-        from parvec.formats import WriteError
+    def saved_model(self, position: Position | None = None, epochs_trained: int | None = None) -> model_io.SavedModel:
+        """This model as :func:`parvec.model_io.save` writes it (``position``: a mid-epoch checkpoint's place;
+        ``epochs_trained``: the epochs it records, default the model's).
 
-        t0 = time.perf_counter()
-        try:
-            self.save(path, position=pos)
-        except WriteError as exc:
-            kept = [f for f in list_checkpoints(path.parent, self.run_id) if f.meta is not None]
-            prev = (f"the previous checkpoint {kept[-1].path} ({kept[-1].describe()}) is intact" if kept
-                    else "this run has no earlier checkpoint")
-            self.checkpoint_report["failed_checkpoints"] = self.checkpoint_report.get("failed_checkpoints", 0) + 1
-            if self.on_checkpoint_error == "continue":
-                log.warning("checkpoint %s; %s; training continues (--on-checkpoint-error continue) and the next "
-                            "checkpoint tries again", exc, prev)
-                return False
-            resume = f": free space, then resume from it with --resume {path.parent}" if kept else ""
-            raise WriteError(f"checkpoint {exc}; training stopped (--on-checkpoint-error stop, the default; "
-                             f"'continue' trains on without it); {prev}{resume}", exc.path, exc.errno,
-                             exc.reason) from None
-        self._checkpoint_saved(path, pos, time.perf_counter() - t0)
-        return True
-
-    def _checkpoint_saved(self, path: Path, pos: Position | None, seconds: float) -> None:
-        rep = self.checkpoint_report
-        rep["mid_epoch_checkpoints" if pos is not None else "epoch_end_checkpoints"] += 1
-        rep["checkpoint_seconds"] += seconds
-        if self.run_log is not None:
-            self.run_log.pause(seconds)
-        if self.on_checkpoint_saved is not None:
-            self.on_checkpoint_saved(path, pos, seconds)
+        Example:
+            >>> model.saved_model().vectors is model.wv.vectors  # doctest: +SKIP
+            True
+        """
+        if self.vocab is None or self.wv is None or self.syn1neg is None:
+            raise ParvecError("nothing to save: the model has no vocabulary yet")
+        if epochs_trained is not None:
+            self.epochs_trained = epochs_trained
+        return model_io.SavedModel(
+            config=self.config, vocab=self.vocab, vectors=self.wv.vectors, syn1neg=self.syn1neg, syn1=self.syn1,
+            read_options=self.read_options.__dict__, epochs_trained=self.epochs_trained,
+            corpus_words=self.corpus_words, raw_words=self.raw_words, corpus_count=self.corpus_count,
+            position=position, run_id=self.run_id,
+            checkpoint_every=None if self.checkpoint_every is None else str(self.checkpoint_every),
+            schedule_anchor=self.schedule_anchor, graph_run=self.graph_run,
+        )
 
     def _check_resume_corpus(self, encoded: EncodedCorpus) -> None:
         # The checkpoint's vocabulary and token count are the corpus's fingerprint.
@@ -703,32 +680,9 @@ class Word2Vec:
             raise ParvecError(f"cannot resume with epochs={epochs}: the checkpoint has already "
                               f"{'begun' if at is not None else 'done'} {begun} epoch(s) of {self.config.epochs}")
         words = start * words_per_epoch + (at.words_done if at is not None else 0)
-        self.schedule_anchor = (float(words), self._alpha_at(words, words_per_epoch))
+        self.schedule_anchor = self.learning_rate_schedule(words_per_epoch).resumed_with(int(epochs), words).anchor
         self.config.epochs = int(epochs)
         return int(epochs)
-
-    def _alpha_at(self, words: float, words_per_epoch: int) -> float:
-        # The schedule's learning rate `words` into the run (linear, or from schedule_anchor on).
-        a_s, a_e = self.config.alpha, self.config.final_alpha
-        end = float(words_per_epoch * self.config.epochs)
-        w0, a0 = self.schedule_anchor if self.schedule_anchor is not None else (0.0, a_s)
-        if end <= w0:
-            return a_e
-        return max(a_e, a0 - (a0 - a_e) * min(1.0, (words - w0) / (end - w0)))
-
-    def _anchored_position(self, words_per_epoch: int, epochs: int) -> Callable[[int, int], float]:
-        # The Trainer's schedule is linear from alpha over epochs * words_per_epoch words: map each point
-        # to the position where that line has the anchored schedule's rate.
-        a_s, a_e = self.config.alpha, self.config.final_alpha
-        total = float(words_per_epoch * epochs)
-
-        def position(epoch: int, words_before: int) -> float:
-            words = epoch * words_per_epoch + words_before
-            if a_s == a_e:
-                return float(words)
-            return total * (a_s - self._alpha_at(words, words_per_epoch)) / (a_s - a_e)
-
-        return position
 
     def _eval_files(self) -> dict[str, Path]:
         # Checked before training: a run asked to evaluate every epoch must not find out at epoch 1.
@@ -750,26 +704,27 @@ class Word2Vec:
         self.wv.fill_norms(force=True)  # the vectors moved since the norms were cached
         return headline_scores(evaluate(self.wv, **{k: str(v) for k, v in files.items()}))
 
-    def _make_trainer(self) -> Any:
-        # The one choice of driver: this process's CPU Trainer, the GPU driver, or a cluster driver.
-        # Each trains self.wv.vectors / self.syn1neg in place and returns TrainStats.
+    def _make_driver(self) -> Any:
+        # The one choice of driver (parvec.engine): this process's CPU threads, the GPU, or a cluster's replicas or
+        # shards.  Each trains self.wv.vectors / self.syn1neg in place.
         assert self.vocab is not None and self.wv is not None and self.syn1neg is not None
         args = (self.config, self.vocab.counts, self.wv.vectors, self.syn1neg)
         if self.cluster is not None:
-            from parvec.distributed import make_trainer
+            from parvec.distributed import make_driver
 
-            driver = make_trainer(self.cluster, *args)
+            driver = make_driver(self.cluster, *args)
             driver.read_options = self.read_options  # how a node that cannot see the cache re-reads the input
             return driver
         if self.config.device == "cuda":
-            from parvec.gpu import make_trainer as make_gpu_trainer
+            from parvec.gpu import make_driver as make_gpu_driver
 
-            return make_gpu_trainer(*args)
-        return Trainer(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg, syn1=self.syn1)
+            return make_gpu_driver(*args)
+        return CpuDriver(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg, syn1=self.syn1)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str], position: Position | None = None) -> None:
-        """Save as a directory of ``.npy`` arrays and JSON (written to a temp dir, synced, then renamed).
+        """Save as a directory of ``.npy`` arrays and JSON (written to a temp dir, synced, then renamed;
+        :mod:`parvec.model_io` has the layout).
 
         ``position`` makes it a mid-epoch checkpoint: training resumes from there
         (``Word2Vec.load(path).train(corpus_file=..., resume=True)``).
@@ -777,76 +732,7 @@ class Word2Vec:
         Example:
             >>> model.save("model.parvec")  # doctest: +SKIP
         """
-        if self.vocab is None or self.wv is None or self.syn1neg is None:
-            raise ParvecError("nothing to save: the model has no vocabulary yet")
-        from parvec.formats import write_failure
-
-        path = Path(path)
-        parent = path.parent if str(path.parent) else Path(".")
-        if not parent.is_dir():
-            raise ParvecError(f"{parent}: the output directory does not exist")
-        try:
-            tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
-        except OSError as exc:
-            raise write_failure(path, exc) from None
-        writing = None  # the file being written, named when a write fails (a full disk)
-        try:
-            pairs = [("vectors.npy", self.wv.vectors), ("syn1neg.npy", self.syn1neg)]
-            if self.syn1 is not None:  # hierarchical softmax's inner nodes
-                pairs.append(("syn1.npy", self.syn1))
-            arrays = {}
-            for writing, a in pairs:
-                arrays[writing] = _write_array(tmp / writing, a)
-            vocab_bytes = self.vocab.to_json().encode("utf-8")
-            writing = "vocab.json"
-            _write_synced(tmp / "vocab.json", vocab_bytes)
-            meta: dict[str, Any] = {
-                "format": MODEL_FORMAT,
-                "version": MODEL_VERSION,
-                "config": self.config.to_dict() | {"min_alpha": self.config.min_alpha},
-                "read_options": self.read_options.__dict__,
-                "epochs_trained": self.epochs_trained,
-                "corpus_words": self.corpus_words,
-                "raw_words": self.raw_words,
-                "corpus_count": self.corpus_count,
-                "kind": "mid-epoch checkpoint" if position is not None else "model",
-                "position": position.to_dict() if position is not None else None,
-                "run_id": self.run_id,
-                "saved_at": time.time(),
-                "checkpoint_every": None if self.checkpoint_every is None else str(self.checkpoint_every),
-                "schedule_anchor": list(self.schedule_anchor) if self.schedule_anchor is not None else None,
-                "arrays": arrays,
-                # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked at load
-                "vocab_crc32": zlib.crc32(vocab_bytes) & 0xFFFFFFFF,
-            }
-            if self.graph_run is not None:
-                meta["graph_run"] = self.graph_run
-            if self.syn1 is not None:
-                from parvec.huffman import build_huffman_tree
-
-                meta["huffman_fingerprint"] = build_huffman_tree(self.vocab.counts).fingerprint()
-            writing = "model.json"
-            _write_synced(tmp / "model.json", json.dumps(meta, indent=1).encode("utf-8"))  # last: marks it whole
-            _fsync_dir(tmp)
-            writing = None
-            if path.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
-                os.replace(path, old / "x")
-                try:
-                    os.replace(tmp, path)
-                except OSError:
-                    os.replace(old / "x", path)  # the previous one back in place
-                    old.rmdir()
-                    raise
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, path)
-            _fsync_dir(parent)
-        except OSError as exc:
-            raise write_failure(path, exc, what=writing) from None
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        model_io.save(path, self.saved_model(position))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: str | None = None) -> Word2Vec:
@@ -859,87 +745,20 @@ class Word2Vec:
             >>> model = Word2Vec.load("model.parvec")  # doctest: +SKIP
             >>> Word2Vec.load("ck").train(corpus_file="corpus.txt", resume=True)  # doctest: +SKIP
         """
-        from parvec.checkpoints import load_for_resume
-
-        return load_for_resume(path, mmap=mmap)[0]
+        return checkpoints.load_for_resume(path, cls._load, mmap=mmap)[0]
 
     @classmethod
     def _load(cls, path: str | os.PathLike[str], mmap: str | None = None) -> Word2Vec:
         # One model directory, as it is: ParvecError / CheckpointError naming what is wrong.
-        path = Path(path)
-        from parvec.formats import refuse_pickle
-
-        refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
-        try:
-            return cls._load_dir(path, mmap)
-        except ParvecError as exc:
-            if str(path) in str(exc):
-                raise
-            raise ParvecError(f"{path}: not a usable parvec model: {exc}") from None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, EOFError, SyntaxError,
-                OverflowError, MemoryError, UnicodeDecodeError, RecursionError, tokenize.TokenError) as exc:
-            raise ParvecError(
-                f"{path}: damaged or incomplete parvec model ({type(exc).__name__}: {exc})"[:600]
-            ) from None
-
-    @classmethod
-    def _load_dir(cls, path: Path, mmap: str | None) -> Word2Vec:
-        meta_path = path / "model.json"
-        if not meta_path.exists():
-            if path.is_dir() and any((path / name).exists() for name in ("vectors.npy", "syn1neg.npy", "vocab.json")):
-                raise CheckpointError(f"{meta_path}: missing (the model directory is incomplete)")
-            raise ParvecError(f"{path}: not a parvec model directory (no model.json)")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CheckpointError(f"{meta_path}: unreadable model description: {exc}") from None
-        if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
-            raise ParvecError(f"{meta_path}: not a parvec Word2Vec model")
-        try:
-            model = cls._from_meta(meta)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise CheckpointError(f"{meta_path}: incomplete or damaged model description ({what})") from None
-        try:
-            vocab_bytes = (path / "vocab.json").read_bytes()
-            if "vocab_crc32" in meta and zlib.crc32(vocab_bytes) & 0xFFFFFFFF != meta["vocab_crc32"]:
-                raise ValueError("its checksum does not match model.json (the file was altered or damaged)")
-            model.vocab = Vocab.from_json(vocab_bytes.decode("utf-8"))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise CheckpointError(f"{path / 'vocab.json'}: missing or damaged vocabulary: "
-                                  f"{getattr(exc, 'strerror', None) or exc}") from None
-        config = model.config
-        sums = meta.get("arrays") if isinstance(meta.get("arrays"), dict) else {}
-        w_in, w_out = (_read_array(path / name, mmap, sums.get(name)) for name in ("vectors.npy", "syn1neg.npy"))
-        if w_in.shape != (len(model.vocab), config.dim) or w_out.shape != w_in.shape:
-            raise CheckpointError(f"{path}: array shapes {w_in.shape} and {w_out.shape} do not match the vocabulary "
-                                  f"({len(model.vocab)} words) and dimension ({config.dim})")
-        if w_in.dtype != np.float32 or w_out.dtype != np.float32:
-            raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
-        syn1 = None
-        if config.hs:
-            if "syn1.npy" in sums and (path / "syn1.npy").exists():  # a damaged syn1.npy is named as the others
-                _read_array(path / "syn1.npy", mmap, sums.get("syn1.npy"))
-            syn1 = cls._load_syn1(path, meta, model.vocab, config.dim, mmap)
-        model._set_vectors(np.ascontiguousarray(w_in), np.ascontiguousarray(w_out), syn1)
-        if str(meta.get("kind", "")).startswith("mid-epoch"):
-            try:
-                model.position = Position.from_dict(meta["position"])
-                if model.position.epoch != model.epochs_trained:
-                    raise ValueError(f"position in epoch {model.position.epoch + 1} but {model.epochs_trained} "
-                                     "epochs done")
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
-                raise CheckpointError(f"{meta_path}: a mid-epoch checkpoint without a valid position ({what})"
-                                      ) from None
+        saved = model_io.load(path, mmap)
+        with model_io.errors_named(path):
+            model = cls._from_saved(saved)
         return model
 
     @classmethod
-    def _from_meta(cls, meta: dict[str, Any]) -> Word2Vec:
-        # The model model.json describes, without its vocabulary and arrays (KeyError/TypeError/ValueError
-        # when a field is missing or of the wrong type).
-        config = TrainConfig.from_dict(meta["config"])
-        opts = meta.get("read_options", {})
+    def _from_saved(cls, saved: model_io.SavedModel) -> Word2Vec:
+        # The Word2Vec that a read model directory describes (the constructor checks the parameters again).
+        config, opts = saved.config, dict(saved.read_options or {})
         model = cls(
             vector_size=config.dim, window=config.window, negative=config.negative, sample=config.sample,
             min_count=opts.get("min_count", 5), max_vocab_size=opts.get("max_vocab_size"),
@@ -953,40 +772,19 @@ class Word2Vec:
         )
         model.config.par_h_factor = config.par_h_factor
         model.config.chunk_words = config.chunk_words
-        model.epochs_trained = int(meta.get("epochs_trained", 0))
-        model.corpus_words = int(meta.get("corpus_words", 0))
-        model.raw_words = int(meta.get("raw_words", 0))
-        model.run_id = meta.get("run_id")
-        model.saved_at = float(meta["saved_at"]) if meta.get("saved_at") is not None else None
-        anchor = meta.get("schedule_anchor")
-        model.schedule_anchor = (float(anchor[0]), float(anchor[1])) if anchor else None
-        model.saved_checkpoint_every = meta.get("checkpoint_every")
-        model.corpus_count = int(meta.get("corpus_count", 0))
-        graph_run = meta.get("graph_run")
-        if graph_run is not None and not isinstance(graph_run, dict):
-            raise ValueError("graph_run must be an object")
-        model.graph_run = graph_run
+        model.epochs_trained = saved.epochs_trained
+        model.corpus_words = saved.corpus_words
+        model.raw_words = saved.raw_words
+        model.corpus_count = saved.corpus_count
+        model.run_id = saved.run_id
+        model.saved_at = saved.saved_at
+        model.schedule_anchor = saved.schedule_anchor
+        model.saved_checkpoint_every = saved.checkpoint_every
+        model.graph_run = saved.graph_run
+        model.vocab = saved.vocab
+        model._set_vectors(saved.vectors, saved.syn1neg, saved.syn1)
+        model.position = saved.position
         return model
-
-    @staticmethod
-    def _load_syn1(path: Path, meta: dict[str, Any], vocab: Vocab, dim: int, mmap: str | None) -> np.ndarray:
-        # The output layer of hierarchical softmax, and the check that the tree rebuilt from the saved counts is
-        # the one it was trained with.
-        from parvec.huffman import build_huffman_tree
-
-        if not (path / "syn1.npy").exists():
-            raise ParvecError(f"{path}: the model uses hierarchical softmax (hs=1) but has no syn1.npy")
-        syn1 = np.load(path / "syn1.npy", mmap_mode=mmap)
-        if syn1.shape != (len(vocab) - 1, dim) or syn1.dtype != np.float32:
-            raise ParvecError(f"{path}/syn1.npy: expected float32 of shape ({len(vocab) - 1}, {dim}) (one row per "
-                              f"inner node of the Huffman tree), got {syn1.dtype} {syn1.shape}")
-        saved = meta.get("huffman_fingerprint")
-        if saved is None:
-            raise ParvecError(f"{path}/model.json: no huffman_fingerprint for a hierarchical-softmax model")
-        if build_huffman_tree(vocab.counts).fingerprint() != saved:
-            raise ParvecError(f"{path}: the Huffman tree rebuilt from vocab.json's counts differs from the one the "
-                              "model was trained with (vocab.json was changed?)")
-        return np.ascontiguousarray(syn1)
 
     def __repr__(self) -> str:
         n = len(self.vocab) if self.vocab is not None else 0
@@ -1042,56 +840,15 @@ def _remap(corpus: EncodedCorpus, vocab: Vocab) -> EncodedCorpus:
                          before[corpus.offsets].astype(np.int64), raw_words=corpus.raw_words, source=corpus.source)
 
 
-def _write_synced(path: Path, data: bytes) -> None:
-    from parvec.formats import output_file
+def load_for_resume(path: str | os.PathLike[str], mmap: str | None = None) -> tuple[Word2Vec, Path, str | None]:
+    """The model or checkpoint to resume, as :meth:`Word2Vec.load` reads it: ``path`` itself, or the latest
+    checkpoint in it when it is a checkpoint directory (:func:`parvec.checkpoints.load_for_resume`).  Returns
+    ``(model, the path loaded, a note to show or None)``; a damaged one raises
+    :class:`parvec.errors.CheckpointError` that names the previous intact checkpoint, if any.
 
-    with output_file(path) as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _crc32(a: np.ndarray) -> int:
-    return zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B")) & 0xFFFFFFFF
-
-
-def _write_array(path: Path, a: np.ndarray) -> dict[str, Any]:
-    # One array as .npy, synced; returns what load checks it against.
-    from parvec.formats import output_file, write_array
-
-    with output_file(path) as f:
-        write_array(f, a)
-        f.flush()
-        os.fsync(f.fileno())
-    return {"shape": list(a.shape), "dtype": str(a.dtype), "crc32": _crc32(a)}
-
-
-def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
-    # An array of a saved model; CheckpointError naming the file when it is missing, truncated or altered.
-    try:
-        a = np.load(path, mmap_mode=mmap, allow_pickle=False)
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
-    except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header
-        raise CheckpointError(f"{path}: truncated or damaged array ({getattr(exc, 'strerror', None) or exc})") from None
-    if isinstance(expect, dict):
-        if list(a.shape) != expect.get("shape") or str(a.dtype) != expect.get("dtype"):
-            raise CheckpointError(f"{path}: shape {a.shape} {a.dtype}, but model.json recorded "
-                                  f"{expect.get('shape')} {expect.get('dtype')}")
-        if "crc32" in expect and _crc32(a) != expect["crc32"]:
-            raise CheckpointError(f"{path}: the array's checksum does not match model.json (the file was altered "
-                                  "or damaged)")
-    return a
+    Example:
+        >>> model, where, note = load_for_resume("ck")  # doctest: +SKIP
+        >>> where.name  # doctest: +SKIP
+        'mid-e0002-c000000040'
+    """
+    return checkpoints.load_for_resume(path, Word2Vec._load, mmap=mmap)

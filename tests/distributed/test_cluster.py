@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import default_sigint
 
 from parvec.distributed.cluster import deferred_signals, listening_socket
 
@@ -20,13 +21,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_a_signal_inside_deferred_signals_is_raised_when_the_block_ends():
     reached_the_end = False
-    with pytest.raises(KeyboardInterrupt):
-        with deferred_signals():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)  # a signal not held would be raised here
-            reached_the_end = True
+    with default_sigint():  # as an interactive Python: also when the tests run in the background (SIGINT ignored)
+        with pytest.raises(KeyboardInterrupt):
+            with deferred_signals():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # a signal not held would be raised here
+                reached_the_end = True
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back after the block
     assert reached_the_end
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_handlers_set_inside_deferred_signals_are_dropped_and_sigterm_reaches_the_old_one():

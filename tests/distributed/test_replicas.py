@@ -303,12 +303,12 @@ def test_two_node_cluster_each_node_reads_its_own_shard(tmp_path):
 
 def test_without_ray_cluster_says_how_to_install(monkeypatch, tmp_path, capsys):
     from parvec.cli import main
-    from parvec.distributed import make_trainer
+    from parvec.distributed import make_driver
 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     with pytest.raises(ParvecError, match=r"pip install 'parvec\[ray\]'"):
-        make_trainer(Cluster("local:2"), TrainConfig(), np.ones(3), np.zeros((3, 100), np.float32),
-                     np.zeros((3, 100), np.float32))
+        make_driver(Cluster("local:2"), TrainConfig(), np.ones(3), np.zeros((3, 100), np.float32),
+                    np.zeros((3, 100), np.float32))
     corpus = write_corpus(tmp_path / "c.txt", 50)
     assert main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--cluster", "local:2", "--min-count", "1",
                  "--no-cache"]) == 2
@@ -321,7 +321,7 @@ def test_node2vec_on_a_cluster_is_refused_clearly(tmp_path):
 
     edges = tmp_path / "g.edgelist"
     edges.write_text("0 1\n1 2\n2 0\n", encoding="utf-8")
-    with pytest.raises(ParvecError, match="not supported yet"):
+    with pytest.raises(ParvecError, match="training node2vec/DeepWalk is not available on a cluster's replicas"):
         Node2Vec(str(edges), cluster=Cluster("local:2"))
 
 

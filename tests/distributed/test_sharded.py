@@ -17,9 +17,9 @@ import pytest
 
 from parvec.cli import main
 from parvec.config import TrainConfig
-from parvec.corpus import EncodedCorpus, ReadOptions
+from parvec.corpus import EncodedCorpus, ReadOptions, byte_ranges
 from parvec.distributed import Cluster
-from parvec.distributed.pipeline import byte_ranges, export_model, parse_bytes
+from parvec.distributed.pipeline import export_model, parse_bytes
 from parvec.distributed.shard_core import reference_train
 from parvec.distributed.sharded import ShardActor, ShardedRun, snapshot_dir
 from parvec.errors import ParvecError

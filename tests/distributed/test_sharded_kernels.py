@@ -10,7 +10,6 @@ from parvec.corpus import EncodedCorpus
 from parvec.distributed.shard_core import (
     LocalStep,
     Minibatch,
-    Schedule,
     Step,
     Unit,
     UnitRunner,
@@ -24,6 +23,7 @@ from parvec.distributed.shard_core import (
 )
 from parvec.kernels import sharded as K
 from parvec.sampling import keep_probabilities
+from parvec.schedule import Schedule
 from parvec.trainer import init_input_vectors
 
 
@@ -313,7 +313,7 @@ def test_column_blocks_train_the_reference_model():
     counts = corpus.vocab.counts
     prob, alias = noise_tables(counts, cfg)
     units = plan_units([corpus.offsets], 500)
-    schedule = Schedule(cfg.alpha, cfg.final_alpha, sum(u.words for u in units), 2)
+    schedule = Schedule.of(cfg, sum(u.words for u in units), 2)
     for shards in (1, 2, 3):
         w_in = init_input_vectors(len(counts), 12, 3)
         w_out = np.zeros_like(w_in)
@@ -342,8 +342,8 @@ def test_units_and_seeds():
 def test_range_reader_reads_what_the_corpus_reader_reads(tmp_path):
     import gzip
 
-    from parvec.corpus import ReadOptions, _TextSentences
-    from parvec.distributed.pipeline import RangeSentences, byte_ranges, plain_input
+    from parvec.corpus import RangeSentences, ReadOptions, TextSentences, byte_ranges
+    from parvec.distributed.pipeline import plain_input
 
     rng = np.random.default_rng(7)
     words = [f"wörd{i}" for i in range(50)]
@@ -351,7 +351,7 @@ def test_range_reader_reads_what_the_corpus_reader_reads(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     opts = ReadOptions(min_count=1, max_sentence_length=10, lowercase=True)
-    expected = list(_TextSentences(path, opts))
+    expected = list(TextSentences(path, opts))
     assert [s for a, b in byte_ranges(path, 1) for s in RangeSentences(path, a, b, opts)] == expected
     for n in (2, 3, 7):  # a boundary may cut a line in two sentences; no token is lost, split or doubled
         got = [s for a, b in byte_ranges(path, n) for s in RangeSentences(path, a, b, opts)]

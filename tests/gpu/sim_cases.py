@@ -286,6 +286,31 @@ def _e2e(out: Path) -> dict:
     summary["walks-words"], summary["walks-words-per-epoch"] = stats.words, words_per_epoch
     summary["walks-corpus"] = trainer.report()["gpu"]["corpus"]
 
+    # Mid-epoch checkpoints on the GPU, at kernel-launch boundaries (launches of ~25 words here), and a run resumed
+    # from one, through Word2Vec: it must end where the run that was not interrupted ends.
+    import os
+
+    from parvec.checkpoints import list_checkpoints
+
+    os.environ["PARVEC_GPU_WORDS_PER_LAUNCH"] = "25"
+    try:
+        ck = out / "gpu-checkpoints"
+        ck.mkdir(exist_ok=True)
+        kw = dict(vector_size=8, window=2, negative=2, min_count=1, epochs=2, seed=4, sample=0.0, alpha=0.05,
+                  workers=1)
+        full = Word2Vec(sentences=sentences, device="cuda", checkpoint_dir=ck, checkpoint_every=30, **kw)
+        mids = [f for f in list_checkpoints(ck) if f.chunks_done]
+        summary["gpu-mid-checkpoints"] = [[f.epoch, f.chunks_done] for f in mids]
+        summary["gpu-mid-report"] = full.checkpoint_report
+        resumed = Word2Vec.load(mids[0].path)
+        summary["gpu-resumed-position"] = resumed.position.to_dict() if resumed.position is not None else None
+        r_stats = resumed.train(sentences=sentences, resume=True)
+        summary["gpu-full-loss"], summary["gpu-resumed-loss"] = full.stats.loss_per_epoch, r_stats.loss_per_epoch
+        arrays["gpu-full-w_in"], arrays["gpu-full-w_out"] = full.wv.vectors.copy(), full.syn1neg.copy()
+        arrays["gpu-resumed-w_in"], arrays["gpu-resumed-w_out"] = resumed.wv.vectors.copy(), resumed.syn1neg.copy()
+    finally:
+        os.environ.pop("PARVEC_GPU_WORDS_PER_LAUNCH", None)
+
     # No pair at all (one-word sentences): the CPU trainer's error, not random vectors handed back.
     from parvec.errors import ParvecError
 

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from parvec.config import ALGORITHMS, GPU_ALGORITHMS, TrainConfig, default_algo
+from parvec.capabilities import ALGORITHMS, GPU_ALGORITHMS
+from parvec.config import TrainConfig, default_algo
 from parvec.errors import ParvecError
 from parvec.gpu import plan
 from parvec.gpu.rng import (
@@ -33,6 +34,7 @@ from parvec.gpu.rng import (
     window_shrink,
 )
 from parvec.sampling import alias_table, noise_distribution
+from parvec.schedule import Schedule
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,7 +115,7 @@ def test_missing_extra_is_named(monkeypatch):
     monkeypatch.delattr(gpu, "driver", raising=False)
     monkeypatch.setitem(sys.modules, "numba_cuda", None)  # as if numba-cuda were not installed
     with pytest.raises(ParvecError, match=r"pip install 'parvec\[gpu\]'"):
-        gpu.make_trainer(TrainConfig(device="cuda"), np.ones(3, np.int64), np.zeros((3, 100), np.float32),
+        gpu.make_driver(TrainConfig(device="cuda"), np.ones(3, np.int64), np.zeros((3, 100), np.float32),
                          np.zeros((3, 100), np.float32))
     with pytest.raises(ParvecError, match="numba-cuda"):
         gpu.require_device()
@@ -202,20 +204,20 @@ def test_launch_bounds_cover_every_sentence_once():
 def test_epoch_launches_cut_sentences_and_follow_the_cpu_schedule():
     cfg = TrainConfig(device="cuda", alpha=0.04, min_alpha=0.001, epochs=3)
     parts = [(np.zeros(2500, np.int32), np.array([0, 2500])), (np.zeros(700, np.int32), np.array([0, 300, 700]))]
-    launches = list(plan.epoch_launches(cfg, parts, 1, 3200, 3, 1000))
+    launches = list(plan.epoch_launches(cfg, parts, 1, Schedule.of(cfg, 3200, 3), 1000))
     cut0 = launches[0][1]
     assert cut0.tolist() == [0, 1000, 2000, 2500]  # a 2500-token sentence in pieces of <= 1000
     ls = [launch for _, _, launch in launches]
     assert [launch.words for launch in ls] == [1000, 1000, 500, 700]
     assert [launch.sentence_base for launch in ls] == [0, 1, 2, 3]  # epoch-wide sentence numbers, across parts
-    rate = plan.schedule(cfg, 3200 * 3)
+    rate = Schedule.of(cfg, 3200, 3).alpha_at  # the one schedule every driver uses (parvec.schedule)
     pos = 3200  # epoch 1 starts after one epoch's words
     for launch in ls:
         assert launch.alpha0 == pytest.approx(rate(pos)) and launch.alpha1 == pytest.approx(rate(pos + launch.words))
         pos += launch.words
     assert rate(0) == 0.04 and rate(9600) == pytest.approx(0.001) and rate(4800) == pytest.approx(0.0205)
     assert all(launch.key == ls[0].key for launch in ls) and ls[0].key != next(iter(
-        plan.epoch_launches(cfg, parts, 2, 3200, 3, 1000)))[2].key
+        plan.epoch_launches(cfg, parts, 2, Schedule.of(cfg, 3200, 3), 1000)))[2].key
 
 
 def test_gpu_rate_schedule_is_the_cpu_trainers():
@@ -237,7 +239,7 @@ def test_gpu_rate_schedule_is_the_cpu_trainers():
 
     trainer.algorithm = type(trainer.algorithm)(trainer.algorithm.name, Spy())
     trainer.train(corpus)
-    rate = plan.schedule(TrainConfig(device="cuda", alpha=0.05, epochs=2), 2 * corpus.n_tokens)
+    rate = Schedule.of(TrainConfig(device="cuda", alpha=0.05, epochs=2), corpus.n_tokens).alpha_at
     assert seen[0][0] == pytest.approx(rate(0)) and seen[-1][1] == pytest.approx(rate(2 * corpus.n_tokens))
     assert seen[1][0] == pytest.approx(rate(100))
 
@@ -314,3 +316,17 @@ def test_kernels_compile_for_sm90_without_spills(ptx_run):
         assert r["stack_bytes"] == 0 and r["spill_stores"] == 0 and r["spill_loads"] == 0, r
         assert r["smem_bytes"] == r["smem_model_bytes"], r
         assert 0 < r["registers"] <= 255 and r["blocks_per_sm"] >= 1, r
+
+
+def test_default_words_per_launch_bounds_the_concurrency():
+    # a launch's sentences run at once (Hogwild across blocks): 1/16 of an epoch, capped per algorithm as measured
+    # on an H200 (docs/gpu.md: PAR's quality breaks at 1M words per launch, full-w2v's speed levels off at ~1M)
+    assert plan.default_words_per_launch("full-w2v", 17_000_000) == 1 << 20
+    assert plan.default_words_per_launch("par", 17_000_000) == 100_000
+    assert plan.default_words_per_launch("full-w2v", 2_000_000) == 125_000  # the demo corpus: 16 launches an epoch
+    assert plan.default_words_per_launch("par", 1_000) == plan.MIN_WORDS_PER_LAUNCH
+    for algo in ("full-w2v", "par"):
+        for words in (10, 10**5, 10**6, 10**7, 10**9):
+            wpl = plan.default_words_per_launch(algo, words)
+            assert plan.MIN_WORDS_PER_LAUNCH <= wpl <= plan.MAX_WORDS_PER_LAUNCH[algo]
+            assert wpl <= max(words // plan.LAUNCHES_PER_EPOCH, plan.MIN_WORDS_PER_LAUNCH)

@@ -102,6 +102,21 @@ def test_driver_resident_streamed_resumed_equal_reference(sim_run, algo):
     np.testing.assert_allclose(e2e[f"driver-{algo}-resumed-loss"], e2e[f"driver-{algo}-ref-loss"][1:], rtol=1e-5)
 
 
+def test_mid_epoch_checkpoint_on_the_gpu_and_a_resumed_run_end_where_the_uninterrupted_one_does(sim_run):
+    # The GPU driver's unit is a kernel launch: checkpoints are taken between launches (the launches in flight
+    # finished, the vectors copied back) and a resumed epoch skips the launches done (parvec.engine).
+    e2e, a = _e2e(sim_run)
+    mids = e2e["gpu-mid-checkpoints"]
+    assert mids and all(chunks > 0 for _, chunks in mids), mids
+    assert e2e["gpu-mid-report"]["mid_epoch_checkpoints"] >= 2, e2e["gpu-mid-report"]
+    pos = e2e["gpu-resumed-position"]
+    assert pos is not None and pos["chunks_done"] > 0 and 0 < pos["words_done"]
+    for m in ("w_in", "w_out"):
+        np.testing.assert_allclose(a[f"gpu-resumed-{m}"], a[f"gpu-full-{m}"], rtol=0, atol=TOL, err_msg=m)
+    assert np.abs(a["gpu-full-w_out"]).max() > 1e-3  # it trained
+    np.testing.assert_allclose(e2e["gpu-resumed-loss"][-1], e2e["gpu-full-loss"][-1], rtol=1e-5)
+
+
 def test_node2vec_walks_as_parts_equal_reference(sim_run):
     e2e, a = _e2e(sim_run)
     assert e2e["walks-corpus"] == ["streamed"]

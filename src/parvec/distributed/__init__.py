@@ -7,10 +7,10 @@
 - :mod:`parvec.distributed.sharded`: Ordentlich et al.'s column-sharded parameter servers
   (``mode="sharded"``).
 
-A driver looks like :class:`parvec.trainer.Trainer` to the model: it is built from
-``(cluster, config, counts, w_in, w_out)``, its ``train(corpus, epochs=, on_epoch_end=, start_epoch=)``
-returns a :class:`~parvec.trainer.TrainStats` and leaves the trained vectors in ``w_in``/``w_out``, and
-``report()`` returns the run's distributed figures for ``--report``.
+A driver is a :class:`parvec.engine.Driver` like the CPU and GPU drivers: it is built from
+``(cluster, config, counts, w_in, w_out)``, takes its corpus with ``use_corpus(corpus)``, trains each epoch the
+run engine asks for and leaves the trained vectors in ``w_in``/``w_out``; ``report()`` returns the run's
+distributed figures for ``--report``.
 
 Example:
     >>> from parvec.distributed import Cluster
@@ -24,29 +24,27 @@ from typing import Any
 
 import numpy as np
 
+from parvec.capabilities import check_config
 from parvec.config import TrainConfig
 from parvec.distributed.cluster import Cluster, as_cluster, import_ray
-from parvec.errors import ParvecError
 
-__all__ = ["Cluster", "as_cluster", "import_ray", "make_trainer"]
+__all__ = ["Cluster", "as_cluster", "import_ray", "make_driver"]
 
 
-def make_trainer(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
-                 w_out: np.ndarray) -> Any:
-    """The driver for ``cluster.mode``, shaped like :class:`parvec.trainer.Trainer`.
+def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
+                w_out: np.ndarray) -> Any:
+    """The driver for ``cluster.mode`` (a :class:`parvec.engine.Driver`; call ``use_corpus(corpus)`` on it).
 
     Example:
-        >>> trainer = make_trainer(Cluster("local:2"), TrainConfig(), counts, w_in, w_out)  # doctest: +SKIP
-        >>> stats = trainer.train(corpus)  # doctest: +SKIP
+        >>> driver = make_driver(Cluster("local:2"), TrainConfig(), counts, w_in, w_out)  # doctest: +SKIP
+        >>> stats = RunEngine(driver.use_corpus(corpus), config, schedule).run()  # doctest: +SKIP
     """
-    if cluster.mode == "sharded" and not config.sg:
-        raise ParvecError("CBOW (sg=0) is not available with the sharded mode (its kernels train skip-gram "
-                          "only): use the replicas mode, or train on one machine")
+    check_config(config, cluster.mode)  # what the mode cannot train (parvec.capabilities), before Ray is imported
     import_ray()  # a clear error naming the extra before anything else
     if cluster.mode == "replicas":
-        from parvec.distributed.replicas import ReplicaTrainer
+        from parvec.distributed.replicas import ReplicaDriver
 
-        return ReplicaTrainer(cluster, config, counts, w_in, w_out)
-    from parvec.distributed.sharded import ShardedTrainer
+        return ReplicaDriver(cluster, config, counts, w_in, w_out)
+    from parvec.distributed.sharded import ShardedDriver
 
-    return ShardedTrainer(cluster, config, counts, w_in, w_out)
+    return ShardedDriver(cluster, config, counts, w_in, w_out)

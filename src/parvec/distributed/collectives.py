@@ -64,6 +64,7 @@ class Board:
         self.epoch = -1
         self.addresses: dict[int, str] = {}
         self.address_events: dict[int, Any] = {}
+        self.checkpoints: list = []
 
     def begin(self, epoch: int) -> int:
         """A new generation for an epoch's (re)try: drops every slot of the previous one."""
@@ -75,6 +76,7 @@ class Board:
         self.slots.clear()
         self.events.clear()
         self.left.clear()
+        self.checkpoints = []
         self.epoch = epoch
         return self.gen
 
@@ -100,6 +102,19 @@ class Board:
         except TimeoutError:
             return None
         return self.addresses.get(group_id)
+
+    def put_checkpoint(self, gen: int, payload: dict) -> None:
+        """Replica 0's mid-epoch checkpoint of generation ``gen``: the part, every replica's counters and
+        references to the fully averaged model (the driver takes it with :meth:`take_checkpoint`)."""
+        if gen == self.gen:
+            self.checkpoints.append(payload)
+
+    def take_checkpoint(self, gen: int) -> list:
+        """The checkpoints of generation ``gen`` put since the last call (oldest first)."""
+        if gen != self.gen:
+            return []
+        out, self.checkpoints = self.checkpoints, []
+        return out
 
     def shared_refs(self) -> list:
         """The references to the run's counts and data description (a restarted replica reads them)."""

@@ -36,13 +36,13 @@ actor).  Every replica starts from the driver's model, so averaging starts from 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,13 +54,19 @@ from parvec.corpus import EncodedCorpus, ReadOptions, load_encoded, save_encoded
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.collectives import Board, SyncAborted, make_collective
 from parvec.distributed.sharded import was_restarted
+from parvec.engine import Diverged, EpochContext, EpochResult, Resume, SelfRunning, TrainStats
 from parvec.errors import ParvecError
-from parvec.trainer import Trainer, TrainStats, chunk_bounds, split_long_sentences
+from parvec.schedule import Schedule
+from parvec.trainer import CpuDriver, chunk_bounds, split_long_sentences
 
 ALPHA_SCALES = ("none", "sqrt", "linear")
 
 
 # ---------------------------------------------------------------------- the schedule (pure functions)
+# Sync ids of the checkpoint steps (decision, full average, counters): apart from the part syncs' 1, 2, ..
+CHECKPOINT_SYNC_BASE = 1 << 40
+
+
 def ctz(j: int) -> int:
     """Trailing zero bits of a positive integer.
 
@@ -272,6 +278,7 @@ class _Replica:
         import ray
 
         board = ray.get_actor(board_name)  # by name: a handle among the arguments would stop restarts
+        self.board = board
         # The counts and the data description are read from the board, so a restarted actor finds them again.
         counts, data = ray.get(ray.get(board.shared_refs.remote(), timeout=timeout_s), timeout=timeout_s)
         self.ray = ray
@@ -279,21 +286,16 @@ class _Replica:
         self.rank, self.n = rank, n
         self.config = config
         v = len(counts)
-        self.trainer = Trainer(config, counts, w_in=np.zeros((v, config.dim), np.float32),
-                               w_out=np.zeros((v, config.dim), np.float32))
+        self.trainer = CpuDriver(config, counts, w_in=np.zeros((v, config.dim), np.float32),
+                                 w_out=np.zeros((v, config.dim), np.float32))
         self.has_model = False
         self.tokens, self.offsets, self.data_note = _load_share(rank, n, config, data)
         self.chunks = chunk_bounds(self.offsets, config.chunk_words)
         self.collective = make_collective(collective, ray, board, rank, n, timeout_s)
         self.progress_totals: dict[str, Any] = {}
-        self.trainer.on_progress = self._on_progress
-        self.trainer.require_pairs = False  # one shard's epoch may train no pair; the driver checks the run's total
         self.synced = (-1, 0)  # (epoch, syncs completed in it)
         self.trainer.warm_up((self.tokens, self.offsets[: min(len(self.offsets), 2)]))
         self.node = ray.get_runtime_context().get_node_id()
-
-    def _on_progress(self, totals: dict[str, Any], force: bool = False) -> None:
-        self.progress_totals = totals
 
     def describe(self) -> dict[str, Any]:
         """This replica's chunks (tokens each), node and how it got its data."""
@@ -317,9 +319,13 @@ class _Replica:
     def model(self) -> tuple[np.ndarray, np.ndarray]:
         return self.trainer.w_in, self.trainer.w_out
 
-    def train_epoch(self, epoch: int, epochs: int, gen: int, group_id: int, plan: ShardPlan, rows: list[int],
-                    model: tuple[Any, Any] | None, return_model: bool) -> dict[str, Any]:
-        """Train one epoch of the shard, syncing after every part; rank 0 returns the model when asked."""
+    def train_epoch(self, epoch: int, schedule: Schedule, gen: int, group_id: int, plan: ShardPlan,
+                    rows: list[int], model: tuple[Any, Any] | None, return_model: bool, start_part: int = 0,
+                    checkpoint_every: tuple[str, float] | None = None) -> dict[str, Any]:
+        """Train one epoch of the shard with the CPU driver, syncing after every part; rank 0 returns the model
+        when asked.  ``schedule`` is the run's (its rates times the replicas' scale).  ``start_part``: the
+        parts before it were trained before a mid-epoch checkpoint (skipped: same chunk indexes and rates).
+        ``checkpoint_every``: mid-epoch checkpoints at part ends (:meth:`_checkpoint_after`)."""
         self.collective.connect(group_id)
         if model is not None:
             w_in, w_out = self.ray.get(list(model), timeout=self.timeout_s)
@@ -332,30 +338,93 @@ class _Replica:
         ranges = plan.parts[self.rank]
         parts = [(self.tokens, self.offsets[self.chunks[a]: self.chunks[b] + 1]) for a, b in ranges]
         mats = [self.trainer.w_in, self.trainer.w_out]
-        rank = self.rank
-        self.synced = (epoch, 0)
+        self.synced = (epoch, start_part)
         self.progress_totals = {}  # this epoch's counters start at zero
         epoch_sync = {"seconds": 0.0, "syncs": 0, "rows": 0, "bytes": 0}
+        clock = [time.perf_counter(), int(plan.part_words[:, :start_part].sum())]  # the last checkpoint's
 
-        def on_part_end(e: int, k: int) -> None:
+        def on_part_end(e: int, k: int, counters: tuple[int, int, float]) -> None:
             t0 = time.perf_counter()
             before = self.collective.bytes_received
             self.collective.average(gen, e * plan.parts_per_epoch + k + 1, mats, rows[k])
-            dt = time.perf_counter() - t0
-            epoch_sync["seconds"] += dt
             epoch_sync["syncs"] += 1
             epoch_sync["rows"] += rows[k]
+            if checkpoint_every is not None and k + 1 < plan.parts_per_epoch:
+                self._checkpoint_after(gen, e, k, plan, mats, counters, checkpoint_every, clock)
+            epoch_sync["seconds"] += time.perf_counter() - t0
             epoch_sync["bytes"] += self.collective.bytes_received - before
             self.synced = (e, k + 1)
 
-        stats = self.trainer.train_parts(
-            lambda e: parts, plan.words_per_epoch, epochs=epoch + 1, start_epoch=epoch, on_part_end=on_part_end,
-            chunk_index_base=plan.chunk_base[rank], schedule_epochs=epochs,
-            word_position=lambda e, w: plan.word_position(rank, e, w))
-        out = {"rank": rank, "stats": stats, "sync": epoch_sync}
+        self.trainer.bind(lambda e: parts, chunk_index_base=plan.chunk_base[self.rank], on_part_end=on_part_end)
+        t0 = time.perf_counter()
+        ctx = _ShareEpoch(self, epoch, schedule, plan, self._resume_at(start_part, ranges))
+        result = self.trainer.train_epoch(ctx)
+        out = {"rank": self.rank, "result": result, "seconds": time.perf_counter() - t0, "sync": epoch_sync}
         if return_model:
             out["model"] = (self.trainer.w_in, self.trainer.w_out)
         return out
+
+    def _resume_at(self, start_part: int, ranges: list[tuple[int, int]]) -> Resume | None:
+        # This replica's position after the parts a checkpoint trained: its chunks and tokens before them.
+        if start_part == 0:
+            return None
+        first, last = ranges[0][0], ranges[start_part - 1][1]
+        words = int(self.offsets[self.chunks[last]] - self.offsets[self.chunks[first]])
+        return Resume(units_done=last - first, words_done=words, words=0, pairs=0, loss=0.0)
+
+    def _checkpoint_after(self, gen: int, epoch: int, k: int, plan: ShardPlan, mats: list[np.ndarray],
+                          counters: tuple[int, int, float], every: tuple[str, float], clock: list) -> None:
+        """After part ``k``'s sync: replica 0 says whether a checkpoint is due (words: all replicas' words
+        since the last one, from the plan, so the same parts in every run; seconds: its clock), every replica
+        hears it through the board (a barrier); if due, every row is averaged (the replicas then hold one
+        model) and replica 0 puts the model and every replica's counters on the board for the driver."""
+        sync_id = CHECKPOINT_SYNC_BASE + epoch * plan.parts_per_epoch + k + 1
+        done = int(plan.part_words[:, : k + 1].sum())
+        due = None
+        if self.rank == 0:
+            kind, amount = every
+            due = (done - clock[1] >= amount) if kind == "words" else (time.perf_counter() - clock[0] >= amount)
+        status, answers = self.ray.get(self.board.exchange.remote(gen, sync_id, 3, self.rank, [due]),
+                                       timeout=self.timeout_s + 30)
+        if status != "ok":
+            raise SyncAborted(f"checkpoint decision after part {k + 1}: {status}")
+        if not answers[0][0]:
+            return
+        clock[0], clock[1] = time.perf_counter(), done
+        self.collective.average(gen, sync_id, mats, len(mats[0]))
+        status, answers = self.ray.get(self.board.exchange.remote(gen, sync_id, 4, self.rank, [list(counters)]),
+                                       timeout=self.timeout_s + 30)
+        if status != "ok":
+            raise SyncAborted(f"checkpoint after part {k + 1}: {status}")
+        if self.rank == 0:
+            model = [self.ray.put(m) for m in mats]  # copies: training goes on
+            self.board.put_checkpoint.remote(gen, {"part": k, "words_done": done,
+                                                   "counters": [a[0] for a in answers], "model": model})
+
+
+class _ShareEpoch:
+    """A replica's :class:`parvec.engine.EpochContext`: the rate of a point of its share is the schedule's at the
+    words *all* replicas have trained by then (:meth:`ShardPlan.word_position`); its checkpoints are taken at part
+    ends by the replicas together (:meth:`_Replica._checkpoint_after`), not by its CPU driver."""
+
+    checkpoint_every = None
+
+    def __init__(self, replica: _Replica, epoch: int, schedule: Schedule, plan: ShardPlan,
+                 resume: Resume | None = None) -> None:
+        self.replica, self.epoch, self.schedule, self.plan = replica, epoch, schedule, plan
+        self.resume = resume
+
+    def alpha_at(self, words_before: float) -> float:
+        return self.schedule.alpha_at(self.plan.word_position(self.replica.rank, self.epoch, words_before))
+
+    def progress(self, words: int, pairs: int, loss: float) -> None:
+        self.replica.progress_totals = {"words": words, "pairs": pairs, "loss_sum": loss}
+
+    def checkpoint_due(self, words_handed: int) -> bool:
+        return False
+
+    def checkpoint(self, units_done: int, words_done: int, words: int, pairs: int, loss: float) -> None:
+        raise AssertionError("a replica's CPU driver takes no checkpoints of its own")
 
 
 def _load_share(rank: int, n: int, config: TrainConfig, data: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, str]:
@@ -389,18 +458,25 @@ def _cache_matches(path: Path, data: dict[str, Any]) -> bool:
 
 
 def _encode_range(rank: int, n: int, config: TrainConfig, data: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    # A plain file is read from its byte range (cut at whitespace, so no token is split or lost); a compressed
-    # one cannot be sought, so it is decoded whole and this replica keeps its share of the tokens.
-    from parvec.corpus import _encode, _TextSentences, check_input_unchanged
-    from parvec.formats import open_input
+    # A plain file is read from its byte range (parvec.corpus.range_cuts: cut at whitespace, so no token is split or
+    # lost); a compressed one cannot be sought, so it is decoded whole and this replica keeps its share of the tokens.
+    from parvec.corpus import (
+        NoTokensError,
+        RangeSentences,
+        TextSentences,
+        check_input_unchanged,
+        encode_sentences,
+        range_cuts,
+    )
+    from parvec.fileio import is_compressed
     from parvec.vocab import Vocab
 
     source = Path(data["source"])
     check_input_unchanged(source, data.get("inputs"))  # the file the vocabulary was counted from
     opts = ReadOptions(**data["read_options"])
     vocab = Vocab(list(data["words"]), np.asarray(data["counts"], dtype=np.int64))
-    if source.suffix in (".gz", ".bz2", ".xz"):
-        whole = _encode(_TextSentences(source, opts), opts, vocab, source=str(source))
+    if is_compressed(source):
+        whole = encode_sentences(TextSentences(source, opts), opts, vocab, source=str(source))
         t = whole.n_tokens
         lo, hi = t * rank // n, t * (rank + 1) // n
         s_lo = int(np.searchsorted(whole.offsets, lo, side="right")) - 1
@@ -409,56 +485,33 @@ def _encode_range(rank: int, n: int, config: TrainConfig, data: dict[str, Any]) 
         offsets = offsets[np.concatenate([[True], np.diff(offsets) > 0])]
         tokens = np.ascontiguousarray(whole.tokens[lo:hi])
     else:
-        size = source.stat().st_size
-        start, end = _aligned(source, size * rank // n), _aligned(source, size * (rank + 1) // n)
-        with open_input(source) as f:
-            f.seek(start)
-            text = f.read(end - start)
-        sentences = _RangeSentences(text, opts)
+        cuts = range_cuts(source, n)
+        start, end = cuts[rank], cuts[rank + 1]
         try:
-            enc = _encode(sentences, opts, vocab, source=f"{source} bytes {start}-{end}")
+            enc = encode_sentences(RangeSentences(source, start, end, opts), opts, vocab,
+                                   source=f"{source} bytes {start}-{end}")
             tokens, offsets = enc.tokens, enc.offsets
-        except ParvecError:  # a byte range without an in-vocabulary token
+        except NoTokensError:  # a byte range without an in-vocabulary token
             tokens, offsets = np.zeros(0, np.int32), np.zeros(1, np.int64)
     return tokens, split_long_sentences(offsets, config.max_sentence_length)
 
 
-def _aligned(path: Path, pos: int) -> int:
-    # The first byte after the whitespace at or after pos (0 and the end stay as they are).
-    if pos == 0:
-        return 0
-    with open(path, "rb") as f:
-        f.seek(pos - 1)
-        while True:
-            block = f.read(1 << 16)
-            if not block:
-                return f.tell()
-            for i, b in enumerate(block):
-                if b in b" \t\n\r":
-                    return f.tell() - len(block) + i + 1
-
-
-class _RangeSentences:
-    def __init__(self, text: bytes, opts: ReadOptions) -> None:
-        self.text, self.opts = text, opts
-
-    def __iter__(self):
-        text = self.text.decode("utf-8", errors=self.opts.unicode_errors)
-        m = self.opts.max_sentence_length
-        for line in text.split("\n"):
-            words = (line.lower() if self.opts.lowercase else line).split()
-            for s in range(0, len(words), m):
-                yield words[s:s + m]
-
-
 # ---------------------------------------------------------------------- the driver
-class ReplicaTrainer:
-    """The ``replicas`` cluster driver, shaped like :class:`parvec.trainer.Trainer`.
+class ReplicaDriver:
+    """The ``replicas`` cluster driver: a :class:`parvec.engine.Driver` whose epoch is every replica's share of
+    it, trained by the CPU driver in each replica actor and averaged by the ruler's syncs (module docstring).
+
+    :meth:`prepare` enters the cluster's Ray session and starts the replicas (before the engine's clock),
+    :meth:`train_epoch` trains one epoch on all of them (a replica lost mid-epoch: every replica reloads the
+    previous epoch's model and the epoch is trained again) and leaves the averaged model in ``w_in``/``w_out``,
+    :meth:`finish` stops them.
 
     Example:
-        >>> trainer = ReplicaTrainer(Cluster("local:2"), TrainConfig(threads=1), counts, w_in, w_out)  # doctest: +SKIP
-        >>> stats = trainer.train(corpus); trainer.report()["syncs"]  # doctest: +SKIP
+        >>> driver = ReplicaDriver(Cluster("local:2"), TrainConfig(threads=1), counts, w_in, w_out)  # doctest: +SKIP
+        >>> RunEngine(driver.use_corpus(corpus), config, schedule).run(); driver.report()["syncs"]  # doctest: +SKIP
     """
+
+    mode = "replicas"
 
     def __init__(self, cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
                  w_out: np.ndarray) -> None:
@@ -466,48 +519,209 @@ class ReplicaTrainer:
         self.config = config.validate()
         self.counts = np.asarray(counts, dtype=np.int64)
         self.w_in, self.w_out = w_in, w_out
-        self.on_progress: Callable[..., None] | None = None
         self.read_options: ReadOptions | None = None  # set by Word2Vec: how a node re-reads the input text
-        self.stats = TrainStats()
+        self.corpus: EncodedCorpus | None = None
         self._report: dict[str, Any] = {}
-        self._words_per_epoch = 1
         self.actors: list[Any] = []
         self.board: Any = None
+        self._stack: contextlib.ExitStack | None = None
+        self.on_progress: Any = None  # when it runs itself (ReplicaTrainer): a report's time series
+        self.stats = TrainStats()
+
+    @property
+    def label(self) -> str:
+        """The progress bar's name."""
+        return f"{self.config.algo} x {int(self.cluster.replicas or 1)} replicas"
 
     def report(self) -> dict[str, Any]:
         """The last run's distributed figures (replicas, syncs, sync_seconds, bytes_synced, ...)."""
         return dict(self._report)
 
-    # ------------------------------------------------------------------
-    def train(self, corpus: EncodedCorpus, epochs: int | None = None,
-              on_epoch_end: Callable[[int, TrainStats], None] | None = None, start_epoch: int = 0) -> TrainStats:
-        """Train ``epochs`` (default ``config.epochs``) on ``cluster.replicas`` replicas; the averaged model is
-        left in ``w_in``/``w_out``."""
-        cfg = self.config
-        epochs = cfg.epochs if epochs is None else epochs
-        if not 0 <= start_epoch < epochs:
-            raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
+    def use_corpus(self, corpus: EncodedCorpus) -> ReplicaDriver:
+        """Train on ``corpus`` (each replica memory-maps its share of the cache, or encodes it); returns self."""
         if len(corpus.vocab) != len(self.w_in):
             raise ParvecError(f"the corpus vocabulary has {len(corpus.vocab)} words but the model has {len(self.w_in)}")
         if corpus.n_tokens == 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+        self.corpus = corpus
+        return self
+
+    def vectors_finite(self) -> bool:
+        """Whether the averaged input vectors hold only finite numbers."""
+        return bool(np.isfinite(self.w_in.sum()))
+
+    # ------------------------------------------------------------------ the Driver contract
+    def prepare(self, start_epoch: int, epochs: int) -> None:
+        """Enter the Ray session, start the replicas and form their sync group (before the engine's clock)."""
+        assert self.corpus is not None, "use_corpus() first"
+        corpus, cfg = self.corpus, self.config
         n = int(self.cluster.replicas or 1)
-        scale = alpha_factor(self.cluster.alpha_scale, n)
-        with self.cluster.session() as ray:
-            tmp_dir = None
-            try:
-                threads = self._threads(ray, n)  # first: too many replicas for the CPUs are refused before any work
-                data, tmp_dir = self._data_spec(corpus, n)
-                rcfg = TrainConfig.from_dict(cfg.to_dict() | {"threads": threads, "progress": False,
-                                                              "alpha": cfg.alpha * scale,
-                                                              "min_alpha": cfg.final_alpha * scale})
-                rcfg.chunk_words = cfg.chunk_words
-                rcfg.par_h_factor = cfg.par_h_factor
-                return self._run(ray, corpus, rcfg, data, n, threads, epochs, start_epoch, on_epoch_end)
-            finally:
-                self._stop(ray)
-                if tmp_dir is not None:
-                    shutil.rmtree(tmp_dir, ignore_errors=True)
+        self._scale = alpha_factor(self.cluster.alpha_scale, n)
+        self._stack = stack = contextlib.ExitStack()
+        try:
+            self.ray = ray = stack.enter_context(self.cluster.session())
+            threads = self._threads(ray, n)  # first: too many replicas for the CPUs are refused before any work
+            data, tmp_dir = self._data_spec(corpus, n)
+            if tmp_dir is not None:
+                stack.callback(shutil.rmtree, tmp_dir, ignore_errors=True)
+            stack.callback(self._stop, ray)
+            rcfg = TrainConfig.from_dict(cfg.to_dict() | {"threads": threads, "progress": False,
+                                                          "alpha": cfg.alpha * self._scale,
+                                                          "min_alpha": cfg.final_alpha * self._scale})
+            rcfg.chunk_words = cfg.chunk_words
+            rcfg.par_h_factor = cfg.par_h_factor
+            t_setup = time.perf_counter()
+            self._described = self._start(ray, rcfg, data, n, threads)
+            self._plan = plan_parts([d["chunk_words"] for d in self._described], self.cluster.sync_words)
+            if self._plan.words_per_epoch != corpus.n_tokens:
+                raise ParvecError(f"the replicas hold {self._plan.words_per_epoch:,} tokens but the corpus has "
+                                  f"{corpus.n_tokens:,}: the input changed since it was read, or a node read it "
+                                  "with other options")
+            self._rows_plan = sync_plan(self._plan.parts_per_epoch, epochs, self.cluster.min_sync_words,
+                                        len(self.counts), self.cluster.full_sync_times)
+            self._setup_seconds = time.perf_counter() - t_setup
+        except BaseException:
+            stack.close()
+            self._stack = None
+            raise
+        self._n, self._threads_per, self._rcfg = n, threads, rcfg
+        self._start_epoch = start_epoch
+        self._per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
+        self._sync_totals = {"syncs": 0, "rows": 0, "bytes": 0}
+        self._faults: list[dict[str, Any]] = list(self._start_faults)
+        self._fetch_seconds = 0.0
+        self._words_done = 0
+        self._attempt = self._last_checkpoint = (0, 0, 0, 0.0)
+        self._model = (ray.put(self.w_in), ray.put(self.w_out))
+        self._t0 = time.perf_counter()
+
+    def train_epoch(self, ctx: EpochContext) -> EpochResult:
+        """Train one epoch on every replica; the averaged model ends in ``w_in``/``w_out``.  A resumed epoch
+        starts after the checkpoint's parts; mid-epoch checkpoints are taken at part ends by the replicas
+        together (``_Replica._checkpoint_after``) and written here; a replica lost mid-epoch makes every replica
+        reload the model of this epoch's last checkpoint (else of its start) and train on from there."""
+        ray, epoch = self.ray, ctx.epoch
+        schedule = ctx.schedule.scaled(self._scale)
+        attempt_model = self._model
+        r0 = ctx.resume
+        # (first part, then this call's words, the epoch's pairs and loss) where the current attempt starts
+        self._attempt = (r0.units_done, 0, r0.pairs, r0.loss) if r0 is not None else (0, 0, 0, 0.0)
+        self._last_checkpoint = self._attempt
+        while True:
+            gen = ray.get(self.board.begin.remote(epoch), timeout=self.cluster.timeout_s)
+            refs = [a.train_epoch.remote(epoch, schedule, gen, self._group_id, self._plan, self._rows_plan[epoch],
+                                         attempt_model, r == 0, self._attempt[0], ctx.checkpoint_every)
+                    for r, a in enumerate(self.actors)]
+            results, lost = self._wait(ray, refs, gen, ctx)
+            if not lost:
+                break
+            self._lost_mid_epoch(ray, lost, epoch, self._last_checkpoint[0])
+            attempt_model = (ray.put(self.w_in), ray.put(self.w_out))  # the last checkpoint's, or the epoch's start
+            self._attempt = self._last_checkpoint
+            self._group_id += 1  # the survivors and the restarted replica form a new sync group
+        t_fetch = time.perf_counter()
+        w_in, w_out = results[0].pop("model")
+        np.copyto(self.w_in, w_in)
+        np.copyto(self.w_out, w_out)
+        del w_in, w_out
+        self._fetch_seconds += time.perf_counter() - t_fetch
+        _, words, pairs, loss = self._attempt
+        for res in results.values():
+            done: EpochResult = res["result"]
+            words += done.words
+            pairs += done.pairs
+            loss += done.loss
+            per = self._per_replica[res["rank"]]
+            per["sync_seconds"] += res["sync"]["seconds"]
+            per["train_seconds"] += res["seconds"]
+            per["bytes"] += res["sync"]["bytes"]
+        s0 = results[0]["sync"]
+        self._sync_totals["syncs"] += s0["syncs"]
+        self._sync_totals["rows"] += s0["rows"]
+        self._sync_totals["bytes"] += sum(res["sync"]["bytes"] for res in results.values())
+        self._words_done += words
+        self._model = None
+        return EpochResult(words=words, pairs=pairs, loss=loss)
+
+    def _take_checkpoints(self, ray: Any, gen: int, ctx: EpochContext) -> None:
+        # The checkpoints replica 0 put on the board: the model into w_in/w_out, then the engine writes it.
+        for cp in ray.get(self.board.take_checkpoint.remote(gen), timeout=self.cluster.timeout_s):
+            w_in, w_out = ray.get(cp["model"], timeout=self.cluster.timeout_s)
+            np.copyto(self.w_in, w_in)
+            np.copyto(self.w_out, w_out)
+            del w_in, w_out
+            _, words, pairs, loss = self._attempt
+            for c in cp["counters"]:
+                words, pairs, loss = words + int(c[0]), pairs + int(c[1]), loss + float(c[2])
+            ctx.checkpoint(cp["part"] + 1, int(cp["words_done"]), words, pairs, loss)
+            self._last_checkpoint = (cp["part"] + 1, words, pairs, loss)
+
+    def finish(self) -> None:
+        """The report, then the replicas stopped and the Ray session left."""
+        if self._stack is None:
+            return
+        try:
+            if hasattr(self, "_t0"):
+                self._report = self._make_report(time.perf_counter() - self._t0)
+        finally:
+            self._stack.close()
+            self._stack = None
+
+    def _lost_mid_epoch(self, ray: Any, lost: list[int], epoch: int, from_part: int) -> None:
+        # Wait for Ray to bring the lost replicas back; the epoch is trained again from its last checkpoint's
+        # part (its start without one).
+        plan = self._plan
+        synced = max(self._syncs_done(ray, lost, epoch), from_part)
+        for r in lost:
+            self._await_restart(ray, r)
+        retrained = plan.part_words[:, from_part:synced].sum(axis=1)
+        if from_part:
+            where = f"the model of this epoch's checkpoint after part {from_part}"
+        elif epoch == self._start_epoch:
+            where = "the model the run started from"
+        else:
+            where = f"the model of epoch {epoch}'s end"
+        self._faults.append({"replica": lost, "epoch": epoch + 1, "phase": "train",
+                             "syncs_done_before_loss": int(synced), "words_retrained": int(retrained.sum()),
+                             "words_retrained_by_lost": {str(r): int(retrained[r]) for r in lost},
+                             "note": f"every replica reloaded {where} and trained on from there"})
+        print(f"parvec: replica {', '.join(map(str, lost))} of {self._n} was lost in epoch {epoch + 1} after "
+              f"{synced} of its {plan.parts_per_epoch} syncs; Ray restarted it and every replica reloaded "
+              f"{where}; {int(retrained.sum()):,} words retrained", file=sys.stderr, flush=True)
+
+    def _make_report(self, seconds: float) -> dict[str, Any]:
+        n, per, totals, plan = self._n, self._per_replica, self._sync_totals, self._plan
+        sync_seconds = float(np.mean([p["sync_seconds"] for p in per.values()]))
+        vocab, dim = len(self.counts), self.config.dim
+        full_bytes = totals["syncs"] * 2 * (n - 1) * vocab * dim * 4 * 2
+        words = self._words_done
+        return {
+            "mode": "replicas",
+            "replicas": n,
+            "threads_per_replica": self._threads_per,
+            "alpha_scale": self.cluster.alpha_scale,
+            "alpha_per_replica": self._rcfg.alpha,
+            "syncs": totals["syncs"],
+            "parts_per_epoch": plan.parts_per_epoch,
+            "rows_synced": totals["rows"],
+            "sync_seconds": sync_seconds,
+            "sync_share": sync_seconds / seconds if seconds else None,
+            "sync_seconds_per_replica": [p["sync_seconds"] for p in per.values()],
+            # each replica's own clock for its epochs (its syncs included), beside the driver's: the gap is the
+            # epochs' start and end (model shipped, results gathered) and Ray's calls
+            "replica_train_seconds": [p["train_seconds"] for p in per.values()],
+            "bytes_synced": totals["bytes"],
+            "bytes_synced_per_word": totals["bytes"] / words if words else None,
+            "bytes_full_model_same_syncs": full_bytes,
+            "traffic_reduction": full_bytes / totals["bytes"] if totals["bytes"] else None,
+            "model_fetch_seconds": self._fetch_seconds,
+            "setup_seconds": self._setup_seconds,
+            "shard_words": [int(x) for x in plan.part_words.sum(axis=1)],
+            "nodes": [d["node"] for d in self._described],
+            "data": [d["data"] for d in self._described],
+            "faults": self._faults,
+            "collective": self._described[0]["collective"],
+        }
 
     def _threads(self, ray: Any, n: int) -> int:
         cpus = int(ray.cluster_resources().get("CPU", 0))
@@ -653,129 +867,10 @@ class ReplicaTrainer:
                 pass
         self.actors, self.board = [], None
 
-    def _run(self, ray: Any, corpus: EncodedCorpus, rcfg: TrainConfig, data: dict[str, Any], n: int, threads: int,
-             epochs: int, start_epoch: int, on_epoch_end: Callable[[int, TrainStats], None] | None) -> TrainStats:
-        t_setup = time.perf_counter()
-        described = self._start(ray, rcfg, data, n, threads)
-        plan = plan_parts([d["chunk_words"] for d in described], self.cluster.sync_words)
-        if plan.words_per_epoch != corpus.n_tokens:
-            raise ParvecError(f"the replicas hold {plan.words_per_epoch:,} tokens but the corpus has "
-                              f"{corpus.n_tokens:,}: the input changed since it was read, or a node read it with "
-                              "other options")
-        rows_plan = sync_plan(plan.parts_per_epoch, epochs, self.cluster.min_sync_words, len(self.counts),
-                              self.cluster.full_sync_times)
-        setup_seconds = time.perf_counter() - t_setup
-        words = np.zeros(epochs, np.int64)
-        pairs = np.zeros(epochs, np.int64)
-        loss = np.zeros(epochs, np.float64)
-        per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
-        totals = {"syncs": 0, "rows": 0, "bytes": 0}
-        faults: list[dict[str, Any]] = list(self._start_faults)
-        fetch_seconds = 0.0
-        model = (ray.put(self.w_in), ray.put(self.w_out))
-        t0 = time.perf_counter()
-        self._words_per_epoch = plan.words_per_epoch
-        self._emit_progress(t0, start_epoch * plan.words_per_epoch, 0, 0.0, start_epoch, epochs)
-        done_words = 0
-        group_id = self._group_id
-        for epoch in range(start_epoch, epochs):
-            attempt_model = model
-            while True:
-                gen = ray.get(self.board.begin.remote(epoch), timeout=self.cluster.timeout_s)
-                refs = [a.train_epoch.remote(epoch, epochs, gen, group_id, plan, rows_plan[epoch], attempt_model,
-                                             r == 0)
-                        for r, a in enumerate(self.actors)]
-                results, lost = self._wait(ray, refs, gen, t0, done_words, epoch, epochs)
-                if not lost:
-                    break
-                synced = self._syncs_done(ray, lost, epoch)
-                for r in lost:
-                    self._await_restart(ray, r)
-                retrained = plan.part_words[:, :synced].sum(axis=1)
-                faults.append({"replica": lost, "epoch": epoch + 1, "phase": "train",
-                               "syncs_done_before_loss": int(synced),
-                               "words_retrained": int(retrained.sum()),
-                               "words_retrained_by_lost": {str(r): int(retrained[r]) for r in lost},
-                               "note": "every replica reloaded the model of the last full sync (the previous "
-                                       "epoch's end) and trained the epoch again"})
-                where = ("the model the run started from" if epoch == start_epoch
-                         else f"the model of epoch {epoch}'s end")
-                print(f"parvec: replica {', '.join(map(str, lost))} of {n} was lost in epoch {epoch + 1} after "
-                      f"{synced} of its {plan.parts_per_epoch} syncs; Ray restarted it and every replica reloaded "
-                      f"{where}; {int(retrained.sum()):,} words retrained", file=sys.stderr, flush=True)
-                attempt_model = (ray.put(self.w_in), ray.put(self.w_out))
-                group_id += 1  # the survivors and the restarted replica form a new sync group
-            t_fetch = time.perf_counter()
-            w_in, w_out = results[0]["model"]
-            np.copyto(self.w_in, w_in)
-            np.copyto(self.w_out, w_out)
-            del w_in, w_out
-            results[0].pop("model")
-            fetch_seconds += time.perf_counter() - t_fetch
-            for res in results.values():
-                st: TrainStats = res["stats"]
-                words[epoch] += st.words
-                pairs[epoch] += st.pairs
-                loss[epoch] += st.loss_per_epoch[0] * st.pairs if st.pairs else 0.0
-                per_replica[res["rank"]]["sync_seconds"] += res["sync"]["seconds"]
-                per_replica[res["rank"]]["train_seconds"] += st.seconds
-                per_replica[res["rank"]]["bytes"] += res["sync"]["bytes"]
-            s0 = results[0]["sync"]
-            totals["syncs"] += s0["syncs"]
-            totals["rows"] += s0["rows"]
-            totals["bytes"] += sum(res["sync"]["bytes"] for res in results.values())
-            done_words += int(words[epoch])
-            model = None
-            if on_epoch_end is not None:
-                so_far = _stats(words, pairs, loss, start_epoch, epoch + 1)
-                so_far.seconds = time.perf_counter() - t0  # callbacks see the training time so far
-                on_epoch_end(epoch, so_far)
-        seconds = time.perf_counter() - t0
-        stats = _stats(words, pairs, loss, start_epoch, epochs)
-        if stats.pairs == 0:
-            raise ParvecError(f"training made no (context, center) pair in {stats.epochs} epoch(s) over {stats.words} "
-                              "words, so the vectors would be their random initial values: lower --sample or "
-                              "--min-count, or use a larger corpus")
-        stats.seconds = seconds
-        self._emit_progress(t0, epochs * plan.words_per_epoch, stats.pairs, float(loss.sum()), epochs - 1,
-                            epochs, force=True)
-        self.stats = stats
-        sync_seconds = float(np.mean([p["sync_seconds"] for p in per_replica.values()]))
-        vocab, dim = len(self.counts), self.config.dim
-        full_bytes = totals["syncs"] * 2 * (n - 1) * vocab * dim * 4 * 2
-        self._report = {
-            "mode": "replicas",
-            "replicas": n,
-            "threads_per_replica": threads,
-            "alpha_scale": self.cluster.alpha_scale,
-            "alpha_per_replica": rcfg.alpha,
-            "syncs": totals["syncs"],
-            "parts_per_epoch": plan.parts_per_epoch,
-            "rows_synced": totals["rows"],
-            "sync_seconds": sync_seconds,
-            "sync_share": sync_seconds / seconds if seconds else None,
-            "sync_seconds_per_replica": [p["sync_seconds"] for p in per_replica.values()],
-            # each replica's own Trainer clock (its syncs included), beside the driver's (seconds): the gap is
-            # the epochs' start and end (model shipped, results gathered) and Ray's calls
-            "replica_train_seconds": [p["train_seconds"] for p in per_replica.values()],
-            "bytes_synced": totals["bytes"],
-            "bytes_synced_per_word": totals["bytes"] / stats.words if stats.words else None,
-            "bytes_full_model_same_syncs": full_bytes,
-            "traffic_reduction": full_bytes / totals["bytes"] if totals["bytes"] else None,
-            "model_fetch_seconds": fetch_seconds,
-            "setup_seconds": setup_seconds,
-            "shard_words": [int(x) for x in plan.part_words.sum(axis=1)],
-            "nodes": [d["node"] for d in described],
-            "data": [d["data"] for d in described],
-            "faults": faults,
-            "collective": described[0]["collective"],
-        }
-        return stats
-
-    def _wait(self, ray: Any, refs: list, gen: int, t0: float, done_words: int, epoch: int,
-              epochs: int) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    def _wait(self, ray: Any, refs: list, gen: int, ctx: EpochContext) -> tuple[dict[int, dict[str, Any]], list[int]]:
         # Collect the epoch's results; a replica lost calls off its peers' syncs (they come back
         # SyncAborted) so the epoch can be trained again.  Any other failure ends the run.
+        epoch = ctx.epoch
         pending = {ref: r for r, ref in enumerate(refs)}
         results: dict[int, dict[str, Any]] = {}
         lost: list[int] = []
@@ -793,9 +888,13 @@ class ReplicaTrainer:
                     self.board.abort.remote(gen)
                 except Exception as exc:  # noqa: BLE001 - sorted below
                     cause = _cause(exc)
-                    (aborted if isinstance(cause, SyncAborted) else errors).append(f"replica {r}: {cause}")
                     self.board.abort.remote(gen)
-            words = self._poll(ray, t0, done_words, epoch, epochs)
+                    if isinstance(cause, Diverged):  # worded by the engine, as for one process
+                        raise Diverged(cause.epoch, cause.what) from None
+                    (aborted if isinstance(cause, SyncAborted) else errors).append(f"replica {r}: {cause}")
+            if ctx.checkpoint_every is not None:
+                self._take_checkpoints(ray, gen, ctx)
+            words = self._poll(ray, ctx)
             if words != last_words:
                 last_words, last_change = words, time.perf_counter()
             elif time.perf_counter() - last_change > self.cluster.timeout_s + 60:
@@ -820,33 +919,17 @@ class ReplicaTrainer:
             counts.append(k if e == epoch else 0)
         return max(counts, default=0)
 
-    def _poll(self, ray: Any, t0: float, done_words: int, epoch: int, epochs: int) -> int:
-        # Sum the replicas' running totals for the progress callback (and the no-progress watchdog).
+    def _poll(self, ray: Any, ctx: EpochContext) -> int:
+        # Sum the replicas' running totals of the epoch for the engine's progress (and the no-progress watchdog).
         try:
             parts = ray.get([a.progress.remote() for a in self.actors], timeout=5)
         except Exception:  # noqa: BLE001 - a replica restarting: skip this sample
             return -1
-        words = sum(p.get("words", 0) for p in parts)
-        if self.on_progress is not None:
-            self._emit_progress(t0, done_words + words, sum(p.get("pairs", 0) for p in parts),
-                                sum(p.get("loss_sum", 0.0) for p in parts), epoch, epochs)
+        _, words, pairs, loss = self._attempt
+        words += sum(p.get("words", 0) for p in parts)
+        ctx.progress(words, pairs + sum(p.get("pairs", 0) for p in parts),
+                     loss + sum(p.get("loss_sum", 0.0) for p in parts))
         return words
-
-    def _emit_progress(self, t0: float, words: int, pairs: int, loss_sum: float, epoch: int, epochs: int,
-                       force: bool = False) -> None:
-        # The running totals of the whole run (every replica's words), shaped as the Trainer's on_progress.
-        if self.on_progress is None:
-            return
-        cfg = self.config
-        scale = alpha_factor(self.cluster.alpha_scale, int(self.cluster.replicas or 1))
-        frac = min(1.0, words / max(1, self._words_per_epoch * epochs))
-        lr = max(cfg.final_alpha, cfg.alpha - (cfg.alpha - cfg.final_alpha) * frac) * scale
-        totals = {"t": time.perf_counter() - t0, "words": int(words), "pairs": int(pairs), "loss_sum": loss_sum,
-                  "lr": lr, "epoch": epoch}
-        if force:
-            self.on_progress(totals, force=True)
-        else:
-            self.on_progress(totals)
 
     def _await_restart(self, ray: Any, r: int) -> None:
         # Ray restarts the actor (its constructor memory-maps the shard again); calls fail with
@@ -884,13 +967,10 @@ def _cache_dir_of(corpus: EncodedCorpus) -> Path | None:
     return directory if (directory / "header.json").exists() else None
 
 
-def _stats(words: np.ndarray, pairs: np.ndarray, loss: np.ndarray, first: int, end: int) -> TrainStats:
-    w, p, lsum = words[first:end], pairs[first:end], loss[first:end]
-    stats = TrainStats(
-        words=int(w.sum()), pairs=int(p.sum()), epochs=end - first,
-        loss_per_epoch=[float(lv / pv) if pv else float("nan") for lv, pv in zip(lsum, p, strict=True)],
-        words_per_epoch=[int(x) for x in w],
-    )
-    if hasattr(stats, "pairs_per_epoch"):
-        stats.pairs_per_epoch = [int(x) for x in p]
-    return stats
+class ReplicaTrainer(SelfRunning, ReplicaDriver):
+    """The replicas driver that runs itself: ``ReplicaTrainer(cluster, config, counts, w_in, w_out).train(corpus)``.
+
+    Example:
+        >>> trainer = ReplicaTrainer(Cluster("local:2"), TrainConfig(threads=1), counts, w_in, w_out)  # doctest: +SKIP
+        >>> stats = trainer.train(corpus)  # doctest: +SKIP
+    """

@@ -28,10 +28,12 @@ from typing import Any
 import numpy as np
 
 from parvec.config import TrainConfig
+from parvec.engine import TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
 from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution, splitmix64
-from parvec.trainer import TrainStats, chunk_bounds, init_input_vectors, split_long_sentences
+from parvec.schedule import Schedule
+from parvec.trainer import chunk_bounds, init_input_vectors, split_long_sentences
 
 Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
 
@@ -79,30 +81,6 @@ def plan_units(part_offsets: Sequence[np.ndarray], unit_words: int) -> list[Unit
             units.append(Unit(p, lo, hi, len(units), base, words))
             base += words
     return units
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """The learning rate by global word position, as :class:`parvec.trainer.Trainer`'s.
-
-    Example:
-        >>> Schedule(0.025, 0.0001, 100, 1).alpha_at(50)
-        0.01255
-    """
-
-    alpha: float
-    final_alpha: float
-    words_per_epoch: int
-    epochs: int
-
-    def alpha_at(self, position: float) -> float:
-        total = self.words_per_epoch * self.epochs
-        return max(self.final_alpha, self.alpha - (self.alpha - self.final_alpha) * min(1.0, position / total))
-
-    def unit_alphas(self, epoch: int, unit: Unit) -> tuple[float, float]:
-        """The rates at a unit's first word and just after its last."""
-        start = epoch * self.words_per_epoch + unit.base
-        return self.alpha_at(start), self.alpha_at(start + unit.words)
 
 
 def minibatch_seed(unit_seed: int, index: int) -> np.uint64:
@@ -423,7 +401,7 @@ class UnitRunner:
         t0 = time.perf_counter()
         stats = UnitStats(acks=[0] * step.shards)
         unit_seed = int(chunk_seed(self.config.seed, epoch, unit.index))
-        a0, a1 = schedule.unit_alphas(epoch, unit)
+        a0, a1 = schedule.span(epoch, unit.base, unit.words)
         negative = self.negative
         t = time.perf_counter()
         batches = self.minibatches(tokens, offsets, unit.s_lo, unit.s_hi, unit_seed, a0, a1, unit.words)
@@ -495,7 +473,7 @@ def reference_train(
     units = plan_units([o for _, o in prepared], unit_words)
     words_per_epoch = sum(u.words for u in units)
     epochs = config.epochs if epochs is None else epochs
-    schedule = Schedule(config.alpha, config.final_alpha, words_per_epoch, epochs)
+    schedule = Schedule.of(config, words_per_epoch, epochs)
     runner = UnitRunner(config, client_keep(counts, config), minibatch_words, interleave)
     step = LocalStep(w_in, w_out, config, prob, alias)
     stats = TrainStats()
@@ -531,16 +509,6 @@ def vm_data_bytes() -> int | None:
     except OSError:
         return None
     return None
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident memory of this process (ru_maxrss).
-
-    Example:
-        >>> peak_rss_bytes() > 0
-        True
-    """
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def cap_memory(limit_bytes: int, what: str) -> None:

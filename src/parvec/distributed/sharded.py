@@ -30,7 +30,7 @@
   the actor before it allocates); a shard whose columns do not fit stops the run before training with a
   clear error.
 
-:class:`ShardedTrainer` is the driver the :class:`~parvec.word2vec.Word2Vec` API uses (the model fits in
+:class:`ShardedDriver` is the driver the :class:`~parvec.word2vec.Word2Vec` API uses (the model fits in
 the driver there: it is sent to the shards at the start and gathered back into ``w_in``/``w_out``);
 :mod:`parvec.distributed.pipeline` is the four-step pipeline of ``parvec train --mode sharded``, which never
 holds the model in one process.
@@ -42,7 +42,6 @@ import collections
 import contextlib
 import copy
 import json
-import math
 import os
 import shutil
 import sys
@@ -59,7 +58,6 @@ from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.shard_core import (
-    Schedule,
     ShardLost,
     Step,
     Unit,
@@ -69,16 +67,18 @@ from parvec.distributed.shard_core import (
     client_keep,
     noise_tables,
     pack_call,
-    peak_rss_bytes,
     plan_units,
     prepare_part,
     unpack_call,
     vm_data_bytes,
 )
+from parvec.engine import EpochContext, EpochResult, RunEngine, SelfRunning, TrainStats
 from parvec.errors import ParvecError
-from parvec.formats import output_file, write_array, write_reason
+from parvec.fileio import output_file, write_array, write_reason
 from parvec.kernels import sharded as K
-from parvec.trainer import TrainStats, split_long_sentences
+from parvec.memory import peak_memory_bytes
+from parvec.schedule import Schedule
+from parvec.trainer import split_long_sentences
 
 _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many bytes per matrix
 
@@ -263,7 +263,7 @@ class ShardActor:
         self.snapshots = 0
         self.snapshot_seconds = 0.0
         self.restores = 0
-        self.baseline_rss = peak_rss_bytes()
+        self.baseline_rss = peak_memory_bytes()
         self._cv = threading.Condition()
         self._active = 0  # steps running (Ray runs several at once in its threads)
         self._state_lock = threading.Lock()  # one snapshot or restore at a time
@@ -478,7 +478,7 @@ class ShardActor:
                 "applied_inputs": self.applied_inputs, "restarted": self.restart_info,
                 "needs_restore": self.needs_restore, "snapshots": self.snapshots,
                 "snapshot_seconds": self.snapshot_seconds, "restores": self.restores,
-                "peak_rss_bytes": peak_rss_bytes(), "baseline_rss_bytes": self.baseline_rss,
+                "peak_rss_bytes": peak_memory_bytes(), "baseline_rss_bytes": self.baseline_rss,
                 "kernel_seconds": self.kernel_seconds, "calls": self.calls, "cpu_seconds": _cpu_seconds(),
                 "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid()}
 
@@ -663,16 +663,16 @@ class ClientActor:
             empty = Unit(0, 0, 0, 0, 0, 0)
             runner.run(tokens, offsets, empty, 0, Schedule(0.025, 0.0001, 1, 1), step)
 
-    def train_unit(self, unit: tuple[int, ...], epoch: int, schedule: tuple[float, float, int, int]) -> dict[str, Any]:
+    def train_unit(self, unit: tuple[int, ...], epoch: int, schedule: Schedule) -> dict[str, Any]:
         """Train one unit; returns its :class:`UnitStats` as a dict."""
         u = Unit(*unit)
         tokens, offsets = self.parts[u.part]
         step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s)
-        stats = self._runner().run(tokens, offsets, u, epoch, Schedule(*schedule), step)  # ShardLost: the unit ends
+        stats = self._runner().run(tokens, offsets, u, epoch, schedule, step)  # ShardLost: the unit ends
         return stats.to_dict()
 
     def info(self) -> dict[str, Any]:
-        return {"index": self.index, "restarted": self.restarted, "peak_rss_bytes": peak_rss_bytes(),
+        return {"index": self.index, "restarted": self.restarted, "peak_rss_bytes": peak_memory_bytes(),
                 "pid": os.getpid(), "cpu_seconds": _cpu_seconds()}
 
     def ping(self) -> int:
@@ -932,48 +932,26 @@ class ShardedRun:
     # ------------------------------------------------------------ training
     def train(self, epochs: int | None = None, start_epoch: int = 0,
               on_epoch_end: Callable[[int, TrainStats], None] | None = None) -> TrainStats:
-        """Train epochs ``start_epoch .. epochs-1``; ``on_epoch_end(epoch, stats)`` after each (the shards then
-        hold the snapshot of that epoch's end)."""
+        """Train epochs ``start_epoch .. epochs-1`` through the run engine (:mod:`parvec.engine`);
+        ``on_epoch_end(epoch, stats)`` after each (the shards then hold the snapshot of that epoch's end).
+
+        Example:
+            >>> stats = run.train(epochs=5)  # doctest: +SKIP
+        """
         cfg = self.config
         epochs = cfg.epochs if epochs is None else epochs
-        if not 0 <= start_epoch < epochs:
-            raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
-        schedule = Schedule(cfg.alpha, cfg.final_alpha, self.words_per_epoch, epochs)
-        stats = TrainStats()
-        bar = _progress_bar(cfg, self.words_per_epoch * (epochs - start_epoch))
-        t0 = time.perf_counter()
-        self._t0 = t0
+        engine = RunEngine(ShardedRunDriver(self), cfg, Schedule.of(cfg, self.words_per_epoch, epochs),
+                           epochs=epochs, start_epoch=start_epoch, on_epoch_end=on_epoch_end,
+                           on_progress=self.on_progress)
+        self.stats = engine.run()
+        return self.stats
+
+    def begin(self, start_epoch: int) -> None:
+        """Before the first epoch of a call: what the shards hold now is the model the run started from, or
+        (after an earlier call) the newest snapshot."""
         self._start_epoch = start_epoch
-        # What the shards hold now: the model the run started from, or (a second train()) the newest snapshot.
         self._snapshot = self._initial_snapshot(start_epoch, self._snapshot["id"])
         self._last_snapshot_t = time.monotonic()
-        try:
-            for epoch in range(start_epoch, epochs):
-                total = self._train_epoch(epoch, schedule, bar, stats)
-                stats.words += total.words
-                stats.pairs += total.pairs
-                stats.words_per_epoch.append(total.words)
-                stats.pairs_per_epoch.append(total.pairs)
-                stats.loss_per_epoch.append(total.loss / total.pairs if total.pairs else float("nan"))
-                stats.epochs += 1
-                stats.seconds = time.perf_counter() - t0
-                if not math.isfinite(total.loss):
-                    raise ParvecError(f"training diverged in epoch {epoch + 1} (sharded): the loss became "
-                                      f"{total.loss}; lower alpha (now {cfg.alpha}) or minibatch_words (now "
-                                      f"{self.settings['minibatch_words']})")
-                if on_epoch_end is not None:
-                    t_cb = time.perf_counter()
-                    on_epoch_end(epoch, stats)
-                    t0 += time.perf_counter() - t_cb  # gathering for the callback is not training time
-        finally:
-            if bar is not None:
-                bar.close()
-        stats.seconds = time.perf_counter() - t0
-        if stats.pairs == 0:
-            raise ParvecError("training made no (input, context) pair: no sentence keeps two in-vocabulary words; "
-                              "lower --min-count or --sample, or use a larger corpus")
-        self.stats = stats
-        return stats
 
     def _initial_snapshot(self, epoch: int, snap_id: int | None = None) -> dict[str, Any]:
         # The state at the start of ``epoch``: snapshot None is the model the run starts from, which every shard
@@ -983,14 +961,14 @@ class ShardedRun:
 
     def _submit(self, c: int, unit: Unit, epoch: int, schedule: Schedule) -> Any:
         return self.clients[c].train_unit.remote(
-            (unit.part, unit.s_lo, unit.s_hi, unit.index, unit.base, unit.words), epoch,
-            (schedule.alpha, schedule.final_alpha, schedule.words_per_epoch, schedule.epochs))
+            (unit.part, unit.s_lo, unit.s_hi, unit.index, unit.base, unit.words), epoch, schedule)
 
-    def _train_epoch(self, epoch: int, schedule: Schedule, bar: Any, stats: TrainStats) -> UnitStats:
+    def train_epoch(self, ctx: EpochContext) -> UnitStats:
         # Hand out the epoch's units; at the epoch's end and every checkpoint_interval_s, drain and snapshot; on a
         # fault, restore the newest complete snapshot and re-queue the units trained since.  Returns once the
         # snapshot of the epoch's end is complete.
         ray = self.ray
+        epoch, schedule = ctx.epoch, ctx.schedule
         T = self.settings["threads"]
         interval = self.settings["checkpoint_interval_s"]
         queue, total = self._from_snapshot(self._snapshot)
@@ -1055,10 +1033,6 @@ class ShardedRun:
                     total.add(done)
                     self.totals.add(done)
                     self.position = (epoch, self.position[1] + 1)
-                    if bar is not None:
-                        bar.update(done.words)
-                        pairs = total.pairs
-                        bar.set_postfix(loss=f"{total.loss / pairs:.4f}" if pairs else "nan", refresh=False)
             if fault is not None:
                 queue, total = self._recover(epoch, fault, queue, in_flight, busy, interrupted)
                 draining_since = None
@@ -1069,14 +1043,9 @@ class ShardedRun:
                 if now - started > self.timeout_s:
                     raise ParvecError(f"client {c} did not finish unit {unit.index} of epoch {epoch + 1} within "
                                       f"{self.timeout_s:g} s (Cluster.timeout_s)")
-            if self.on_progress is not None and (now - last_progress > 0.5 or not (queue or in_flight)):
+            if now - last_progress > 0.25 or not (queue or in_flight):
                 last_progress = now
-                words = stats.words + total.words
-                loss_before = sum(lv * pv for lv, pv in zip(stats.loss_per_epoch, stats.pairs_per_epoch, strict=True))
-                self.on_progress({"t": time.perf_counter() - self._t0, "words": words, "pairs": stats.pairs
-                                  + total.pairs, "loss_sum": loss_before + total.loss,
-                                  "lr": schedule.alpha_at(epoch * self.words_per_epoch + total.words),
-                                  "epoch": epoch})
+                ctx.progress(total.words, total.pairs, total.loss)
 
     # ------------------------------------------------------------ snapshots and faults
     def _from_snapshot(self, snap: dict[str, Any]) -> tuple[collections.deque[Unit], UnitStats]:
@@ -1124,7 +1093,7 @@ class ShardedRun:
         snap = {"id": snap_id, "epoch": epoch, "units_done": len(self.units) - len(queue),
                 "queue": [u.index for u in queue], "total": copy.deepcopy(total.to_dict()), "time": time.time(),
                 "shards": len(self.shards), "directory": str(self.checkpoint_dir)}
-        from parvec.formats import atomic_output
+        from parvec.fileio import atomic_output
 
         try:
             with atomic_output(self.checkpoint_dir / "manifest.json", "w") as f:
@@ -1361,35 +1330,68 @@ class ShardedRun:
         }
 
 
-def _progress_bar(config: TrainConfig, total_words: int):
-    show = config.progress
-    if show is None:
-        show = sys.stderr.isatty()
-    if not show:
-        return None
-    from tqdm import tqdm
+# --------------------------------------------------------------------------- the drivers
+class ShardedRunDriver:
+    """A :class:`ShardedRun`'s epochs as a :class:`parvec.engine.Driver` (the run's owner starts and closes it).
 
-    return tqdm(total=total_words, unit="w", unit_scale=True, dynamic_ncols=True, file=sys.stderr,
-                desc="sharded", smoothing=0.1)
-
-
-# --------------------------------------------------------------------------- the Word2Vec driver
-class ShardedTrainer:
-    """The sharded driver behind ``Word2Vec(..., cluster=Cluster(..., mode="sharded"))``.
-
-    The model fits in the driver here: the shards start from ``w_in``/``w_out``'s column blocks and the
-    trained model is gathered back into them (after every epoch when there is an epoch callback, so
-    checkpoints see it, and at the end).  For models no process holds, use the CLI pipeline
-    (``parvec train --cluster ... --mode sharded``, :mod:`parvec.distributed.pipeline`).
+    ``gather_into`` (``(w_in, w_out)``): copy the model from the shards into these arrays after every epoch (the
+    ``Word2Vec`` API, whose epoch callbacks and checkpoints read them); None leaves it on the shards (the CLI
+    pipeline streams it out at the end).
 
     Example:
-        >>> trainer = ShardedTrainer(Cluster("local:4", mode="sharded", shards=2, clients=1), config, counts,
-        ...                          w_in, w_out)  # doctest: +SKIP
-        >>> stats = trainer.train(corpus)  # doctest: +SKIP
+        >>> RunEngine(ShardedRunDriver(run), config, Schedule.of(config, run.words_per_epoch)).run()  # doctest: +SKIP
+    """
+
+    mode = "sharded"
+    label = "sharded"
+    error_label = "sharded"
+
+    def __init__(self, run: ShardedRun | None = None, gather_into: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        self.run = run
+        self.gather_into = gather_into
+
+    @property
+    def divergence_hint(self) -> str:
+        """What else to lower when a sharded run diverges."""
+        assert self.run is not None
+        return f"minibatch_words (now {self.run.settings['minibatch_words']})"
+
+    def prepare(self, start_epoch: int, epochs: int) -> None:
+        assert self.run is not None
+        self.run.begin(start_epoch)
+
+    def train_epoch(self, ctx: EpochContext) -> EpochResult:
+        assert self.run is not None
+        total = self.run.train_epoch(ctx)
+        if self.gather_into is not None:
+            self.run.gather(*self.gather_into)
+        return EpochResult(words=total.words, pairs=total.pairs, loss=total.loss)
+
+    def vectors_finite(self) -> bool:
+        # The loss is checked by the engine; the vectors, when they are here.
+        return self.gather_into is None or bool(np.isfinite(self.gather_into[0].sum()))
+
+    def finish(self) -> None:
+        pass
+
+
+class ShardedDriver(ShardedRunDriver):
+    """The sharded driver behind ``Word2Vec(..., cluster=Cluster(..., mode="sharded"))``.
+
+    The model fits in the driver here: the shards start from ``w_in``/``w_out``'s column blocks and the trained
+    model is gathered back into them after every epoch (the callbacks and checkpoints read it).  It enters the
+    cluster's Ray session in :meth:`prepare` and leaves it in :meth:`finish`.  For models no process holds, use
+    the CLI pipeline (``parvec train --cluster ... --mode sharded``, :mod:`parvec.distributed.pipeline`).
+
+    Example:
+        >>> driver = ShardedDriver(Cluster("local:4", mode="sharded", shards=2, clients=1), config, counts,
+        ...                        w_in, w_out).use_corpus(corpus)  # doctest: +SKIP
+        >>> stats = RunEngine(driver, config, Schedule.of(config, corpus.n_tokens)).run()  # doctest: +SKIP
     """
 
     def __init__(self, cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
                  w_out: np.ndarray) -> None:
+        super().__init__(None, (w_in, w_out))
         self.cluster = cluster
         self.config = config.validate()
         self.settings = resolve(cluster, self.config)
@@ -1399,43 +1401,55 @@ class ShardedTrainer:
             if w.shape != (n, config.dim) or w.dtype != np.float32:
                 raise ParvecError(f"{name} must be float32 of shape ({n}, {config.dim})")
         self.w_in, self.w_out = w_in, w_out
-        self.on_progress: Callable[..., None] | None = None
+        self.corpus: EncodedCorpus | None = None
+        self._session: contextlib.ExitStack | None = None
         self._report: dict[str, Any] = {}
+        self.on_progress: Callable[..., None] | None = None  # when it runs itself (ShardedTrainer)
         self.stats = TrainStats()
 
-    def train(self, corpus: EncodedCorpus, epochs: int | None = None,
-              on_epoch_end: Callable[[int, TrainStats], None] | None = None, start_epoch: int = 0) -> TrainStats:
-        """Train on ``corpus`` on the cluster; the trained vectors end in ``w_in``/``w_out``."""
+    @property
+    def divergence_hint(self) -> str:
+        return f"minibatch_words (now {self.settings['minibatch_words']})"
+
+    def use_corpus(self, corpus: EncodedCorpus) -> ShardedDriver:
+        """Train on ``corpus`` (put into Ray's object store when the run starts); returns self."""
         if len(corpus.vocab) != len(self.w_in):
             raise ParvecError(f"the corpus vocabulary has {len(corpus.vocab)} words but the model has "
                               f"{len(self.w_in)}")
-        with self.cluster.session() as ray:
-            parts = [("refs", [ray.put(np.ascontiguousarray(corpus.tokens)),
-                               ray.put(np.asarray(corpus.offsets, dtype=np.int64))])]
-            run = ShardedRun(ray, self.cluster, self.config, self.counts, parts, [corpus.offsets],
-                             init=(self.w_in, self.w_out))
+        self.corpus = corpus
+        return self
+
+    def prepare(self, start_epoch: int, epochs: int) -> None:
+        assert self.corpus is not None, "use_corpus() first"
+        corpus = self.corpus
+        self._session = contextlib.ExitStack()
+        ray = self._session.enter_context(self.cluster.session())
+        parts = [("refs", [ray.put(np.ascontiguousarray(corpus.tokens)),
+                           ray.put(np.asarray(corpus.offsets, dtype=np.int64))])]
+        self.run = ShardedRun(ray, self.cluster, self.config, self.counts, parts, [corpus.offsets],
+                              init=(self.w_in, self.w_out))
+        self._session.callback(self.run.close)
+        super().prepare(start_epoch, epochs)
+
+    def finish(self) -> None:
+        if self._session is not None:
             try:
-                run.on_progress = self.on_progress
-
-                def epoch_end(epoch: int, stats: TrainStats) -> None:
-                    run.gather(self.w_in, self.w_out)
-                    on_epoch_end(epoch, stats)  # type: ignore[misc]
-
-                stats = run.train(epochs, start_epoch, epoch_end if on_epoch_end is not None else None)
-                if on_epoch_end is None:
-                    run.gather(self.w_in, self.w_out)
-                if self.on_progress is not None:
-                    self.on_progress({"t": stats.seconds, "words": stats.words, "pairs": stats.pairs,
-                                      "loss_sum": float(np.nansum(np.array(stats.loss_per_epoch)
-                                                                  * np.array(stats.pairs_per_epoch))),
-                                      "lr": self.config.final_alpha, "epoch": start_epoch + stats.epochs - 1},
-                                     force=True)
-                self._report = run.report()
+                if self.run is not None:
+                    self._report = self.run.report()
             finally:
-                run.close()
-        self.stats = stats
-        return stats
+                self._session.close()
+                self._session = None
+                self.run = None
 
     def report(self) -> dict[str, Any]:
         """The last run's sharded figures (see :meth:`ShardedRun.report`)."""
         return dict(self._report)
+
+
+class ShardedTrainer(SelfRunning, ShardedDriver):
+    """The sharded driver that runs itself: ``ShardedTrainer(cluster, config, counts, w_in, w_out).train(corpus)``.
+
+    Example:
+        >>> trainer = ShardedTrainer(Cluster("local:4", mode="sharded"), config, counts, w_in, w_out)  # doctest: +SKIP
+        >>> stats = trainer.train(corpus)  # doctest: +SKIP
+    """

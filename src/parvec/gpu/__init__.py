@@ -1,14 +1,13 @@
 """Training on an NVIDIA GPU with numba-cuda: a driver over the same corpus, config and model.
 
 ``pip install 'parvec[gpu]'`` adds numba-cuda.  The kernels (FULL-W2V, Randall et al.; PAR-Word2Vec's GPU
-kernel, Moon et al.) live beside each other in this package; :func:`make_trainer` returns the driver,
-shaped like :class:`parvec.trainer.Trainer` (``train(corpus, epochs=, on_epoch_end=, start_epoch=)``
-returns :class:`~parvec.trainer.TrainStats` and leaves the vectors in ``w_in``/``w_out``).  docs/gpu.md
-has the design.
+kernel, Moon et al.) live beside each other in this package; :func:`make_driver` returns the driver
+(:class:`parvec.gpu.driver.GpuTrainer`: a :class:`parvec.engine.Driver` that can also run itself,
+``train(corpus)``, leaving the vectors in ``w_in``/``w_out``).  docs/gpu.md has the design.
 
 Example:
-    >>> from parvec.gpu import make_trainer
-    >>> trainer = make_trainer(TrainConfig(device="cuda", algo="full-w2v"), counts, w_in, w_out)  # doctest: +SKIP
+    >>> from parvec.gpu import make_driver
+    >>> driver = make_driver(TrainConfig(device="cuda", algo="full-w2v"), counts, w_in, w_out)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -47,10 +46,10 @@ def require_device() -> str:
     return _driver().require_device()
 
 
-def make_trainer(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> Any:
+def make_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> Any:
     """The GPU driver, or a :class:`ParvecError` naming what is missing (the extra, or a device).
 
     Example:
-        >>> stats = make_trainer(config, counts, w_in, w_out).train(corpus)  # doctest: +SKIP
+        >>> stats = make_driver(config, counts, w_in, w_out).train(corpus)  # doctest: +SKIP
     """
     return _driver().GpuTrainer(config, counts, w_in, w_out)

@@ -1,16 +1,19 @@
-"""The GPU driver: :class:`GpuTrainer` trains with the FULL-W2V or PAR kernel, shaped like the CPU trainer.
+"""The GPU driver: :class:`GpuDriver` trains an epoch's kernel launches with the FULL-W2V or PAR kernel.
 
-It is a :class:`parvec.trainer.Trainer` whose parts are trained by kernel launches instead of CPU threads:
-the same ``train``/``train_parts`` calls, :class:`~parvec.trainer.TrainStats`, progress bar,
-``on_progress`` totals (``--report``), epoch callbacks (checkpoints) and divergence check, the same
-learning-rate schedule (by words) and the same noise table and subsampling probabilities.
+It is a :class:`parvec.engine.Driver`: the run engine owns the epochs, statistics, progress bar, ``on_progress``
+totals (``--report``), epoch callbacks, checkpoints and errors, as for the CPU driver; the driver trains one
+epoch's launches with the run's learning-rate schedule and the same noise table and subsampling probabilities.
+A launch is its unit: a mid-epoch checkpoint is taken between launches (the launches in flight finished, the
+vectors copied back), and a resumed epoch skips the launches done.  :class:`GpuTrainer` is the GPU driver that
+runs itself (``GpuTrainer(config, counts).train(corpus)``).
 
 - **Corpus on the device.**  A part whose tokens fit in device memory (the corpus, on every epoch) is
   copied once and every launch reads its sentences there.  A part that does not fit (or node2vec's walk
   batches, new each time) goes launch by launch through two pinned host buffers on two CUDA streams: the
   copy of one launch's tokens overlaps the kernel of the previous one.
-- **Launches** of about :data:`parvec.gpu.plan.DEFAULT_WORDS_PER_LAUNCH` words, one block per sentence
-  (:mod:`parvec.gpu.plan`); the vectors stay on the device for the whole run and come back after every
+- **Launches** of :func:`parvec.gpu.plan.default_words_per_launch` words (1/16 of an epoch, at most ~1M for full-w2v,
+  100k for par: the launch size is the Hogwild concurrency), one block per sentence (:mod:`parvec.gpu.plan`); the
+  vectors stay on the device for the whole run and come back after every
   epoch (for the callbacks, the divergence check and the caller).
 - **Reproducible.**  Every random choice is keyed by (seed, epoch, sentence, position)
   (:mod:`parvec.gpu.rng`), so the draws never depend on scheduling; concurrent blocks still race on
@@ -32,12 +35,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numba_cuda  # noqa: F401  -- the [gpu] extra; its absence is reported by parvec.gpu.make_trainer
+import numba_cuda  # noqa: F401  -- the [gpu] extra; its absence is reported by parvec.gpu.make_driver
 import numpy as np
 from numba import config as numba_config
 from numba import cuda
 
 from parvec.config import TrainConfig
+from parvec.engine import Diverged, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.gpu import full_w2v, par_gpu
 from parvec.gpu.blocks import REDUCTIONS, threads_for
@@ -45,17 +49,18 @@ from parvec.gpu.plan import (
     DEFAULT_WORDS_PER_LAUNCH,
     GPU_MAX_SENTENCE,
     MAX_BLOCKS_PER_LAUNCH,
+    MAX_WORDS_PER_LAUNCH,
     MIN_WORDS_PER_LAUNCH,
     SIM_PROGRESS_S,
     SIM_SWITCH_INTERVAL_S,
     SIM_THREADS_PER_BLOCK,
     SIM_WORDS_PER_LAUNCH,
     Launch,
+    default_words_per_launch,
     epoch_launches,
-    schedule,
 )
 from parvec.gpu.reference import par_batch_size, par_h_max
-from parvec.trainer import Trainer, TrainStats
+from parvec.trainer import ModelTables, resume_mismatch
 
 Part = tuple[np.ndarray, np.ndarray]
 MEMORY_MARGIN = 256 << 20  # bytes of device memory left free when deciding whether a corpus fits
@@ -133,18 +138,22 @@ class _Slot:
     h_pairs: np.ndarray | None = None
 
 
-class GpuTrainer(Trainer):
-    """Trains ``w_in``/``w_out`` on a CUDA GPU with ``config.algo`` ("full-w2v" or "par").
+class GpuDriver(ModelTables):
+    """Trains ``w_in``/``w_out`` on a CUDA GPU with ``config.algo`` ("full-w2v" or "par"): a
+    :class:`parvec.engine.Driver` whose unit is a kernel launch (module docstring).
 
     ``threads_per_block`` (a power of two; default :func:`parvec.gpu.blocks.threads_for`, or
     ``$PARVEC_GPU_THREADS``), ``reduction`` ("tree" or "shuffle"; default tree, or ``$PARVEC_GPU_REDUCTION``),
-    ``words_per_launch`` (at least 100,000 on a GPU; default ~4.2M, or ``$PARVEC_GPU_WORDS_PER_LAUNCH``) and
+    ``words_per_launch`` (at least 20,000 on a GPU; default :func:`parvec.gpu.plan.default_words_per_launch`
+    of the epoch: 1/16 of it, at most ~1M for full-w2v and 100k for par; or ``$PARVEC_GPU_WORDS_PER_LAUNCH``) and
     ``resident`` (False streams every part) are tuning knobs for benchmarks and tests.
 
     Example:
-        >>> trainer = GpuTrainer(TrainConfig(device="cuda"), corpus.vocab.counts)  # doctest: +SKIP
-        >>> trainer.train(corpus).words_per_sec  # doctest: +SKIP
+        >>> driver = GpuDriver(TrainConfig(device="cuda"), corpus.vocab.counts).use_corpus(corpus)  # doctest: +SKIP
+        >>> RunEngine(driver, config, Schedule.of(config, corpus.n_tokens)).run()  # doctest: +SKIP
     """
+
+    mode = "cuda"
 
     def __init__(self, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None = None,
                  w_out: np.ndarray | None = None, *, threads_per_block: int | None = None,
@@ -153,8 +162,10 @@ class GpuTrainer(Trainer):
         if config.validate().device != "cuda":
             raise ParvecError(f"GpuTrainer trains on device 'cuda', the config says {config.device!r}")
         self.device_name = require_device()
-        # The CPU trainer's own set-up: vectors, subsampling and noise tables, stats, on_progress, require_pairs.
-        self._setup(config, counts, w_in, w_out)
+        super().__init__(config, counts, w_in, w_out)  # vectors, subsampling and noise tables
+        self.stats = TrainStats()
+        self.on_progress: Callable[..., None] | None = None  # a report's time series (SelfRunning)
+        self.require_pairs = True
 
         sim = simulated()
         if sim and not _SIMULATOR_NOTED[0]:
@@ -171,12 +182,14 @@ class GpuTrainer(Trainer):
             raise ParvecError("the shuffle reduction needs a GPU (not the simulator) and a multiple of 32 threads "
                               f"per block (got {threads})")
         wpl = (words_per_launch or _env_int("PARVEC_GPU_WORDS_PER_LAUNCH")
-               or (SIM_WORDS_PER_LAUNCH if sim else DEFAULT_WORDS_PER_LAUNCH))
-        if wpl < MIN_WORDS_PER_LAUNCH and not simulated():
+               or (SIM_WORDS_PER_LAUNCH if sim else None))
+        if wpl is not None and wpl < MIN_WORDS_PER_LAUNCH and not simulated():
             raise ParvecError(f"words per launch must be at least {MIN_WORDS_PER_LAUNCH:,} on a GPU, got {wpl:,}")
         self.threads_per_block = threads
         self.reduction = reduction
-        self.words_per_launch = int(wpl)
+        # None: default_words_per_launch of each run's epoch; the buffers are sized for the largest
+        self._words_per_launch = None if wpl is None else int(wpl)
+        self.words_per_launch = int(wpl or MAX_WORDS_PER_LAUNCH.get(config.algo, DEFAULT_WORDS_PER_LAUNCH))
         self.resident = resident
         if config.algo == "par":
             self.par_batch = par_batch_size(config)
@@ -194,142 +207,128 @@ class GpuTrainer(Trainer):
         self._uploaded_bytes = 0
         self._modes: set[str] = set()
         self._compiled = False
-        self._parts_repeat = False  # set by train(): the same corpus arrays every epoch
+        self._parts_repeat = False  # the same corpus arrays every epoch (bind(repeats=True)): kept on the device
+        self.make_parts: Callable[[int], Iterable[Part]] | None = None
+        self._device: _DeviceState | None = None
+        self._switch_interval: float | None = None
+        self._last_cut: np.ndarray | None = None
 
-    # ------------------------------------------------------------------ training
-    def train(self, corpus, epochs: int | None = None, on_epoch_end: Callable[[int, TrainStats], None] | None = None,
-              start_epoch: int = 0) -> TrainStats:
-        """Train on one encoded corpus (copied to the device once when it fits), as
-        :meth:`parvec.trainer.Trainer.train`.
+    @property
+    def label(self) -> str:
+        """The progress bar's name: the kernel's."""
+        return self.config.algo
 
-        Example:
-            >>> trainer.train(corpus, epochs=5)  # doctest: +SKIP
-        """
-        self._parts_repeat = True
-        try:
-            return super().train(corpus, epochs=epochs, on_epoch_end=on_epoch_end, start_epoch=start_epoch)
-        finally:
-            self._parts_repeat = False
+    def bind(self, make_parts: Callable[[int], Iterable[Part]], repeats: bool = False) -> GpuDriver:
+        """Train the parts ``make_parts(epoch)`` yields; ``repeats``: the same arrays every epoch (the corpus),
+        kept on the device when they fit.  Returns self."""
+        self.make_parts = make_parts
+        self._parts_repeat = repeats
+        return self
 
-    def train_parts(
-        self,
-        make_parts: Callable[[int], Iterable[Part]],
-        words_per_epoch: int,
-        epochs: int | None = None,
-        on_epoch_end: Callable[[int, TrainStats], None] | None = None,
-        start_epoch: int = 0,
-    ) -> TrainStats:
-        """Train on parts streamed per epoch, as :meth:`parvec.trainer.Trainer.train_parts` (same schedule,
-        callbacks and statistics); ``make_parts(epoch)`` yields ``(tokens, offsets)``.
-
-        Example:
-            >>> trainer.train_parts(lambda epoch: walk_batches(epoch), words_per_epoch=n_tokens)  # doctest: +SKIP
-        """
-        cfg = self.config
-        epochs = cfg.epochs if epochs is None else epochs
-        if not 0 <= start_epoch < epochs:
-            raise ParvecError(f"start_epoch must be in [0, {epochs}), got {start_epoch}")
-        if words_per_epoch <= 0:
-            raise ParvecError("the corpus has no in-vocabulary tokens to train on")
-        switch_interval = sys.getswitchinterval()
+    # ------------------------------------------------------------------ the Driver contract
+    def prepare(self, start_epoch: int, epochs: int) -> None:
+        """Copy the vectors and tables to the device and compile the kernel, before the clock starts."""
+        self._switch_interval = sys.getswitchinterval()
         if simulated():  # the simulator's barriers poll every thread of a block: a short switch interval
-            sys.setswitchinterval(min(switch_interval, SIM_SWITCH_INTERVAL_S))
-        try:
-            return self._train_parts(make_parts, words_per_epoch, epochs, on_epoch_end, start_epoch)
-        finally:
-            sys.setswitchinterval(switch_interval)
+            sys.setswitchinterval(min(self._switch_interval, SIM_SWITCH_INTERVAL_S))
+        self._device = _DeviceState(self)
+        self._compile(self._device)
+        self._sim_start = time.perf_counter()
+        self._sim_last = self._sim_start
+        self._sim_todo = self._sim_done = 0
 
-    def _train_parts(self, make_parts: Callable[[int], Iterable[Part]], words_per_epoch: int, epochs: int,
-                     on_epoch_end: Callable[[int, TrainStats], None] | None, start_epoch: int) -> TrainStats:
-        cfg = self.config
-        d = _DeviceState(self)
-        self._compile(d)  # before the clock, as the CPU trainer compiles its kernel
-        words = np.zeros((1, epochs), dtype=np.int64)
-        pairs = np.zeros((1, epochs), dtype=np.int64)
-        losses = np.zeros((1, epochs), dtype=np.float64)
-        alpha_at = schedule(cfg, words_per_epoch * epochs)
-        words_before = start_epoch * words_per_epoch
-        todo = words_per_epoch * (epochs - start_epoch)
-        bar = self._progress_bar(todo)
-        start = time.perf_counter()
-        last_progress = start
-        # Under the simulator a run is thousands of times slower than on a GPU: without a bar, say how far it is.
-        sim_lines = simulated() and bar is None and cfg.progress is not False
-        last_line = [start]
+    def finish(self) -> None:
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
+        self._device = None
 
-        def sim_line(epoch: int, force: bool = False) -> None:
-            now = time.perf_counter()
-            if not sim_lines or (not force and now - last_line[0] < SIM_PROGRESS_S):
-                return
-            last_line[0] = now
-            done, elapsed = int(words.sum()), now - start
-            left = elapsed * (todo - done) / done if done else float("nan")
-            print(f"CUDA simulator: epoch {epoch + 1}/{epochs}, {done:,} of {todo:,} words ({100 * done / todo:.0f}%) "
-                  f"in {elapsed:.0f} s" + (f", about {_duration(left)} left" if done < todo and done else ""),
-                  file=sys.stderr, flush=True)
-
-        if self.on_progress is not None:
-            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
+    def train_epoch(self, ctx: EpochContext) -> EpochResult:
+        """Train this epoch's launches (two in flight on two streams); the vectors come back at its end."""
+        assert self._device is not None and self.make_parts is not None, "prepare() and bind() first"
+        d, epoch, resume = self._device, ctx.epoch, ctx.resume
+        counts = [0, resume.pairs if resume else 0, resume.loss if resume else 0.0]  # words, pairs, loss
         pending: deque[tuple[Launch, _Slot, int]] = deque()
-        longest = 0  # the longest sentence handed to the kernels, for the no-pairs error
-        last_cut = None
+        longest, last_progress = 0, time.perf_counter()
+        skip = resume.units_done if resume is not None else 0
+        position = handed = units = 0
 
         def collect() -> None:
             launch, slot, n_blocks = pending.popleft()
             slot.stream.synchronize()
             loss = float(slot.h_loss[:n_blocks].sum())
             if not math.isfinite(loss):
-                raise self._diverged(launch.epoch, f"the loss became {loss}")
-            words[0, launch.epoch] += launch.words
-            pairs[0, launch.epoch] += int(slot.h_pairs[:n_blocks].sum())
-            losses[0, launch.epoch] += loss
+                raise Diverged(launch.epoch, f"the loss became {loss}")
+            counts[0] += launch.words
+            counts[1] += int(slot.h_pairs[:n_blocks].sum())
+            counts[2] += loss
 
-        try:
-            for epoch in range(start_epoch, epochs):
-                for tokens, cut, launch in epoch_launches(cfg, make_parts(epoch), epoch, words_per_epoch, epochs,
-                                                          self.words_per_launch):
-                    n_blocks = launch.s_hi - launch.s_lo
-                    if cut is not last_cut and len(cut) > 1:
-                        last_cut = cut
-                        longest = max(longest, int(np.diff(cut).max()))
-                    slot = d.slots[self._launches % 2]
-                    if len(pending) == 2:  # this slot's previous launch must be done before its buffers change
-                        collect()
-                    d_tokens, d_offsets, s_lo = d.stage(tokens, cut, launch, slot)
-                    self._launch(d, slot, d_tokens, d_offsets, s_lo, launch, n_blocks)
-                    self._launches += 1
-                    pending.append((launch, slot, n_blocks))
-                    if len(pending) == 2:  # keep one launch queued behind the one we wait for
-                        collect()
-                        sim_line(epoch)
-                    now = time.perf_counter()
-                    if now - last_progress >= 0.25:
-                        last_progress = now
-                        if bar is not None:
-                            self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + words_before))
-                        if self.on_progress is not None:
-                            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before))
-                while pending:
+        self.words_per_launch = self._words_per_launch or default_words_per_launch(self.config.algo,
+                                                                                    ctx.schedule.words_per_epoch)
+        for tokens, cut, launch in epoch_launches(self.config, self.make_parts(epoch), epoch, ctx.schedule,
+                                                  self.words_per_launch):
+            if skip > 0:  # resumed: the launches before the checkpoint are done
+                skip -= 1
+                position += launch.words
+                units += 1
+                if skip == 0 and position != resume.words_done:  # type: ignore[union-attr]
+                    raise resume_mismatch(epoch, resume.units_done, position, resume.words_done,  # type: ignore[union-attr]
+                                          what="kernel launches")
+                continue
+            if units > 0 and ctx.checkpoint_due(handed):
+                while pending:  # drain: every launch handed out is trained; the vectors come back
                     collect()
-                sim_line(epoch, force=True)
                 d.fetch_vectors()
-                if not np.isfinite(self.w_in.sum()):
-                    raise self._diverged(epoch, "the input vectors hold NaN or inf")
-                if on_epoch_end is not None:
-                    on_epoch_end(epoch, self._stats_so_far(words, pairs, losses, start_epoch, epoch + 1,
-                                                           seconds=time.perf_counter() - start))
-        finally:
-            if bar is not None:
-                self._update_bar(bar, words, pairs, losses, lambda w: alpha_at(w + words_before))
-                bar.close()
-        seconds = time.perf_counter() - start
-        if self.on_progress is not None:
-            self.on_progress(self._totals(words, pairs, losses, start, alpha_at, words_before), force=True)
-        stats = self._stats_so_far(words, pairs, losses, start_epoch, epochs, seconds=seconds)
-        self.stats = stats
-        if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
-            raise self._no_pairs(stats, longest)
-        return stats
+                ctx.checkpoint(units, position, counts[0], counts[1], counts[2])
+            if cut is not self._last_cut and len(cut) > 1:
+                self._last_cut = cut
+                longest = max(longest, int(np.diff(cut).max()))
+            n_blocks = launch.s_hi - launch.s_lo
+            slot = d.slots[self._launches % 2]
+            if len(pending) == 2:  # this slot's previous launch must be done before its buffers change
+                collect()
+            d_tokens, d_offsets, s_lo = d.stage(tokens, cut, launch, slot)
+            self._launch(d, slot, d_tokens, d_offsets, s_lo, launch, n_blocks)
+            self._launches += 1
+            pending.append((launch, slot, n_blocks))
+            position += launch.words
+            handed += launch.words
+            units += 1
+            if len(pending) == 2:  # keep one launch queued behind the one we wait for
+                collect()
+                self._sim_line(ctx, counts[0])
+            now = time.perf_counter()
+            if now - last_progress >= 0.25:
+                last_progress = now
+                ctx.progress(counts[0], counts[1], counts[2])
+        if skip > 0:
+            raise resume_mismatch(epoch, resume.units_done, what="kernel launches")  # type: ignore[union-attr]
+        while pending:
+            collect()
+        self._sim_line(ctx, counts[0], force=True)
+        d.fetch_vectors()
+        return EpochResult(words=counts[0], pairs=counts[1], loss=counts[2], longest=longest)
+
+    def _sim_line(self, ctx: EpochContext, words: int, force: bool = False) -> None:
+        # Under the simulator a run is thousands of times slower than on a GPU: without a progress bar (which
+        # the engine shows when asked, or on a terminal), say how far it is.
+        if not simulated() or self.config.progress is not None or sys.stderr.isatty():
+            return
+        now = time.perf_counter()
+        if not force and now - self._sim_last < SIM_PROGRESS_S:
+            return
+        self._sim_last = now
+        schedule = ctx.schedule
+        if not self._sim_todo:
+            self._sim_todo = schedule.words_per_epoch * (schedule.epochs - ctx.epoch)
+            self._sim_done = 0
+        done, todo, elapsed = self._sim_done + words, self._sim_todo, now - self._sim_start
+        left = elapsed * (todo - done) / done if done else float("nan")
+        print(f"CUDA simulator: epoch {ctx.epoch + 1}/{schedule.epochs}, {done:,} of {todo:,} words "
+              f"({100 * done / todo:.0f}%) in {elapsed:.0f} s"
+              + (f", about {_duration(left)} left" if done < todo and done else ""), file=sys.stderr, flush=True)
+        if force:  # the epoch's end
+            self._sim_done += words
 
     def _launch(self, d: _DeviceState, slot: _Slot, d_tokens, d_offsets, s_lo: int, launch: Launch,
                 n_blocks: int) -> None:
@@ -400,6 +399,15 @@ class GpuTrainer(Trainer):
             "model_bytes_per_trained_word": model_bytes_per_word(cfg),
             "max_sentence_tokens": GPU_MAX_SENTENCE,
         }}
+
+
+class GpuTrainer(SelfRunning, GpuDriver):
+    """The GPU driver that runs itself: ``GpuTrainer(config, counts).train(corpus)`` (the corpus is copied to the
+    device once when it fits), as :class:`parvec.trainer.Trainer` on the CPU.
+
+    Example:
+        >>> GpuTrainer(TrainConfig(device="cuda"), corpus.vocab.counts).train(corpus).words_per_sec  # doctest: +SKIP
+    """
 
 
 class _DeviceState:

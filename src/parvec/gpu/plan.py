@@ -9,8 +9,9 @@ walk the same plan, so the reference trains exactly what the kernels train:
 - consecutive sentences are grouped into launches of about ``words_per_launch`` raw words (at least
   :data:`MIN_WORDS_PER_LAUNCH`, and at most :data:`MAX_BLOCKS_PER_LAUNCH` sentences), one thread block
   per sentence;
-- each launch gets the learning rate at its first and last word from the CPU trainer's linear schedule
-  (by words, over all epochs); inside a launch a sentence's rate is interpolated at its first word;
+- each launch gets the learning rate at its first and last word from the run's schedule
+  (:class:`parvec.schedule.Schedule`, every driver's); inside a launch a sentence's rate is interpolated at its
+  first word;
 - each sentence's random numbers are keyed by (seed, epoch) and its index among the epoch's sentences
   (:mod:`parvec.gpu.rng`).
 
@@ -21,18 +22,28 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from parvec.config import TrainConfig
 from parvec.gpu.rng import epoch_key
+from parvec.schedule import Schedule
 from parvec.trainer import split_long_sentences
 
 GPU_MAX_SENTENCE = 1000  # tokens per sentence (or walk) on the GPU: the block's token buffer
-MIN_WORDS_PER_LAUNCH = 100_000
-DEFAULT_WORDS_PER_LAUNCH = 1 << 22  # ~4.2M words: thousands of blocks, several waves on an H100
+MIN_WORDS_PER_LAUNCH = 20_000
+DEFAULT_WORDS_PER_LAUNCH = 1 << 20  # the most full-w2v launches by default (~1M words: ~1,000 blocks)
+# A launch's sentences run as concurrent blocks that update shared rows Hogwild-style, so the launch size is how
+# many sentences' updates pile up on the same frequent rows at once.  Measured on an H200 (docs/gpu.md, the
+# launch-size sweep of benchmarks/bench_gpu.py, 16.9M-token corpus, d 128, 3 epochs, 3 seeds): full-w2v keeps its
+# quality at every size from 100k to 4.2M words and its speed levels off at ~1M (95M words/s); PAR, whose
+# repulsion sums a minibatch's gradients onto each shared negative, loses its quality at 1M words per launch and
+# diverges at 4.2M, and keeps it at 100k to 250k.  On the 2M-token demo corpus one launch per epoch (every
+# sentence at once) spoils full-w2v too.  So a launch is at most the algorithm's cap and at most 1/16 of an epoch.
+MAX_WORDS_PER_LAUNCH = {"full-w2v": DEFAULT_WORDS_PER_LAUNCH, "par": 100_000}
+LAUNCHES_PER_EPOCH = 16
 MAX_BLOCKS_PER_LAUNCH = 1 << 16
 # numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) runs every GPU thread of a block as a Python thread.  Measured
 # on a 471-word corpus at dim 100 (docs/gpu.md): 2.6 words/s with a GPU's defaults (64 threads per block, one
@@ -65,6 +76,21 @@ class Launch:
     key: np.uint64
 
 
+def default_words_per_launch(algo: str, words_per_epoch: int) -> int:
+    """Words per launch when none is given: ``words_per_epoch / LAUNCHES_PER_EPOCH``, at least
+    :data:`MIN_WORDS_PER_LAUNCH` and at most the algorithm's :data:`MAX_WORDS_PER_LAUNCH` (why: the comment
+    above it).
+
+    Example:
+        >>> default_words_per_launch("full-w2v", 17_000_000), default_words_per_launch("par", 17_000_000)
+        (1048576, 100000)
+        >>> default_words_per_launch("full-w2v", 2_000_000)
+        125000
+    """
+    cap = MAX_WORDS_PER_LAUNCH.get(algo, DEFAULT_WORDS_PER_LAUNCH)
+    return int(min(cap, max(MIN_WORDS_PER_LAUNCH, int(words_per_epoch) // LAUNCHES_PER_EPOCH)))
+
+
 def launch_bounds(offsets: np.ndarray, words_per_launch: int, max_blocks: int = MAX_BLOCKS_PER_LAUNCH) -> np.ndarray:
     """Sentence indices that cut a part into launches of about ``words_per_launch`` raw words (whole
     sentences; at most ``max_blocks`` sentences each).
@@ -87,37 +113,19 @@ def launch_bounds(offsets: np.ndarray, words_per_launch: int, max_blocks: int = 
     return np.asarray(cuts, dtype=np.int64)
 
 
-def schedule(config: TrainConfig, total_words: int) -> Callable[[float], float]:
-    """The CPU trainer's learning-rate schedule: linear from ``alpha`` to the final rate over
-    ``total_words`` raw words (all epochs), then flat.
-
-    Example:
-        >>> rate = schedule(TrainConfig(alpha=0.025, min_alpha=0.0), 100)
-        >>> rate(0), rate(50), rate(200)
-        (0.025, 0.0125, 0.0)
-    """
-    a_start, a_end = config.alpha, config.final_alpha
-
-    def alpha_at(word_pos: float) -> float:
-        return max(a_end, a_start - (a_start - a_end) * min(1.0, word_pos / total_words))
-
-    return alpha_at
-
-
-def epoch_launches(config: TrainConfig, parts: Iterable[Part], epoch: int, words_per_epoch: int, epochs: int,
+def epoch_launches(config: TrainConfig, parts: Iterable[Part], epoch: int, schedule: Schedule,
                    words_per_launch: int) -> Iterator[tuple[np.ndarray, np.ndarray, Launch]]:
     """The launches of one epoch: ``(tokens, cut_offsets, launch)`` for each, part after part.
 
-    ``words_per_epoch`` (the tokens one epoch's parts hold) and ``epochs`` set the schedule, as in
-    :meth:`parvec.trainer.Trainer.train_parts`; parts beyond ``words_per_epoch`` train at the final rate.
+    Each launch's rates are ``schedule``'s (:class:`parvec.schedule.Schedule`, the one every driver uses) at its
+    first word and just after its last; parts beyond the schedule's ``words_per_epoch`` train at the final rate.
 
     Example:
         >>> cfg = TrainConfig(device="cuda", algo="full-w2v")
         >>> [l.words for _, _, l in epoch_launches(cfg, [(np.zeros(5, np.int32), np.array([0, 2, 5]))],
-        ...                                         0, 5, 1, 100_000)]
+        ...                                         0, Schedule.of(cfg, 5, 1), 100_000)]
         [5]
     """
-    alpha_at = schedule(config, words_per_epoch * epochs)
     key = epoch_key(config.seed, epoch)
     max_len = min(config.max_sentence_length, GPU_MAX_SENTENCE)
     position = 0
@@ -128,9 +136,8 @@ def epoch_launches(config: TrainConfig, parts: Iterable[Part], epoch: int, words
         for c in range(len(bounds) - 1):
             lo, hi = int(bounds[c]), int(bounds[c + 1])
             words = int(cut[hi] - cut[lo])
-            base = epoch * words_per_epoch + position
-            yield tokens, cut, Launch(epoch, lo, hi, sentence_base + lo, words, alpha_at(base),
-                                      alpha_at(base + words), key)
+            alpha0, alpha1 = schedule.span(epoch, position, words)
+            yield tokens, cut, Launch(epoch, lo, hi, sentence_base + lo, words, alpha0, alpha1, key)
             position += words
         sentence_base += len(cut) - 1
 

@@ -52,6 +52,7 @@ from parvec.gpu.rng import keeps_token, negative_sample, par_c_rep, window_shrin
 from parvec.gpu.sgns import pair_error, pair_loss
 from parvec.kernels.par import shared_negatives
 from parvec.sampling import alias_table, keep_probabilities, noise_distribution
+from parvec.schedule import Schedule
 
 _ONE = np.float32(1.0)
 _ZERO = np.float32(0.0)
@@ -328,14 +329,14 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
         ...                 lambda e: [(corpus.tokens, corpus.offsets)], corpus.n_tokens)  # doctest: +SKIP
     """
     epochs = config.epochs if epochs is None else epochs
+    schedule = Schedule.of(config, words_per_epoch, epochs)
     keep = keep_probabilities(counts, config.sample)
     prob, alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
     losses = []
     for epoch in range(start_epoch, epochs):
         loss = 0.0
         pairs = 0
-        for tokens, cut, launch in epoch_launches(config, make_parts(epoch), epoch, words_per_epoch, epochs,
-                                                  words_per_launch):
+        for tokens, cut, launch in epoch_launches(config, make_parts(epoch), epoch, schedule, words_per_launch):
             out_loss, out_pairs = train_launch_reference(config.algo, w_in, w_out, tokens, cut, launch, keep, prob,
                                                          alias, config)
             loss += float(out_loss.sum())

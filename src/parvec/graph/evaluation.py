@@ -175,6 +175,23 @@ def _top_k_predictions(scores: np.ndarray, k: np.ndarray) -> np.ndarray:
     return (ranks < k[:, None]).astype(np.int8)
 
 
+def _check_classification_options(repeats: Any, C: Any, workers: Any, train_fractions: Sequence[float]) -> list[float]:
+    """node_classification's numeric options checked (:class:`ParvecError` naming the first bad one); the fractions."""
+    if not isinstance(repeats, int | np.integer) or repeats < 1:
+        raise ParvecError(f"repeats must be a positive integer, got {repeats}")
+    if not (isinstance(C, int | float | np.number) and np.isfinite(C) and C > 0):
+        raise ParvecError(f"C must be a positive number, got {C}")
+    if not isinstance(workers, int | np.integer) or workers < 1:
+        raise ParvecError(f"workers must be a positive integer, got {workers}")
+    fractions = [float(f) for f in train_fractions]
+    if not fractions:
+        raise ParvecError("train_fractions is empty")
+    for frac in fractions:
+        if not 0 < frac < 1:
+            raise ParvecError(f"training fractions must be in (0, 1), got {frac}")
+    return fractions
+
+
 def node_classification(
     vectors: np.ndarray,
     labels: Any,
@@ -222,18 +239,7 @@ def node_classification(
         raise ParvecError(f"{len(x)} vectors but {n} labelled nodes")
     if n < 2:
         raise ParvecError(f"{source}: node classification needs at least 2 labelled nodes, got {n}")
-    if not isinstance(repeats, int | np.integer) or repeats < 1:
-        raise ParvecError(f"repeats must be a positive integer, got {repeats}")
-    if not (isinstance(C, int | float | np.number) and np.isfinite(C) and C > 0):
-        raise ParvecError(f"C must be a positive number, got {C}")
-    if not isinstance(workers, int | np.integer) or workers < 1:
-        raise ParvecError(f"workers must be a positive integer, got {workers}")
-    fractions = [float(f) for f in train_fractions]
-    if not fractions:
-        raise ParvecError("train_fractions is empty")
-    for frac in fractions:
-        if not 0 < frac < 1:
-            raise ParvecError(f"training fractions must be in (0, 1), got {frac}")
+    fractions = _check_classification_options(repeats, C, workers, train_fractions)
     bad = np.flatnonzero(~np.isfinite(x).all(axis=1))
     if len(bad):
         raise ParvecError(f"vectors: {len(bad)} of the {n} vectors hold NaN or inf (e.g. row {int(bad[0])})")

@@ -68,6 +68,7 @@ from parvec.graph.walks import (
     mark_paired,
     rank_nodes,
 )
+from parvec.schedule import Schedule
 
 if TYPE_CHECKING:
     from parvec.keyedvectors import KeyedVectors
@@ -77,15 +78,39 @@ __all__ = ["Node2Vec", "DeepWalk"]
 log = logging.getLogger(__name__)
 
 
-def cluster_refusal(given: str, leave_out: str) -> ParvecError:
-    """The one error for node2vec/DeepWalk on a Ray cluster, from the API (``cluster=``) and the CLI (``--cluster``).
+def cluster_refusal(cluster: Any) -> ParvecError:
+    """The one error for node2vec/DeepWalk on a Ray cluster, from the API (``cluster=``) and the CLI (``--cluster``):
+    :mod:`parvec.capabilities`'s, for the cluster's mode.
 
     Example:
-        >>> str(cluster_refusal("--cluster local:2", "--cluster"))[:40]
-        '--cluster local:2: training node2vec/Dee'
+        >>> from types import SimpleNamespace
+        >>> str(cluster_refusal(SimpleNamespace(mode="replicas")))[:60]
+        "training node2vec/DeepWalk is not available on a cluster's r"
     """
-    return ParvecError(f"{given}: training node2vec/DeepWalk on a Ray cluster is not supported yet; train on one "
-                       f"machine (leave {leave_out} out)")
+    from parvec.capabilities import refusal
+
+    return refusal(getattr(cluster, "mode", "replicas"), "graphs")
+
+
+def _as_graph(graph: Graph | str | os.PathLike[str], weighted: bool | None, directed: bool | None,
+              delimiter: str | None, implicit_ids: bool) -> Graph:
+    """The graph to walk: ``graph`` itself (checked against ``weighted``/``directed``; ``weighted=False`` drops its
+    weights) or read from the path; a graph without nodes is refused."""
+    if isinstance(graph, Graph):
+        if directed is not None and bool(directed) != graph.directed:
+            raise ParvecError(
+                f"directed={directed} but the graph was read as {'directed' if graph.directed else 'undirected'}"
+            )
+        if weighted is True and not graph.weighted:
+            raise ParvecError("weighted=True but the graph has no weights (read it with weighted=True)")
+        if weighted is False and graph.weighted:
+            graph = Graph(graph.indptr, graph.indices, None, graph.node_ids, graph.directed, source=graph.source)
+    else:
+        graph = read_graph(graph, weighted=bool(weighted), directed=bool(directed), delimiter=delimiter,
+                           implicit_ids=implicit_ids)
+    if graph.n_nodes == 0:
+        raise ParvecError("the graph has no nodes")
+    return graph
 
 
 class Node2Vec:
@@ -136,28 +161,10 @@ class Node2Vec:
         on_checkpoint_error: str = "stop",
         **train_options: Any,
     ) -> None:
-        if train_options.pop("cluster", None) is not None:
-            raise cluster_refusal("Node2Vec(cluster=...)", "cluster")
-        if isinstance(graph, Graph):
-            if directed is not None and bool(directed) != graph.directed:
-                raise ParvecError(
-                    f"directed={directed} but the graph was read as {'directed' if graph.directed else 'undirected'}"
-                )
-            if weighted is True and not graph.weighted:
-                raise ParvecError("weighted=True but the graph has no weights (read it with weighted=True)")
-            if weighted is False and graph.weighted:
-                graph = Graph(graph.indptr, graph.indices, None, graph.node_ids, graph.directed, source=graph.source)
-        else:
-            graph = read_graph(
-                graph,
-                weighted=bool(weighted),
-                directed=bool(directed),
-                delimiter=delimiter,
-                implicit_ids=implicit_ids,
-            )
-        if graph.n_nodes == 0:
-            raise ParvecError("the graph has no nodes")
-        self.graph = graph
+        cluster = train_options.pop("cluster", None)
+        if cluster is not None:
+            raise cluster_refusal(cluster)
+        self.graph = graph = _as_graph(graph, weighted, directed, delimiter, implicit_ids)
         self.spec = WalkSpec(walk_length=walk_length, num_walks=num_walks, p=p, q=q, seed=seed)
         self.spec.validate()
         if walk_length < 2:
@@ -216,6 +223,14 @@ class Node2Vec:
         self.train_stats = None
         self.n_tokens = 0
         self.walks_crc32: int | None = None  # of the walk stream (node ids and batch offsets), after count_pass
+        self._set_checkpoints(checkpoint_dir, checkpoint_every, on_checkpoint_error)
+        self.on_checkpoint_saved: Any = None
+        self.checkpoint_report: dict[str, Any] = {}
+        self.resumed_from: Any = None  # the checkpoint (a Word2Vec) this model continues, see from_checkpoint
+        self.resumed_path: str | None = None
+        self.saved_threads: int | None = None  # the checkpoint's thread count, when resumed
+
+    def _set_checkpoints(self, checkpoint_dir: Any, checkpoint_every: Any, on_checkpoint_error: str) -> None:
         # Checkpoints (module docstring): epoch-end ones in checkpoint_dir/checkpoint, mid-epoch ones every
         # checkpoint_every; on_checkpoint_saved(path, position or None, seconds) is told of each.
         self.checkpoint_dir = checkpoint_dir
@@ -225,7 +240,7 @@ class Node2Vec:
         self.on_checkpoint_error = on_checkpoint_error  # a checkpoint not written: as Word2Vec.on_checkpoint_error
         self._checkpoint_interval = None
         if checkpoint_every is not None:
-            from parvec.trainer import parse_interval
+            from parvec.engine import parse_interval
 
             self._checkpoint_interval = parse_interval(checkpoint_every)
             if checkpoint_dir is None:
@@ -233,11 +248,6 @@ class Node2Vec:
         if checkpoint_dir is not None and self.config.device != "cpu":
             raise ParvecError("checkpoints of graph runs (checkpoint_dir, --checkpoint-dir) work with the CPU trainer "
                               "only, not with device='cuda'")
-        self.on_checkpoint_saved: Any = None
-        self.checkpoint_report: dict[str, Any] = {}
-        self.resumed_from: Any = None  # the checkpoint (a Word2Vec) this model continues, see from_checkpoint
-        self.resumed_path: str | None = None
-        self.saved_threads: int | None = None  # the checkpoint's thread count, when resumed
 
     # ------------------------------------------------------------------------------------------
     def _batches(self, node_map: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -329,7 +339,8 @@ class Node2Vec:
         return self.node_vectors
 
     def _train(self) -> tuple[np.ndarray, NodeRanking]:
-        from parvec.trainer import Trainer, TrainStats, init_input_vectors
+        from parvec.engine import RunEngine, TrainStats
+        from parvec.trainer import init_input_vectors
 
         t0 = time.perf_counter()
         ranking, cached = self.count_pass()
@@ -345,44 +356,53 @@ class Node2Vec:
                 return iter(cached)
             return self._batches(ranking.rank)
 
-        n, dim = len(ranking.counts), self.config.dim
-        if self.config.device == "cuda":  # the GPU driver takes the same walks as parts
-            from parvec.gpu import make_trainer
-
-            trainer = make_trainer(self.config, ranking.counts, init_input_vectors(n, dim, self.config.seed),
-                                   np.zeros((n, dim), dtype=np.float32))
-        elif resumed is not None:
-            trainer = Trainer(self.config, ranking.counts, w_in=resumed.wv.vectors, w_out=resumed.syn1neg)
-        else:
-            trainer = Trainer(self.config, ranking.counts)
-        on_epoch_end = self._recorder(trainer, ranking)
+        n = len(ranking.counts)
+        driver = self._driver(ranking, resumed).bind(make_parts)
         assert self.paired is not None
         alone = ranking.rank[~self.paired]  # nodes that meet no other node: their rows are put back after training
         if resumed is not None and len(alone):  # their initial rows: a pure function of (n, dim, seed)
-            initial = init_input_vectors(n, dim, self.config.seed)[alone]
+            initial = init_input_vectors(n, self.config.dim, self.config.seed)[alone]
         else:
-            initial = trainer.w_in[alone].copy()
-        options, on_epoch_end, start, epochs = self._checkpointing(trainer, ranking, on_epoch_end)
+            initial = driver.w_in[alone].copy()
+        on_epoch_end = self._recorder(driver, ranking)
+        options, on_epoch_end, start, schedule = self._checkpointing(driver, ranking, on_epoch_end)
         t1 = time.perf_counter()
-        if start < epochs:
-            self.train_stats = trainer.train_parts(make_parts, words_per_epoch=self.n_tokens, epochs=epochs,
-                                                   on_epoch_end=on_epoch_end, start_epoch=start, **options)
+        if start < schedule.epochs:
+            self.train_stats = RunEngine(driver, self.config, schedule, start_epoch=start, epochs=schedule.epochs,
+                                         on_epoch_end=on_epoch_end, on_progress=driver.on_progress,
+                                         **options).run()
         else:  # resumed from the last epoch's end: nothing is left to train
             self.train_stats = TrainStats()
         if self.eval_seconds:  # words/s is training's, not the per-epoch evaluation's
             self.train_stats.seconds = max(0.0, self.train_stats.seconds - self.eval_seconds)
         self.timings["train"] = time.perf_counter() - t1 - self.eval_seconds
         self.timings["walks_cached"] = float(cached is not None)
-        w_in = trainer.w_in
+        w_in = driver.w_in
         w_in[alone] = initial
-        del trainer, make_parts  # the output vectors and the cached walks go before the copy below
+        del driver, make_parts  # the output vectors and the cached walks go before the copy below
         cached = None
         self.node_vectors = w_in[ranking.rank]
         return w_in, ranking
 
+    def _driver(self, ranking: NodeRanking, resumed: Any) -> Any:
+        # What trains the walks: the CPU threads, or the GPU (the same walks as parts); a resumed run starts from
+        # the checkpoint's vectors.
+        from parvec.trainer import CpuDriver, init_input_vectors
+
+        n, dim = len(ranking.counts), self.config.dim
+        w_in = resumed.wv.vectors if resumed is not None else None
+        w_out = resumed.syn1neg if resumed is not None else None
+        if self.config.device == "cuda":
+            from parvec.gpu import make_driver
+
+            return make_driver(self.config, ranking.counts,
+                               w_in if w_in is not None else init_input_vectors(n, dim, self.config.seed),
+                               w_out if w_out is not None else np.zeros((n, dim), dtype=np.float32))
+        return CpuDriver(self.config, ranking.counts, w_in=w_in, w_out=w_out)
+
     # ------------------------------------------------------------------------------------------
-    # Checkpoints and resume (module docstring): the checkpoint is a Word2Vec model directory, written and
-    # read by parvec.word2vec / parvec.checkpoints; graph_run in its model.json identifies the walks.
+    # Checkpoints and resume (module docstring): the checkpoint is a Word2Vec model directory (parvec.model_io,
+    # through Word2Vec.save / parvec.word2vec.load_for_resume); graph_run in its model.json identifies the walks.
     def _graph_run(self) -> dict[str, Any]:
         g, spec = self.graph, self.spec
         return {
@@ -395,55 +415,69 @@ class Node2Vec:
         }
 
     def _checkpointing(self, trainer: Any, ranking: NodeRanking,
-                       on_epoch_end: Any) -> tuple[dict[str, Any], Any, int, int]:
-        # (checkpoint options for Trainer.train_parts, the epoch-end callback, first epoch, epochs).  The
-        # checkpoints are saved by a Word2Vec that holds the trainer's arrays themselves.
+                       on_epoch_end: Any) -> tuple[dict[str, Any], Any, int, Schedule]:
+        # (checkpoint options for the run engine, the epoch-end callback, first epoch, the schedule).
         resumed = self.resumed_from
-        epochs, start, options = self.config.epochs, 0, {}
+        start, options = 0, {}
+        schedule = Schedule.of(self.config, self.n_tokens)
         if resumed is not None:
             start = resumed.epochs_trained
             epochs = resumed._resume_epochs(self.config.epochs, start, resumed.position, self.n_tokens)
             if resumed.position is not None:
                 options["resume_at"] = resumed.position
-            if resumed.schedule_anchor is not None:
-                options["word_position"] = resumed._anchored_position(self.n_tokens, epochs)
+            schedule = resumed.learning_rate_schedule(self.n_tokens, epochs)
         self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
                                   "failed_checkpoints": 0}
         if self.checkpoint_dir is None:
-            return options, on_epoch_end, start, epochs
-        from parvec.vocab import Vocab
-        from parvec.word2vec import Word2Vec
-
-        if resumed is not None:
-            carrier = resumed
-        else:
-            carrier = Word2Vec(min_count=1, workers=self.config.threads)
-            carrier.config = self.config
-            ids = self.graph.node_ids
-            carrier.vocab = Vocab([ids[i] for i in ranking.order.tolist()], ranking.counts)
-            carrier.run_id = uuid.uuid4().hex
-        carrier._set_vectors(trainer.w_in, trainer.w_out)
-        carrier.corpus_words = carrier.raw_words = self.n_tokens
-        carrier.corpus_count = self.graph.n_nodes * self.spec.num_walks
-        carrier.graph_run = self._graph_run()
-        carrier.checkpoint_dir = self.checkpoint_dir
-        carrier.checkpoint_every = self.checkpoint_every
-        carrier.checkpoint_report = self.checkpoint_report
-        carrier.on_checkpoint_saved = self.on_checkpoint_saved
-        carrier.on_checkpoint_error = self.on_checkpoint_error
-        carrier.run_log = self.run_log
+            return options, on_epoch_end, start, schedule
+        checkpointer = self._checkpointer(trainer, ranking)
         if self._checkpoint_interval is not None:
             options["checkpoint_every"] = self._checkpoint_interval
-            options["on_checkpoint"] = carrier._mid_epoch_saver()
-        directory = Path(self.checkpoint_dir)
+            options["on_checkpoint"] = checkpointer.mid_epoch
 
         def on_end(epoch: int, stats: Any) -> None:
             if on_epoch_end is not None:
                 on_epoch_end(epoch, stats)
-            carrier.epochs_trained = epoch + 1
-            carrier._save_checkpoint(directory / "checkpoint", None)
+            checkpointer.epoch_end(epoch + 1)
 
-        return options, on_end, start, epochs
+        return options, on_end, start, schedule
+
+    def _checkpointer(self, trainer: Any, ranking: NodeRanking) -> Any:
+        # The run's checkpoints are model directories (parvec.model_io) of the trainer's own arrays: the vocabulary
+        # is the node ranking, graph_run identifies the walks; a resumed run keeps its checkpoint's identity.
+        from parvec.checkpoints import Checkpointer
+        from parvec.corpus import ReadOptions
+        from parvec.model_io import SavedModel
+        from parvec.vocab import Vocab
+
+        resumed = self.resumed_from
+        if resumed is not None:
+            config, vocab, run_id = resumed.config, resumed.vocab, resumed.run_id or uuid.uuid4().hex
+            read_options, anchor = resumed.read_options.__dict__, resumed.schedule_anchor
+        else:
+            ids = self.graph.node_ids
+            config, vocab = self.config, Vocab([ids[i] for i in ranking.order.tolist()], ranking.counts)
+            run_id, read_options, anchor = uuid.uuid4().hex, ReadOptions(min_count=1).__dict__, None
+        graph_run = self._graph_run()
+        every = None if self.checkpoint_every is None else str(self.checkpoint_every)
+        corpus_count = self.graph.n_nodes * self.spec.num_walks
+
+        def describe(position: Any, epochs_trained: int) -> SavedModel:
+            return SavedModel(config=config, vocab=vocab, vectors=trainer.w_in, syn1neg=trainer.w_out,
+                              read_options=read_options, epochs_trained=epochs_trained, corpus_words=self.n_tokens,
+                              raw_words=self.n_tokens, corpus_count=corpus_count, position=position, run_id=run_id,
+                              checkpoint_every=every, schedule_anchor=anchor, graph_run=graph_run)
+
+        log = self.run_log
+
+        def saved(path: Path, position: Any, seconds: float) -> None:
+            if log is not None:
+                log.pause(seconds)
+            if self.on_checkpoint_saved is not None:
+                self.on_checkpoint_saved(path, position, seconds)
+
+        return Checkpointer(self.checkpoint_dir, describe, run_id, on_error=self.on_checkpoint_error,  # type: ignore[arg-type]
+                            report=self.checkpoint_report, on_saved=saved)
 
     @classmethod
     def from_checkpoint(
@@ -477,7 +511,8 @@ class Node2Vec:
             >>> Node2Vec(g, checkpoint_dir="ck", checkpoint_every="1M", seed=3).fit()  # doctest: +SKIP
             >>> kv = Node2Vec.from_checkpoint("ck", g).fit()  # after a kill: the same vectors  # doctest: +SKIP
         """
-        from parvec.checkpoints import EPOCH_END, load_for_resume
+        from parvec.checkpoints import EPOCH_END
+        from parvec.word2vec import load_for_resume
 
         model, where, note = load_for_resume(path)
         if note:
@@ -583,7 +618,7 @@ class Node2Vec:
                 t_eval = time.perf_counter() - t0
                 self.eval_seconds += t_eval
                 log.pause(t_eval)
-            lr = cfg.alpha - (cfg.alpha - cfg.final_alpha) * min(1.0, (epoch + 1) / cfg.epochs)
+            lr = Schedule.of(cfg, self.n_tokens).epoch_end_alpha(epoch)
             log.epoch_end(epoch=epoch, words=stats.words_per_epoch[-1] if stats.words_per_epoch else 0,
                           loss=stats.loss_per_epoch[-1] if stats.loss_per_epoch else None,
                           seconds=time.perf_counter() - started - self.eval_seconds, lr=lr,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.kernels.hogbatch import _draw_negative, _prefetch_row, sgns_block
+from parvec.kernels.hogbatch import draw_negative, prefetch_row, sgns_block
 from parvec.sampling import rng_below, rng_next, subsample_sentence, word_rate
 
 DEFAULT_BATCH = 8  # centers per shared set of negatives (measured: README.md, "CBOW")
@@ -307,11 +307,11 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
                 continue
             for k in range(negative):
                 state = rng_next(state)
-                t = _draw_negative(state, noise_prob, noise_alias)
+                t = draw_negative(state, noise_prob, noise_alias)
                 negs[k] = t
-                _prefetch_row(w_out, t)
+                prefetch_row(w_out, t)
             for a in range(nb):
-                _prefetch_row(w_out, sent_buf[pos[a]])
+                prefetch_row(w_out, sent_buf[pos[a]])
             loss += _batch_any_dim(w_in, w_out, sent_buf, pos, lo, hi, np.int64(nb), negs, negative, alpha, mean,
                                    h, e, do, g, lab, with_loss)
             pairs += nb

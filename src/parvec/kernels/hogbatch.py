@@ -386,7 +386,13 @@ def hogbatch_update(w_in: np.ndarray, w_out: np.ndarray, inputs: np.ndarray, out
 
 # --------------------------------------------------------------------------- the training kernel
 @njit(inline="always")
-def _prefetch_row(w, row):
+def prefetch_row(w, row):
+    """Prefetch row ``row`` of the float32 matrix ``w`` into the CPU's caches (no effect on any value): the
+    kernels call it for the rows they will train next.  Shared by the HogBatch, fast CBOW and sharded kernels.
+
+    Example:
+        >>> prefetch_row(np.zeros((4, 100), np.float32), 2)  # only a hint to the CPU
+    """
     # A row of dim float32 spans ceil(4 dim / 64) + 1 cache lines at worst: touch each, then the last byte.
     stride = w.strides[0]
     nbytes = w.shape[1] * 4
@@ -397,7 +403,16 @@ def _prefetch_row(w, row):
 
 
 @njit(inline="always")
-def _draw_negative(state, noise_prob, noise_alias):
+def draw_negative(state, noise_prob, noise_alias):
+    """One negative sample from the alias table for the random state ``state``: the same word as
+    :func:`parvec.sampling.draw_noise` gives for that state, without a branch.  Shared by the HogBatch and fast
+    CBOW kernels.
+
+    Example:
+        >>> prob, alias = np.array([1.0, 0.0], np.float32), np.array([0, 0], np.int32)
+        >>> int(draw_negative(np.uint64(0x9E3779B97F4A7C15), prob, alias))  # word 1 never drawn: its alias
+        0
+    """
     # parvec.sampling.draw_noise without its branch: the alias-table loads usually miss the cache and
     # a branch on them mispredicts half the time, serialising the misses.  Same result for each state.
     j = rng_below(state, len(noise_prob))
@@ -466,12 +481,12 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
             if 1 <= i <= n:
                 slot = (i - 1) & 3
                 for k in range(draws[slot]):
-                    t = _draw_negative(states[slot, k], noise_prob, noise_alias)
+                    t = draw_negative(states[slot, k], noise_prob, noise_alias)
                     negs[slot, k] = t
-                    _prefetch_row(w_out, t)
-                _prefetch_row(w_out, sent_buf[i - 1])
+                    prefetch_row(w_out, t)
+                prefetch_row(w_out, sent_buf[i - 1])
                 if i - 1 + window < n:
-                    _prefetch_row(w_in, sent_buf[i - 1 + window])  # the word entering the window
+                    prefetch_row(w_in, sent_buf[i - 1 + window])  # the word entering the window
             if i < 2:
                 continue
             c = i - 2

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.kernels.hogbatch import _prefetch_row, sgns_block
+from parvec.kernels.hogbatch import prefetch_row, sgns_block
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 _M64 = (1 << 64) - 1
@@ -215,7 +215,7 @@ def _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_a
 @njit(inline="always")
 def _prefetch_pair(w_out, outs, q, stride):
     for k in range(stride):
-        _prefetch_row(w_out, outs[q + k])
+        prefetch_row(w_out, outs[q + k])
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")

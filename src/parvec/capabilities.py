@@ -1,0 +1,153 @@
+"""What each training mode can do: one table, and every refusal worded from it.
+
+A *mode* is where a run trains: ``cpu`` (this process's threads), ``cuda`` (a GPU, ``device="cuda"``),
+``replicas`` and ``sharded`` (a Ray cluster, ``cluster=Cluster(..., mode=...)``).  What a mode cannot do is
+refused before anything is read, with one message that names the feature in both its spellings (the Python
+parameter and the command-line flag), the modes that have it, and how to get there.  Nothing else in parvec
+words a mode refusal.
+
+| mode | algorithms | CBOW | hierarchical softmax | mid-epoch checkpoints and resume | node2vec / DeepWalk |
+| --- | --- | --- | --- | --- | --- |
+| cpu | classic, hogbatch, par | yes (classic, hogbatch) | yes (classic, hogbatch) | yes | yes |
+| cuda | full-w2v, par | no | no | yes (at kernel launches) | yes |
+| replicas | classic, hogbatch, par | yes | no (the tree's vectors are not synchronised) | yes (part ends) | not yet |
+| sharded | its own minibatch SGNS | no | no | no: epoch ends | not yet |
+
+Example:
+    >>> check("cpu", hs=True)
+    >>> str(refusal("sharded", "cbow")).split(":")[0]
+    'CBOW (sg=0, -cbow 1) is not available on the sharded mode (--mode sharded)'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from parvec.errors import ParvecError
+
+__all__ = ["ALGORITHMS", "CAPABILITIES", "CBOW_ALGORITHMS", "FEATURES", "GPU_ALGORITHMS", "Capabilities", "check",
+           "check_config", "check_placement", "mode_of", "refusal"]
+
+ALGORITHMS = ("classic", "hogbatch", "par")  # the CPU algorithms (parvec.kernels)
+CBOW_ALGORITHMS = ("classic", "hogbatch")  # the CPU algorithms that train CBOW (sg=False): parvec.kernels
+GPU_ALGORITHMS = ("full-w2v", "par")  # what --device cuda runs (parvec.gpu)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """One row of the table (module docstring): ``name`` is how messages name the mode, ``leave`` how to
+    leave it for the CPU."""
+
+    name: str
+    leave: str
+    algorithms: tuple[str, ...]
+    cbow: bool
+    hs: bool
+    mid_epoch_checkpoints: bool
+    graphs: bool
+
+
+CAPABILITIES: dict[str, Capabilities] = {
+    "cpu": Capabilities("the CPU (this process)", "", ALGORITHMS, cbow=True, hs=True, mid_epoch_checkpoints=True,
+                        graphs=True),
+    "cuda": Capabilities("the GPU (device='cuda', --device cuda)", "leave out device='cuda' (--device cuda)",
+                         GPU_ALGORITHMS, cbow=False, hs=False, mid_epoch_checkpoints=True, graphs=True),
+    "replicas": Capabilities("a cluster's replicas (--mode replicas)", "leave out cluster=... (--cluster)",
+                             ALGORITHMS, cbow=True, hs=False, mid_epoch_checkpoints=True, graphs=False),
+    "sharded": Capabilities("the sharded mode (--mode sharded)", "leave out cluster=... (--cluster)",
+                            ALGORITHMS, cbow=False, hs=False, mid_epoch_checkpoints=False, graphs=False),
+}
+
+# The features a mode may lack: (how messages name it, what to do where the mode lacks it).
+FEATURES: dict[str, tuple[str, str]] = {
+    "cbow": ("CBOW (sg=0, -cbow 1)", "train skip-gram there (sg=1, -cbow 0), or train CBOW elsewhere"),
+    "hs": ("hierarchical softmax (hs=1, -hs 1)", "use negative sampling there (hs=0, -hs 0), or train it elsewhere"),
+    "mid_epoch_checkpoints": (
+        "mid-epoch checkpoints and resuming from one (checkpoint_every, --checkpoint-every)",
+        "use epoch-end checkpoints there (checkpoint_dir, --checkpoint-dir: the model after every epoch)"),
+    "graphs": ("training node2vec/DeepWalk", "train the graph on one machine (leave out cluster=..., --cluster)"),
+}
+
+
+def mode_of(config: Any = None, cluster: Any = None) -> str:
+    """The mode a run trains in: the cluster's (``replicas``/``sharded``), else the config's device.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> mode_of(SimpleNamespace(device="cuda")), mode_of(None, SimpleNamespace(mode="sharded"))
+        ('cuda', 'sharded')
+    """
+    if cluster is not None:
+        return str(cluster.mode)
+    return str(getattr(config, "device", "cpu") or "cpu")
+
+
+def _where(feature: str) -> str:
+    """The modes that have ``feature``, in words."""
+    names = [CAPABILITIES[m].name for m in CAPABILITIES if getattr(CAPABILITIES[m], feature)]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def refusal(mode: str, feature: str) -> ParvecError:
+    """The one message for ``feature`` (a key of :data:`FEATURES`) refused in ``mode``.
+
+    Example:
+        >>> str(refusal("cuda", "hs")).split(":")[0]
+        "hierarchical softmax (hs=1, -hs 1) is not available on the GPU (device='cuda', --device cuda)"
+    """
+    what, remedy = FEATURES[feature]
+    cap = CAPABILITIES[mode]
+    plural = feature == "mid_epoch_checkpoints"
+    be, it, verb = ("are", "they", "work") if plural else ("is", "it", "works" if feature == "graphs" else "runs")
+    only = " only" if sum(getattr(c, feature) for c in CAPABILITIES.values()) == 1 else ""
+    return ParvecError(f"{what} {be} not available on {cap.name}: {it} {verb} on {_where(feature)}{only}; {remedy}")
+
+
+def check(mode: str, *, cbow: bool = False, hs: bool = False, mid_epoch_checkpoints: bool = False,
+          graphs: bool = False) -> None:
+    """Refuse (:class:`ParvecError`) the first feature asked for that ``mode`` lacks.
+
+    Example:
+        >>> check("replicas", cbow=True)
+    """
+    if mode not in CAPABILITIES:
+        raise ParvecError(f"unknown training mode {mode!r}; one of {', '.join(CAPABILITIES)}")
+    cap = CAPABILITIES[mode]
+    for feature, asked in (("graphs", graphs), ("cbow", cbow), ("hs", hs),
+                           ("mid_epoch_checkpoints", mid_epoch_checkpoints)):
+        if asked and not getattr(cap, feature):
+            raise refusal(mode, feature)
+
+
+def check_placement(device: str, cluster: Any) -> None:
+    """Refuse a run asked to train on a GPU and on a cluster at once (each is a mode of its own).
+
+    Example:
+        >>> check_placement("cpu", None)
+    """
+    if cluster is not None and device != "cpu":
+        raise ParvecError("a GPU (device='cuda', --device cuda) and a Ray cluster (cluster=..., --cluster) cannot be "
+                          "combined yet: choose one")
+
+
+def check_config(config: Any, mode: str | None = None) -> None:
+    """Refuse what ``config`` asks for that its mode lacks: its algorithm, CBOW, hierarchical softmax.
+    ``mode`` defaults to the config's device (a cluster's mode is given by the caller).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> check_config(SimpleNamespace(algo="par", sg=True, hs=False, device="cpu"), "replicas")
+    """
+    mode = mode or mode_of(config)
+    cap = CAPABILITIES[mode]
+    if config.algo not in cap.algorithms:
+        if mode == "cuda":
+            raise ParvecError(f"algo {config.algo!r} runs on the CPU only: with --device cuda (device='cuda') choose "
+                              f"{' or '.join(cap.algorithms)} ({cap.algorithms[0]} is the default there)")
+        gpu_only = config.algo in CAPABILITIES["cuda"].algorithms
+        raise ParvecError(f"algo {config.algo!r} runs on the GPU only: add --device cuda (device='cuda'), or "
+                          f"choose one of {', '.join(cap.algorithms)} for {cap.name}" if gpu_only else
+                          f"algo {config.algo!r} is not available on {cap.name}: choose one of "
+                          f"{', '.join(cap.algorithms)}")
+    check(mode, cbow=not config.sg, hs=bool(config.hs))

@@ -1,0 +1,69 @@
+"""Mid-epoch checkpoints of the replicas mode: taken at part ends by the replicas together (every row averaged,
+replica 0's model written by the driver), and a run resumed from any of them trains the same bytes as the run
+that wrote it (1 thread per replica, checkpoints every N words: the same parts in every run)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_replicas import topic_precision, topic_sentences
+
+from parvec.checkpoints import list_checkpoints
+from parvec.distributed.cluster import Cluster
+
+KW = dict(vector_size=16, epochs=2, workers=1, min_count=1, seed=7, sample=1e-3, progress=False)
+
+
+def _cluster() -> Cluster:
+    return Cluster("local:2", sync_words=3000, min_sync_words=8, timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def checkpointed(ray_session, tmp_path_factory):
+    from parvec.word2vec import Word2Vec
+
+    ck = tmp_path_factory.mktemp("replica_ck") / "ck"
+    ck.mkdir()
+    sentences = topic_sentences(4000, seed=3)
+    saved = []
+    model = Word2Vec(cluster=_cluster(), checkpoint_dir=ck, checkpoint_every="12k", **KW)
+    model.on_checkpoint_saved = lambda path, pos, seconds: saved.append((path.name, pos))
+    model.config.chunk_words = 2000  # 10 chunks a replica an epoch: several sync parts
+    model.build_vocab(sentences)
+    model.train(sentences)
+    return ck, sentences, model, saved
+
+
+@pytest.mark.ray
+def test_replicas_take_mid_epoch_checkpoints(checkpointed):
+    ck, _, model, saved = checkpointed
+    mids = [pos for _, pos in saved if pos is not None and pos.chunks_done]
+    words_per_epoch = model.stats.words_per_epoch[0]
+    # ~40k words an epoch, one every 12k words: at part ends, so two or three per epoch
+    assert len({p.epoch for p in mids}) == 2 and 4 <= len(mids) <= 6, [(p.epoch, p.words_done) for p in mids]
+    for p in mids:
+        assert 0 < p.words_done < words_per_epoch
+    assert model.run_report.get("checkpoints", {}).get("mid_epoch_checkpoints", len(mids)) == len(mids)
+    ANIMALS = ["cat", "dog", "horse", "cow", "sheep", "goat", "pig", "mouse"]
+    assert topic_precision(model.wv, ANIMALS) > 0.6  # the checkpoints' full syncs do not spoil training
+
+
+@pytest.mark.ray
+def test_replicas_resume_from_a_mid_epoch_checkpoint_is_bit_identical(checkpointed, tmp_path):
+    from parvec.word2vec import Word2Vec
+
+    ck, sentences, full, _ = checkpointed
+    found = [f for f in list_checkpoints(ck) if f.chunks_done]
+    assert found, "no mid-epoch checkpoint was kept"
+    for f in found:
+        model = Word2Vec.load(f.path)
+        model.cluster = _cluster()
+        # the same interval: the same parts get the checkpoints' full syncs as in the run that wrote it
+        model.checkpoint_dir = tmp_path / f.path.name
+        model.checkpoint_dir.mkdir()
+        model.checkpoint_every = "12k"
+        stats = model.train(sentences, resume=True)
+        assert np.array_equal(model.wv.vectors, full.wv.vectors), f.path.name
+        assert np.array_equal(model.syn1neg, full.syn1neg), f.path.name
+        assert stats.words < full.stats.words_per_epoch[f.epoch] * (KW["epochs"] - f.epoch)
+        assert stats.pairs_per_epoch[-1] == full.stats.pairs_per_epoch[-1]

@@ -1,0 +1,121 @@
+"""The shape issue 22 asks for, checked from the source: no import circle between parvec's modules, and no function
+longer than 120 lines except the numba kernels (the CLI's and the private-names rules: test_cli_structure.py,
+test_corpus_structure.py)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "parvec"
+MAX_FUNCTION_LINES = 120
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    """The parvec modules ``path`` imports anywhere (in functions too; not under ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for n in ast.walk(node)}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("parvec")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, up level - 1
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            if base.startswith("parvec"):
+                found.add(base)
+                found |= {f"{base}.{a.name}" for a in node.names}  # `from parvec import model_io`
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in _imports(path, name):
+            while imported and imported not in modules:  # a name imported from a module: the module
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name and not name.startswith(imported + "."):
+                targets.add(imported)  # a package's own __init__ imported by its modules is not a circle
+        graph[name] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    # Tarjan's strongly connected components: every component of more than one module is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_between_modules():
+    assert _cycles(_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _is_kernel(node: ast.AST) -> bool:
+    # A numba function (njit, jit, cuda.jit), or a factory that builds one (its body defines a decorated kernel).
+    def decorated(n: ast.AST) -> bool:
+        return isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+
+    return decorated(node) or any(decorated(n) for n in ast.walk(node) if n is not node)
+
+
+def test_no_function_is_longer_than_120_lines_except_numba_kernels():
+    long = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not _is_kernel(node):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(SRC.parent)}: {node.name} has {n} lines")
+    assert long == []
