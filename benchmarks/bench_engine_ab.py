@@ -111,8 +111,10 @@ def summarize(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
                "new": statistics.median(r["words_per_sec"] for r in by["new"].values()),
                "identical_vectors": same == {True}}
         rows.append(row)
-        ident = "identical" if row["identical_vectors"] else ("differ (expected above 1 thread)" if threads > 1
-                                                               else "DIFFER")
+        n_same = sum(by["new"][i]["sha256"] == by["base"][i]["sha256"] for i in rounds)
+        row["identical_rounds"] = n_same
+        ident = (f"identical in {n_same} of {len(rounds)} rounds" if threads == 1
+                 else "differ (Hogwild threads: expected)")
         lines.append(f"| {algo} | {threads} | {row['base'] / 1e6:.3f}M | {row['new'] / 1e6:.3f}M | "
                      + ", ".join(f"{x:.3f}" for x in ratios) + f" | **{row['median_ratio']:.3f}** | {ident} |")
     return rows, "\n".join(lines)
