@@ -50,6 +50,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
+from parvec.usage import cpu_seconds, cpu_snapshot
 
 __all__ = ["Diverged", "Driver", "EpochContext", "EpochResult", "NoPairs", "Position", "Resume", "RunEngine",
            "SelfRunning", "TrainStats", "parse_interval"]
@@ -75,6 +76,10 @@ class TrainStats:
     loss_per_epoch: list[float] = field(default_factory=list)
     words_per_epoch: list[int] = field(default_factory=list)
     pairs_per_epoch: list[int] = field(default_factory=list)
+    # CPU seconds (user + system) the training took in this process and every process it started on this
+    # machine (a local Ray's processes and actors: parvec.usage), and how many processes that was
+    cpu_seconds: float = 0.0
+    cpu_processes: int = 0
 
     @property
     def words_per_sec(self) -> float:
@@ -89,6 +94,7 @@ class TrainStats:
             "words_per_sec": self.words_per_sec,
             "loss_per_epoch": self.loss_per_epoch,
             "pairs_per_epoch": self.pairs_per_epoch,
+            "cpu_seconds": self.cpu_seconds,
         }
 
 
@@ -351,9 +357,11 @@ class RunEngine:
             self._bar = self._make_bar()
             self._start = time.perf_counter()
             self._clock = (self._start, 0)
+            cpu_before = cpu_snapshot()
             self._emit()  # the curves start at word 0, at the starting learning rate
             for epoch in range(self.start_epoch, self.epochs):
                 self._train_one(epoch)
+            cpu_after = cpu_snapshot()  # before finish() stops a cluster's processes
         except Diverged as exc:
             raise self.diverged(exc.epoch, exc.what) from None
         except KeyboardInterrupt:
@@ -364,6 +372,7 @@ class RunEngine:
                 self._bar.close()
             driver.finish()
         stats = self.stats(self.epochs, time.perf_counter() - self._start)
+        stats.cpu_seconds, stats.cpu_processes = cpu_seconds(cpu_before, cpu_after), len(cpu_after)
         self._emit(force=True)
         if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back
             raise self.no_pairs(stats)

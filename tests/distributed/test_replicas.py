@@ -193,6 +193,11 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
     model = traffic_model(rep["vocab_size"], 16, 2, 40_000, 3, 4000, 16, parts_per_epoch=rep["parts_per_epoch"])
     assert rep["syncs"] == model["syncs"] and rep["bytes_synced"] == model["bytes"]
     assert rep["bytes_full_model_same_syncs"] == model["bytes_full_model"]
+    # the run's cost: the driver, both replicas, the board and the private Ray's own processes, from their own
+    # accounting (parvec.usage); at least the two replicas' training, which is most of the wall time here
+    assert rep["cpu_processes"] >= 4
+    assert rep["cpu_seconds"] > rep["training_seconds"] * 0.5
+    assert rep["cpu_seconds_per_word"] == pytest.approx(rep["cpu_seconds"] / rep["words_trained"])
 
 
 def _fault_run(tmp_path, kill: bool, restarts: int = 3, collective: str = "auto"):

@@ -154,6 +154,9 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
                 "bytes_sent_per_word", "bytes_received_per_word", "shard_peak_memory_bytes", "timeline", "epoch_log"):
         assert key in report, key
     assert report["shards"] == 2 and report["clients"] == 1 and len(report["shard_peak_memory_bytes"]) == 2
+    # the cost: the driver, 2 shards, 1 client and the private Ray's processes, from their own accounting
+    assert report["cpu_processes"] >= 4 and report["cpu_seconds"] > 0
+    assert report["cpu_seconds_per_word"] == report["cpu_seconds"] / report["words_trained"]
     assert report["vocab_size"] == len(keys) and len(report["loss_per_epoch"]) == 2
     vocab_lines = (tmp_path / "vocab.txt").read_text().split("\n")  # word2vec.c's layout: "</s> SENTENCES" first
     assert vocab_lines[0] == f"</s> {report['sentences']}" and vocab_lines[1] == f"{keys[0]} {counts[0]}"

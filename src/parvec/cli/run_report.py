@@ -6,7 +6,11 @@ Every report has ``kind``, ``parameters``, ``words_trained``, ``epochs``, ``read
 ``training_seconds``, ``words_per_sec``, ``loss_per_epoch``, ``peak_memory_bytes`` (this process's, from
 :func:`parvec.memory.peak_memory_bytes`), ``device``, ``cluster``, ``output``, ``output_binary``,
 ``checkpoints`` and ``resumed_from``; word runs add the corpus figures (``vocab_size``, ``corpus_words``,
-``corpus_tokens_in_vocab``, ``sentences``, ``raw_words_per_sec``).  Then come the command's own keys, the
+``corpus_tokens_in_vocab``, ``sentences``, ``raw_words_per_sec``); ``cpu_seconds``, ``cpu_seconds_per_word``
+and ``cpu_processes`` give the training's cost: the CPU seconds of this process and every process it started on
+this machine (a local Ray's processes and actors), from their own accounting (:mod:`parvec.usage`).
+
+Then come the command's own keys, the
 driver's figures (``model.run_report``, the sharded run's ``report()``) and the run log's time series
 (``timeline``, ``epoch_log``), later ones winning a shared key.  ``parvec report`` (:mod:`parvec.report`)
 reads them.
@@ -121,6 +125,11 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
     }
     if corpus is not None:
         report["raw_words_per_sec"] = corpus.raw_words * stats.epochs / stats.seconds if stats.seconds else 0.0
+    cpu = getattr(stats, "cpu_seconds", 0.0)
+    if cpu:
+        # the whole run's cost, not only its speed: every process it started on this machine (parvec.usage)
+        report |= {"cpu_seconds": cpu, "cpu_seconds_per_word": cpu / stats.words if stats.words else None,
+                   "cpu_processes": getattr(stats, "cpu_processes", 1)}
     report |= {
         "loss_per_epoch": stats.loss_per_epoch, "peak_memory_bytes": peak_memory_bytes(), "device": device,
         "cluster": cluster, "output": output, "output_binary": output_binary, "checkpoints": checkpoints,
