@@ -138,6 +138,22 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
     return report | (extra or {}) | (driver or {}) | (run_log.to_dict() if run_log is not None else {})
 
 
+def cpu_note(stats: Any) -> str:
+    """The run's cost for the summary line: CPU seconds of every process it started here (parvec.usage).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> cpu_note(SimpleNamespace(cpu_seconds=12.34, cpu_processes=7))
+        ', 12.3 CPU s in 7 processes'
+        >>> cpu_note(SimpleNamespace(cpu_seconds=1.0, cpu_processes=1))
+        ', 1.0 CPU s'
+    """
+    cpu, n = getattr(stats, "cpu_seconds", 0.0), getattr(stats, "cpu_processes", 0)
+    if not cpu:
+        return ""
+    return f", {cpu:.1f} CPU s" + (f" in {n} processes" if n > 1 else "")
+
+
 def absolute(path: str | None) -> str | None:
     """An output path as the report records it: absolute (symbolic links kept), None when not given.
 

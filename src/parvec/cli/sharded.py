@@ -167,11 +167,13 @@ def _run_log(args: argparse.Namespace) -> Any:
 
 
 def _print_trained(stats: Any, settings: dict[str, Any]) -> None:
+    from parvec.cli.run_report import cpu_note
+
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     t = settings["threads"]
     print(f"trained {stats.words:,} words ({stats.epochs} epochs, sharded: {settings['shards']} shards, "
           f"{settings['clients']} clients x {t} thread{'s' if t != 1 else ''}) in {stats.seconds:.1f} s: "
-          f"{stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}", file=sys.stderr)
+          f"{stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; loss per epoch: {losses}", file=sys.stderr)
 
 
 def _print_snapshots(report: dict[str, Any], checkpoint_dir: Path | None) -> None:

@@ -874,13 +874,16 @@ def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: in
             scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in rec["scores"].items())
             print(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else format(rec['loss'], '.4f')}; "
                   f"{scores}", file=sys.stderr)
+    from parvec.cli.run_report import cpu_note
+
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     ck = model.checkpoint_report
     n_ck = ck.get("mid_epoch_checkpoints", 0) + ck.get("epoch_end_checkpoints", 0)
     ck_note = f" (of which {n_ck} checkpoints {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
     print(
         f"trained {stats.words:,} words ({stats.epochs} epochs, {_how_ran(model.config, model.run_report)}) "
-        f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s; loss per epoch: {losses}",
+        f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; "
+        f"loss per epoch: {losses}",
         file=sys.stderr,
     )
     return stats, resumed_from
