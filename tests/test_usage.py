@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from parvec.usage import cpu_seconds, cpu_snapshot
 
 
@@ -19,11 +21,12 @@ def test_a_child_process_is_counted():
         deadline = time.time() + 20
         while time.time() < deadline:  # until the child has burnt its 0.4 s of CPU
             snap = cpu_snapshot()
-            if snap.get(child.pid, 0.0) >= 0.4:
+            if snap.get(child.pid, (0.0, ""))[0] >= 0.4:
                 break
             time.sleep(0.05)
-        assert child.pid in snap and snap[child.pid] >= 0.4
+        assert child.pid in snap and snap[child.pid][0] >= 0.4
         assert cpu_seconds(before, snap) >= 0.4
+        assert snap[child.pid][1] == "python3" or "python" in snap[child.pid][1]
     finally:
         child.kill()
         child.wait()
@@ -47,3 +50,4 @@ def test_the_train_report_carries_the_cost(tmp_path, demo_slice):
     assert 0 < rep["cpu_seconds"] <= rep["training_seconds"] * (os.cpu_count() or 1) + 0.5
     assert rep["cpu_seconds_per_word"] == rep["cpu_seconds"] / rep["words_trained"]
     assert rep["cpu_processes"] >= 1
+    assert rep["cpu_seconds_by_process"]["this process"] == pytest.approx(rep["cpu_seconds"], abs=0.01)

@@ -50,7 +50,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
-from parvec.usage import cpu_seconds, cpu_snapshot
+from parvec.usage import cpu_by_role, cpu_seconds, cpu_snapshot
 
 __all__ = ["Diverged", "Driver", "EpochContext", "EpochResult", "NoPairs", "Position", "Resume", "RunEngine",
            "SelfRunning", "TrainStats", "parse_interval"]
@@ -80,6 +80,7 @@ class TrainStats:
     # machine (a local Ray's processes and actors: parvec.usage), and how many processes that was
     cpu_seconds: float = 0.0
     cpu_processes: int = 0
+    cpu_by_process: dict[str, float] = field(default_factory=dict)  # the same by kind of process (parvec.usage)
 
     @property
     def words_per_sec(self) -> float:
@@ -361,7 +362,9 @@ class RunEngine:
             self._emit()  # the curves start at word 0, at the starting learning rate
             for epoch in range(self.start_epoch, self.epochs):
                 self._train_one(epoch)
-            cpu_after = cpu_snapshot()  # before finish() stops a cluster's processes
+            # the clock and the CPU stop here: finish() (stopping a cluster's processes, a report) is not training
+            seconds = time.perf_counter() - self._start
+            cpu_after = cpu_snapshot()
         except Diverged as exc:
             raise self.diverged(exc.epoch, exc.what) from None
         except KeyboardInterrupt:
@@ -371,7 +374,8 @@ class RunEngine:
                 self._update_bar()
                 self._bar.close()
             driver.finish()
-        stats = self.stats(self.epochs, time.perf_counter() - self._start)
+        stats = self.stats(self.epochs, seconds)
+        stats.cpu_by_process = {k: round(v, 3) for k, v in cpu_by_role(cpu_before, cpu_after).items()}
         stats.cpu_seconds, stats.cpu_processes = cpu_seconds(cpu_before, cpu_after), len(cpu_after)
         self._emit(force=True)
         if stats.pairs == 0 and self.require_pairs:  # the vectors are the random initial ones: never hand them back

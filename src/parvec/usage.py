@@ -18,7 +18,7 @@ import os
 import resource
 from typing import Any
 
-__all__ = ["cpu_seconds", "cpu_snapshot"]
+__all__ = ["cpu_by_role", "cpu_seconds", "cpu_snapshot", "process_role"]
 
 
 def _psutil() -> Any:
@@ -29,15 +29,16 @@ def _psutil() -> Any:
     return psutil
 
 
-def cpu_snapshot() -> dict[int, float]:
-    """CPU seconds (user + system) used so far by this process and each of its descendants, by process id.
+def cpu_snapshot() -> dict[int, tuple[float, str]]:
+    """CPU seconds (user + system) used so far by this process and each of its descendants, with a name for
+    each (:func:`process_role`), by process id.
 
     Example:
-        >>> os.getpid() in cpu_snapshot()
-        True
+        >>> cpu_snapshot()[os.getpid()][1]
+        'this process'
     """
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    out = {os.getpid(): usage.ru_utime + usage.ru_stime}
+    out = {os.getpid(): (usage.ru_utime + usage.ru_stime, "this process")}
     psutil = _psutil()
     if psutil is None:
         return out
@@ -48,18 +49,57 @@ def cpu_snapshot() -> dict[int, float]:
     for child in children:
         try:
             times = child.cpu_times()
+            cmdline = child.cmdline()
+            name = child.name()
         except psutil.Error:  # gone since the listing
             continue
-        out[child.pid] = float(times.user + times.system)
+        out[child.pid] = (float(times.user + times.system), process_role(name, cmdline))
     return out
 
 
-def cpu_seconds(before: dict[int, float], after: dict[int, float]) -> float:
+def process_role(name: str, cmdline: list[str]) -> str:
+    """What a process of a run is, from its name and command line: a Ray actor's class (``ray::_Replica``),
+    Ray's own servers (``gcs_server``, ``raylet``) and Python helpers (``ray: dashboard agent``, ...), else its name.
+
+    Example:
+        >>> process_role("ray::_Replica.tr", ["ray::_Replica.train_epoch"])
+        'ray::_Replica'
+        >>> process_role("python", ["/usr/bin/python", "-u", "/x/ray/dashboard/agent.py", "--node-ip"])
+        'ray: dashboard agent'
+        >>> process_role("raylet", ["/x/raylet", "--raylet_socket_name=..."])
+        'raylet'
+    """
+    title = cmdline[0] if cmdline else name
+    if title.startswith("ray::"):
+        return title.split(".", 1)[0].split(" ", 1)[0]
+    for arg in cmdline[:4]:
+        base = os.path.basename(arg)
+        if base.endswith(".py"):
+            words = base[:-3].replace("_", " ")
+            parent = os.path.basename(os.path.dirname(arg))
+            return f"ray: {parent} {words}" if "ray" in arg else words
+    return os.path.basename(title) or name
+
+
+def cpu_seconds(before: dict[int, tuple[float, str]], after: dict[int, tuple[float, str]]) -> float:
     """CPU seconds used between two snapshots, summed over the processes of the second (one started in between
     counts whole).
 
     Example:
-        >>> cpu_seconds({1: 2.0}, {1: 5.0, 7: 1.5})
+        >>> cpu_seconds({1: (2.0, "a")}, {1: (5.0, "a"), 7: (1.5, "b")})
         4.5
     """
-    return float(sum(max(0.0, t - before.get(pid, 0.0)) for pid, t in after.items()))
+    return float(sum(cpu_by_role(before, after).values()))
+
+
+def cpu_by_role(before: dict[int, tuple[float, str]], after: dict[int, tuple[float, str]]) -> dict[str, float]:
+    """CPU seconds used between two snapshots by each kind of process (:func:`process_role`), largest first.
+
+    Example:
+        >>> cpu_by_role({1: (2.0, "this process")}, {1: (5.0, "this process"), 7: (1.5, "raylet")})
+        {'this process': 3.0, 'raylet': 1.5}
+    """
+    out: dict[str, float] = {}
+    for pid, (t, role) in after.items():
+        out[role] = out.get(role, 0.0) + max(0.0, t - before.get(pid, (0.0, role))[0])
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))

@@ -196,6 +196,9 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
     # the run's cost: the driver, both replicas, the board and the private Ray's own processes, from their own
     # accounting (parvec.usage); at least the two replicas' training, which is most of the wall time here
     assert rep["cpu_processes"] >= 4
+    by = rep["cpu_seconds_by_process"]
+    assert by["ray::_Replica"] > 0 and "this process" in by and "raylet" in by  # what each kind of process cost
+    assert sum(by.values()) == pytest.approx(rep["cpu_seconds"], abs=0.05)
     assert rep["cpu_seconds"] > rep["training_seconds"] * 0.5
     assert rep["cpu_seconds_per_word"] == pytest.approx(rep["cpu_seconds"] / rep["words_trained"])
 

@@ -7,7 +7,8 @@ Every report has ``kind``, ``parameters``, ``words_trained``, ``epochs``, ``read
 :func:`parvec.memory.peak_memory_bytes`), ``device``, ``cluster``, ``output``, ``output_binary``,
 ``checkpoints`` and ``resumed_from``; word runs add the corpus figures (``vocab_size``, ``corpus_words``,
 ``corpus_tokens_in_vocab``, ``sentences``, ``raw_words_per_sec``); ``cpu_seconds``, ``cpu_seconds_per_word``
-and ``cpu_processes`` give the training's cost: the CPU seconds of this process and every process it started on
+``cpu_processes`` and ``cpu_seconds_by_process`` (by kind: this process, ``ray::_Replica``, ``raylet``, ...)
+give the training's cost: the CPU seconds of this process and every process it started on
 this machine (a local Ray's processes and actors), from their own accounting (:mod:`parvec.usage`).
 
 Then come the command's own keys, the
@@ -129,7 +130,8 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
     if cpu:
         # the whole run's cost, not only its speed: every process it started on this machine (parvec.usage)
         report |= {"cpu_seconds": cpu, "cpu_seconds_per_word": cpu / stats.words if stats.words else None,
-                   "cpu_processes": getattr(stats, "cpu_processes", 1)}
+                   "cpu_processes": getattr(stats, "cpu_processes", 1),
+                   "cpu_seconds_by_process": getattr(stats, "cpu_by_process", {})}
     report |= {
         "loss_per_epoch": stats.loss_per_epoch, "peak_memory_bytes": peak_memory_bytes(), "device": device,
         "cluster": cluster, "output": output, "output_binary": output_binary, "checkpoints": checkpoints,
