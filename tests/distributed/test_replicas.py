@@ -199,6 +199,7 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
     by = rep["cpu_seconds_by_process"]
     assert by["ray::_Replica"] > 0 and "this process" in by and "raylet" in by  # what each kind of process cost
     assert sum(by.values()) == pytest.approx(rep["cpu_seconds"], abs=0.05)
+    assert rep["start_seconds"] == pytest.approx(rep["ray_start_seconds"] + rep["setup_seconds"])
     assert rep["cpu_seconds"] > rep["training_seconds"] * 0.5
     assert rep["cpu_seconds_per_word"] == pytest.approx(rep["cpu_seconds"] / rep["words_trained"])
 

@@ -559,7 +559,9 @@ class ReplicaDriver:
         self._scale = alpha_factor(self.cluster.alpha_scale, n)
         self._stack = stack = contextlib.ExitStack()
         try:
+            t_ray = time.perf_counter()
             self.ray = ray = stack.enter_context(self.cluster.session())
+            self._ray_start_seconds = time.perf_counter() - t_ray
             threads = self._threads(ray, n)  # first: too many replicas for the CPUs are refused before any work
             data, tmp_dir = self._data_spec(corpus, n)
             if tmp_dir is not None:
@@ -716,6 +718,9 @@ class ReplicaDriver:
             "traffic_reduction": full_bytes / totals["bytes"] if totals["bytes"] else None,
             "model_fetch_seconds": self._fetch_seconds,
             "setup_seconds": self._setup_seconds,
+            # Ray's start (or connect) and the replicas' start, before the first trained word
+            "ray_start_seconds": self._ray_start_seconds,
+            "start_seconds": self._ray_start_seconds + self._setup_seconds,
             "shard_words": [int(x) for x in plan.part_words.sum(axis=1)],
             "nodes": [d["node"] for d in self._described],
             "data": [d["data"] for d in self._described],
