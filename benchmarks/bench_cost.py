@@ -24,7 +24,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine_ab import DEFAULT_CORPUS, DEMO_CORPUS, slice_corpus  # noqa: E402
+from bench_engine_ab import DEFAULT_CORPUS, DEMO_CORPUS, cpu_model, slice_corpus  # noqa: E402
 
 SYSTEMS: dict[str, list[str]] = {
     "one process, 1 thread": ["--threads", "1"],
@@ -87,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     source = ns.corpus or (DEFAULT_CORPUS if DEFAULT_CORPUS.exists() else DEMO_CORPUS)
     corpus = slice_corpus(source, ns.tokens, ns.work)
     common = ["--dim", str(ns.dim), "--epochs", str(ns.epochs), "--min-count", "5", "--no-cache", "--seed", "1"]
-    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = next((ln.split(":", 1)[1].strip() for ln in cpu.splitlines() if ln.startswith("Model name")), "?")
+    model = cpu_model()
     runs = []
     for rnd in range(ns.rounds):
         order = ns.systems if rnd % 2 == 0 else ns.systems[::-1]

@@ -69,6 +69,15 @@ def slice_corpus(source: Path, tokens: int, work: Path) -> Path:
     return out
 
 
+def cpu_model() -> str:
+    """The CPU's model name as ``lscpu`` gives it ("?" without lscpu)."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return "?"
+    return next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("Model name")), "?")
+
+
 def base_checkout(rev: str, work: Path) -> Path:
     """A detached worktree of ``rev`` under ``work`` (made once)."""
     path = work / f"base-{rev}"
@@ -137,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     source = ns.corpus or (DEFAULT_CORPUS if DEFAULT_CORPUS.exists() else DEMO_CORPUS)
     corpus = slice_corpus(source, ns.tokens, ns.work)
     srcs = {"base": base_checkout(ns.base, ns.work) / "src", "new": REPO / "src"}
-    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = next((ln.split(":", 1)[1].strip() for ln in cpu.splitlines() if ln.startswith("Model name")), "?")
+    model = cpu_model()
     print(f"CPU: {model}; corpus: {corpus.name}; base {ns.base} vs this checkout", file=sys.stderr, flush=True)
     runs: list[dict[str, Any]] = []
     for rnd in range(ns.rounds):

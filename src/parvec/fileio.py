@@ -48,6 +48,7 @@ from parvec.errors import ParvecError
 
 __all__ = [
     "READ_ERRORS",
+    "fsync_dir",
     "STDIN",
     "PathLike",
     "WriteError",
@@ -369,3 +370,22 @@ def is_compressed(path: PathLike) -> bool:
         (True, False)
     """
     return Path(path).suffix.lower() in _COMPRESSED
+
+
+def fsync_dir(path: PathLike) -> None:
+    """Make a rename inside the directory ``path`` durable (best effort: some file systems cannot open or sync
+    a directory, which is then left as it is).
+
+    Example:
+        >>> import tempfile; fsync_dir(tempfile.gettempdir())
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

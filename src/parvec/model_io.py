@@ -54,7 +54,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.engine import Position
 from parvec.errors import CheckpointError, ParvecError
-from parvec.fileio import output_file, write_array, write_failure
+from parvec.fileio import fsync_dir, output_file, write_array, write_failure
 from parvec.formats import refuse_pickle
 from parvec.vocab import Vocab
 
@@ -158,7 +158,7 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
         writing = MODEL_JSON
         meta = _describe(model, sums, vocab_bytes)
         _write_synced(tmp / MODEL_JSON, json.dumps(meta, indent=1).encode("utf-8"))  # last: marks it whole
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         writing = None
         if path.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
@@ -172,7 +172,7 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
-        _fsync_dir(parent)
+        fsync_dir(parent)
     except OSError as exc:
         raise write_failure(path, exc, what=writing) from None
     finally:
@@ -301,19 +301,6 @@ def _write_synced(path: Path, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------- reading

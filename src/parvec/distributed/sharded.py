@@ -74,7 +74,7 @@ from parvec.distributed.shard_core import (
 )
 from parvec.engine import EpochContext, EpochResult, RunEngine, SelfRunning, TrainStats
 from parvec.errors import ParvecError
-from parvec.fileio import output_file, write_array, write_reason
+from parvec.fileio import fsync_dir, output_file, write_array, write_reason
 from parvec.kernels import sharded as K
 from parvec.memory import peak_memory_bytes
 from parvec.schedule import Schedule
@@ -388,7 +388,7 @@ class ShardActor:
                             "shape": list(self.w_in.shape), "time": time.time()}
                     (partial / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
                     os.rename(partial, final)
-                    _fsync_dir(self.base)
+                    fsync_dir(self.base)
                 except OSError as exc:
                     raise ParvecError(f"{self.what} could not write its snapshot to {self.base}: "
                                       f"{write_reason(exc)}{f' ({exc.filename})' if exc.filename else ''}") from None
@@ -535,20 +535,6 @@ def was_restarted() -> bool:
             return bool(ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # noqa: BLE001 - not inside an actor
         return False
-
-
-def _fsync_dir(path: Path) -> None:
-    # Make a rename in ``path`` durable (best effort: some file systems do not open directories).
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- the client
