@@ -50,4 +50,7 @@ def test_the_train_report_carries_the_cost(tmp_path, demo_slice):
     assert 0 < rep["cpu_seconds"] <= rep["training_seconds"] * (os.cpu_count() or 1) + 0.5
     assert rep["cpu_seconds_per_word"] == rep["cpu_seconds"] / rep["words_trained"]
     assert rep["cpu_processes"] >= 1
-    assert rep["cpu_seconds_by_process"]["this process"] == pytest.approx(rep["cpu_seconds"], abs=0.01)
+    # by kind of process: this one, and any other process below it (in this test session, its own local Ray's)
+    by = rep["cpu_seconds_by_process"]
+    assert 0 < by["this process"] <= rep["cpu_seconds"] + 0.01
+    assert sum(by.values()) == pytest.approx(rep["cpu_seconds"], abs=0.01 * len(by))

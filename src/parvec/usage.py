@@ -2,8 +2,9 @@
 
 A run on one machine is one process (its threads included); a ``--cluster local:N`` run starts a private Ray
 whose processes (GCS, raylet, agents) and actors (replicas, shards, clients, the sync board) are this process's
-descendants, so the same snapshot counts them.  The processes of a remote cluster (``ray://``, ``auto``) run on
-other machines and are not counted (the report says which processes it counted).
+descendants, so the same snapshot counts them (so is any other process a program runs below itself: its own
+Ray session's, in a test suite; ``cpu_seconds_by_process`` tells them apart).  The processes of a remote
+cluster (``ray://``, ``auto``) run on other machines and are not counted.
 
 Example:
     >>> before = cpu_snapshot()

@@ -100,6 +100,44 @@ class Killer:
 
 
 # ---------------------------------------------------------------------- replicas: a fault while starting
+def _kill_while_connecting(trainer) -> Killer:
+    """Kill replica 0 while it is inside ``connect`` for certain: replica 1 is frozen (SIGSTOP) just before
+    the driver asks both to form their sync group, so replica 0 waits in the group's rendezvous until the killer
+    has found it there and killed it; then replica 1 goes on (SIGCONT).  (Watching for the short ``connect``
+    phase of two replicas that start together missed it, or killed after it, under load.)"""
+    original = trainer._connect_all
+    holder: list[Killer] = []
+
+    def connect_with_a_fault(ray, group_id):
+        if not holder:
+            frozen = ray.get(trainer.actors[1].ping.remote(), timeout=60)
+            os.kill(frozen, signal.SIGSTOP)
+            killer = Killer("ray::_Replica.connect", timeout=120)
+            holder.append(killer)
+
+            def thaw() -> None:
+                deadline = time.monotonic() + 120
+                while not killer.killed and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                os.kill(frozen, signal.SIGCONT)
+
+            threading.Thread(target=thaw, daemon=True).start()
+        return original(ray, group_id)
+
+    trainer._connect_all = connect_with_a_fault
+
+    class _Lazy:  # the test's view of the killer the first connect makes
+        @property
+        def killed(self):
+            return holder[0].killed if holder else []
+
+        def join(self):
+            if holder:
+                holder[0].join()
+
+    return _Lazy()  # type: ignore[return-value]
+
+
 @pytest.mark.ray
 @pytest.mark.parametrize("phase", ["__init__", "connect"])
 def test_a_replica_killed_while_starting_is_restarted_and_the_run_completes(ray_session, phase, capsys):
@@ -114,7 +152,9 @@ def test_a_replica_killed_while_starting_is_restarted_and_the_run_completes(ray_
         cluster = Cluster("local:2", sync_words=2000, min_sync_words=16, timeout_s=120)
         trainer = ReplicaTrainer(cluster, cfg, corpus.vocab.counts, w_in, w_out)
         # Killed in its constructor (Ray runs it again) or while the replicas form their sync group.
-        killer = Killer(f"ray::_Replica.{phase}") if kill else None
+        killer = Killer(f"ray::_Replica.{phase}") if kill and phase == "__init__" else None
+        if kill and phase == "connect":
+            killer = _kill_while_connecting(trainer)
         try:
             stats = trainer.train(corpus)
         finally:
