@@ -67,3 +67,22 @@ def test_replicas_resume_from_a_mid_epoch_checkpoint_is_bit_identical(checkpoint
         assert np.array_equal(model.syn1neg, full.syn1neg), f.path.name
         assert stats.words < full.stats.words_per_epoch[f.epoch] * (KW["epochs"] - f.epoch)
         assert stats.pairs_per_epoch[-1] == full.stats.pairs_per_epoch[-1]
+
+
+@pytest.mark.ray
+def test_cli_resume_of_a_replicas_run_writes_the_same_file(ray_session, tmp_path):
+    from parvec.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(s) for s in topic_sentences(4000, seed=5)) + "\n", encoding="utf-8")
+    ck = tmp_path / "ck"
+    cluster = ["--cluster", "local:2", "--threads", "1", "--sync-words", "3000", "--min-sync-words", "8", "--no-cache"]
+    full = tmp_path / "full.txt"
+    assert main(["train", str(corpus), "-o", str(full), "--dim", "16", "--min-count", "1", "--epochs", "2",
+                 "--seed", "7", "--checkpoint-dir", str(ck), "--checkpoint-every", "12k", *cluster]) == 0
+    mids = sorted((f for f in list_checkpoints(ck) if f.chunks_done), key=lambda f: (f.epoch, f.chunks_done))
+    assert mids, "no mid-epoch checkpoint"
+    resumed = tmp_path / "resumed.txt"
+    # --checkpoint-every defaults to the checkpoint's (12k): the same parts get their full syncs
+    assert main(["train", str(corpus), "-o", str(resumed), "--resume", str(mids[-1].path), *cluster]) == 0
+    assert resumed.read_bytes() == full.read_bytes()
