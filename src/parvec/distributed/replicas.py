@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import math
 import os
 import shutil
@@ -217,12 +218,18 @@ class ShardPlan:
     def words_per_epoch(self) -> int:
         return int(self.part_words.sum())
 
+    @functools.cached_property
+    def _starts(self) -> tuple[list[list[int]], list[int]]:
+        # Each replica's part starts in its own words, and the parts' starts in all replicas' words (computed
+        # once: word_position runs twice per chunk in every replica).
+        local = [[0, *np.cumsum(w).tolist()] for w in self.part_words]
+        return local, [0, *np.cumsum(self.part_words.sum(axis=0)).tolist()]
+
     def word_position(self, rank: int, epoch: int, words_before: float) -> float:
         """The global schedule position of replica ``rank`` being ``words_before`` words into its epoch."""
         local = self.part_words[rank]
-        starts = np.concatenate([[0], np.cumsum(local)])
-        k = min(max(bisect.bisect_right(starts.tolist(), words_before) - 1, 0), len(local) - 1)
-        glob = np.concatenate([[0], np.cumsum(self.part_words.sum(axis=0))])
+        starts, glob = self._starts[0][rank], self._starts[1]
+        k = min(max(bisect.bisect_right(starts, words_before) - 1, 0), len(local) - 1)
         scale = (glob[k + 1] - glob[k]) / local[k] if local[k] else 0.0
         return epoch * self.words_per_epoch + int(glob[k]) + (words_before - int(starts[k])) * scale
 
