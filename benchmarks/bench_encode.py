@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import lzma
 import os
 import pstats
 import statistics
@@ -28,28 +27,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_engine_ab import slice_corpus  # noqa: E402
+
 CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
 
 
 def make_slice(a: argparse.Namespace) -> Path:
-    out = Path(a.work) / f"slice_{a.tokens}.txt"
-    if out.exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    words: list[str] = []
-    with lzma.open(a.corpus, "rt", encoding="utf-8") as f:
-        while len(words) < a.tokens:
-            block = f.read(1 << 22)
-            if not block:
-                break
-            words.extend(block.split())  # a word cut at the block's end is rare; a slice, not a reproduction
-    words = words[: a.tokens]
-    tmp = out.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for i in range(0, len(words), 10000):
-            f.write(" ".join(words[i : i + 10000]) + "\n")
-    os.replace(tmp, out)
-    return out
+    """The first ``a.tokens`` tokens of the corpus, 10,000 a line (bench_engine_ab.slice_corpus)."""
+    return slice_corpus(Path(a.corpus), a.tokens, Path(a.work), line_tokens=10000)
 
 
 def main() -> int:
