@@ -7,6 +7,8 @@ one process, and a model larger than one process may hold.  Every measurement ru
     python benchmarks/bench_sharded.py quality --seeds 1 2 3 --out /tmp/sharded_quality.json
     # the minibatch size's effect on quality, in one process (the demo corpus), beside hogbatch and classic
     python benchmarks/bench_sharded.py minibatch --sizes 64 256 1024 4096 --out /tmp/sharded_minibatch.json
+    # words/s against one process (interleaved rounds, 4M tokens), this tree beside the default run of a base
+    python benchmarks/bench_sharded.py speed --rounds 3 --base f68d7b0 --out /tmp/sharded_speed.json
     # beyond one process's memory: a Zipf corpus of 5.2M words at dim 200 (benchmarks/make_zipf_corpus.py)
     python benchmarks/bench_sharded.py memory --corpus /tmp/zipf5m.txt --one-process-cap 6G --shard-memory 3G
 
@@ -354,9 +356,76 @@ def memory(ns: argparse.Namespace) -> dict:
     return result
 
 
+# --------------------------------------------------------------------------- speed
+SPEED_SYSTEMS: dict[str, list[str]] = {
+    "one process, 2 threads": ["--threads", "2"],
+    "sharded 2 x (2 clients x 2 threads), default": ["--cluster", "local:2", "--mode", "sharded"],
+    "sharded 2 x (2 clients x 1 thread)": ["--cluster", "local:2", "--mode", "sharded", "--clients", "2",
+                                          "--threads", "1"],
+    "sharded 2 x (1 client x 1 thread)": ["--cluster", "local:2", "--mode", "sharded", "--clients", "1",
+                                         "--threads", "1"],
+    "sharded 1 x (2 clients x 1 thread)": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
+                                          "--clients", "2", "--threads", "1"],
+}
+
+
+def _speed_one(name: str, src: Path, corpus: Path, ns: argparse.Namespace) -> dict:
+    """One ``parvec train`` of ``name`` with the code under ``src``; its report's figures."""
+    with tempfile.TemporaryDirectory(dir=ns.work) as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(Path(tmp) / "v.npy"), "--report",
+               str(report), "--no-progress", "--no-cache", "--epochs", "1", "--sample", str(ns.sample), "--dim",
+               str(ns.dim), "--seed", "1", *SPEED_SYSTEMS[name]]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, PYTHONPATH=str(src / "src")))
+        if out.returncode != 0:
+            raise RuntimeError(f"{name} ({src}) failed: {out.stderr[-2000:]}")
+        rep = json.loads(report.read_text())
+    keys = ("words_per_sec", "training_seconds", "cpu_seconds_per_word", "loss_per_epoch", "minibatch_words",
+            "shard_kernel_seconds", "shard_cpu_seconds", "client_cpu_seconds", "cpu_seconds_by_process")
+    return {k: rep.get(k) for k in keys}
+
+
+def speed(ns: argparse.Namespace) -> dict:
+    """Interleaved rounds: one process beside the sharded configurations, at this tree and at ``--base``."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_engine_ab import base_checkout, cpu_model, slice_corpus
+    corpus = slice_corpus(bench_words.DEFAULT_CORPUS if ns.corpus == bench_words.DEFAULT_CORPUS else ns.corpus,
+                          ns.tokens, ns.work)
+    trees = {"this tree": REPO}
+    if ns.base:
+        trees[f"base {ns.base}"] = base_checkout(ns.base, ns.work)
+    runs: list[dict] = []
+    for rnd in range(ns.rounds):
+        for tree, src in trees.items():
+            for name in SPEED_SYSTEMS:
+                if tree != "this tree" and not name.startswith("sharded 2 x (2 clients x 2"):
+                    continue  # the base: its default only
+                one = {"round": rnd, "tree": tree, "system": name, **_speed_one(name, src, corpus, ns)}
+                runs.append(one)
+                print(f"round {rnd} {tree} {name}: {one['words_per_sec'] / 1e6:.3f}M words/s", file=sys.stderr,
+                      flush=True)
+    one_process = statistics.median(r["words_per_sec"] for r in runs if r["system"] == "one process, 2 threads")
+    lines = [f"{ns.tokens:,} tokens, 1 epoch, dim {ns.dim}, sample {ns.sample}; medians of {ns.rounds} interleaved "
+             f"rounds; CPU: {cpu_model()}, {os.cpu_count()} cores", "",
+             "| tree | system | minibatch words | words/s | x one process | CPU s per 1M words | loss |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for tree in trees:
+        for name in SPEED_SYSTEMS:
+            mine = [r for r in runs if r["tree"] == tree and r["system"] == name]
+            if not mine:
+                continue
+            wps = statistics.median(r["words_per_sec"] for r in mine)
+            cpu = statistics.median(r["cpu_seconds_per_word"] for r in mine) * 1e6
+            lines.append(f"| {tree} | {name} | {mine[0]['minibatch_words'] or '-'} | {wps / 1e6:.3f}M | "
+                         f"{wps / one_process:.3f}x | {cpu:.2f} | {mine[0]['loss_per_epoch'][0]:.4f} |")
+    return {"runs": runs, "table": "\n".join(lines)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("network", "quality", "memory", "minibatch", "network-one"))
+    ap.add_argument("what", choices=("network", "quality", "memory", "minibatch", "network-one", "speed"))
+    ap.add_argument("--rounds", type=int, default=3, help="speed: interleaved rounds (3)")
+    ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
     ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")
     ap.add_argument("--minibatch-corpus", type=Path, default=REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz")
@@ -404,7 +473,10 @@ def main() -> None:
         ns.shards_one = 2 if ns.shards == [2, 4] else ns.shards[0]
     if ns.what == "minibatch" and "--seeds" not in sys.argv:
         ns.seeds = [1]
-    result = {"network": network, "quality": quality, "memory": memory, "minibatch": minibatch}[ns.what](ns)
+    if ns.what == "speed" and "--tokens" not in sys.argv:
+        ns.tokens = 4_000_000
+    result = {"network": network, "quality": quality, "memory": memory, "minibatch": minibatch,
+              "speed": speed}[ns.what](ns)
     result.update(command=" ".join(sys.argv), cpu=_cpu())
     print(result.get("table", ""))
     if ns.out:

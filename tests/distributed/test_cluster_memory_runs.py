@@ -56,7 +56,8 @@ def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, d
                  "--threads", "1", "--dim", "16", "--epochs", "1", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert re.search(r"^trained .*\(1 epochs, sharded: 2 shards, 2 clients x 1 thread\)", err, re.M), err
+    assert re.search(r"^trained .*\(1 epochs, sharded: 2 shards, 2 clients x 1 thread, [\d,]+ minibatches of "
+                     r"[\d,]+ input words, [\d.]+ [KMG]iB sent, [\d.]+ [KMG]iB received\)", err, re.M), err
     assert re.search(r"^memory: .* 2 shards x .* 2 clients x ", err, re.M), err
 
     # Too big for the memory left: refused after counting, before a shard or client actor starts.

@@ -365,18 +365,22 @@ def test_range_reader_reads_what_the_corpus_reader_reads(tmp_path):
     assert plain_input(str(path), tmp_path) == path
 
 
-def test_minibatch_left_out_keeps_512_words_in_flight():
-    # 2 clients x 2 threads x 256 words made the loss climb on the 17M-token corpus; 2 x 1 x 256 did not
+def test_minibatch_left_out_keeps_the_words_in_flight():
+    # interleaved: 4096 words in flight over all client threads matched one process (3 seeds), 8192 diverged;
+    # contiguous: 2 clients x 2 threads x 256 words made the loss climb on the 17M-token corpus, 2 x 1 x 256 did not
     from parvec.config import TrainConfig
     from parvec.distributed import Cluster
     from parvec.distributed.sharded import resolve
 
-    def mb(clients, threads, given=None):
+    def mb(clients, threads, given=None, formation="interleaved"):
         cluster = Cluster("local:4", mode="sharded", clients=clients, threads_per_actor=threads,
-                          minibatch_words=given)
+                          minibatch_words=given, minibatch_formation=formation)
         return resolve(cluster, TrainConfig())
 
-    assert mb(2, 2)["minibatch_words"] == 128 and mb(2, 2)["minibatch_words_in_flight"] == 512
-    assert mb(2, 1)["minibatch_words"] == 256 and mb(1, 1)["minibatch_words"] == 256  # at most 256
+    assert mb(2, 2)["minibatch_words"] == 1024 and mb(2, 2)["minibatch_words_in_flight"] == 4096
+    assert mb(2, 1)["minibatch_words"] == 2048 and mb(1, 1)["minibatch_words"] == 4096  # at most 4096
     assert mb(64, 8)["minibatch_words"] == 16  # at least 16
+    contiguous = {(c, t): mb(c, t, formation="contiguous") for c, t in ((2, 2), (2, 1), (1, 1))}
+    assert contiguous[2, 2]["minibatch_words"] == 128 and contiguous[2, 2]["minibatch_words_in_flight"] == 512
+    assert contiguous[2, 1]["minibatch_words"] == 256 and contiguous[1, 1]["minibatch_words"] == 256
     assert mb(2, 2, given=256)["minibatch_words"] == 256  # a given size is kept

@@ -156,6 +156,38 @@ def cpu_note(stats: Any) -> str:
     return f", {cpu:.1f} CPU s" + (f" in {n} processes" if n > 1 else "")
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def cluster_summary(report: dict[str, Any]) -> str | None:
+    """What a cluster run did, in words, from its driver's report (None for a run that was not one).
+
+    Example:
+        >>> cluster_summary({"mode": "replicas", "replicas": 2, "threads_per_replica": 1, "syncs": 42,
+        ...                  "bytes_synced": 12_900_000})
+        '2 replicas x 1 thread, 42 syncs, 12.3 MiB synced'
+        >>> cluster_summary({"shards": 2, "clients": 2, "client_threads": 1, "minibatches": 2102,
+        ...                  "minibatch_words": 1024, "trained_input_words": 2_000_000, "bytes_sent_per_word": 370.0,
+        ...                  "bytes_received_per_word": 288.0}).split(", ")[2:]
+        ['2,102 minibatches of 1,024 input words', '705.7 MiB sent', '549.3 MiB received']
+    """
+    from parvec.distributed.memory import human
+
+    if report.get("mode") == "replicas":
+        return (f"{report['replicas']} replicas x {_threads(report['threads_per_replica'])}, "
+                f"{report['syncs']:,} syncs, {human(report['bytes_synced'])} synced")
+    if "shards" in report:
+        text = f"sharded: {report['shards']} shards, {report['clients']} clients x {_threads(report['client_threads'])}"
+        if report.get("minibatches") is not None:
+            inputs = report.get("trained_input_words") or 0
+            text += (f", {report['minibatches']:,} minibatches of {report['minibatch_words']:,} input words, "
+                     f"{human((report.get('bytes_sent_per_word') or 0) * inputs)} sent, "
+                     f"{human((report.get('bytes_received_per_word') or 0) * inputs)} received")
+        return text
+    return None
+
+
 def absolute(path: str | None) -> str | None:
     """An output path as the report records it: absolute (symbolic links kept), None when not given.
 

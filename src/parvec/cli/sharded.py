@@ -54,8 +54,8 @@ def train_sharded(args: argparse.Namespace, cluster: Any, source: str, binary: b
             checkpoint_dir = Path(args.checkpoint_dir) / "shards" if args.checkpoint_dir else None
             with sharded_run(ray, cluster, config, enc, checkpoint_dir) as run:
                 stats = train_run(run, run_log)
-                _print_trained(stats, settings)
                 report = run.report()  # the shards' peak memory while training, before the export's copies
+                _print_trained(stats, report)
                 _print_snapshots(report, checkpoint_dir)
                 t_export = time.perf_counter()
                 vec_npy, syn_npy = export_model(run, work, with_output_vectors=bool(args.save_model))
@@ -166,13 +166,11 @@ def _run_log(args: argparse.Namespace) -> Any:
     return RunLog(interval_s=args.report_interval)
 
 
-def _print_trained(stats: Any, settings: dict[str, Any]) -> None:
-    from parvec.cli.run_report import cpu_note
+def _print_trained(stats: Any, report: dict[str, Any]) -> None:
+    from parvec.cli.run_report import cluster_summary, cpu_note
 
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
-    t = settings["threads"]
-    print(f"trained {stats.words:,} words ({stats.epochs} epochs, sharded: {settings['shards']} shards, "
-          f"{settings['clients']} clients x {t} thread{'s' if t != 1 else ''}) in {stats.seconds:.1f} s: "
+    print(f"trained {stats.words:,} words ({stats.epochs} epochs, {cluster_summary(report)}) in {stats.seconds:.1f} s: "
           f"{stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; loss per epoch: {losses}", file=sys.stderr)
 
 

@@ -130,8 +130,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--shards", type=int, default=None, help="sharded mode: parameter-server shards")
     g.add_argument("--clients", type=int, default=None, help="sharded mode: client actors")
     g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=None,
-                   help="sharded mode: input words per minibatch, one shard call each (default: 512 words in flight "
-                   "over all client threads, i.e. 512 / (clients x threads), between 16 and 256)")
+                   help="sharded mode: input words per minibatch, one shard call each (default: 4096 words in flight "
+                   "over all client threads, i.e. 4096 / (clients x threads), between 16 and 4096; with "
+                   "--minibatch-formation contiguous 512 / (clients x threads), at most 256)")
     g.add_argument("--minibatch-formation", dest="minibatch_formation", choices=("interleaved", "contiguous"),
                    default="interleaved", help="sharded mode: interleaved (default: a minibatch's input words are "
                    "taken far apart in the corpus, the paper's interleaved formation; a burst of one word in a table "
@@ -443,14 +444,14 @@ def _how_ran(config: Any, report: dict[str, Any] | None = None) -> str:
         >>> _how_ran(TrainConfig(), {"shards": 2, "clients": 2, "client_threads": 1})
         'sharded: 2 shards, 2 clients x 1 thread'
     """
-    from parvec.distributed.memory import human
+    from parvec.cli.run_report import cluster_summary
 
     report = report or {}
+    cluster = cluster_summary(report)
     if report.get("mode") == "replicas":
-        return (f"{_what_ran(config)}, {report['replicas']} replicas x {_threads(report['threads_per_replica'])}, "
-                f"{report['syncs']:,} syncs, {human(report['bytes_synced'])} synced")
-    if "shards" in report:  # the sharded driver trains skip-gram with its own kernels, whatever algo says
-        return f"sharded: {report['shards']} shards, {report['clients']} clients x {_threads(report['client_threads'])}"
+        return f"{_what_ran(config)}, {cluster}"
+    if cluster is not None:  # the sharded driver trains skip-gram with its own kernels, whatever algo says
+        return cluster
     gpu = report.get("gpu")
     if gpu:
         return f"{_what_ran(config)} on {gpu['device']['name']}, {gpu['threads_per_block']} threads per block"

@@ -84,11 +84,14 @@ _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many
 
 
 # --------------------------------------------------------------------------- configuration
-# Input words trained at once over all client threads when minibatch_words is left to parvec: on
-# ../shared/data's corpus (5 epochs, S = 2) 2 x 2 x 256 words (1024) made the loss climb from 2.5 to 8.5 in the
-# first two epochs (WS-353 -0.09) with contiguous minibatches; 2 clients x 1 thread x 256 (512), interleaved,
-# matched one process over 3 seeds (docs/distributed.md).
-IN_FLIGHT_WORDS = 512
+# Input words trained at once over all client threads when minibatch_words is left to parvec.  Interleaved
+# (the default): 2 clients x 2 threads x 1024 (4096) matched one process over 3 seeds on ../shared/data's corpus
+# (5 epochs, S = 2), and a shard call of 1024 words costs Ray a quarter of what four calls of 256 do (on a 2-core
+# Zen 4, 4M tokens: 0.17M words/s at 512 in flight, 0.41M at 4096; docs/distributed.md, "Sharded: speed");
+# 1 x 1 x 8192 diverged in its first epoch.  Contiguous: 2 x 2 x 256 (1024) made the loss climb from 2.5 to 8.5
+# in the first two epochs (WS-353 -0.09); 2 x 1 x 256 (512) matched one process.
+IN_FLIGHT_WORDS = {"interleaved": 4096, "contiguous": 512}
+MAX_MINIBATCH_WORDS = {"interleaved": 4096, "contiguous": 256}
 MIN_MINIBATCH_WORDS = 16
 
 # Every shard and client is a Ray actor, i.e. a process.  Start-up measured on a 2-core machine (local:2, shards
@@ -143,15 +146,16 @@ def cluster_cpus(ray: Any) -> int:
 def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     """The sharded settings of ``cluster``, defaults filled in and checked.
 
-    ``minibatch_words`` left out (None) is ``IN_FLIGHT_WORDS // (clients x threads)``, between 16 and 256:
-    every client thread has one minibatch in flight, trained from vectors without the others' updates.
+    ``minibatch_words`` left out (None) is ``IN_FLIGHT_WORDS // (clients x threads)`` (4096 interleaved, 512
+    contiguous), between 16 and 4096 (256 contiguous): every client thread has one minibatch in flight, trained
+    from vectors without the others' updates.
 
     Example:
         >>> resolve(Cluster("local:4", mode="sharded"), TrainConfig(dim=100))["shards"]
         2
         >>> two_by_two = Cluster("local:4", mode="sharded", clients=2, threads_per_actor=2)
         >>> resolve(two_by_two, TrainConfig())["minibatch_words"]
-        128
+        1024
     """
     shards = cluster.shards or 2
     clients = cluster.clients or 2
@@ -160,8 +164,10 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
         raise ParvecError(f"--shards {shards}: more shards than vector dimensions ({config.dim}); every shard "
                           "needs at least one column")
     minibatch_words = cluster.minibatch_words
-    if minibatch_words is None:  # the words in flight decide the staleness (docs/distributed.md): 512 at most
-        minibatch_words = max(MIN_MINIBATCH_WORDS, min(256, IN_FLIGHT_WORDS // (clients * threads)))
+    formation = cluster.minibatch_formation
+    if minibatch_words is None and formation in IN_FLIGHT_WORDS:  # the words in flight decide the staleness
+        minibatch_words = max(MIN_MINIBATCH_WORDS, min(MAX_MINIBATCH_WORDS[formation],
+                                                       IN_FLIGHT_WORDS[formation] // (clients * threads)))
     for name, value in (("minibatch_words", minibatch_words), ("unit_words", cluster.unit_words),
                         ("max_restarts", cluster.max_restarts)):
         if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "max_restarts" else 1):
@@ -264,6 +270,11 @@ class ShardActor:
         self.snapshot_seconds = 0.0
         self.restores = 0
         self.baseline_rss = peak_memory_bytes()
+        # The rows (inputs, positives, negatives) of each minibatch whose dot products were sent and whose
+        # adjust has not come yet, by minibatch seed: one per client thread in flight, a few more kept.
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._rows_cap = 2 * int(spec.get("in_flight", 8)) + 4
+        self._rows_lock = threading.Lock()
         self._cv = threading.Condition()
         self._active = 0  # steps running (Ray runs several at once in its threads)
         self._state_lock = threading.Lock()  # one snapshot or restore at a time
@@ -446,16 +457,32 @@ class ShardActor:
             p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(call)
             self.calls += 1
             if p_seq is not None:
-                K.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative, self.noise_prob,
-                         self.noise_alias, np.uint64(p_seed), p_coef)
+                with self._rows_lock:
+                    kept = self._rows.pop(int(p_seed), None)
+                if kept is not None and len(kept[1]) == len(p_coef):  # the rows this minibatch's dotprod drew
+                    K.adjust_rows(self.w_in, self.w_out, p_seg, p_shrink, self.window, kept[0], kept[1],
+                                  len(kept[0]), p_coef)
+                else:  # not kept (a restarted shard, a minibatch retried): drawn again, the same rows
+                    K.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative,
+                             self.noise_prob, self.noise_alias, np.uint64(p_seed), p_coef)
                 self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
                 self.applied_inputs += len(p_shrink)
             if n_seq is None:
                 self.kernel_seconds += time.thread_time() - t0
                 return None
             out = np.empty(int(n_out), dtype=np.float32)
-            K.dotprod(self.w_in, self.w_out, n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
-                      self.noise_alias, np.uint64(n_seed), out)
+            stride = 1 + self.negative
+            centers = np.empty(int(n_out) // stride, dtype=np.int64)
+            outs = np.empty(int(n_out), dtype=np.int64)
+            n_pairs = K.pair_rows(n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
+                                  self.noise_alias, np.uint64(n_seed), centers, outs)
+            K.dotprod_rows(self.w_in, self.w_out, centers, outs, n_pairs, out)
+            # Kept for this minibatch's adjust (the next call of its client thread), which then draws no
+            # negatives: 45% of the shard kernels' time went to drawing them twice (docs/distributed.md).
+            with self._rows_lock:
+                self._rows[int(n_seed)] = (centers, outs)
+                while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)
+                    self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
             return out
         finally:
@@ -782,7 +809,8 @@ class ShardedRun:
             spec = {"index": s, "shards": S, "n_words": self.n_words, "dim": cfg.dim, "lo": lo, "hi": hi,
                     "window": cfg.window, "negative": cfg.negative, "seed": cfg.seed,
                     "checkpoint_dir": str(self.checkpoint_dir), "memory_cap": st["shard_memory_bytes"],
-                    "holder": f"parvec-sharded-{run_id}", "timeout_s": self.timeout_s}
+                    "holder": f"parvec-sharded-{run_id}", "timeout_s": self.timeout_s,
+                    "in_flight": st["clients"] * st["threads"]}
             # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)
             self.shards.append(shard_cls.options(
                 num_cpus=0, max_concurrency=C * T + 4, max_restarts=st["max_restarts"], max_task_retries=0,

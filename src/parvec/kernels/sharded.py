@@ -218,21 +218,30 @@ def _prefetch_pair(w_out, outs, q, stride):
         prefetch_row(w_out, outs[q + k])
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
-    """Partial dot products of this shard's columns (paper Figure 5); returns how many were written.
+@njit(nogil=True, cache=True)
+def pair_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs):
+    """The rows a minibatch touches, in :func:`dotprod`'s order: ``centers[p]`` (pair ``p``'s input row) and
+    ``outs[p * (1 + negative) + k]`` (its positive, then its negatives, drawn from ``seed``); returns the pairs.
 
-    ``out[p * (1 + negative)]`` is pair ``p``'s positive, the next ``negative`` its negatives.
+    :func:`dotprod` and :func:`adjust` draw them for themselves; a shard that keeps them from a minibatch's
+    dot products passes them to :func:`adjust_rows` instead of drawing the same negatives again.
 
     Example:
-        >>> k = dotprod(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), out)  # doctest: +SKIP
+        >>> n = pair_rows(seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), centers, outs)  # doctest: +SKIP
+    """
+    return _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs)
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def dotprod_rows(w_in, w_out, centers, outs, n_pairs, out):
+    """Partial dot products of pairs ``0 .. n_pairs`` given their rows (:func:`pair_rows`); returns how many
+    were written (``out``'s layout is :func:`dotprod`'s).
+
+    Example:
+        >>> dotprod_rows(w_in, w_out, centers, outs, n_pairs, out)  # doctest: +SKIP
     """
     dim = w_in.shape[1]
-    stride = 1 + negative
-    n_pairs = len(out) // stride
-    centers = np.empty(max(1, n_pairs), dtype=np.int64)
-    outs = np.empty(max(1, n_pairs * stride), dtype=np.int64)
-    n_pairs = _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs)
+    stride = len(out) // n_pairs if n_pairs else 1  # out holds exactly n_pairs x (1 + negative)
     for p in range(min(_AHEAD, n_pairs)):
         _prefetch_pair(w_out, outs, p * stride, stride)
     for p in range(n_pairs):
@@ -249,25 +258,34 @@ def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_a
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, coef):
-    """Apply a minibatch's updates to this shard's columns (paper Figure 6); returns the pairs updated.
+def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
+    """Partial dot products of this shard's columns (paper Figure 5); returns how many were written.
 
-    ``coef`` has :func:`dotprod`'s layout.  Every product reads the vectors as they were when the call
-    started: input deltas are gathered first, output rows updated next (reading the unchanged input
-    rows), input deltas added last.
+    ``out[p * (1 + negative)]`` is pair ``p``'s positive, the next ``negative`` its negatives.
 
     Example:
-        >>> adjust(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), coef)  # doctest: +SKIP
+        >>> k = dotprod(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), out)  # doctest: +SKIP
     """
-    dim = w_in.shape[1]
     stride = 1 + negative
-    n_in = len(shrink)
-    n_pairs = len(coef) // stride
-    du = np.zeros((max(1, n_in), dim), dtype=np.float32)
+    n_pairs = len(out) // stride
     centers = np.empty(max(1, n_pairs), dtype=np.int64)
     outs = np.empty(max(1, n_pairs * stride), dtype=np.int64)
-    first = np.empty(max(1, n_in + 1), dtype=np.int64)  # each input's first pair
     n_pairs = _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs)
+    return dotprod_rows(w_in, w_out, centers, outs, n_pairs, out[: n_pairs * stride])
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def adjust_rows(w_in, w_out, seg, shrink, window, centers, outs, n_pairs, coef):
+    """:func:`adjust` given the minibatch's rows (:func:`pair_rows`, the same seed); returns the pairs updated.
+
+    Example:
+        >>> adjust_rows(w_in, w_out, seg, shrink, 5, centers, outs, n_pairs, coef)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    stride = len(coef) // n_pairs if n_pairs else 1  # coef holds exactly n_pairs x (1 + negative)
+    n_in = len(shrink)
+    du = np.zeros((max(1, n_in), dim), dtype=np.float32)
+    first = np.empty(max(1, n_in + 1), dtype=np.int64)  # each input's first pair
     # Inputs own consecutive pairs: input m's pairs are first[m] .. first[m + 1].
     m = 0
     p = 0
@@ -310,6 +328,25 @@ def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_al
             for c in range(dim):
                 w_in[center, c] += du[m, c]
     return n_pairs
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, coef):
+    """Apply a minibatch's updates to this shard's columns (paper Figure 6); returns the pairs updated.
+
+    ``coef`` has :func:`dotprod`'s layout.  Every product reads the vectors as they were when the call
+    started: input deltas are gathered first, output rows updated next (reading the unchanged input
+    rows), input deltas added last.
+
+    Example:
+        >>> adjust(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), coef)  # doctest: +SKIP
+    """
+    stride = 1 + negative
+    n_pairs = len(coef) // stride
+    centers = np.empty(max(1, n_pairs), dtype=np.int64)
+    outs = np.empty(max(1, n_pairs * stride), dtype=np.int64)
+    n_pairs = _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs)
+    return adjust_rows(w_in, w_out, seg, shrink, window, centers, outs, n_pairs, coef[: n_pairs * stride])
 
 
 # --------------------------------------------------------------------------- client side

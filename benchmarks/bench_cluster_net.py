@@ -1,0 +1,442 @@
+"""Both cluster modes on a shaped network, beside the time model's prediction (issue 23, item 3).
+
+The benchmark makes its own network namespace (``ip netns``), brings its loopback up, and shapes that loopback
+with ``tc`` (a token bucket, ``tbf``, at 10 Gb/s, 1 Gb/s, ... ; no shaping for the reference run).  Every
+``parvec train --cluster local:2`` then runs inside the namespace (``ip netns exec``): its Ray, its actors and
+every byte between them (the replicas' gloo allreduce, the sharded mode's calls from clients to shards) cross
+that one shaped loopback, the only interface there, on 127.0.0.1.  Nothing listens outside the namespace; every
+run has a time-out; the namespace is deleted at the end (also on Ctrl-C).  Needs root, ``ip`` and ``tc``.
+
+The time model (the functions below; docs/distributed.md, "A shaped network"):
+
+* **replicas** are bulk-synchronous: training stops while a sync runs, and every byte the allreduce moves
+  crosses the link once, so ``T(R) = T0 + bytes_synced / R + syncs x 2(N-1) x RTT/2`` where ``T0`` is the
+  unshaped run's training time and ``bytes_synced`` the bytes the run counted (``traffic_model`` predicts them).
+* **sharded** mode is a closed queueing network: ``k = clients x threads`` minibatches circulate; each spends
+  ``Z`` (client work and the shards' kernels, measured unshaped as ``T0 x k / minibatches``) away from the
+  link and then holds the link for ``D = bytes per minibatch / R`` (every shard's request and reply).  Exact
+  mean-value analysis (:func:`mva_time`) gives the epoch's time: ``T0`` when ``D`` is small, ``bytes / R`` when
+  the link saturates, and the queueing in between.
+
+A shaped loopback is one shared medium: all traffic of all processes shares one rate ``R`` (a real cluster
+has a full-duplex link per node).  The projections (``--project``) therefore use the same formulas with a
+link per node: a ring allreduce moves ``2(N-1)/N`` of the synced bytes through every node's link, and a
+shard's link carries its own share of the calls.
+
+    sudo python benchmarks/bench_cluster_net.py --rates 0 10gbit 1gbit 200mbit --out /tmp/net.json
+    python benchmarks/bench_cluster_net.py --project            # the projection tables only (no root)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_engine_ab import DEFAULT_CORPUS, cpu_model, slice_corpus  # noqa: E402
+
+MODES: dict[str, list[str]] = {
+    "replicas 2 x 1 thread": ["--cluster", "local:2", "--threads", "1"],
+    "sharded 2 shards, 2 clients x 1 thread": ["--cluster", "local:2", "--mode", "sharded", "--shards", "2",
+                                               "--clients", "2", "--threads", "1"],
+}
+
+PROBE = r"""
+import socket, sys, threading, time
+n = int(sys.argv[1])
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(2); port = srv.getsockname()[1]
+def serve():
+    a, _ = srv.accept(); a.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while (b := a.recv(1)) and b != b"q":
+        a.sendall(b)
+    a.close()
+    c, _ = srv.accept(); got = 0
+    while (b := c.recv(1 << 20)):
+        got += len(b)
+    c.sendall(b"k"); c.close()
+threading.Thread(target=serve, daemon=True).start()
+s = socket.create_connection(("127.0.0.1", port)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+t = time.perf_counter()
+for _ in range(200):
+    s.sendall(b"x"); s.recv(1)
+rtt = (time.perf_counter() - t) / 200
+s.sendall(b"q"); s.close()
+s = socket.create_connection(("127.0.0.1", port)); buf = b"\0" * (1 << 20)
+t = time.perf_counter()
+for _ in range(n):
+    s.sendall(buf)
+s.shutdown(socket.SHUT_WR); s.recv(1)
+print(rtt, n * len(buf) / (time.perf_counter() - t))
+"""
+
+
+# --------------------------------------------------------------------------- the time model
+def rate_bytes(rate: str) -> float:
+    """``tc``'s rate notation in bytes per second; ``0`` is unshaped (infinite).
+
+    Example:
+        >>> rate_bytes("1gbit"), rate_bytes("200mbit")
+        (125000000.0, 25000000.0)
+    """
+    if rate in ("0", "", "none"):
+        return math.inf
+    units = {"gbit": 1e9, "mbit": 1e6, "kbit": 1e3}
+    for suffix, bits in units.items():
+        if rate.endswith(suffix):
+            return float(rate[: -len(suffix)]) * bits / 8
+    raise SystemExit(f"--rates: {rate!r} is not a rate like 10gbit, 1gbit or 200mbit (or 0: unshaped)")
+
+
+def mva_time(calls: int, k: int, think_s: float, link_s: float) -> float:
+    """Seconds for ``calls`` round trips of ``k`` circulating customers (exact mean-value analysis of a closed
+    network: a delay of ``think_s`` per round and one FIFO link holding each round for ``link_s``).
+
+    Example:
+        >>> round(mva_time(1000, 4, 0.004, 0.0), 3)   # no link time: k rounds every think_s
+        1.0
+        >>> round(mva_time(1000, 4, 0.0001, 0.002), 3)  # the link saturates: calls x link_s
+        2.0
+    """
+    q = 0.0
+    x = 0.0
+    for n in range(1, k + 1):
+        r_link = link_s * (1.0 + q)
+        x = n / (think_s + r_link)
+        q = x * r_link
+    return calls / x if x > 0 else math.inf
+
+
+def predict(mode: str, base: dict[str, Any], rate: float, rtt_s: float) -> float:
+    """The model's training seconds at link rate ``rate`` (bytes/s) from the unshaped run ``base``."""
+    t0 = base["training_seconds"]
+    if mode.startswith("replicas"):
+        n = base["replicas"]
+        return t0 + base["bytes_synced"] / rate + base["syncs"] * 2 * (n - 1) * rtt_s / 2
+    k = base["clients"] * base["client_threads"]
+    calls = base["minibatches"]
+    bytes_total = (base["bytes_sent_per_word"] + base["bytes_received_per_word"]) * base["trained_input_words"]
+    think = t0 * k / calls
+    return mva_time(calls, k, think, bytes_total / calls / rate + rtt_s)
+
+
+# --------------------------------------------------------------------------- the namespace
+class Namespace:
+    """A network namespace of this benchmark: loopback up, shaped with ``tbf`` at ``rate`` (None: unshaped)."""
+
+    def __init__(self) -> None:
+        self.name = f"parvec-net-{os.getpid()}"
+        self._ip("netns", "add", self.name)
+        self._ip("-n", self.name, "link", "set", "lo", "up")
+
+    @staticmethod
+    def _ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+    def shape(self, rate: str) -> None:
+        """Replace the loopback's queueing discipline: a token bucket at ``rate``, or none (``0``)."""
+        subprocess.run(["ip", "netns", "exec", self.name, "tc", "qdisc", "del", "dev", "lo", "root"],
+                       capture_output=True)
+        if rate_bytes(rate) == math.inf:
+            return
+        # The bucket holds 1 ms of the rate, at least two loopback packets (MTU 64 KiB); 100 ms of queue.
+        burst = max(int(rate_bytes(rate) / 1000), 2 * 65536 + 4096)
+        subprocess.run(["ip", "netns", "exec", self.name, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate",
+                        rate, "burst", str(burst), "latency", "100ms"], check=True, capture_output=True, text=True)
+
+    def run(self, cmd: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+        """``cmd`` inside the namespace, in its own process group, killed with it after ``timeout_s``."""
+        proc = subprocess.Popen(["ip", "netns", "exec", self.name, *cmd], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            out, err = proc.communicate()
+            raise SystemExit(f"timed out after {timeout_s:.0f} s: {' '.join(cmd)}\n{err[-2000:]}") from None
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+    def probe(self, megabytes: int) -> tuple[float, float]:
+        """The link's round-trip time (s, 1-byte TCP messages) and its TCP throughput (bytes/s)."""
+        res = self.run([sys.executable, "-c", PROBE, str(megabytes)], 120)
+        if res.returncode != 0:
+            raise SystemExit(f"the link probe failed: {res.stderr[-2000:]}")
+        rtt, rate = (float(v) for v in res.stdout.split())
+        return rtt, rate
+
+    def close(self) -> None:
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+
+
+def check_tools() -> str | None:
+    """Why this machine cannot run the shaped benchmark, or None."""
+    if os.geteuid() != 0:
+        return "needs root (ip netns, tc)"
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            return f"needs {tool} (iproute2)"
+    return None
+
+
+# --------------------------------------------------------------------------- runs
+def train(ns: Namespace, mode: str, corpus: Path, work: Path, common: list[str], timeout_s: float) -> dict[str, Any]:
+    """One ``parvec train`` of ``mode`` inside the namespace; its report."""
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(Path(tmp) / "v.npy"), "--report",
+               str(report), "--no-progress", *common, *MODES[mode]]
+        res = ns.run(cmd, timeout_s)
+        if res.returncode != 0:
+            raise SystemExit(f"{mode} failed ({res.returncode}): {res.stderr[-2000:]}")
+        return json.loads(report.read_text(encoding="utf-8"))
+
+
+KEEP = ("training_seconds", "words_per_sec", "words_trained", "cpu_seconds", "replicas", "syncs", "sync_seconds",
+        "bytes_synced", "clients", "client_threads", "shards", "minibatches", "trained_input_words",
+        "bytes_sent_per_word", "bytes_received_per_word", "minibatch_words")
+
+
+def measure(a: argparse.Namespace) -> dict[str, Any]:
+    why = check_tools()
+    if why:
+        raise SystemExit(f"bench_cluster_net.py: {why}")
+    a.work.mkdir(parents=True, exist_ok=True)
+    corpus = slice_corpus(a.corpus, a.tokens, a.work)
+    common = ["--epochs", str(a.epochs), "--sample", "1e-4", "--dim", str(a.dim), "--seed", "1", "--no-cache"]
+    ns = Namespace()
+    runs: list[dict[str, Any]] = []
+    links: dict[str, dict[str, float]] = {}
+    try:
+        for rate in a.rates:
+            ns.shape(rate)
+            mb = 32 if rate_bytes(rate) > 5e8 else max(4, int(rate_bytes(rate) * 2 / 2**20))
+            rtt, tput = ns.probe(mb)
+            links[rate] = {"rtt_s": rtt, "tcp_bytes_per_s": tput}
+            print(f"link {rate}: RTT {rtt * 1e6:.0f} us, TCP {tput * 8 / 1e9:.2f} Gb/s", file=sys.stderr, flush=True)
+        for rnd in range(a.rounds):
+            for rate in a.rates:
+                ns.shape(rate)
+                for mode in MODES:
+                    rep = train(ns, mode, corpus, a.work, common, a.timeout)
+                    one = {"round": rnd, "rate": rate, "mode": mode, **{k: rep.get(k) for k in KEEP}}
+                    runs.append(one)
+                    print(f"round {rnd} {rate:>8s} {mode}: {one['training_seconds']:.2f} s", file=sys.stderr,
+                          flush=True)
+    finally:
+        ns.close()
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "tokens": a.tokens, "epochs": a.epochs, "dim": a.dim,
+            "links": links, "runs": runs}
+
+
+def compare(result: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The table: per mode and rate, measured median seconds beside the model's (from the unshaped runs)."""
+    runs, links = result["runs"], result["links"]
+    rows: list[dict[str, Any]] = []
+    base_rate = next(r for r in links if rate_bytes(r) == math.inf)
+    lines = [f"CPU: {result['cpu']}, {result['cores']} cores; {result['tokens']:,} tokens x {result['epochs']} "
+             f"epoch(s), dim {result['dim']}; medians of {max(r['round'] for r in runs) + 1} round(s)", "",
+             "| mode | link | link measured (TCP, RTT) | training s measured | model | model / measured | "
+             "traffic |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for mode in dict.fromkeys(r["mode"] for r in runs):
+        base_runs = [r for r in runs if r["mode"] == mode and r["rate"] == base_rate]
+        base = dict(base_runs[0])
+        base["training_seconds"] = statistics.median(r["training_seconds"] for r in base_runs)
+        if mode.startswith("replicas"):
+            traffic = f"{base['bytes_synced'] / 1e6:.0f} MB in {base['syncs']} syncs"
+        else:
+            total = (base["bytes_sent_per_word"] + base["bytes_received_per_word"]) * base["trained_input_words"]
+            traffic = f"{total / 1e6:.0f} MB in {base['minibatches']} minibatches x {base['shards']} shards"
+        for rate in links:
+            mine = [r["training_seconds"] for r in runs if r["mode"] == mode and r["rate"] == rate]
+            measured = statistics.median(mine)
+            model = predict(mode, base, rate_bytes(rate), links[base_rate]["rtt_s"])
+            rows.append({"mode": mode, "rate": rate, "measured_s": measured, "model_s": model,
+                         "ratio": model / measured})
+            link = links[rate]
+            lines.append(f"| {mode} | {rate if rate_bytes(rate) < math.inf else 'unshaped'} | "
+                         f"{link['tcp_bytes_per_s'] * 8 / 1e9:.2f} Gb/s, {link['rtt_s'] * 1e6:.0f} us | "
+                         f"{measured:.2f} | {model:.2f} | {model / measured:.2f} | {traffic} |")
+    return "\n".join(lines), rows
+
+
+# --------------------------------------------------------------------------- a shard's kernel rate
+def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_words: int = 200,
+                      window: int = 5, seconds: float = 20.0) -> dict[str, float]:
+    """Input words per second one thread of a shard trains (draw the rows, dot products, adjust) when the shard
+    holds ``rows`` words x ``cols`` columns: the corpus's minibatches with their word ids spread over ``rows``
+    (a multiplicative hash), so that rows are where a large vocabulary puts them (memory, not cache)."""
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "src"))
+    from parvec.config import TrainConfig
+    from parvec.corpus import EncodedCorpus
+    from parvec.distributed import shard_core as SC
+    from parvec.kernels import sharded as K
+
+    enc = EncodedCorpus.from_file(str(slice_corpus(corpus, 1_000_000, work)))
+    cfg = TrainConfig(dim=100, window=window, sample=1e-4).validate()
+    counts = enc.vocab.counts
+    prob, alias = SC.noise_tables(counts, cfg)
+    tokens, offsets = SC.prepare_part(enc.tokens, enc.offsets, cfg.max_sentence_length)
+    runner = SC.UnitRunner(cfg, SC.client_keep(counts, cfg), minibatch_words)
+    mbs = list(runner.minibatches(tokens, offsets, 0, len(offsets) - 1, 7, 0.025, 0.0001, len(tokens)))
+    rng = np.random.default_rng(1)
+    w_in = (rng.random((rows, cols), dtype=np.float32) - 0.5) / 100
+    w_out = (rng.random((rows, cols), dtype=np.float32) - 0.5) / 100
+    stride = 1 + cfg.negative
+    spread = np.int64(2_654_435_761)
+    t_draw = t_train = 0.0
+    inputs = 0
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        for mb in mbs:
+            centers = np.empty(mb.pairs, dtype=np.int64)
+            outs = np.empty(mb.pairs * stride, dtype=np.int64)
+            t = time.perf_counter()
+            n = K.pair_rows(mb.seq, mb.seg, mb.shrink, window, cfg.negative, prob, alias, mb.seed, centers, outs)
+            t_draw += time.perf_counter() - t
+            centers = centers * spread % rows
+            outs = outs * spread % rows
+            f = np.empty(n * stride, dtype=np.float32)
+            t = time.perf_counter()
+            K.dotprod_rows(w_in, w_out, centers, outs, n, f)
+            K.adjust_rows(w_in, w_out, mb.seg, mb.shrink, window, centers, outs, n, f * np.float32(1e-3))
+            t_train += time.perf_counter() - t
+            inputs += mb.inputs
+    return {"rows": rows, "cols": cols, "inputs_per_s": inputs / (t_draw + t_train),
+            "draw_share": t_draw / (t_draw + t_train), "pairs_per_input": sum(m.pairs for m in mbs) /
+            sum(m.inputs for m in mbs)}
+
+
+# --------------------------------------------------------------------------- projections
+def project_replicas(nodes: int, node_words_s: float, rate: float, latency_s: float, vocab: int, dim: int,
+                     sync_words: int = 200_000, min_sync_words: int = 1024, words: int = 1_000_000_000) -> dict:
+    """A replicas run of ``nodes`` nodes, each training ``node_words_s`` alone, links of ``rate`` bytes/s per
+    node and ``latency_s`` one way: its words/s and efficiency (words/s over nodes x node_words_s)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from parvec.distributed.replicas import traffic_model
+    m = traffic_model(vocab, dim, nodes, words, 1, sync_words=sync_words, min_sync_words=min_sync_words)
+    per_node_bytes = m["bytes"] / nodes  # what each node receives (and sends) over the epoch
+    sync_s = per_node_bytes / rate + m["syncs"] * 2 * (nodes - 1) * latency_s
+    train_s = words / nodes / node_words_s
+    total = words / (train_s + sync_s)
+    return {"nodes": nodes, "words_per_s": total, "efficiency": total / (nodes * node_words_s),
+            "sync_share": sync_s / (train_s + sync_s), "syncs": m["syncs"], "gb_per_node": per_node_bytes / 1e9}
+
+
+def project_sharded(shards: int, client_inputs_s: float, shard_inputs_s: float, rate: float, latency_s: float,
+                    contexts: float, negative: int, in_flight: int, minibatch_words: int) -> dict:
+    """Sharded mode with ``shards`` shard nodes: inputs/s limited by the shards' kernels (each shard works on
+    every pair, ``shard_inputs_s`` per shard node at its d/S), by each shard's link (its calls' bytes), by the
+    clients (``client_inputs_s`` in all) and by the round trips of ``in_flight`` minibatches."""
+    pair_values = contexts * (1 + negative)
+    bytes_per_input_per_shard = 2 * pair_values * 4 + 4 * (2 * contexts + 1) + 2  # partials, coefficients, indices
+    link_inputs_s = rate / bytes_per_input_per_shard
+    round_s = 2 * latency_s + minibatch_words / min(shard_inputs_s, link_inputs_s)
+    latency_inputs_s = in_flight / round_s
+    best = min(shard_inputs_s, link_inputs_s, client_inputs_s, latency_inputs_s)
+    limits = {"shard kernels": shard_inputs_s, "shard link": link_inputs_s, "clients": client_inputs_s,
+              "round trips": latency_inputs_s}
+    return {"shards": shards, "inputs_per_s": best, "limit": min(limits, key=limits.get),
+            "gbit_per_shard": best * bytes_per_input_per_shard * 8 / 1e9}
+
+
+def projections(a: argparse.Namespace) -> str:
+    """The projection tables of docs/distributed.md from the model (the node rates are parameters)."""
+    lines = [f"Replicas (Ji et al.): each node trains {a.node_words_s / 1e6:.2f}M words/s alone; 1B-word epoch, "
+             f"vocabulary {a.vocab:,}, d {a.proj_dim}, sync every {a.sync_words:,} words per node; link per node, "
+             f"{a.latency_ms} ms one way", "",
+             "| nodes | link | words/s | efficiency | sync share | syncs | GB per node |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for rate in ("1gbit", "10gbit", "100gbit"):
+        for nodes in (8, 32, 128):
+            p = project_replicas(nodes, a.node_words_s, rate_bytes(rate), a.latency_ms / 1e3, a.vocab, a.proj_dim,
+                                 sync_words=a.sync_words)
+            lines.append(f"| {nodes} | {rate} | {p['words_per_s'] / 1e6:.1f}M | {p['efficiency']:.2f} | "
+                         f"{p['sync_share']:.2f} | {p['syncs']:,} | {p['gb_per_node']:.1f} |")
+    lines += ["", "Ji et al. (paper 001, Table V): 32 Broadwell nodes (36 cores each, FDR InfiniBand, 56 Gb/s) "
+              "110M words/s, 4 nodes 20M; one node 5.8M words/s.", "",
+              f"Sharded (Ordentlich et al.): 200M-word vocabulary, d 300, window 10 (w = {a.contexts} contexts per "
+              f"input), 5 negatives; each shard node {a.shard_inputs_s / 1e6:.2f}M inputs/s of kernel at its d/S; "
+              f"clients {a.client_inputs_s / 1e6:.1f}M inputs/s in all; {a.in_flight:,} input words in flight "
+              f"(200 executors x 8 threads x 200 words = 320,000 in the paper), {a.latency_ms} ms one way", "",
+              "| shards | link per shard | input words/s | limited by | Gb/s per shard |",
+              "| --- | --- | --- | --- | --- |"]
+    for rate in ("1gbit", "10gbit"):
+        for shards in (6, 10, 15):
+            # a shard's kernel time per input falls with its columns only as far as memory access allows:
+            # modelled as the measured rate x (measured columns / d/S)^0 (row-access bound) -- see the docs
+            p = project_sharded(shards, a.client_inputs_s, a.shard_inputs_s, rate_bytes(rate), a.latency_ms / 1e3,
+                                a.contexts, 5, a.in_flight, 200)
+            lines.append(f"| {shards} | {rate} | {p['inputs_per_s'] / 1e6:.2f}M | {p['limit']} | "
+                         f"{p['gbit_per_shard']:.2f} |")
+    lines += ["", "Ordentlich et al. (paper 003, section 6.2): d 300 with 6 / 10 / 15 shards: 1.0M / 1.3M / 1.6M "
+              "input words/s (200 executors x 8 threads, minibatch 200); d 1000, 25 shards: 1.2M."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rates", nargs="+", default=["0", "10gbit", "1gbit", "200mbit"],
+                    help="loopback rates to shape (0: unshaped, the model's reference; must be included)")
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds (2)")
+    ap.add_argument("--tokens", type=int, default=2_000_000)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run before it is killed (300)")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "parvec-bench-net")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--from-json", type=Path, help="print the comparison of an earlier --out")
+    ap.add_argument("--project", action="store_true", help="print the projection tables only")
+    ap.add_argument("--kernel", nargs=2, type=int, metavar=("ROWS", "COLS"),
+                    help="time one shard thread's kernels on ROWS words x COLS columns (e.g. 20000000 20)")
+    ap.add_argument("--node-words-s", type=float, default=5.8e6, help="projection: one node's words/s alone")
+    ap.add_argument("--vocab", type=int, default=1_000_000)
+    ap.add_argument("--proj-dim", type=int, default=300)
+    ap.add_argument("--sync-words", type=int, default=200_000)
+    ap.add_argument("--latency-ms", type=float, default=0.2)
+    ap.add_argument("--shard-inputs-s", type=float, default=4.0e6,
+                    help="projection: one shard node's kernel rate, input words/s")
+    ap.add_argument("--client-inputs-s", type=float, default=50e6)
+    ap.add_argument("--in-flight", type=int, default=320_000)
+    ap.add_argument("--contexts", type=float, default=3.3)
+    a = ap.parse_args()
+    if a.kernel:
+        a.work.mkdir(parents=True, exist_ok=True)
+        k = shard_kernel_rate(a.corpus, a.work, *a.kernel)
+        print(json.dumps(k))
+        return
+    if a.project:
+        print(projections(a))
+        return
+    if a.from_json:
+        result = json.loads(a.from_json.read_text())
+    else:
+        if not any(rate_bytes(r) == math.inf for r in a.rates):
+            raise SystemExit("--rates must include 0 (the unshaped run the model starts from)")
+        t = time.perf_counter()
+        result = measure(a)
+        result["seconds"] = time.perf_counter() - t
+    text, rows = compare(result)
+    result["comparison"] = rows
+    print(text)
+    print()
+    print(projections(a))
+    if a.out and not a.from_json:
+        a.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
