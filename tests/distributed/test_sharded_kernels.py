@@ -366,19 +366,22 @@ def test_range_reader_reads_what_the_corpus_reader_reads(tmp_path):
 
 
 def test_minibatch_left_out_keeps_the_words_in_flight():
-    # interleaved: 4096 words in flight over all client threads matched one process (3 seeds), 8192 diverged;
-    # contiguous: 2 clients x 2 threads x 256 words made the loss climb on the 17M-token corpus, 2 x 1 x 256 did not
+    # interleaved: 4096 words in flight over all client threads matched one process (3 seeds) at sample 1e-4, but
+    # exploded at 1e-3 (parvec's default), where 1024 kept one process's loss; contiguous: 2 clients x 2 threads x
+    # 256 words made the loss climb on the 17M-token corpus, 2 x 1 x 256 did not
     from parvec.config import TrainConfig
     from parvec.distributed import Cluster
     from parvec.distributed.sharded import resolve
 
-    def mb(clients, threads, given=None, formation="interleaved"):
+    def mb(clients, threads, given=None, formation="interleaved", sample=1e-4):
         cluster = Cluster("local:4", mode="sharded", clients=clients, threads_per_actor=threads,
                           minibatch_words=given, minibatch_formation=formation)
-        return resolve(cluster, TrainConfig())
+        return resolve(cluster, TrainConfig(sample=sample))
 
     assert mb(2, 2)["minibatch_words"] == 1024 and mb(2, 2)["minibatch_words_in_flight"] == 4096
-    assert mb(2, 1)["minibatch_words"] == 2048 and mb(1, 1)["minibatch_words"] == 4096  # at most 4096
+    assert mb(2, 1)["minibatch_words"] == 2048 and mb(1, 1)["minibatch_words"] == 4096
+    assert mb(2, 2, sample=1e-3)["minibatch_words"] == 256 and mb(1, 1, sample=1e-3)["minibatch_words"] == 1024
+    assert mb(1, 1, sample=0)["minibatch_words"] == 1024  # no subsampling: the light rule
     assert mb(64, 8)["minibatch_words"] == 16  # at least 16
     contiguous = {(c, t): mb(c, t, formation="contiguous") for c, t in ((2, 2), (2, 1), (1, 1))}
     assert contiguous[2, 2]["minibatch_words"] == 128 and contiguous[2, 2]["minibatch_words_in_flight"] == 512

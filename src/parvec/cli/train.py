@@ -131,8 +131,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--clients", type=int, default=None, help="sharded mode: client actors")
     g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=None,
                    help="sharded mode: input words per minibatch, one shard call each (default: 4096 words in flight "
-                   "over all client threads, i.e. 4096 / (clients x threads), between 16 and 4096; with "
-                   "--minibatch-formation contiguous 512 / (clients x threads), at most 256)")
+                   "over all client threads with --sample 1e-4 or less, 1024 with more (the default 1e-3) or none, "
+                   "i.e. that / (clients x threads), at least 16; --minibatch-formation contiguous: 512 / (clients "
+                   "x threads), at most 256)")
     g.add_argument("--minibatch-formation", dest="minibatch_formation", choices=("interleaved", "contiguous"),
                    default="interleaved", help="sharded mode: interleaved (default: a minibatch's input words are "
                    "taken far apart in the corpus, the paper's interleaved formation; a burst of one word in a table "

@@ -84,14 +84,19 @@ _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many
 
 
 # --------------------------------------------------------------------------- configuration
-# Input words trained at once over all client threads when minibatch_words is left to parvec.  Interleaved
-# (the default): 2 clients x 2 threads x 1024 (4096) matched one process over 3 seeds on ../shared/data's corpus
-# (5 epochs, S = 2), and a shard call of 1024 words costs Ray a quarter of what four calls of 256 do (on a 2-core
-# Zen 4, 4M tokens: 0.17M words/s at 512 in flight, 0.41M at 4096; docs/distributed.md, "Sharded: speed");
-# 1 x 1 x 8192 diverged in its first epoch.  Contiguous: 2 x 2 x 256 (1024) made the loss climb from 2.5 to 8.5
-# in the first two epochs (WS-353 -0.09); 2 x 1 x 256 (512) matched one process.
-IN_FLIGHT_WORDS = {"interleaved": 4096, "contiguous": 512}
-MAX_MINIBATCH_WORDS = {"interleaved": 4096, "contiguous": 256}
+# Input words trained at once over all client threads when minibatch_words is left to parvec (docs/distributed.md,
+# "Sharded: speed"; AMD EPYC Zen 4, 4M tokens of ../shared/data's corpus, 1 epoch, S = 2, loss per pair against
+# one process's):
+# - interleaved, sample <= 1e-4: 2 clients x 2 threads x 1024 (4096 in flight) matched one process over 3 seeds
+#   (5 epochs, the whole corpus); 1 x 1 x 8192 diverged in its first epoch;
+# - interleaved, sample 1e-3 (parvec's default; frequent words kept ~10x as often, so a minibatch holds ~10x
+#   their updates): 1024 in flight (1 x 1 x 1024, 2 x 1 x 512) within 0.03 of one process's loss, 2048 0.1 above,
+#   4096 (2 x 2 x 1024) exploded (loss 32.9);
+# - contiguous: 2 x 2 x 256 (1024) made the loss climb from 2.5 to 8.5 in two epochs; 2 x 1 x 256 (512) matched.
+# A call of 1024 words costs Ray a quarter of what four calls of 256 do (0.17M words/s at 512 in flight, 0.41M at
+# 4096, sample 1e-4).
+IN_FLIGHT_WORDS = {"interleaved": 4096, "interleaved, light subsampling": 1024, "contiguous": 512}
+LIGHT_SUBSAMPLING = 1e-4  # a sample threshold above this (or none) is light subsampling
 MIN_MINIBATCH_WORDS = 16
 
 # Every shard and client is a Ray actor, i.e. a process.  Start-up measured on a 2-core machine (local:2, shards
@@ -143,19 +148,34 @@ def cluster_cpus(ray: Any) -> int:
     return int(ray.cluster_resources().get("CPU", 0))
 
 
+def in_flight_words(config: TrainConfig, formation: str = "interleaved") -> int:
+    """Input words in flight over all client threads when the minibatch size is left to parvec.
+
+    Example:
+        >>> in_flight_words(TrainConfig(sample=1e-4)), in_flight_words(TrainConfig(sample=1e-3))
+        (4096, 1024)
+        >>> in_flight_words(TrainConfig(sample=1e-5), "contiguous")
+        512
+    """
+    if formation == "contiguous":
+        return IN_FLIGHT_WORDS["contiguous"]
+    light = not (0 < config.sample <= LIGHT_SUBSAMPLING)
+    return IN_FLIGHT_WORDS["interleaved, light subsampling" if light else "interleaved"]
+
+
 def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     """The sharded settings of ``cluster``, defaults filled in and checked.
 
-    ``minibatch_words`` left out (None) is ``IN_FLIGHT_WORDS // (clients x threads)`` (4096 interleaved, 512
-    contiguous), between 16 and 4096 (256 contiguous): every client thread has one minibatch in flight, trained
-    from vectors without the others' updates.
+    ``minibatch_words`` left out (None) is ``in_flight_words(config, formation) // (clients x threads)``, at
+    least 16 (at most 256 contiguous): every client thread has one minibatch in flight, trained from vectors
+    without the others' updates.
 
     Example:
         >>> resolve(Cluster("local:4", mode="sharded"), TrainConfig(dim=100))["shards"]
         2
         >>> two_by_two = Cluster("local:4", mode="sharded", clients=2, threads_per_actor=2)
-        >>> resolve(two_by_two, TrainConfig())["minibatch_words"]
-        1024
+        >>> [resolve(two_by_two, TrainConfig(sample=s))["minibatch_words"] for s in (1e-3, 1e-4)]
+        [256, 1024]
     """
     shards = cluster.shards or 2
     clients = cluster.clients or 2
@@ -165,9 +185,9 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
                           "needs at least one column")
     minibatch_words = cluster.minibatch_words
     formation = cluster.minibatch_formation
-    if minibatch_words is None and formation in IN_FLIGHT_WORDS:  # the words in flight decide the staleness
-        minibatch_words = max(MIN_MINIBATCH_WORDS, min(MAX_MINIBATCH_WORDS[formation],
-                                                       IN_FLIGHT_WORDS[formation] // (clients * threads)))
+    if minibatch_words is None and formation in ("interleaved", "contiguous"):  # in flight: the staleness
+        most = 256 if formation == "contiguous" else in_flight_words(config, formation)
+        minibatch_words = max(MIN_MINIBATCH_WORDS, min(most, in_flight_words(config, formation) // (clients * threads)))
     for name, value in (("minibatch_words", minibatch_words), ("unit_words", cluster.unit_words),
                         ("max_restarts", cluster.max_restarts)):
         if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "max_restarts" else 1):
