@@ -171,6 +171,13 @@ class Namespace:
             os.killpg(proc.pid, 9)
             out, err = proc.communicate()
             raise SystemExit(f"timed out after {timeout_s:.0f} s: {' '.join(cmd)}\n{err[-2000:]}") from None
+        except BaseException:  # Ctrl-C: the run is in a session of its own, so it heard nothing; stop it too
+            os.killpg(proc.pid, 15)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+            raise
         return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
     def probe(self, megabytes: int) -> tuple[float, float]:

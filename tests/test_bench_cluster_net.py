@@ -1,0 +1,67 @@
+"""The shaped-network benchmark's time model and projections (benchmarks/bench_cluster_net.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_cluster_net.py"
+
+
+@pytest.fixture(scope="module")
+def net():
+    sys.path.insert(0, str(BENCH.parent))
+    spec = importlib.util.spec_from_file_location("bench_cluster_net", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rates_in_tc_notation(net):
+    assert net.rate_bytes("10gbit") == 1.25e9 and net.rate_bytes("200mbit") == 25e6
+    assert net.rate_bytes("0") == math.inf
+    with pytest.raises(SystemExit, match="not a rate"):
+        net.rate_bytes("fast")
+
+
+def test_mean_value_analysis_meets_its_asymptotes(net):
+    # no link time: k customers each every think_s; a saturated link: calls x link_s; in between: above both
+    assert net.mva_time(1000, 4, 0.004, 0.0) == pytest.approx(1.0)
+    assert net.mva_time(10_000, 8, 1e-6, 0.001) == pytest.approx(10.0, rel=1e-3)
+    mid = net.mva_time(1000, 2, 0.016, 0.0105)
+    assert mid > max(1000 * 0.016 / 2, 1000 * 0.0105)
+
+
+SHARDED = {"training_seconds": 4.0, "clients": 2, "client_threads": 1, "minibatches": 500, "shards": 2,
+           "bytes_sent_per_word": 370.0, "bytes_received_per_word": 290.0, "trained_input_words": 1_000_000}
+REPLICAS = {"training_seconds": 0.6, "replicas": 2, "syncs": 5, "bytes_synced": 47e6}
+
+
+def test_sharded_model_is_the_busier_resource(net):
+    fast = net.predict("sharded", SHARDED, net.rate_bytes("10gbit"), 2e-5)
+    slow = net.predict("sharded", SHARDED, net.rate_bytes("200mbit"), 2e-5)
+    assert fast == pytest.approx(4.0)  # the CPU: the unshaped time
+    assert slow == pytest.approx(660e6 / 25e6 + 500 * 2e-5 / 2)  # the link: its bytes at its rate
+    pessimistic = net.predict("sharded", SHARDED, net.rate_bytes("1gbit"), 2e-5, pessimistic=True)
+    assert pessimistic > net.predict("sharded", SHARDED, net.rate_bytes("1gbit"), 2e-5)
+
+
+def test_replicas_model_adds_the_sync_transfer(net):
+    t = net.predict("replicas", REPLICAS, net.rate_bytes("1gbit"), 4e-5)
+    assert t == pytest.approx(0.6 + 47e6 / 125e6 + 5 * 2 * 1 * 2e-5)
+
+
+def test_projections_scale_with_nodes_and_links(net):
+    ji = [net.project_replicas(n, 5.8e6, net.rate_bytes("56gbit"), 2e-4, 1_000_000, 300) for n in (8, 32, 128)]
+    assert ji[0]["words_per_s"] < ji[1]["words_per_s"] < ji[2]["words_per_s"]
+    assert ji[0]["efficiency"] > ji[1]["efficiency"] > ji[2]["efficiency"]
+    slow = net.project_replicas(32, 5.8e6, net.rate_bytes("1gbit"), 2e-4, 1_000_000, 300)
+    assert slow["sync_share"] > ji[1]["sync_share"]
+    one = net.project_sharded(10, 1e9, 1e-6, 16, 4e-9, net.rate_bytes("1gbit"), 2e-4, 3.3, 5, 320_000, 200)
+    ten = net.project_sharded(10, 1e9, 1e-6, 16, 4e-9, net.rate_bytes("10gbit"), 2e-4, 3.3, 5, 320_000, 200)
+    assert one["limit"] == "shard link" and ten["limit"] == "shard CPU"
+    assert ten["inputs_per_s"] > one["inputs_per_s"]
