@@ -116,7 +116,7 @@ class Cluster:
     # trains per call; re-queued if the client dies), shard checkpoints (directory, None = a temporary one;
     # seconds between them), a memory cap per shard process (RLIMIT_DATA bytes, None = none) and how many
     # times a lost shard or client actor is restarted.
-    minibatch_words: int | None = None  # None: 512 words in flight over all client threads, at most 256 each
+    minibatch_words: int | None = None  # None: sharded.in_flight_words (4096, 1024 or 512) over all client threads
     # sharded: "interleaved" (each minibatch takes one input word from each of minibatch_words lanes spread
     # over the unit: the paper's interleaved minibatch formation) or "contiguous" (consecutive input words).
     minibatch_formation: str = "interleaved"
