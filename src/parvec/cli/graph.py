@@ -239,7 +239,8 @@ def _resumed(args: argparse.Namespace) -> Any:
     # --resume: the checkpoint's run on the graph given again (read with the checkpoint's --weighted and
     # --directed); flags given with another value than the checkpoint's are refused, --workers and --epochs
     # applied and said, as `parvec train --resume` does.
-    from parvec.cli.train import describe_resume, explicit_flags
+    from parvec.cli.flags import explicit_flags
+    from parvec.cli.train import describe_resume
     from parvec.graph.node2vec import DeepWalk, Node2Vec
 
     if getattr(args, "device", "cpu") != "cpu":

@@ -93,8 +93,10 @@ def _sharded_flags(args: argparse.Namespace, cluster: Any) -> None:
     if getattr(args, "minibatch_words", None) is not None:
         cluster.minibatch_words = args.minibatch_words
     cluster.minibatch_formation = getattr(args, "minibatch_formation", "interleaved")
-    if cluster.threads_per_actor is None:
-        cluster.threads_per_actor = args.threads
+    from parvec.cli.flags import explicit_flags
+
+    if cluster.threads_per_actor is None and "threads" in explicit_flags(args):
+        cluster.threads_per_actor = args.threads  # left out: one thread per client (sharded.resolve)
     if getattr(args, "shard_memory", None) is not None:
         cluster.shard_memory_bytes = parse_bytes(args.shard_memory, "--shard-memory")
 

@@ -103,7 +103,8 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-alpha", dest="min_alpha", type=float, default=None,
                    help="final learning rate (alpha * 1e-4, as word2vec.c)")
     p.add_argument("--threads", "-threads", "--workers", dest="threads", type=threads_arg, default=default_threads(),
-                   help=f"worker threads, at least 1 (default: all cores, {default_threads()} here)")
+                   help=f"worker threads, at least 1 (default: all cores, {default_threads()} here; with --mode "
+                   "sharded: threads per client actor, default 1)")
     p.add_argument("--seed", dest="seed", type=int, default=1, help="random seed (1)")
     p.add_argument("--algo", choices=ALL_ALGORITHMS, default=None,
                    help=f"training algorithm ({DEFAULT_ALGO} on cpu, classic for CBOW, {DEFAULT_GPU_ALGO} on --device "
@@ -610,34 +611,11 @@ _SAVED_FLAGS = {
     "lowercase": ("--lowercase", lambda m: m.read_options.lowercase),
     "unicode_errors": ("--unicode-errors", lambda m: m.read_options.unicode_errors),
 }
-_UNSET = object()
-
-
-def explicit_flags(args: argparse.Namespace, command: str = "train") -> set[str]:
-    """The destinations of the flags given on the command line of ``command`` (not left at their defaults).
-
-    Example:
-        >>> sorted(explicit_flags(argparse.Namespace(_argv=["train", "c.txt", "--dim", "50", "-o", "v.txt"])))
-        ['dim', 'input', 'output']
-    """
-    argv = getattr(args, "_argv", None)
-    if not argv or command not in argv:
-        return set()
-    from parvec.cli import build_parser
-
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    parser = sub.choices[command]
-    # Every flag defaults to a sentinel: what parses to something else was given.
-    dests = {a.dest for a in parser._actions if a.dest not in ("help", argparse.SUPPRESS)}
-    parser.set_defaults(**dict.fromkeys(dests, _UNSET))
-    ns, _ = parser.parse_known_args(argv[argv.index(command) + 1:])
-    return {k for k, v in vars(ns).items() if v is not _UNSET and k in dests}
-
-
 def _prepare_resume(args: argparse.Namespace) -> Any:
     # Before any output is reserved: load the checkpoint (the latest one when --resume names a checkpoint
     # directory), refuse flags that contradict it, and take its threads, checkpoint directory and interval.
     from parvec.checkpoints import EPOCH_END
+    from parvec.cli.flags import explicit_flags
     from parvec.word2vec import load_for_resume
 
     model, path, note = load_for_resume(args.resume)

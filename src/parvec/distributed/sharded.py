@@ -176,10 +176,12 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
         >>> two_by_two = Cluster("local:4", mode="sharded", clients=2, threads_per_actor=2)
         >>> [resolve(two_by_two, TrainConfig(sample=s))["minibatch_words"] for s in (1e-3, 1e-4)]
         [256, 1024]
+        >>> resolve(Cluster("local:2", mode="sharded"), TrainConfig())["threads"]  # per client
+        1
     """
     shards = cluster.shards or 2
     clients = cluster.clients or 2
-    threads = cluster.threads_per_actor or 2
+    threads = cluster.threads_per_actor or 1  # more threads split the same words in flight into more calls
     if shards > config.dim:
         raise ParvecError(f"--shards {shards}: more shards than vector dimensions ({config.dim}); every shard "
                           "needs at least one column")
