@@ -173,6 +173,10 @@ def _run(argv: list[str]) -> int:
         what = (f"after its outputs were written ({', '.join(written)})" if written else
                 f"no output was written{kept}")
         print(f"parvec: {'terminated' if terminated else 'interrupted'}; {what}", file=sys.stderr)
+        # The signal's exception can land inside a library's constructor (llvmlite's OutputString while numba
+        # compiles): the half-built object's finalizer then fails as the process exits and Python prints
+        # "Exception ignored in ..." with a traceback after the line above. The run is over; say nothing more.
+        sys.unraisablehook = lambda _unraisable: None
         return 143 if terminated else 130
     except OSError as exc:  # a file the run reads or writes failed in a way no check foresaw
         where = f"{exc.filename}: " if exc.filename else ""
