@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import bench_words  # noqa: E402  (the corpus preparation, the one-process runs and the evaluation)
+from bench_engine_ab import cpu_model  # noqa: E402
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
 
@@ -44,13 +45,7 @@ def _load() -> str:
 
 
 def _cpu() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip() + f", {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return "unknown CPU"
+    return f"{cpu_model()}, {os.cpu_count()} cores"
 
 
 def _run(cmd: list[str], limit_data: int | None = None) -> dict:
@@ -389,9 +384,8 @@ def _speed_one(name: str, src: Path, corpus: Path, ns: argparse.Namespace) -> di
 def speed(ns: argparse.Namespace) -> dict:
     """Interleaved rounds: one process beside the sharded configurations, at this tree and at ``--base``."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_engine_ab import base_checkout, cpu_model, slice_corpus
-    corpus = slice_corpus(bench_words.DEFAULT_CORPUS if ns.corpus == bench_words.DEFAULT_CORPUS else ns.corpus,
-                          ns.tokens, ns.work)
+    from bench_engine_ab import base_checkout, slice_corpus
+    corpus = slice_corpus(ns.corpus, ns.tokens, ns.work)
     trees = {"this tree": REPO}
     if ns.base:
         trees[f"base {ns.base}"] = base_checkout(ns.base, ns.work)
@@ -407,7 +401,7 @@ def speed(ns: argparse.Namespace) -> dict:
                       flush=True)
     one_process = statistics.median(r["words_per_sec"] for r in runs if r["system"] == "one process, 2 threads")
     lines = [f"{ns.tokens:,} tokens, 1 epoch, dim {ns.dim}, sample {ns.sample}; medians of {ns.rounds} interleaved "
-             f"rounds; CPU: {cpu_model()}, {os.cpu_count()} cores", "",
+             f"rounds; CPU: {_cpu()}", "",
              "| tree | system | minibatch words | words/s | x one process | CPU s per 1M words | loss |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for tree in trees:

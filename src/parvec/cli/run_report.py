@@ -156,7 +156,13 @@ def cpu_note(stats: Any) -> str:
     return f", {cpu:.1f} CPU s" + (f" in {n} processes" if n > 1 else "")
 
 
-def _threads(n: int) -> str:
+def threads_phrase(n: int) -> str:
+    """``"1 thread"``, ``"2 threads"``.
+
+    Example:
+        >>> threads_phrase(1), threads_phrase(2)
+        ('1 thread', '2 threads')
+    """
     return f"{n} thread{'s' if n != 1 else ''}"
 
 
@@ -175,10 +181,11 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
     from parvec.distributed.memory import human
 
     if report.get("mode") == "replicas":
-        return (f"{report['replicas']} replicas x {_threads(report['threads_per_replica'])}, "
+        return (f"{report['replicas']} replicas x {threads_phrase(report['threads_per_replica'])}, "
                 f"{report['syncs']:,} syncs, {human(report['bytes_synced'])} synced")
     if "shards" in report:
-        text = f"sharded: {report['shards']} shards, {report['clients']} clients x {_threads(report['client_threads'])}"
+        clients = f"{report['clients']} clients x {threads_phrase(report['client_threads'])}"
+        text = f"sharded: {report['shards']} shards, {clients}"
         if report.get("minibatches") is not None:
             inputs = report.get("trained_input_words") or 0
             text += (f", {report['minibatches']:,} minibatches of {report['minibatch_words']:,} input words, "

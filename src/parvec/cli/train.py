@@ -427,10 +427,6 @@ def _human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def _threads(n: int) -> str:
-    return f"{n} thread{'s' if n != 1 else ''}"
-
-
 def _how_ran(config: Any, report: dict[str, Any] | None = None) -> str:
     """What trained and where, for the summary line: the algorithm (:func:`_what_ran`) and this process's threads,
     or from the driver's report (``model.run_report``) a cluster's replicas and syncs or shards and clients, a
@@ -446,7 +442,7 @@ def _how_ran(config: Any, report: dict[str, Any] | None = None) -> str:
         >>> _how_ran(TrainConfig(), {"shards": 2, "clients": 2, "client_threads": 1})
         'sharded: 2 shards, 2 clients x 1 thread'
     """
-    from parvec.cli.run_report import cluster_summary
+    from parvec.cli.run_report import cluster_summary, threads_phrase
 
     report = report or {}
     cluster = cluster_summary(report)
@@ -457,7 +453,7 @@ def _how_ran(config: Any, report: dict[str, Any] | None = None) -> str:
     gpu = report.get("gpu")
     if gpu:
         return f"{_what_ran(config)} on {gpu['device']['name']}, {gpu['threads_per_block']} threads per block"
-    return f"{_what_ran(config)}, {_threads(config.threads)}"
+    return f"{_what_ran(config)}, {threads_phrase(config.threads)}"
 
 
 def _what_ran(config: Any) -> str:

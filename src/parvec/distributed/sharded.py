@@ -188,8 +188,10 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     minibatch_words = cluster.minibatch_words
     formation = cluster.minibatch_formation
     if minibatch_words is None and formation in ("interleaved", "contiguous"):  # in flight: the staleness
-        most = 256 if formation == "contiguous" else in_flight_words(config, formation)
-        minibatch_words = max(MIN_MINIBATCH_WORDS, min(most, in_flight_words(config, formation) // (clients * threads)))
+        minibatch_words = in_flight_words(config, formation) // (clients * threads)
+        if formation == "contiguous":
+            minibatch_words = min(minibatch_words, 256)
+        minibatch_words = max(MIN_MINIBATCH_WORDS, minibatch_words)
     for name, value in (("minibatch_words", minibatch_words), ("unit_words", cluster.unit_words),
                         ("max_restarts", cluster.max_restarts)):
         if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "max_restarts" else 1):
