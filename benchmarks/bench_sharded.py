@@ -190,7 +190,8 @@ def quality(ns: argparse.Namespace) -> dict:
                 cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(out), "--cluster",
                        f"local:{ns.threads}", "--mode", "sharded", "--shards", str(ns.shards_one), "--clients",
                        str(ns.clients), "--threads", str(ns.client_threads), "--minibatch-words",
-                       str(ns.minibatch_words), "--minibatch-formation", ns.minibatch_formation, "--dim", str(ns.dim),
+                       str(ns.minibatch_words), "--minibatch-formation", ns.minibatch_formation, "--negatives-per",
+                       ns.negatives_per, "--dim", str(ns.dim),
                        "--window", str(ns.window), "--negative",
                        str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count), "--epochs",
                        str(ns.epochs), "--seed", str(seed), "--report", str(report), "--no-cache"]
@@ -204,7 +205,8 @@ def quality(ns: argparse.Namespace) -> dict:
                        "read_seconds": rep["read_seconds"], "wall_seconds": res["seconds"],
                        "loss_per_epoch": rep["loss_per_epoch"],
                        "sharded": {k: rep.get(k) for k in (
-                           "shards", "clients", "client_threads", "minibatch_words", "bytes_sent_per_word",
+                           "shards", "clients", "client_threads", "minibatch_words", "negatives_per",
+                           "bytes_sent_per_word",
                            "bytes_received_per_word", "contexts_per_input", "shard_peak_memory_bytes",
                            "client_unit_seconds", "client_wait_seconds", "client_form_seconds",
                            "client_coefficient_seconds", "shard_kernel_seconds", "shard_calls", "minibatches",
@@ -220,7 +222,8 @@ def quality(ns: argparse.Namespace) -> dict:
     lines = [f"Quality and speed, {ns.epochs} epochs, dim {ns.dim}, window {ns.window}, negative {ns.negative}, sample "
              f"{ns.sample}, min_count {ns.min_count}; one-process systems at {ns.threads} threads; sharded: "
              f"local:{ns.threads}, {ns.shards_one} shards, {ns.clients} clients x {ns.client_threads} threads, "
-             f"minibatches of {ns.minibatch_words} input words. CPU: {_cpu()}.", "",
+             f"minibatches of {ns.minibatch_words} input words, negatives per {ns.negatives_per}. CPU: {_cpu()}.",
+             "",
              "| system | seed | WS-353 ρ | SimLex-999 ρ | analogy | words/s | load |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     means = {}
@@ -362,6 +365,13 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
                                          "--threads", "1"],
     "sharded 1 x (2 clients x 1 thread)": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
                                           "--clients", "2", "--threads", "1"],
+    # negatives per window (kernels/sharded.py): an input word's context words share its negatives
+    "sharded, the default, negatives per window": ["--cluster", "local:2", "--mode", "sharded", "--negatives-per",
+                                                   "window"],
+    "sharded 2 x (2 clients x 2 threads), negatives per window": [
+        "--cluster", "local:2", "--mode", "sharded", "--clients", "2", "--threads", "2", "--negatives-per", "window"],
+    "sharded 2 x (1 client x 1 thread), negatives per window": [
+        "--cluster", "local:2", "--mode", "sharded", "--clients", "1", "--threads", "1", "--negatives-per", "window"],
 }
 
 
@@ -392,8 +402,8 @@ def speed(ns: argparse.Namespace) -> dict:
     runs: list[dict] = []
     for rnd in range(ns.rounds):
         for tree, src in trees.items():
-            for name in SPEED_SYSTEMS:
-                if tree != "this tree" and not name.startswith("sharded, the default"):
+            for name in ns.speed_systems:
+                if tree != "this tree" and not name.startswith("sharded, the default ("):
                     continue  # the base: its default only
                 one = {"round": rnd, "tree": tree, "system": name, **_speed_one(name, src, corpus, ns)}
                 runs.append(one)
@@ -405,7 +415,7 @@ def speed(ns: argparse.Namespace) -> dict:
              "| tree | system | minibatch words | words/s | x one process | CPU s per 1M words | loss |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for tree in trees:
-        for name in SPEED_SYSTEMS:
+        for name in ns.speed_systems:
             mine = [r for r in runs if r["tree"] == tree and r["system"] == name]
             if not mine:
                 continue
@@ -420,6 +430,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=("network", "quality", "memory", "minibatch", "network-one", "speed"))
     ap.add_argument("--rounds", type=int, default=3, help="speed: interleaved rounds (3)")
+    ap.add_argument("--speed-systems", nargs="+", choices=list(SPEED_SYSTEMS), default=list(SPEED_SYSTEMS),
+                    metavar="SYSTEM", help="speed: the systems to run (default: all of SPEED_SYSTEMS)")
+    ap.add_argument("--negatives-per", choices=("pair", "window"), default="pair", help="quality: sharded runs' "
+                    "--negatives-per (pair)")
     ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
     ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")

@@ -101,6 +101,26 @@ def test_one_two_and_four_shards_train_the_same_vectors_as_the_reference(exact_r
         assert r["bytes_received_per_word"] == pytest.approx(exact_runs[1][2]["bytes_received_per_word"] * shards)
 
 
+def test_negatives_per_window_trains_the_window_reference_on_one_and_two_shards(exact_runs):
+    # The shards keep each minibatch's rows (context words, centers and shared negatives) from its dot products
+    # to its adjust: the same vectors as the one-process reference that draws them twice.
+    corpus = exact_runs["corpus"]
+    ref_in, ref_out, ref_stats = reference_train(TrainConfig(dim=8, **_EXACT), corpus.vocab.counts,
+                                                 [(corpus.tokens, corpus.offsets)], minibatch_words=24,
+                                                 unit_words=400, negatives_per="window")
+    assert not np.allclose(ref_in, exact_runs[1][0], atol=1e-3)  # not the per-pair vectors
+    for shards in (1, 2):
+        model = Word2Vec(vector_size=8, workers=1, progress=False, **_EXACT,
+                         cluster=_cluster(shards, minibatch_words=24, unit_words=400, negatives_per="window"))
+        model.build_vocab(corpus=corpus)
+        stats = model.train(corpus=corpus)
+        np.testing.assert_allclose(model.wv.vectors, ref_in, atol=1e-6 if shards == 1 else 1e-5)
+        np.testing.assert_allclose(model.syn1neg, ref_out, atol=1e-6 if shards == 1 else 1e-5)
+        assert stats.loss_per_epoch == pytest.approx(ref_stats.loss_per_epoch, rel=1e-5)
+        assert model.run_report["negatives_per"] == "window"
+        _check_bytes(model.run_report, shards, 8)  # the same dot products cross the wire
+
+
 def test_word2vec_api_with_several_clients_ranks_topic_words_together():
     corpus = EncodedCorpus.from_sentences(_topic_sentences(400, seed=1), min_count=1)
     model = Word2Vec(corpus=corpus, vector_size=16, window=4, negative=4, epochs=4, sample=0, seed=2, progress=False,

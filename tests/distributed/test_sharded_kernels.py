@@ -387,3 +387,179 @@ def test_minibatch_left_out_keeps_the_words_in_flight():
     assert contiguous[2, 2]["minibatch_words"] == 128 and contiguous[2, 2]["minibatch_words_in_flight"] == 512
     assert contiguous[2, 1]["minibatch_words"] == 256 and contiguous[1, 1]["minibatch_words"] == 256
     assert mb(2, 2, given=256)["minibatch_words"] == 256  # a given size is kept
+
+
+# --------------------------------------------------------------------------- negatives per window (Ji et al.'s batches)
+def _window_batches(mb: Minibatch, window: int, outs: np.ndarray, negative: int):
+    """(contexts, [center, negatives]) of every input word, from the minibatch and the drawn rows."""
+    stride = 1 + negative
+    batches = []
+    m = 0
+    for start, n, a, b in mb.seg.tolist():
+        run = mb.seq[start:start + n]
+        for i in range(a, b):
+            r = int(mb.shrink[m])
+            ctx = [int(run[j]) for j in range(max(0, i - window + r), min(n, i + window - r + 1)) if j != i]
+            batches.append((ctx, [int(t) for t in outs[m * stride:(m + 1) * stride]]))
+            assert batches[-1][1][0] == int(run[i])  # the shared outputs start with the center
+            m += 1
+    return batches
+
+
+def _window_rows(mb, window, negative, prob, alias):
+    n_in = len(mb.shrink)
+    ins = np.empty(mb.pairs, np.int64)
+    outs = np.empty(n_in * (1 + negative), np.int64)
+    first = np.empty(n_in + 1, np.int64)
+    n = K.window_rows(mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, ins, outs, first)
+    assert n == mb.pairs
+    return ins, outs, first
+
+
+@pytest.mark.parametrize("negative", [5, 3])  # 5: the six-row blocks; 3: the rows one by one
+def test_window_dotprod_matches_numpy_in_the_pair_layout(negative):
+    rng = np.random.default_rng(11)
+    vocab, dim, window = 12, 10, 2
+    prob, alias = noise_tables(rng.integers(1, 50, vocab), TrainConfig())
+    w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
+    w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
+    mb = _tiny_minibatch(rng, vocab, window)
+    ins, outs, first = _window_rows(mb, window, negative, prob, alias)
+    batches = _window_batches(mb, window, outs, negative)
+    # The pairs are the per-pair algorithm's (input m's context words in order), only the orientation flips.
+    assert [(c, x) for x_list, (c, *_) in batches for x in x_list] == [(c, x) for c, x in _pairs_of(mb, window)]
+    assert all(t != center for _, (center, *negs) in batches for t in negs)  # never the center
+    expected = [w_in[x] @ w_out[t] for ctx, rows in batches for x in ctx for t in rows]
+    out = np.empty(mb.pairs * (1 + negative), np.float32)
+    assert K.dotprod_window(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed,
+                            out) == len(out)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    again = np.empty_like(out)
+    K.dotprod_window_rows(w_in, w_out, ins, outs, first, again)
+    assert np.array_equal(again, out)
+    # Column blocks sum to the whole.
+    total = np.zeros_like(out)
+    for s in range(3):
+        lo, hi = K.column_range(s, 3, dim)
+        part = np.empty_like(out)
+        K.dotprod_window(np.ascontiguousarray(w_in[:, lo:hi]), np.ascontiguousarray(w_out[:, lo:hi]), mb.seq,
+                         mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, part)
+        total += part
+    np.testing.assert_allclose(total, out, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("negative", [5, 4])
+def test_window_adjust_reads_the_vectors_as_they_were_at_the_start_of_the_call(negative):
+    rng = np.random.default_rng(12)
+    vocab, dim, window = 6, 8, 2  # rows repeat inside the minibatch
+    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
+    w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
+    mb = _tiny_minibatch(rng, vocab, window)
+    ins, outs, first = _window_rows(mb, window, negative, prob, alias)
+    coef = rng.standard_normal(mb.pairs * (1 + negative)).astype(np.float32)
+    u0, v0 = w_in.astype(np.float64), w_out.astype(np.float64)
+    du, dv = np.zeros_like(u0), np.zeros_like(v0)
+    k = 0
+    for ctx, rows in _window_batches(mb, window, outs, negative):
+        for x in ctx:
+            for t in rows:
+                du[x] += coef[k] * v0[t]
+                dv[t] += coef[k] * u0[x]
+                k += 1
+    a_in, a_out = w_in.copy(), w_out.copy()
+    assert K.adjust_window(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed,
+                           coef) == mb.pairs
+    np.testing.assert_allclose(w_in, u0 + du, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(w_out, v0 + dv, rtol=1e-5, atol=1e-5)
+    K.adjust_window_rows(a_in, a_out, ins, outs, first, coef)  # the kept rows: the same update
+    assert np.array_equal(a_in, w_in) and np.array_equal(a_out, w_out)
+
+
+def test_a_window_step_is_minus_alpha_times_the_gradient_of_its_loss():
+    rng = np.random.default_rng(13)
+    vocab, dim, window, negative, alpha = 7, 5, 2, 2, 0.01
+    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    w_in = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
+    w_out = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
+    mb = _tiny_minibatch(rng, vocab, window)
+    mb.alpha[:] = alpha
+    _, outs, _ = _window_rows(mb, window, negative, prob, alias)
+    batches = _window_batches(mb, window, outs, negative)
+
+    def loss(u, v):
+        return sum(np.logaddexp(0, -(u[x] @ v[c])) + sum(np.logaddexp(0, u[x] @ v[t]) for t in negs)
+                   for ctx, (c, *negs) in batches for x in ctx)
+
+    u0, v0 = w_in.astype(np.float64), w_out.astype(np.float64)
+    grads = []
+    for w in (u0, v0):
+        g = np.zeros_like(w)
+        for idx in np.ndindex(w.shape):
+            old = w[idx]
+            w[idx] = old + 1e-6
+            up = loss(u0, v0)
+            w[idx] = old - 1e-6
+            g[idx] = (up - loss(u0, v0)) / 2e-6
+            w[idx] = old
+        grads.append(g)
+    f = np.empty(mb.pairs * (1 + negative), np.float32)
+    K.dotprod_window(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, f)
+    coef = np.empty_like(f)
+    assert K.coefficients(f, mb.n_ctx, mb.alpha, negative, coef) == pytest.approx(loss(u0, v0), rel=1e-5)
+    K.adjust_window(w_in, w_out, mb.seq, mb.seg, mb.shrink, window, negative, prob, alias, mb.seed, coef)
+    np.testing.assert_allclose(w_in - u0, -alpha * grads[0], atol=1e-6)
+    np.testing.assert_allclose(w_out - v0, -alpha * grads[1], atol=1e-6)
+
+
+def test_window_column_blocks_train_the_window_reference_and_rank_related_words():
+    words = [f"w{i}" for i in range(30)]
+    rng = np.random.default_rng(5)
+    corpus = EncodedCorpus.from_sentences([list(rng.choice(words, 40)) for _ in range(60)], min_count=1)
+    cfg = TrainConfig(dim=12, window=3, negative=3, epochs=2, sample=1e-2, seed=3)
+    ref_in, ref_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
+                                             minibatch_words=16, unit_words=500, negatives_per="window")
+    pair_in, _, _ = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
+                                    minibatch_words=16, unit_words=500)
+    assert stats.pairs > 0 and stats.loss_per_epoch[1] < stats.loss_per_epoch[0]
+    assert not np.allclose(ref_in, pair_in)  # another algorithm, not the per-pair one under a new name
+    counts = corpus.vocab.counts
+    prob, alias = noise_tables(counts, cfg)
+    units = plan_units([corpus.offsets], 500)
+    schedule = Schedule.of(cfg, sum(u.words for u in units), 2)
+    w_in = init_input_vectors(len(counts), 12, 3)
+    w_out = np.zeros_like(w_in)
+    blocks = [LocalStep(np.ascontiguousarray(w_in[:, lo:hi]), np.ascontiguousarray(w_out[:, lo:hi]), cfg, prob,
+                        alias, "window") for lo, hi in (K.column_range(s, 2, 12) for s in range(2))]
+    step = _BlockStep.__new__(_BlockStep)
+    step.shards, step.blocks = 2, blocks
+    runner = UnitRunner(cfg, keep_probabilities(counts, cfg.sample), 16)
+    for epoch in range(2):
+        for unit in units:
+            runner.run(corpus.tokens, corpus.offsets, unit, epoch, schedule, step)
+    np.testing.assert_allclose(np.hstack([b.w_in for b in blocks]), ref_in, atol=1e-5)
+    np.testing.assert_allclose(np.hstack([b.w_out for b in blocks]), ref_out, atol=1e-5)
+
+
+def test_window_batches_learn_topics_as_the_pair_algorithm_does():
+    # Two topics whose words never meet: after training, a word's nearest neighbour is from its own topic.
+    rng = np.random.default_rng(8)
+    topics = [[f"a{i}" for i in range(8)], [f"b{i}" for i in range(8)]]
+    sents = [list(rng.choice(topics[k % 2], 12)) for k in range(400)]
+    corpus = EncodedCorpus.from_sentences(sents, min_count=1)
+    cfg = TrainConfig(dim=16, window=3, negative=5, epochs=5, sample=0, seed=2, alpha=0.05)
+    w_in, _, _ = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)], minibatch_words=32,
+                                 unit_words=2000, negatives_per="window")
+    unit = w_in / np.linalg.norm(w_in, axis=1, keepdims=True)
+    sim = unit @ unit.T
+    np.fill_diagonal(sim, -2)
+    topic = np.array([w[0] for w in corpus.vocab.words])
+    assert np.mean(topic[sim.argmax(axis=1)] == topic) == 1.0
+
+
+def test_negatives_per_is_checked():
+    from parvec.distributed.shard_core import shard_kernels
+    from parvec.errors import ParvecError
+
+    with pytest.raises(ParvecError, match="negatives_per must be one of pair, window; got 'row'"):
+        shard_kernels("row")

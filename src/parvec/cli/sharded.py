@@ -93,6 +93,8 @@ def _sharded_flags(args: argparse.Namespace, cluster: Any) -> None:
     if getattr(args, "minibatch_words", None) is not None:
         cluster.minibatch_words = args.minibatch_words
     cluster.minibatch_formation = getattr(args, "minibatch_formation", "interleaved")
+    if getattr(args, "negatives_per", None) is not None:
+        cluster.negatives_per = args.negatives_per
     from parvec.cli.flags import explicit_flags
 
     if cluster.threads_per_actor is None and "threads" in explicit_flags(args):
@@ -135,7 +137,8 @@ def _describe(name: str, enc: dict[str, Any], read_seconds: float, cluster: Any,
           f"in {enc['ranges']} byte ranges [read in {read_seconds:.1f} s]", file=sys.stderr)
     print(f"model: {model_bytes / 2**30:.2f} GiB in {settings['shards']} shards of "
           f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {settings['clients']} clients x "
-          f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words",
+          f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words, negatives "
+          f"per {settings['negatives_per']}",
           file=sys.stderr)
     memory = estimate_cluster(cluster, config, len(vocab), enc["tokens"], enc["sentences"], pipeline=True,
                               ranges=enc["ranges"])

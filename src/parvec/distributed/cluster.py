@@ -120,6 +120,10 @@ class Cluster:
     # sharded: "interleaved" (each minibatch takes one input word from each of minibatch_words lanes spread
     # over the unit: the paper's interleaved minibatch formation) or "contiguous" (consecutive input words).
     minibatch_formation: str = "interleaved"
+    # sharded: "pair" (each (input, positive) pair draws its own negatives: the paper's algorithm) or "window"
+    # (each input word's context words share its negatives, Ji et al.'s batches: the same dot products per pair,
+    # a third of the rows; kernels/sharded.py, docs/distributed.md).
+    negatives_per: str = "pair"
     unit_words: int = 100_000
     checkpoint_dir: str | None = None
     checkpoint_interval_s: float = 60.0

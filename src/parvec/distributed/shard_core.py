@@ -230,6 +230,25 @@ def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
     return tuple(out)
 
 
+NEGATIVES_PER = ("pair", "window")
+
+
+def shard_kernels(negatives_per: str) -> tuple[Any, Any]:
+    """The shard side's ``(dotprod, adjust)`` kernels (each drawing its minibatch's rows from its seed) for
+    ``negatives_per``: "pair" (the paper's negatives per (input, positive) pair) or "window" (shared by an input
+    word's context words, :func:`parvec.kernels.sharded.window_rows`).
+
+    Example:
+        >>> shard_kernels("window")[0].__name__
+        'dotprod_window'
+    """
+    if negatives_per == "pair":
+        return K.dotprod, K.adjust
+    if negatives_per == "window":
+        return K.dotprod_window, K.adjust_window
+    raise ParvecError(f"negatives_per must be one of {', '.join(NEGATIVES_PER)}; got {negatives_per!r}")
+
+
 class Step:
     """How a client reaches the shards: ``submit(prev, next)`` starts one call that adjusts ``prev`` (a
     ``(Minibatch, coef)`` pair or None) and computes ``next``'s partial dot products; ``result`` waits for
@@ -254,22 +273,23 @@ class LocalStep(Step):
     """
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
-                 noise_alias: np.ndarray) -> None:
+                 noise_alias: np.ndarray, negatives_per: str = "pair") -> None:
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
+        self.dotprod, self.adjust = shard_kernels(negatives_per)
 
     def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
         out = []
         self.sent = call_bytes(prev, nxt)  # what a shard would receive
         if prev is not None:
             mb, coef = prev
-            K.adjust(self.w_in, self.w_out, mb.seq, mb.seg, mb.shrink, self.window, self.negative,
-                     self.noise_prob, self.noise_alias, mb.seed, coef)
+            self.adjust(self.w_in, self.w_out, mb.seq, mb.seg, mb.shrink, self.window, self.negative,
+                        self.noise_prob, self.noise_alias, mb.seed, coef)
         if nxt is not None:
             f = np.empty(nxt.pairs * (1 + self.negative), dtype=np.float32)
-            K.dotprod(self.w_in, self.w_out, nxt.seq, nxt.seg, nxt.shrink, self.window, self.negative,
-                      self.noise_prob, self.noise_alias, nxt.seed, f)
+            self.dotprod(self.w_in, self.w_out, nxt.seq, nxt.seg, nxt.shrink, self.window, self.negative,
+                         self.noise_prob, self.noise_alias, nxt.seed, f)
             out.append(f)
         return out
 
@@ -454,8 +474,10 @@ def reference_train(
     w_out: np.ndarray | None = None,
     epochs: int | None = None,
     interleave: bool = True,
+    negatives_per: str = "pair",
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
-    """The sharded minibatch algorithm in this process, one client thread, whole matrices.
+    """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:
+    :func:`shard_kernels`).
 
     ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
 
@@ -475,7 +497,7 @@ def reference_train(
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
     runner = UnitRunner(config, client_keep(counts, config), minibatch_words, interleave)
-    step = LocalStep(w_in, w_out, config, prob, alias)
+    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per)
     stats = TrainStats()
     t0 = time.perf_counter()
     for epoch in range(epochs):

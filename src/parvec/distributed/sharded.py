@@ -69,6 +69,7 @@ from parvec.distributed.shard_core import (
     pack_call,
     plan_units,
     prepare_part,
+    shard_kernels,
     unpack_call,
     vm_data_bytes,
 )
@@ -204,11 +205,12 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
         raise ParvecError(f"shard_memory_bytes must be a positive integer (bytes), got {cap!r}")
     if cluster.minibatch_formation not in ("interleaved", "contiguous"):
         raise ParvecError(f"minibatch_formation must be interleaved or contiguous; got {cluster.minibatch_formation!r}")
+    shard_kernels(cluster.negatives_per)  # a ParvecError naming the choices
     if config.window > 65535:
         raise ParvecError(f"window {config.window}: sharded mode sends each window shrink in 16 bits (at most 65535)")
     return {"shards": shards, "clients": clients, "threads": threads, "minibatch_words": minibatch_words,
             "minibatch_words_in_flight": clients * threads * minibatch_words,
-            "minibatch_formation": cluster.minibatch_formation,
+            "minibatch_formation": cluster.minibatch_formation, "negatives_per": cluster.negatives_per,
             "unit_words": cluster.unit_words, "timeout_s": float(cluster.timeout_s),
             "checkpoint_interval_s": float(cluster.checkpoint_interval_s), "shard_memory_bytes": cap,
             "max_restarts": cluster.max_restarts}
@@ -286,6 +288,8 @@ class ShardActor:
         self.index = spec["index"]
         self.window = int(spec["window"])
         self.negative = int(spec["negative"])
+        self.by_window = spec.get("negatives_per", "pair") == "window"
+        self.dotprod, self.adjust = shard_kernels(spec.get("negatives_per", "pair"))
         self.applied = 0  # minibatches adjusted
         self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads
         self.calls = 0
@@ -296,7 +300,7 @@ class ShardActor:
         self.baseline_rss = peak_memory_bytes()
         # The rows (inputs, positives, negatives) of each minibatch whose dot products were sent and whose
         # adjust has not come yet, by minibatch seed: one per client thread in flight, a few more kept.
-        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._rows: dict[int, tuple[np.ndarray, ...]] = {}
         self._rows_cap = 2 * int(spec.get("in_flight", 8)) + 4
         self._rows_lock = threading.Lock()
         self._cv = threading.Condition()
@@ -483,12 +487,15 @@ class ShardActor:
             if p_seq is not None:
                 with self._rows_lock:
                     kept = self._rows.pop(int(p_seed), None)
-                if kept is not None and len(kept[1]) == len(p_coef):  # the rows this minibatch's dotprod drew
-                    K.adjust_rows(self.w_in, self.w_out, p_seg, p_shrink, self.window, kept[0], kept[1],
-                                  len(kept[0]), p_coef)
+                if kept is not None and len(kept[0]) * (1 + self.negative) == len(p_coef):  # its dotprod's rows
+                    if self.by_window:
+                        K.adjust_window_rows(self.w_in, self.w_out, kept[0], kept[1], kept[2], p_coef)
+                    else:
+                        K.adjust_rows(self.w_in, self.w_out, p_seg, p_shrink, self.window, kept[0], kept[1],
+                                      len(kept[0]), p_coef)
                 else:  # not kept (a restarted shard, a minibatch retried): drawn again, the same rows
-                    K.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative,
-                             self.noise_prob, self.noise_alias, np.uint64(p_seed), p_coef)
+                    self.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative,
+                                self.noise_prob, self.noise_alias, np.uint64(p_seed), p_coef)
                 self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
                 self.applied_inputs += len(p_shrink)
             if n_seq is None:
@@ -496,15 +503,23 @@ class ShardActor:
                 return None
             out = np.empty(int(n_out), dtype=np.float32)
             stride = 1 + self.negative
-            centers = np.empty(int(n_out) // stride, dtype=np.int64)
-            outs = np.empty(int(n_out), dtype=np.int64)
-            n_pairs = K.pair_rows(n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
-                                  self.noise_alias, np.uint64(n_seed), centers, outs)
-            K.dotprod_rows(self.w_in, self.w_out, centers, outs, n_pairs, out)
+            n_pairs = int(n_out) // stride
+            kept: tuple[np.ndarray, ...]
+            if self.by_window:  # rows: each pair's context word, each input's center and negatives, its first pair
+                n_in = len(n_shrink)
+                kept = (np.empty(n_pairs, np.int64), np.empty(n_in * stride, np.int64), np.empty(n_in + 1, np.int64))
+                K.window_rows(n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
+                              self.noise_alias, np.uint64(n_seed), *kept)
+                K.dotprod_window_rows(self.w_in, self.w_out, *kept, out)
+            else:  # rows: each pair's input word, its positive and negatives
+                kept = (np.empty(n_pairs, np.int64), np.empty(int(n_out), np.int64))
+                n_pairs = K.pair_rows(n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
+                                      self.noise_alias, np.uint64(n_seed), *kept)
+                K.dotprod_rows(self.w_in, self.w_out, *kept, n_pairs, out)
             # Kept for this minibatch's adjust (the next call of its client thread), which then draws no
             # negatives: 45% of the shard kernels' time went to drawing them twice (docs/distributed.md).
             with self._rows_lock:
-                self._rows[int(n_seed)] = (centers, outs)
+                self._rows[int(n_seed)] = kept
                 while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)
                     self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
@@ -834,7 +849,7 @@ class ShardedRun:
                     "window": cfg.window, "negative": cfg.negative, "seed": cfg.seed,
                     "checkpoint_dir": str(self.checkpoint_dir), "memory_cap": st["shard_memory_bytes"],
                     "holder": f"parvec-sharded-{run_id}", "timeout_s": self.timeout_s,
-                    "in_flight": st["clients"] * st["threads"]}
+                    "in_flight": st["clients"] * st["threads"], "negatives_per": st["negatives_per"]}
             # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)
             self.shards.append(shard_cls.options(
                 num_cpus=0, max_concurrency=C * T + 4, max_restarts=st["max_restarts"], max_task_retries=0,
@@ -1334,7 +1349,7 @@ class ShardedRun:
         return {
             "shards": S, "clients": st["clients"], "client_threads": st["threads"],
             "minibatch_words": st["minibatch_words"], "minibatch_words_in_flight": st["minibatch_words_in_flight"],
-            "minibatch_formation": st["minibatch_formation"],
+            "minibatch_formation": st["minibatch_formation"], "negatives_per": st["negatives_per"],
             "unit_words": st["unit_words"], "trained_input_words": t.inputs, "minibatches": t.minibatches,
             "contexts_per_input": w_bar,
             "bytes_sent_per_word": t.bytes_sent / inputs, "bytes_received_per_word": t.bytes_received / inputs,

@@ -349,6 +349,232 @@ def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_al
     return adjust_rows(w_in, w_out, seg, shrink, window, centers, outs, n_pairs, coef[: n_pairs * stride])
 
 
+# --------------------------------------------------------------------------- window batches (Ji et al.)
+# ``negatives="window"``: each input word of a minibatch (a center) is one batch in Ji et al.'s sense (HogBatch,
+# parvec.kernels.hogbatch): its context words are the batch's inputs (rows of w_in) and the center with
+# ``negative`` noise words drawn once for the batch (never the center) its shared outputs (rows of w_out) --
+# word2vec.c's orientation, in which the context word's input vector meets the center's output vector.
+# Every (context, center) pair still meets ``negative`` negatives, so the dot products, their layout
+# (``p * (1 + negative) + k``, pair ``p``'s positive then its negatives) and the client are the per-pair
+# algorithm's; a center's batch touches ``contexts + 1 + negative`` rows instead of ``contexts x
+# (2 + negative)`` and draws ``negative`` negatives instead of ``contexts x negative``.
+@njit(inline="always")
+def _window_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, ins, outs, first):
+    state = seed
+    p = 0
+    m = 0
+    stride = 1 + negative
+    for g in range(seg.shape[0]):
+        base = seg[g, SEG_START]
+        n = seg[g, SEG_LEN]
+        for i in range(seg[g, SEG_IN_LO], seg[g, SEG_IN_HI]):
+            center = seq[base + i]
+            r = np.int64(shrink[m])
+            first[m] = p
+            for j in range(max(0, i - window + r), min(n, i + window - r + 1)):
+                if j == i:
+                    continue
+                ins[p] = seq[base + j]
+                p += 1
+            outs[m * stride] = center
+            for k in range(negative):
+                state, t = _negative(state, center, noise_prob, noise_alias)
+                outs[m * stride + 1 + k] = t
+            m += 1
+    first[m] = p
+    return p
+
+
+@njit(nogil=True, cache=True)
+def window_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, ins, outs, first):
+    """The rows a minibatch's window batches touch: ``ins[p]`` (pair ``p``'s context word, a row of w_in),
+    ``outs[m * (1 + negative) + k]`` (input ``m``'s center, then its negatives drawn from ``seed``: rows of
+    w_out) and ``first[m]`` (input ``m``'s first pair; ``len(shrink) + 1`` entries); returns the pairs.
+
+    Example:
+        >>> n = window_rows(seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), ins, outs, first)  # doctest: +SKIP
+    """
+    return _window_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, ins, outs, first)
+
+
+@njit(inline="always")
+def _prefetch_batch(w_in, w_out, ins, outs, first, m, stride):
+    for k in range(stride):
+        prefetch_row(w_out, outs[m * stride + k])
+    for p in range(first[m], first[m + 1]):
+        prefetch_row(w_in, ins[p])
+
+
+@njit(inline="always")
+def _dots_row(w_in, w_out, a, outs, o0, stride, out, q, dim):
+    """``out[q + k] = w_in[a] . w_out[outs[o0 + k]]`` for ``k < stride``: six output rows per pass over the
+    columns (hogbatch's register blocking), the rest one by one."""
+    n6 = stride - stride % 6
+    for b in range(0, n6, 6):
+        r0 = outs[o0 + b]
+        r1 = outs[o0 + b + 1]
+        r2 = outs[o0 + b + 2]
+        r3 = outs[o0 + b + 3]
+        r4 = outs[o0 + b + 4]
+        r5 = outs[o0 + b + 5]
+        s0 = np.float32(0.0)
+        s1 = np.float32(0.0)
+        s2 = np.float32(0.0)
+        s3 = np.float32(0.0)
+        s4 = np.float32(0.0)
+        s5 = np.float32(0.0)
+        for c in range(dim):
+            x = w_in[a, c]
+            s0 += x * w_out[r0, c]
+            s1 += x * w_out[r1, c]
+            s2 += x * w_out[r2, c]
+            s3 += x * w_out[r3, c]
+            s4 += x * w_out[r4, c]
+            s5 += x * w_out[r5, c]
+        out[q + b] = s0
+        out[q + b + 1] = s1
+        out[q + b + 2] = s2
+        out[q + b + 3] = s3
+        out[q + b + 4] = s4
+        out[q + b + 5] = s5
+    for b in range(n6, stride):
+        t = outs[o0 + b]
+        s0 = np.float32(0.0)
+        for c in range(dim):
+            s0 += w_in[a, c] * w_out[t, c]
+        out[q + b] = s0
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
+    """Partial dot products of a minibatch's window batches given their rows (:func:`window_rows`), in
+    :func:`dotprod`'s layout; returns how many were written.
+
+    Example:
+        >>> dotprod_window_rows(w_in, w_out, ins, outs, first, out)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    n_in = len(first) - 1
+    stride = len(outs) // n_in if n_in else 1
+    if n_in:
+        _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
+    for m in range(n_in):
+        if m + 1 < n_in:
+            _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
+        for p in range(first[m], first[m + 1]):
+            _dots_row(w_in, w_out, ins[p], outs, m * stride, stride, out, p * stride, dim)
+    return first[n_in] * stride
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
+    """Apply a minibatch's window-batch updates given their rows (:func:`window_rows`); ``coef`` has
+    :func:`dotprod`'s layout.  As :func:`adjust`, every product reads the vectors as they were when the call
+    started: the context rows' deltas are gathered first (reading w_out), the shared output rows updated next
+    (reading the unchanged w_in), the deltas added last.  Returns the pairs updated.
+
+    Example:
+        >>> adjust_window_rows(w_in, w_out, ins, outs, first, coef)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    n_in = len(first) - 1
+    stride = len(outs) // n_in if n_in else 1
+    n_pairs = first[n_in] if n_in else 0
+    du = np.empty((max(1, n_pairs), dim), dtype=np.float32)
+    n6 = stride - stride % 6
+    # 1. du[p] = sum over the batch's outputs of coef * v(output), reading v before any change.
+    if n_in:
+        _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
+    for m in range(n_in):
+        if m + 1 < n_in:
+            _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
+        o = m * stride
+        for p in range(first[m], first[m + 1]):
+            q = p * stride
+            for c in range(dim):
+                du[p, c] = 0.0
+            for b in range(0, n6, 6):
+                r0 = outs[o + b]
+                r1 = outs[o + b + 1]
+                r2 = outs[o + b + 2]
+                r3 = outs[o + b + 3]
+                r4 = outs[o + b + 4]
+                r5 = outs[o + b + 5]
+                g0 = coef[q + b]
+                g1 = coef[q + b + 1]
+                g2 = coef[q + b + 2]
+                g3 = coef[q + b + 3]
+                g4 = coef[q + b + 4]
+                g5 = coef[q + b + 5]
+                for c in range(dim):
+                    du[p, c] += (g0 * w_out[r0, c] + g1 * w_out[r1, c] + g2 * w_out[r2, c]
+                                 + g3 * w_out[r3, c] + g4 * w_out[r4, c] + g5 * w_out[r5, c])
+            for b in range(n6, stride):
+                t = outs[o + b]
+                g0 = coef[q + b]
+                for c in range(dim):
+                    du[p, c] += g0 * w_out[t, c]
+    # 2. v(output) += sum over the batch's contexts of coef * u(context), reading u before any change.
+    for m in range(n_in):
+        o = m * stride
+        lo = first[m]
+        hi = first[m + 1]
+        h2 = hi - (hi - lo) % 2
+        for k in range(stride):
+            t = outs[o + k]
+            for p in range(lo, h2, 2):
+                a0 = ins[p]
+                a1 = ins[p + 1]
+                g0 = coef[p * stride + k]
+                g1 = coef[(p + 1) * stride + k]
+                for c in range(dim):
+                    w_out[t, c] += g0 * w_in[a0, c] + g1 * w_in[a1, c]
+            for p in range(h2, hi):
+                a0 = ins[p]
+                g0 = coef[p * stride + k]
+                for c in range(dim):
+                    w_out[t, c] += g0 * w_in[a0, c]
+    # 3. u(context) += du.
+    for p in range(n_pairs):
+        a = ins[p]
+        for c in range(dim):
+            w_in[a, c] += du[p, c]
+    return n_pairs
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def dotprod_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
+    """:func:`dotprod` with window batches (``negatives="window"``): the negatives are drawn per input word and
+    shared by its context words (:func:`window_rows`); the same layout.  Returns how many were written.
+
+    Example:
+        >>> k = dotprod_window(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), out)  # doctest: +SKIP
+    """
+    stride = 1 + negative
+    n_in = len(shrink)
+    ins = np.empty(max(1, len(out) // stride), dtype=np.int64)
+    outs = np.empty(max(1, n_in * stride), dtype=np.int64)
+    first = np.empty(n_in + 1, dtype=np.int64)
+    n_pairs = _window_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, ins, outs, first)
+    return dotprod_window_rows(w_in, w_out, ins, outs[: n_in * stride], first, out[: n_pairs * stride])
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def adjust_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, coef):
+    """:func:`adjust` with window batches (:func:`dotprod_window`'s rows, drawn again from ``seed``).
+
+    Example:
+        >>> adjust_window(w_in, w_out, seq, seg, shrink, 5, 5, prob, alias, np.uint64(7), coef)  # doctest: +SKIP
+    """
+    stride = 1 + negative
+    n_in = len(shrink)
+    ins = np.empty(max(1, len(coef) // stride), dtype=np.int64)
+    outs = np.empty(max(1, n_in * stride), dtype=np.int64)
+    first = np.empty(n_in + 1, dtype=np.int64)
+    n_pairs = _window_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, ins, outs, first)
+    return adjust_window_rows(w_in, w_out, ins, outs[: n_in * stride], first, coef[: n_pairs * stride])
+
+
 # --------------------------------------------------------------------------- client side
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def coefficients(f, n_ctx, alpha_in, negative, coef):
