@@ -191,7 +191,7 @@ def quality(ns: argparse.Namespace) -> dict:
                        f"local:{ns.threads}", "--mode", "sharded", "--shards", str(ns.shards_one), "--clients",
                        str(ns.clients), "--threads", str(ns.client_threads), "--minibatch-words",
                        str(ns.minibatch_words), "--minibatch-formation", ns.minibatch_formation, "--negatives-per",
-                       ns.negatives_per, "--dim", str(ns.dim),
+                       ns.negatives_per, "--wire-floats", ns.wire_floats, "--dim", str(ns.dim),
                        "--window", str(ns.window), "--negative",
                        str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count), "--epochs",
                        str(ns.epochs), "--seed", str(seed), "--report", str(report), "--no-cache"]
@@ -206,7 +206,7 @@ def quality(ns: argparse.Namespace) -> dict:
                        "loss_per_epoch": rep["loss_per_epoch"],
                        "sharded": {k: rep.get(k) for k in (
                            "shards", "clients", "client_threads", "minibatch_words", "negatives_per",
-                           "bytes_sent_per_word",
+                           "wire_floats", "bytes_sent_per_word",
                            "bytes_received_per_word", "contexts_per_input", "shard_peak_memory_bytes",
                            "client_unit_seconds", "client_wait_seconds", "client_form_seconds",
                            "client_coefficient_seconds", "shard_kernel_seconds", "shard_calls", "minibatches",
@@ -222,7 +222,8 @@ def quality(ns: argparse.Namespace) -> dict:
     lines = [f"Quality and speed, {ns.epochs} epochs, dim {ns.dim}, window {ns.window}, negative {ns.negative}, sample "
              f"{ns.sample}, min_count {ns.min_count}; one-process systems at {ns.threads} threads; sharded: "
              f"local:{ns.threads}, {ns.shards_one} shards, {ns.clients} clients x {ns.client_threads} threads, "
-             f"minibatches of {ns.minibatch_words} input words, negatives per {ns.negatives_per}. CPU: {_cpu()}.",
+             f"minibatches of {ns.minibatch_words} input words, negatives per {ns.negatives_per}, {ns.wire_floats} on "
+             f"the wire. CPU: {_cpu()}.",
              "",
              "| system | seed | WS-353 ρ | SimLex-999 ρ | analogy | words/s | load |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -372,6 +373,13 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
         "--cluster", "local:2", "--mode", "sharded", "--clients", "2", "--threads", "2", "--negatives-per", "window"],
     "sharded 2 x (1 client x 1 thread), negatives per window": [
         "--cluster", "local:2", "--mode", "sharded", "--clients", "1", "--threads", "1", "--negatives-per", "window"],
+    # float16 on the wire (shard_core.to_wire): half the bytes of the dot products and coefficients
+    "sharded, the default, float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--wire-floats", "float16"],
+    "sharded, the default, negatives per window, float16 wire": [
+        "--cluster", "local:2", "--mode", "sharded", "--negatives-per", "window", "--wire-floats", "float16"],
+    "sharded 2 x (1 client x 1 thread), negatives per window, float16 wire": [
+        "--cluster", "local:2", "--mode", "sharded", "--clients", "1", "--threads", "1", "--negatives-per", "window",
+        "--wire-floats", "float16"],
 }
 
 
@@ -434,6 +442,8 @@ def main() -> None:
                     metavar="SYSTEM", help="speed: the systems to run (default: all of SPEED_SYSTEMS)")
     ap.add_argument("--negatives-per", choices=("pair", "window"), default="pair", help="quality: sharded runs' "
                     "--negatives-per (pair)")
+    ap.add_argument("--wire-floats", choices=("float32", "float16"), default="float32", help="quality: sharded runs' "
+                    "--wire-floats (float32)")
     ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
     ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")

@@ -63,18 +63,18 @@ def exact_runs():
     return out
 
 
-def _check_bytes(r: dict, shards: int, dim: int, negative: int = 3) -> None:
-    # Bytes per trained input word, measured at the client: the paper's w (n + 1) S 4 received; the
-    # coefficients sent are as many floats, plus the indices.
+def _check_bytes(r: dict, shards: int, dim: int, negative: int = 3, width: int = 4) -> None:
+    # Bytes per trained input word, measured at the client: the paper's w (n + 1) S 4 received (half of it
+    # with float16 on the wire, width 2); the coefficients sent are as many floats, plus the indices.
     assert r["shards"] == shards
-    expected = r["contexts_per_input"] * (negative + 1) * shards * 4
+    expected = r["contexts_per_input"] * (negative + 1) * shards * width
     assert r["bytes_received_per_word"] == pytest.approx(expected, rel=1e-12)
-    assert r["bytes_received_per_word"] == pytest.approx(r["paper_bytes_per_word"], rel=1e-12)
+    assert r["bytes_received_per_word"] * 4 / width == pytest.approx(r["paper_bytes_per_word"], rel=1e-12)
     assert r["bytes_sent_per_word"] - r["index_bytes_sent_per_word"] == pytest.approx(expected, rel=1e-12)
     # Interleaved minibatches send each run of LANE_WORDS inputs with a window of context words on each side:
     # at this tiny setting (d 8, n 3, S 1) the indices are ~0.6x the coefficients (contiguous: < 0.5x); at
     # d 100, n 5, S 2 about 0.14x (docs/distributed.md).  Never more than the floats the paper counts.
-    assert 0 < r["index_bytes_sent_per_word"] < expected
+    assert 0 < r["index_bytes_sent_per_word"] < expected * 4 / width
     rowwise = (1 + r["contexts_per_input"] * (negative + 1)) * dim * 4
     assert r["ratio_to_rowwise_ps"] == pytest.approx(r["bytes_received_per_word"] / rowwise)
     assert len(r["shard_peak_memory_bytes"]) == shards and min(r["shard_peak_memory_bytes"]) > 0
@@ -119,6 +119,26 @@ def test_negatives_per_window_trains_the_window_reference_on_one_and_two_shards(
         assert stats.loss_per_epoch == pytest.approx(ref_stats.loss_per_epoch, rel=1e-5)
         assert model.run_report["negatives_per"] == "window"
         _check_bytes(model.run_report, shards, 8)  # the same dot products cross the wire
+
+
+@pytest.mark.parametrize("shards, negatives_per", [(1, "pair"), (2, "window")])
+def test_a_float16_wire_trains_the_float16_reference(exact_runs, shards, negatives_per):
+    corpus = exact_runs["corpus"]
+    ref_in, ref_out, ref_stats = reference_train(TrainConfig(dim=8, **_EXACT), corpus.vocab.counts,
+                                                 [(corpus.tokens, corpus.offsets)], minibatch_words=24,
+                                                 unit_words=400, negatives_per=negatives_per, wire="float16")
+    model = Word2Vec(vector_size=8, workers=1, progress=False, **_EXACT,
+                     cluster=_cluster(shards, minibatch_words=24, unit_words=400, negatives_per=negatives_per,
+                                      wire_floats="float16"))
+    model.build_vocab(corpus=corpus)
+    stats = model.train(corpus=corpus)
+    if shards == 1:  # the same roundings in the same order
+        assert np.array_equal(model.wv.vectors, ref_in) and np.array_equal(model.syn1neg, ref_out)
+    else:  # float16 partials summed on the client: their own rounding
+        np.testing.assert_allclose(model.wv.vectors, ref_in, atol=1e-3)
+    assert stats.loss_per_epoch == pytest.approx(ref_stats.loss_per_epoch, rel=1e-3)
+    assert model.run_report["wire_floats"] == "float16"
+    _check_bytes(model.run_report, shards, 8, width=2)
 
 
 def test_word2vec_api_with_several_clients_ranks_topic_words_together():
@@ -188,6 +208,17 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
     assert json.loads((tmp_path / "c.json").read_text())["minibatch_formation"] == "contiguous"
     contiguous, keys_c, _ = load_npy(tmp_path / "c.npy")
     assert keys_c == keys and not np.allclose(contiguous, vectors, atol=1e-4)
+    capsys.readouterr()
+    # Negatives per window and float16 on the wire (the flags): another algorithm, half the bytes received.
+    assert _cli(str(corpus_file), "-o", str(tmp_path / "w.npy"), "--report", str(tmp_path / "w.json"),
+                "--negatives-per", "window", "--wire-floats", "float16", shards=1) == 0
+    assert "negatives per window" in capsys.readouterr().err
+    w_report = json.loads((tmp_path / "w.json").read_text())
+    assert (w_report["negatives_per"], w_report["wire_floats"]) == ("window", "float16")
+    assert (report["negatives_per"], report["wire_floats"]) == ("pair", "float32")
+    assert w_report["bytes_received_per_word"] == pytest.approx(w_report["paper_bytes_per_word"] / 2)
+    windowed, keys_w, _ = load_npy(tmp_path / "w.npy")
+    assert keys_w == keys and not np.allclose(windowed, vectors, atol=1e-4)
 
 
 def test_cli_refuses_what_sharded_mode_cannot_do(tmp_path, corpus_file, capsys):

@@ -267,20 +267,40 @@ def test_a_step_is_minus_alpha_times_the_gradient_of_the_minibatch_loss():
     np.testing.assert_allclose(w_out - v0, -alpha * grad_v, atol=1e-6)
 
 
-def test_pack_and_unpack_a_call():
+@pytest.mark.parametrize("wire", ["float32", "float16"])
+def test_pack_and_unpack_a_call(wire):
     rng = np.random.default_rng(4)
     prev = _tiny_minibatch(rng)
+    prev.alpha[:] = np.linspace(0.001, 0.002, len(prev.alpha))
     nxt = _tiny_minibatch(rng)
-    coef = rng.standard_normal(prev.pairs * 4).astype(np.float32)
-    buf = pack_call((prev, coef), nxt, 3)
-    assert buf.nbytes == call_bytes((prev, coef), nxt)
-    p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(buf)
-    for a, b in ((p_seq, prev.seq), (p_seg, prev.seg), (p_shrink, prev.shrink), (p_coef, coef), (n_seq, nxt.seq),
+    coef = (0.002 * rng.uniform(-1, 1, prev.pairs * 4)).astype(np.float32)
+    buf = pack_call((prev, coef), nxt, 3, wire)
+    assert buf.nbytes == call_bytes((prev, coef), nxt, wire)
+    p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(buf)
+    for a, b in ((p_seq, prev.seq), (p_seg, prev.seg), (p_shrink, prev.shrink), (n_seq, nxt.seq),
                  (n_seg, nxt.seg), (n_shrink, nxt.shrink)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert p_coef.dtype == np.float32 and half == (wire == "float16")
+    if wire == "float32":
+        assert np.array_equal(p_coef, coef)
+    else:  # scaled by the largest rate: float16's 11 bits relative to it, not its subnormals
+        assert not np.array_equal(p_coef, coef)
+        np.testing.assert_allclose(p_coef, coef, rtol=0, atol=0.002 * 2**-11)
+        small = np.abs(coef) < 1e-4  # subnormal in float16 without the scale
+        assert small.any()
+        np.testing.assert_allclose(p_coef[small], coef[small], rtol=2**-10, atol=0.002 * 2**-24)
     assert p_seed == prev.seed and n_seed == nxt.seed and n_out == nxt.pairs * 4
-    only = unpack_call(pack_call(None, nxt, 3))
+    only = unpack_call(pack_call(None, nxt, 3, wire))
     assert only[0] is None and np.array_equal(only[5], nxt.seq)
+
+
+def test_half_the_bytes_on_a_float16_wire():
+    rng = np.random.default_rng(4)
+    prev, nxt = _tiny_minibatch(rng), _tiny_minibatch(rng)
+    coef = rng.standard_normal(prev.pairs * 4).astype(np.float32)
+    index_bytes = call_bytes((prev, coef[:0]), nxt)
+    assert call_bytes((prev, coef), nxt, "float16") - index_bytes == pytest.approx(coef.nbytes / 2, abs=8)
+    assert call_bytes((prev, coef), nxt) - index_bytes == pytest.approx(coef.nbytes, abs=8)
 
 
 class _BlockStep(Step):
@@ -557,9 +577,24 @@ def test_window_batches_learn_topics_as_the_pair_algorithm_does():
     assert np.mean(topic[sim.argmax(axis=1)] == topic) == 1.0
 
 
+def test_a_float16_wire_trains_what_float32_trains_to_its_rounding():
+    words = [f"w{i}" for i in range(30)]
+    rng = np.random.default_rng(5)
+    corpus = EncodedCorpus.from_sentences([list(rng.choice(words, 40)) for _ in range(60)], min_count=1)
+    cfg = TrainConfig(dim=12, window=3, negative=3, epochs=2, sample=1e-2, seed=3)
+    part = [(corpus.tokens, corpus.offsets)]
+    full = reference_train(cfg, corpus.vocab.counts, part, minibatch_words=16, unit_words=500)
+    half = reference_train(cfg, corpus.vocab.counts, part, minibatch_words=16, unit_words=500, wire="float16")
+    assert not np.array_equal(half[0], full[0])  # the rounding is applied
+    np.testing.assert_allclose(half[0], full[0], atol=2e-3)
+    assert half[2].loss_per_epoch == pytest.approx(full[2].loss_per_epoch, rel=1e-3)
+
+
 def test_negatives_per_is_checked():
     from parvec.distributed.shard_core import shard_kernels
     from parvec.errors import ParvecError
 
     with pytest.raises(ParvecError, match="negatives_per must be one of pair, window; got 'row'"):
         shard_kernels("row")
+    with pytest.raises(ParvecError, match="wire_floats must be one of float32, float16; got 'bf16'"):
+        reference_train(TrainConfig(), np.ones(3, np.int64), [], wire="bf16")

@@ -95,6 +95,8 @@ def _sharded_flags(args: argparse.Namespace, cluster: Any) -> None:
     cluster.minibatch_formation = getattr(args, "minibatch_formation", "interleaved")
     if getattr(args, "negatives_per", None) is not None:
         cluster.negatives_per = args.negatives_per
+    if getattr(args, "wire_floats", None) is not None:
+        cluster.wire_floats = args.wire_floats
     from parvec.cli.flags import explicit_flags
 
     if cluster.threads_per_actor is None and "threads" in explicit_flags(args):

@@ -143,6 +143,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help="sharded mode: pair (each input-context pair draws its own negatives, the paper's algorithm) "
                    "or window (an input word's context words share its negatives, as hogbatch does: the same dot "
                    "products, a third of the rows a shard touches)")
+    g.add_argument("--wire-floats", dest="wire_floats", choices=("float32", "float16"), default=None,
+                   help="sharded mode: how the dot products and gradient coefficients travel between clients and "
+                   "shards (float16: half the bytes)")
     g.add_argument("--shard-memory", dest="shard_memory", default=None, metavar="BYTES",
                    help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
                    "do not fit stops the run before training")

@@ -124,6 +124,9 @@ class Cluster:
     # (each input word's context words share its negatives, Ji et al.'s batches: the same dot products per pair,
     # a third of the rows; kernels/sharded.py, docs/distributed.md).
     negatives_per: str = "pair"
+    # sharded: how the dot products and coefficients travel, "float32" or "float16" (half the bytes; the
+    # coefficients scaled by the minibatch's largest learning rate first, shard_core.to_wire).
+    wire_floats: str = "float32"
     unit_words: int = 100_000
     checkpoint_dir: str | None = None
     checkpoint_interval_s: float = 60.0

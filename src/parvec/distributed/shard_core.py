@@ -144,17 +144,47 @@ class Minibatch:
         return len(self.shrink)
 
 
-_HEADER = 12  # int64 fields at the start of a packed call
+_HEADER = 14  # int64 fields at the start of a packed call
+WIRE_FLOATS = ("float32", "float16")
+
+
+def to_wire(coef: np.ndarray, alpha_max: float, wire: str) -> tuple[np.ndarray, float]:
+    """The coefficients as sent: ``(array, scale)``.  float16 carries ``coef / scale`` with ``scale`` the
+    minibatch's largest learning rate, so ``alpha * (label - sigmoid)`` keeps float16's 11 significant bits
+    whatever the rate (it decays ten-thousand-fold over a run), not its subnormals.
+
+    Example:
+        >>> a, s = to_wire(np.array([0.01, -0.02], np.float32), 0.02, "float16"); a.dtype.name, s
+        ('float16', 0.02)
+    """
+    if wire == "float32":
+        return coef, 1.0
+    scale = float(alpha_max) if alpha_max > 0 else 1.0
+    return (coef * np.float32(1.0 / scale)).astype(np.float16), scale
+
+
+def from_wire(arr: np.ndarray, scale: float) -> np.ndarray:
+    """The float32 coefficients a shard applies (:func:`to_wire`'s inverse, up to its rounding).
+
+    Example:
+        >>> from_wire(*to_wire(np.array([0.5], np.float32), 1.0, "float16")).tolist()
+        [0.5]
+    """
+    if arr.dtype == np.float32:
+        return arr
+    return arr.astype(np.float32) * np.float32(scale)
 
 
 def _padded(nbytes: int) -> int:
     return (nbytes + 7) // 8 * 8
 
 
-def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, negative: int) -> np.ndarray:
-    """One shard call as one byte array (one argument costs Ray far less than ten): a header of 12 int64
+def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, negative: int,
+              wire: str = "float32") -> np.ndarray:
+    """One shard call as one byte array (one argument costs Ray far less than ten): a header of 14 int64
     (for the previous minibatch: present, seed, seq/runs/inputs/coefficient counts; the same for the next,
-    with the number of dot products expected) and then the arrays, each 8-byte aligned.
+    with the number of dot products expected; whether floats travel as float16 (``wire``), and the
+    coefficients' scale, :func:`to_wire`) and then the arrays, each 8-byte aligned.
 
     Example:
         >>> args = unpack_call(pack_call(None, None, 5)); args[0] is None and args[5] is None
@@ -171,7 +201,11 @@ def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, 
         header[h + 3] = len(mb.seg)
         header[h + 4] = len(mb.shrink)
         header[h + 5] = len(extra) if extra is not None else mb.pairs * (1 + negative)
+        if extra is not None:
+            extra, scale = to_wire(extra, float(mb.alpha.max()) if len(mb.alpha) else 1.0, wire)
+            header[13] = np.float64(scale).view(np.int64)
         arrays += [mb.seq, mb.seg, mb.shrink] + ([extra] if extra is not None else [])
+    header[12] = WIRE_FLOATS.index(wire)
     total = _HEADER * 8 + sum(_padded(a.nbytes) for a in arrays)
     buf = np.zeros(total, dtype=np.uint8)
     buf[: _HEADER * 8] = header.view(np.uint8)
@@ -182,24 +216,25 @@ def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, 
     return buf
 
 
-def call_bytes(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> int:
+def call_bytes(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, wire: str = "float32") -> int:
     """The size of :func:`pack_call`'s array for these minibatches, without packing it.
 
     Example:
         >>> call_bytes(None, None)
-        96
+        112
     """
     total = _HEADER * 8
     for mb, extra in ((prev if prev is not None else (None, None)), (nxt, None)):
         if mb is not None:
             total += sum(_padded(a.nbytes) for a in (mb.seq, mb.seg, mb.shrink))
-            total += _padded(extra.nbytes) if extra is not None else 0
+            total += _padded(len(extra) * (2 if wire == "float16" else 4)) if extra is not None else 0
     return total
 
 
 def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
     """The inverse of :func:`pack_call`: ``(p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink,
-    n_seed, n_out)`` as views into ``buf`` (None where a minibatch is absent).
+    n_seed, n_out, half)`` as views into ``buf`` (None where a minibatch is absent; ``p_coef`` float32, a
+    copy when it came as float16; ``half``: answer in float16).
 
     Example:
         >>> unpack_call(pack_call(None, None, 5))[9]
@@ -207,6 +242,8 @@ def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
     """
     buf = np.asarray(buf, dtype=np.uint8)
     header = buf[: _HEADER * 8].view(np.int64)
+    half = bool(header[12])
+    width = 2 if half else 4
     at = _HEADER * 8
     out: list[Any] = []
     for h in (0, 6):
@@ -222,15 +259,27 @@ def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
         shrink = buf[at: at + 2 * n_in].view(np.uint16)
         at += _padded(2 * n_in)
         if h == 0:
-            coef = buf[at: at + 4 * n_extra].view(np.float32)
-            at += _padded(4 * n_extra)
-            out += [seq, seg, shrink, seed, coef]
+            coef = buf[at: at + width * n_extra].view(np.float16 if half else np.float32)
+            at += _padded(width * n_extra)
+            out += [seq, seg, shrink, seed, from_wire(coef, float(header[13:14].view(np.float64)[0]))]
         else:
             out += [seq, seg, shrink, seed, n_extra]
-    return tuple(out)
+    return (*out, half)
 
 
 NEGATIVES_PER = ("pair", "window")
+
+
+def check_wire(wire: str) -> str:
+    """``wire`` if it is one of :data:`WIRE_FLOATS`, else a ParvecError naming them.
+
+    Example:
+        >>> check_wire("float16")
+        'float16'
+    """
+    if wire not in WIRE_FLOATS:
+        raise ParvecError(f"wire_floats must be one of {', '.join(WIRE_FLOATS)}; got {wire!r}")
+    return wire
 
 
 def shard_kernels(negatives_per: str) -> tuple[Any, Any]:
@@ -257,6 +306,7 @@ class Step:
 
     shards = 1
     sent = 0
+    wire = "float32"  # how floats travel (WIRE_FLOATS)
 
     def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
         raise NotImplementedError
@@ -273,24 +323,27 @@ class LocalStep(Step):
     """
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
-                 noise_alias: np.ndarray, negatives_per: str = "pair") -> None:
+                 noise_alias: np.ndarray, negatives_per: str = "pair", wire: str = "float32") -> None:
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
         self.dotprod, self.adjust = shard_kernels(negatives_per)
+        self.wire = check_wire(wire)
 
     def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
         out = []
-        self.sent = call_bytes(prev, nxt)  # what a shard would receive
+        self.sent = call_bytes(prev, nxt, self.wire)  # what a shard would receive
         if prev is not None:
             mb, coef = prev
+            if self.wire != "float32":  # what a shard would apply
+                coef = from_wire(*to_wire(coef, float(mb.alpha.max()) if len(mb.alpha) else 1.0, self.wire))
             self.adjust(self.w_in, self.w_out, mb.seq, mb.seg, mb.shrink, self.window, self.negative,
                         self.noise_prob, self.noise_alias, mb.seed, coef)
         if nxt is not None:
             f = np.empty(nxt.pairs * (1 + self.negative), dtype=np.float32)
             self.dotprod(self.w_in, self.w_out, nxt.seq, nxt.seg, nxt.shrink, self.window, self.negative,
                          self.noise_prob, self.noise_alias, nxt.seed, f)
-            out.append(f)
+            out.append(f.astype(np.float16) if self.wire == "float16" else f)
         return out
 
     def result(self, handle: Any) -> list[np.ndarray]:
@@ -440,14 +493,16 @@ class UnitRunner:
             stats.wait_seconds += time.perf_counter() - t
             # The bytes of the one array sent to each shard: the indices, seeds and header, and the coefficients.
             stats.bytes_sent += step.sent * step.shards
-            stats.index_bytes_sent += (step.sent - (pending[1].nbytes if pending is not None else 0)) * step.shards
+            coef_bytes = len(pending[1]) * (2 if step.wire == "float16" else 4) if pending is not None else 0
+            stats.index_bytes_sent += (step.sent - coef_bytes) * step.shards
             if pending is not None:
                 for s in range(step.shards):
                     stats.acks[s] += 1
             if nxt is not None:
                 t = time.perf_counter()
                 stats.bytes_received += sum(p.nbytes for p in partials)
-                f = partials[0] if len(partials) == 1 else np.sum(partials, axis=0, dtype=np.float32)
+                f = (partials[0].astype(np.float32, copy=False) if len(partials) == 1
+                     else np.sum(partials, axis=0, dtype=np.float32))
                 coef = np.empty(nxt.pairs * (1 + negative), dtype=np.float32)
                 stats.loss += K.coefficients(f, nxt.n_ctx, nxt.alpha, negative, coef)
                 stats.inputs += nxt.inputs
@@ -475,9 +530,10 @@ def reference_train(
     epochs: int | None = None,
     interleave: bool = True,
     negatives_per: str = "pair",
+    wire: str = "float32",
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:
-    :func:`shard_kernels`).
+    :func:`shard_kernels`; ``wire``: the floats rounded as :func:`to_wire` sends them).
 
     ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
 
@@ -497,7 +553,7 @@ def reference_train(
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
     runner = UnitRunner(config, client_keep(counts, config), minibatch_words, interleave)
-    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per)
+    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire)
     stats = TrainStats()
     t0 = time.perf_counter()
     for epoch in range(epochs):

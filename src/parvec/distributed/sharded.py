@@ -68,6 +68,7 @@ from parvec.distributed.shard_core import (
     noise_tables,
     pack_call,
     plan_units,
+    check_wire,
     prepare_part,
     shard_kernels,
     unpack_call,
@@ -206,11 +207,13 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     if cluster.minibatch_formation not in ("interleaved", "contiguous"):
         raise ParvecError(f"minibatch_formation must be interleaved or contiguous; got {cluster.minibatch_formation!r}")
     shard_kernels(cluster.negatives_per)  # a ParvecError naming the choices
+    check_wire(cluster.wire_floats)
     if config.window > 65535:
         raise ParvecError(f"window {config.window}: sharded mode sends each window shrink in 16 bits (at most 65535)")
     return {"shards": shards, "clients": clients, "threads": threads, "minibatch_words": minibatch_words,
             "minibatch_words_in_flight": clients * threads * minibatch_words,
             "minibatch_formation": cluster.minibatch_formation, "negatives_per": cluster.negatives_per,
+            "wire_floats": cluster.wire_floats,
             "unit_words": cluster.unit_words, "timeout_s": float(cluster.timeout_s),
             "checkpoint_interval_s": float(cluster.checkpoint_interval_s), "shard_memory_bytes": cap,
             "max_restarts": cluster.max_restarts}
@@ -482,7 +485,7 @@ class ShardActor:
             self._active += 1
         try:
             t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
-            p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out = unpack_call(call)
+            p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(call)
             self.calls += 1
             if p_seq is not None:
                 with self._rows_lock:
@@ -523,7 +526,7 @@ class ShardActor:
                 while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)
                     self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
-            return out
+            return out.astype(np.float16) if half else out
         finally:
             with self._cv:
                 self._active -= 1
@@ -607,15 +610,16 @@ def was_restarted() -> bool:
 class _RayStep(Step):
     """One client thread's way to the shards: every shard gets the same call, each answer has a time-out."""
 
-    def __init__(self, ray: Any, shards: list[Any], negative: int, timeout_s: float) -> None:
+    def __init__(self, ray: Any, shards: list[Any], negative: int, timeout_s: float, wire: str = "float32") -> None:
         self.ray = ray
         self.handles = shards
         self.shards = len(shards)
         self.negative = negative
         self.timeout_s = timeout_s
+        self.wire = wire
 
     def submit(self, prev, nxt):
-        buf = pack_call(prev, nxt, self.negative)
+        buf = pack_call(prev, nxt, self.negative, self.wire)
         self.sent = buf.nbytes
         return [h.step.remote(buf) for h in self.handles]
 
@@ -680,6 +684,7 @@ class ClientActor:
         self.keep = ray.get(keep_ref, timeout=self.timeout_s)
         self.minibatch_words = int(spec["minibatch_words"])
         self.interleave = bool(spec["interleave"])
+        self.wire = spec.get("wire_floats", "float32")
         self.parts = []
         for kind, (a, b) in parts:
             if kind == "refs":
@@ -704,11 +709,11 @@ class ClientActor:
 
         mb = Minibatch(np.zeros(2, np.int32), np.array([[0, 2, 0, 2]], np.int32), np.zeros(2, np.uint16),
                        np.uint64(1), np.ones(2, np.int32), np.zeros(2, np.float32), 2)
-        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s)
-        f = step.result(step.submit(None, mb))
-        coef = np.zeros_like(f[0])
-        K.coefficients(f[0], mb.n_ctx, mb.alpha, self.config.negative, coef)
-        step.result(step.submit((mb, np.zeros_like(f[0])), None))
+        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire)
+        f = step.result(step.submit(None, mb))[0].astype(np.float32)  # float16 from a float16 wire
+        coef = np.zeros_like(f)
+        K.coefficients(f, mb.n_ctx, mb.alpha, self.config.negative, coef)
+        step.result(step.submit((mb, np.zeros_like(f)), None))
         runner = self._runner()
         if self.parts:
             tokens, offsets = self.parts[0]
@@ -719,7 +724,7 @@ class ClientActor:
         """Train one unit; returns its :class:`UnitStats` as a dict."""
         u = Unit(*unit)
         tokens, offsets = self.parts[u.part]
-        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s)
+        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire)
         stats = self._runner().run(tokens, offsets, u, epoch, schedule, step)  # ShardLost: the unit ends
         return stats.to_dict()
 
@@ -858,7 +863,8 @@ class ShardedRun:
         client_cls = ray.remote(ClientActor)
         client_spec = {"holder": f"parvec-sharded-{run_id}", "shard_names": self.shard_names,
                        "config": _config_dict(cfg), "minibatch_words": st["minibatch_words"],
-                       "timeout_s": self.timeout_s, "interleave": st["minibatch_formation"] == "interleaved"}
+                       "timeout_s": self.timeout_s, "interleave": st["minibatch_formation"] == "interleaved",
+                       "wire_floats": st["wire_floats"]}
         # The clients start (their processes, imports, corpus) while the shards allocate their columns.
         self.clients = [client_cls.options(
             num_cpus=0, max_concurrency=T + 2, max_restarts=st["max_restarts"], max_task_retries=0,
@@ -1350,6 +1356,7 @@ class ShardedRun:
             "shards": S, "clients": st["clients"], "client_threads": st["threads"],
             "minibatch_words": st["minibatch_words"], "minibatch_words_in_flight": st["minibatch_words_in_flight"],
             "minibatch_formation": st["minibatch_formation"], "negatives_per": st["negatives_per"],
+            "wire_floats": st["wire_floats"],
             "unit_words": st["unit_words"], "trained_input_words": t.inputs, "minibatches": t.minibatches,
             "contexts_per_input": w_bar,
             "bytes_sent_per_word": t.bytes_sent / inputs, "bytes_received_per_word": t.bytes_received / inputs,
