@@ -54,6 +54,10 @@ MODES: dict[str, list[str]] = {
     "replicas 2 x 1 thread": ["--cluster", "local:2", "--threads", "1"],
     "sharded 2 shards, 2 clients x 1 thread": ["--cluster", "local:2", "--mode", "sharded", "--shards", "2",
                                                "--clients", "2", "--threads", "1"],
+    # half the bytes on the wire (shard_core.to_wire): what a link-bound run gains
+    "sharded 2 shards, 2 clients x 1 thread, float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards",
+                                                             "2", "--clients", "2", "--threads", "1",
+                                                             "--wire-floats", "float16"],
 }
 
 PROBE = r"""
@@ -240,7 +244,7 @@ def measure(a: argparse.Namespace) -> dict[str, Any]:
         for rnd in range(a.rounds):
             for rate in a.rates:
                 ns.shape(rate)
-                for mode in MODES:
+                for mode in a.modes:
                     rep = train(ns, mode, corpus, a.work, common, a.timeout)
                     one = {"round": rnd, "rate": rate, "mode": mode, **{k: rep.get(k) for k in KEEP}}
                     runs.append(one)
@@ -426,6 +430,8 @@ def main() -> None:
     ap.add_argument("--rates", nargs="+", default=["0", "10gbit", "1gbit", "200mbit"],
                     help="loopback rates to shape (0: unshaped, the model's reference; must be included)")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds (2)")
+    ap.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
+                    help="the runs of each round (default: all of MODES)")
     ap.add_argument("--tokens", type=int, default=2_000_000)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--dim", type=int, default=100)

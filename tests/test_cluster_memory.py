@@ -13,6 +13,7 @@ from parvec import trainer as trainer_module
 from parvec.cli import main
 from parvec.config import TrainConfig
 from parvec.distributed import memory as M
+from parvec.distributed import sharded
 from parvec.distributed.cluster import Cluster
 from parvec.errors import ParvecError
 
@@ -96,6 +97,13 @@ def test_sharded_reads_the_resolved_shards_clients_and_columns():
     assert shard.count == 3 and client.count == 2
     assert shard.pieces["columns"] == 2 * v * 34 * 4  # ceil(100 / 3) columns of both matrices
     assert shard.pieces["noise table"] == 8 * v and client.pieces["subsampling table"] == 4 * v
+    # one minibatch per client thread in flight on each shard, its deltas per pair with negatives per window
+    mw = sharded.resolve(Cluster("local:4", mode="sharded", shards=3, clients=2), TrainConfig(dim=d))["minibatch_words"]
+    assert shard.pieces["minibatches in flight"] == 2 * M.minibatch_bytes(mw, 5, 5, 34, "pair")
+    wide = _est(Cluster("local:4", mode="sharded", shards=3, clients=2, negatives_per="window"), dim=d, v=v)
+    assert _part(wide, "shard").pieces["minibatches in flight"] == 2 * M.minibatch_bytes(mw, 5, 5, 34, "window")
+    assert M.minibatch_bytes(mw, 5, 5, 34, "window") - M.minibatch_bytes(mw, 5, 5, 34, "pair") == (
+        4 * mw * 10 * 34 - 4 * mw * 34 + 8 * mw * 7 - 8 * mw * 10 * 6)
     # the API (ShardedTrainer): the driver holds the model, the object store the corpus and initial columns
     assert _part(est, "driver").pieces["vectors"] == 2 * v * d * 4
     assert _part(est, "Ray's object store").pieces["initial columns"] == 2 * v * d * 4

@@ -383,6 +383,23 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
     return [driver, replica, store, board], ray_parts, []
 
 
+def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negatives_per: str) -> int:
+    """At most what one minibatch in flight holds on a shard of ``width`` columns (``kernels/sharded.py``): the
+    call's coefficients, the rows kept from its dot products to its adjust, the answer, and adjust's deltas
+    (per input word with negatives per pair, per pair with negatives per window); ``2 window`` pairs per input.
+
+    Example:
+        >>> minibatch_bytes(1024, 5, 5, 50, "window") > minibatch_bytes(1024, 5, 5, 50, "pair")
+        True
+    """
+    pairs = inputs * 2 * window
+    stride = 1 + negative
+    floats = 2 * 4 * pairs * stride  # the coefficients received, the partial dot products sent
+    if negatives_per == "window":
+        return floats + 8 * pairs + 8 * inputs * (stride + 1) + 4 * pairs * width
+    return floats + 8 * pairs * (1 + stride) + 4 * inputs * width
+
+
 def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
              ) -> tuple[list[Part], list[Part], list[Part]]:
     from parvec.distributed.sharded import resolve
@@ -407,6 +424,9 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
         "columns": columns,
         "noise table": 8 * v,
         "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
+        # one minibatch per client thread at a time: its call, its kept rows, its answer and adjust's deltas
+        "minibatches in flight": st["clients"] * st["threads"] * minibatch_bytes(
+            st["minibatch_words"], config.window, config.negative, width, st["negatives_per"]),
         "runtime": SHARD_BASELINE,
     })
     client = Part("client", n_clients, {
