@@ -101,23 +101,25 @@ def test_one_two_and_four_shards_train_the_same_vectors_as_the_reference(exact_r
         assert r["bytes_received_per_word"] == pytest.approx(exact_runs[1][2]["bytes_received_per_word"] * shards)
 
 
-def test_negatives_per_window_trains_the_window_reference_on_one_and_two_shards(exact_runs):
-    # The shards keep each minibatch's rows (context words, centers and shared negatives) from its dot products
-    # to its adjust: the same vectors as the one-process reference that draws them twice.
+def test_negatives_per_pair_trains_the_pair_reference_on_one_and_two_shards(exact_runs):
+    # The paper's algorithm (the default runs above share negatives per window): the shards keep each
+    # minibatch's rows (inputs, positives and their negatives) from its dot products to its adjust, the same
+    # vectors as the one-process reference that draws them twice.
     corpus = exact_runs["corpus"]
+    assert exact_runs[1][2]["negatives_per"] == "window"
     ref_in, ref_out, ref_stats = reference_train(TrainConfig(dim=8, **_EXACT), corpus.vocab.counts,
                                                  [(corpus.tokens, corpus.offsets)], minibatch_words=24,
-                                                 unit_words=400, negatives_per="window")
-    assert not np.allclose(ref_in, exact_runs[1][0], atol=1e-3)  # not the per-pair vectors
+                                                 unit_words=400, negatives_per="pair")
+    assert not np.allclose(ref_in, exact_runs[1][0], atol=1e-3)  # not the per-window vectors
     for shards in (1, 2):
         model = Word2Vec(vector_size=8, workers=1, progress=False, **_EXACT,
-                         cluster=_cluster(shards, minibatch_words=24, unit_words=400, negatives_per="window"))
+                         cluster=_cluster(shards, minibatch_words=24, unit_words=400, negatives_per="pair"))
         model.build_vocab(corpus=corpus)
         stats = model.train(corpus=corpus)
         np.testing.assert_allclose(model.wv.vectors, ref_in, atol=1e-6 if shards == 1 else 1e-5)
         np.testing.assert_allclose(model.syn1neg, ref_out, atol=1e-6 if shards == 1 else 1e-5)
         assert stats.loss_per_epoch == pytest.approx(ref_stats.loss_per_epoch, rel=1e-5)
-        assert model.run_report["negatives_per"] == "window"
+        assert model.run_report["negatives_per"] == "pair"
         _check_bytes(model.run_report, shards, 8)  # the same dot products cross the wire
 
 
@@ -209,13 +211,13 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
     contiguous, keys_c, _ = load_npy(tmp_path / "c.npy")
     assert keys_c == keys and not np.allclose(contiguous, vectors, atol=1e-4)
     capsys.readouterr()
-    # Negatives per window and float16 on the wire (the flags): another algorithm, half the bytes received.
+    # Negatives per pair and float16 on the wire (the flags): another algorithm, half the bytes received.
     assert _cli(str(corpus_file), "-o", str(tmp_path / "w.npy"), "--report", str(tmp_path / "w.json"),
-                "--negatives-per", "window", "--wire-floats", "float16", shards=1) == 0
-    assert "negatives per window" in capsys.readouterr().err
+                "--negatives-per", "pair", "--wire-floats", "float16", shards=1) == 0
+    assert "negatives per pair" in capsys.readouterr().err
     w_report = json.loads((tmp_path / "w.json").read_text())
-    assert (w_report["negatives_per"], w_report["wire_floats"]) == ("window", "float16")
-    assert (report["negatives_per"], report["wire_floats"]) == ("pair", "float32")
+    assert (w_report["negatives_per"], w_report["wire_floats"]) == ("pair", "float16")
+    assert (report["negatives_per"], report["wire_floats"]) == ("window", "float32")
     assert w_report["bytes_received_per_word"] == pytest.approx(w_report["paper_bytes_per_word"] / 2)
     windowed, keys_w, _ = load_npy(tmp_path / "w.npy")
     assert keys_w == keys and not np.allclose(windowed, vectors, atol=1e-4)

@@ -540,7 +540,7 @@ def test_window_column_blocks_train_the_window_reference_and_rank_related_words(
     ref_in, ref_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
                                              minibatch_words=16, unit_words=500, negatives_per="window")
     pair_in, _, _ = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
-                                    minibatch_words=16, unit_words=500)
+                                    minibatch_words=16, unit_words=500, negatives_per="pair")
     assert stats.pairs > 0 and stats.loss_per_epoch[1] < stats.loss_per_epoch[0]
     assert not np.allclose(ref_in, pair_in)  # another algorithm, not the per-pair one under a new name
     counts = corpus.vocab.counts

@@ -107,9 +107,10 @@ def _cluster(path: Path, mode: str) -> tuple[np.ndarray, np.ndarray]:
         cluster = parvec.Cluster("local:1")
     else:
         # 256 input words per minibatch: what c9b23cc's default gave one client thread (512 words in flight,
-        # at most 256); the default is 4096 in flight since, so the size is given to compare the same run
+        # at most 256); the default is 4096 in flight since, so the size is given to compare the same run; and
+        # the paper's negatives per pair, the default until negatives per window replaced it
         cluster = parvec.Cluster("local:1", mode="sharded", shards=1, clients=1, threads_per_actor=1,
-                                 minibatch_words=256)
+                                 minibatch_words=256, negatives_per="pair")
     return _word2vec(path, algo="hogbatch", cluster=cluster)
 
 

@@ -139,10 +139,10 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    default="interleaved", help="sharded mode: interleaved (default: a minibatch's input words are "
                    "taken far apart in the corpus, the paper's interleaved formation; a burst of one word in a table "
                    "or markup is spread over many minibatches) or contiguous (consecutive words)")
-    g.add_argument("--negatives-per", dest="negatives_per", choices=("pair", "window"), default=None,
-                   help="sharded mode: pair (each input-context pair draws its own negatives, the paper's algorithm) "
-                   "or window (an input word's context words share its negatives, as hogbatch does: the same dot "
-                   "products, a third of the rows a shard touches)")
+    g.add_argument("--negatives-per", dest="negatives_per", choices=("window", "pair"), default=None,
+                   help="sharded mode: window (default: an input word's context words share its negatives, as "
+                   "hogbatch does: the same dot products, a third of the rows a shard touches) or pair (each "
+                   "input-context pair draws its own negatives, the paper's algorithm)")
     g.add_argument("--wire-floats", dest="wire_floats", choices=("float32", "float16"), default=None,
                    help="sharded mode: how the dot products and gradient coefficients travel between clients and "
                    "shards (float16: half the bytes)")

@@ -120,10 +120,10 @@ class Cluster:
     # sharded: "interleaved" (each minibatch takes one input word from each of minibatch_words lanes spread
     # over the unit: the paper's interleaved minibatch formation) or "contiguous" (consecutive input words).
     minibatch_formation: str = "interleaved"
-    # sharded: "pair" (each (input, positive) pair draws its own negatives: the paper's algorithm) or "window"
-    # (each input word's context words share its negatives, Ji et al.'s batches: the same dot products per pair,
-    # a third of the rows; kernels/sharded.py, docs/distributed.md).
-    negatives_per: str = "pair"
+    # sharded: "window" (each input word's context words share its negatives, Ji et al.'s batches: the same dot
+    # products per pair, a third of the rows; the default since it matched one process over 3 seeds at sample
+    # 1e-3 and 1e-4, docs/distributed.md) or "pair" (each (input, positive) pair draws its own: the paper's).
+    negatives_per: str = "window"
     # sharded: how the dot products and coefficients travel, "float32" or "float16" (half the bytes; the
     # coefficients scaled by the minibatch's largest learning rate first, shard_core.to_wire).
     wire_floats: str = "float32"

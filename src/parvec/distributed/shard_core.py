@@ -284,8 +284,8 @@ def check_wire(wire: str) -> str:
 
 def shard_kernels(negatives_per: str) -> tuple[Any, Any]:
     """The shard side's ``(dotprod, adjust)`` kernels (each drawing its minibatch's rows from its seed) for
-    ``negatives_per``: "pair" (the paper's negatives per (input, positive) pair) or "window" (shared by an input
-    word's context words, :func:`parvec.kernels.sharded.window_rows`).
+    ``negatives_per``: "window" (parvec's default: shared by an input word's context words,
+    :func:`parvec.kernels.sharded.window_rows`) or "pair" (the paper's negatives per (input, positive) pair).
 
     Example:
         >>> shard_kernels("window")[0].__name__
@@ -323,7 +323,7 @@ class LocalStep(Step):
     """
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
-                 noise_alias: np.ndarray, negatives_per: str = "pair", wire: str = "float32") -> None:
+                 noise_alias: np.ndarray, negatives_per: str = "window", wire: str = "float32") -> None:
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
@@ -529,7 +529,7 @@ def reference_train(
     w_out: np.ndarray | None = None,
     epochs: int | None = None,
     interleave: bool = True,
-    negatives_per: str = "pair",
+    negatives_per: str = "window",
     wire: str = "float32",
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:

@@ -291,8 +291,9 @@ class ShardActor:
         self.index = spec["index"]
         self.window = int(spec["window"])
         self.negative = int(spec["negative"])
-        self.by_window = spec.get("negatives_per", "pair") == "window"
-        self.dotprod, self.adjust = shard_kernels(spec.get("negatives_per", "pair"))
+        negatives_per = spec.get("negatives_per", "window")  # Cluster's default
+        self.by_window = negatives_per == "window"
+        self.dotprod, self.adjust = shard_kernels(negatives_per)
         self.applied = 0  # minibatches adjusted
         self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads
         self.calls = 0
