@@ -294,7 +294,7 @@ def compare(result: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 # --------------------------------------------------------------------------- a shard's kernel rate
 def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_words: int = 200,
-                      window: int = 5, seconds: float = 20.0) -> dict[str, float]:
+                      window: int = 5, seconds: float = 20.0, negatives_per: str = "pair") -> dict[str, float]:
     """Input words per second one thread of a shard trains (draw the rows, dot products, adjust) when the shard
     holds ``rows`` words x ``cols`` columns: the corpus's minibatches with their word ids spread over ``rows``
     (a multiplicative hash), so that rows are where a large vocabulary puts them (memory, not cache)."""
@@ -323,20 +323,33 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
     t_end = time.perf_counter() + seconds
     while time.perf_counter() < t_end:
         for mb in mbs:
-            centers = np.empty(mb.pairs, dtype=np.int64)
-            outs = np.empty(mb.pairs * stride, dtype=np.int64)
-            t = time.perf_counter()
-            n = K.pair_rows(mb.seq, mb.seg, mb.shrink, window, cfg.negative, prob, alias, mb.seed, centers, outs)
-            t_draw += time.perf_counter() - t
-            centers = centers * spread % rows
-            outs = outs * spread % rows
-            f = np.empty(n * stride, dtype=np.float32)
-            t = time.perf_counter()
-            K.dotprod_rows(w_in, w_out, centers, outs, n, f)
-            K.adjust_rows(w_in, w_out, mb.seg, mb.shrink, window, centers, outs, n, f * np.float32(1e-3))
-            t_train += time.perf_counter() - t
+            f = np.empty(mb.pairs * stride, dtype=np.float32)
+            if negatives_per == "window":  # each input's contexts share its center and negatives
+                n_in = len(mb.shrink)
+                ins, outs = np.empty(mb.pairs, np.int64), np.empty(n_in * stride, np.int64)
+                first = np.empty(n_in + 1, np.int64)
+                t = time.perf_counter()
+                K.window_rows(mb.seq, mb.seg, mb.shrink, window, cfg.negative, prob, alias, mb.seed, ins, outs, first)
+                t_draw += time.perf_counter() - t
+                ins, outs = ins * spread % rows, outs * spread % rows
+                t = time.perf_counter()
+                K.dotprod_window_rows(w_in, w_out, ins, outs, first, f)
+                K.adjust_window_rows(w_in, w_out, ins, outs, first, f * np.float32(1e-3))
+                t_train += time.perf_counter() - t
+            else:
+                centers = np.empty(mb.pairs, dtype=np.int64)
+                outs = np.empty(mb.pairs * stride, dtype=np.int64)
+                t = time.perf_counter()
+                n = K.pair_rows(mb.seq, mb.seg, mb.shrink, window, cfg.negative, prob, alias, mb.seed, centers, outs)
+                t_draw += time.perf_counter() - t
+                centers = centers * spread % rows
+                outs = outs * spread % rows
+                t = time.perf_counter()
+                K.dotprod_rows(w_in, w_out, centers, outs, n, f)
+                K.adjust_rows(w_in, w_out, mb.seg, mb.shrink, window, centers, outs, n, f * np.float32(1e-3))
+                t_train += time.perf_counter() - t
             inputs += mb.inputs
-    return {"rows": rows, "cols": cols, "inputs_per_s": inputs / (t_draw + t_train),
+    return {"rows": rows, "cols": cols, "negatives_per": negatives_per, "inputs_per_s": inputs / (t_draw + t_train),
             "draw_share": t_draw / (t_draw + t_train), "pairs_per_input": sum(m.pairs for m in mbs) /
             sum(m.inputs for m in mbs)}
 
@@ -451,6 +464,8 @@ def main() -> None:
     ap.add_argument("--latency-ms", type=float, default=0.2)
     ap.add_argument("--shard-thread-inputs-s", type=float, default=0.55e6,
                     help="projection: one shard thread's kernel rate, input words/s (--kernel 20000000 20 here)")
+    ap.add_argument("--kernel-negatives-per", choices=("pair", "window"), default="pair",
+                    help="--kernel: the shard algorithm measured (pair)")
     ap.add_argument("--kernel-pairs", type=float, default=5.97, help="pairs per input word of that measurement")
     ap.add_argument("--shard-threads", type=int, default=16, help="projection: threads of a shard node")
     ap.add_argument("--call-ns-per-byte", type=float, default=4.0,
@@ -463,7 +478,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.kernel:
         a.work.mkdir(parents=True, exist_ok=True)
-        k = shard_kernel_rate(a.corpus, a.work, *a.kernel)
+        k = shard_kernel_rate(a.corpus, a.work, *a.kernel, negatives_per=a.kernel_negatives_per)
         print(json.dumps(k))
         return
     if a.project:

@@ -16,6 +16,10 @@ ones from the same alias table.  Three kernels make one minibatch SGD step:
   call* (the paper's detail): the input deltas are gathered first (reading ``v``), then ``v`` is updated
   (reading ``u``, not yet changed), then the input deltas are added.
 
+parvec's default shares the negatives per window instead (``negatives_per="window"``: :func:`window_rows`,
+:func:`dotprod_window_rows`, :func:`adjust_window_rows`, below): each input word's context words share its
+negatives, Ji et al.'s batches; the same dot products in the same layout, a third of the rows.
+
 Only indices, seeds and scalars cross between client and shards: a minibatch is sent as the kept-word
 runs it covers (``seq``), one row per run (``seg``) and the window shrink of each input (``shrink``);
 the shard rebuilds the pairs from them.
