@@ -146,20 +146,23 @@ class Minibatch:
 
 _HEADER = 14  # int64 fields at the start of a packed call
 WIRE_FLOATS = ("float32", "float16")
+WIRE_BYTES = {"float32": 4, "float16": 2}  # bytes per float on the wire
 
 
-def to_wire(coef: np.ndarray, alpha_max: float, wire: str) -> tuple[np.ndarray, float]:
+def to_wire(coef: np.ndarray, alpha: np.ndarray, wire: str) -> tuple[np.ndarray, float]:
     """The coefficients as sent: ``(array, scale)``.  float16 carries ``coef / scale`` with ``scale`` the
-    minibatch's largest learning rate, so ``alpha * (label - sigmoid)`` keeps float16's 11 significant bits
-    whatever the rate (it decays ten-thousand-fold over a run), not its subnormals.
+    minibatch's largest learning rate (``alpha``: its inputs' rates), so ``alpha * (label - sigmoid)`` keeps
+    float16's 11 significant bits whatever the rate (it decays ten-thousand-fold over a run), not its subnormals.
 
     Example:
-        >>> a, s = to_wire(np.array([0.01, -0.02], np.float32), 0.02, "float16"); a.dtype.name, s
+        >>> a, s = to_wire(np.array([0.01, -0.02], np.float32), np.array([0.02], np.float32), "float16")
+        >>> a.dtype.name, round(s, 6)
         ('float16', 0.02)
     """
     if wire == "float32":
         return coef, 1.0
-    scale = float(alpha_max) if alpha_max > 0 else 1.0
+    top = float(alpha.max()) if len(alpha) else 0.0
+    scale = top if top > 0 else 1.0
     return (coef * np.float32(1.0 / scale)).astype(np.float16), scale
 
 
@@ -167,7 +170,7 @@ def from_wire(arr: np.ndarray, scale: float) -> np.ndarray:
     """The float32 coefficients a shard applies (:func:`to_wire`'s inverse, up to its rounding).
 
     Example:
-        >>> from_wire(*to_wire(np.array([0.5], np.float32), 1.0, "float16")).tolist()
+        >>> from_wire(*to_wire(np.array([0.5], np.float32), np.ones(1, np.float32), "float16")).tolist()
         [0.5]
     """
     if arr.dtype == np.float32:
@@ -202,7 +205,7 @@ def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, 
         header[h + 4] = len(mb.shrink)
         header[h + 5] = len(extra) if extra is not None else mb.pairs * (1 + negative)
         if extra is not None:
-            extra, scale = to_wire(extra, float(mb.alpha.max()) if len(mb.alpha) else 1.0, wire)
+            extra, scale = to_wire(extra, mb.alpha, wire)
             header[13] = np.float64(scale).view(np.int64)
         arrays += [mb.seq, mb.seg, mb.shrink] + ([extra] if extra is not None else [])
     header[12] = WIRE_FLOATS.index(wire)
@@ -227,7 +230,7 @@ def call_bytes(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None,
     for mb, extra in ((prev if prev is not None else (None, None)), (nxt, None)):
         if mb is not None:
             total += sum(_padded(a.nbytes) for a in (mb.seq, mb.seg, mb.shrink))
-            total += _padded(len(extra) * (2 if wire == "float16" else 4)) if extra is not None else 0
+            total += _padded(len(extra) * WIRE_BYTES[wire]) if extra is not None else 0
     return total
 
 
@@ -336,7 +339,7 @@ class LocalStep(Step):
         if prev is not None:
             mb, coef = prev
             if self.wire != "float32":  # what a shard would apply
-                coef = from_wire(*to_wire(coef, float(mb.alpha.max()) if len(mb.alpha) else 1.0, self.wire))
+                coef = from_wire(*to_wire(coef, mb.alpha, self.wire))
             self.adjust(self.w_in, self.w_out, mb.seq, mb.seg, mb.shrink, self.window, self.negative,
                         self.noise_prob, self.noise_alias, mb.seed, coef)
         if nxt is not None:
@@ -493,7 +496,7 @@ class UnitRunner:
             stats.wait_seconds += time.perf_counter() - t
             # The bytes of the one array sent to each shard: the indices, seeds and header, and the coefficients.
             stats.bytes_sent += step.sent * step.shards
-            coef_bytes = len(pending[1]) * (2 if step.wire == "float16" else 4) if pending is not None else 0
+            coef_bytes = len(pending[1]) * WIRE_BYTES[step.wire] if pending is not None else 0
             stats.index_bytes_sent += (step.sent - coef_bytes) * step.shards
             if pending is not None:
                 for s in range(step.shards):
