@@ -354,7 +354,7 @@ def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_al
 
 
 # --------------------------------------------------------------------------- window batches (Ji et al.)
-# ``negatives="window"``: each input word of a minibatch (a center) is one batch in Ji et al.'s sense (HogBatch,
+# ``negatives_per="window"``: each input word of a minibatch (a center) is one batch in Ji et al.'s sense (HogBatch,
 # parvec.kernels.hogbatch): its context words are the batch's inputs (rows of w_in) and the center with
 # ``negative`` noise words drawn once for the batch (never the center) its shared outputs (rows of w_out) --
 # word2vec.c's orientation, in which the context word's input vector meets the center's output vector.
@@ -548,7 +548,7 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def dotprod_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
-    """:func:`dotprod` with window batches (``negatives="window"``): the negatives are drawn per input word and
+    """:func:`dotprod` with window batches (``negatives_per="window"``): the negatives are drawn per input word and
     shared by its context words (:func:`window_rows`); the same layout.  Returns how many were written.
 
     Example:
