@@ -173,11 +173,16 @@ def sgns_block(g, lab, n, alpha, with_loss):
 
 # --------------------------------------------------------------------------- the batch update
 @njit(inline="always")
-def _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, dim, with_loss):
-    """Rows ``ctx[c0:c0+n_in]`` of ``w_in`` against rows ``outs[:n_out]`` of ``w_out``.
+def batch_scores(w_in, w_out, ctx, c0, n_in, outs, n_out, g, dim):
+    """``g[a * n_out + b] = <w_in[ctx[c0 + a]], w_out[outs[b]]>``: one input row against blocks of six (then
+    three, then single) output rows per pass over the columns.  HogBatch's scores; the sharded kernels' window
+    batches (:func:`parvec.kernels.sharded.dotprod_window_rows`) compute theirs with it too.
 
-    ``do`` (>= n_out x dim), ``g`` and ``lab`` (>= n_in * n_out, ``lab`` holding each output's label
-    row by row) are scratch.  ``dim`` is a literal at the specialised call sites.  Returns the loss.
+    Example:
+        >>> g = np.empty(2, np.float32)
+        >>> batch_scores(np.ones((1, 3), np.float32), np.ones((2, 3), np.float32), np.zeros(1, np.int64), 0, 1,
+        ...              np.array([0, 1]), 2, g, 3); g.tolist()  # doctest: +SKIP
+        [3.0, 3.0]
     """
     n6 = n_out - n_out % 6
     n3 = n_out - n_out % 3
@@ -234,6 +239,19 @@ def _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, dim, with
             for d in range(dim):
                 s0 += w_in[ra, d] * w_out[rb, d]
             g[a * n_out + b] = s0
+
+
+@njit(inline="always")
+def _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, dim, with_loss):
+    """Rows ``ctx[c0:c0+n_in]`` of ``w_in`` against rows ``outs[:n_out]`` of ``w_out``.
+
+    ``do`` (>= n_out x dim), ``g`` and ``lab`` (>= n_in * n_out, ``lab`` holding each output's label
+    row by row) are scratch.  ``dim`` is a literal at the specialised call sites.  Returns the loss.
+    """
+    # Scores g[a, b] = <w_in[ctx[a]], w_out[outs[b]]>: one input row against blocks of output rows.
+    batch_scores(w_in, w_out, ctx, c0, n_in, outs, n_out, g, dim)
+    n6 = n_out - n_out % 6
+    n3 = n_out - n_out % 3
     loss = sgns_block(g, lab, n_in * n_out, alpha, with_loss)
     # Output deltas do[b] = sum_a g[a, b] w_in[ctx[a]], before any input row changes.
     m4 = n_in - n_in % 4

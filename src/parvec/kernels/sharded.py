@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.kernels.hogbatch import prefetch_row, sgns_block
+from parvec.kernels.hogbatch import batch_scores, prefetch_row, sgns_block
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 _M64 = (1 << 64) - 1
@@ -409,46 +409,6 @@ def _prefetch_batch(w_in, w_out, ins, outs, first, m, stride):
         prefetch_row(w_in, ins[p])
 
 
-@njit(inline="always")
-def _dots_row(w_in, w_out, a, outs, o0, stride, out, q, dim):
-    """``out[q + k] = w_in[a] . w_out[outs[o0 + k]]`` for ``k < stride``: six output rows per pass over the
-    columns (hogbatch's register blocking), the rest one by one."""
-    n6 = stride - stride % 6
-    for b in range(0, n6, 6):
-        r0 = outs[o0 + b]
-        r1 = outs[o0 + b + 1]
-        r2 = outs[o0 + b + 2]
-        r3 = outs[o0 + b + 3]
-        r4 = outs[o0 + b + 4]
-        r5 = outs[o0 + b + 5]
-        s0 = np.float32(0.0)
-        s1 = np.float32(0.0)
-        s2 = np.float32(0.0)
-        s3 = np.float32(0.0)
-        s4 = np.float32(0.0)
-        s5 = np.float32(0.0)
-        for c in range(dim):
-            x = w_in[a, c]
-            s0 += x * w_out[r0, c]
-            s1 += x * w_out[r1, c]
-            s2 += x * w_out[r2, c]
-            s3 += x * w_out[r3, c]
-            s4 += x * w_out[r4, c]
-            s5 += x * w_out[r5, c]
-        out[q + b] = s0
-        out[q + b + 1] = s1
-        out[q + b + 2] = s2
-        out[q + b + 3] = s3
-        out[q + b + 4] = s4
-        out[q + b + 5] = s5
-    for b in range(n6, stride):
-        t = outs[o0 + b]
-        s0 = np.float32(0.0)
-        for c in range(dim):
-            s0 += w_in[a, c] * w_out[t, c]
-        out[q + b] = s0
-
-
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
     """Partial dot products of a minibatch's window batches given their rows (:func:`window_rows`), in
@@ -465,8 +425,10 @@ def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
     for m in range(n_in):
         if m + 1 < n_in:
             _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
-        for p in range(first[m], first[m + 1]):
-            _dots_row(w_in, w_out, ins[p], outs, m * stride, stride, out, p * stride, dim)
+        # the batch's contexts against its center and negatives: hogbatch's scores, in dotprod's layout
+        lo = first[m]
+        batch_scores(w_in, w_out, ins, lo, first[m + 1] - lo, outs[m * stride:(m + 1) * stride], stride,
+                     out[lo * stride:], dim)
     return first[n_in] * stride
 
 
