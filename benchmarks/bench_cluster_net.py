@@ -304,7 +304,6 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus
     from parvec.distributed import shard_core as SC
-    from parvec.kernels import sharded as K
 
     enc = EncodedCorpus.from_file(str(slice_corpus(corpus, 1_000_000, work)))
     cfg = TrainConfig(dim=100, window=window, sample=1e-4).validate()
@@ -317,6 +316,7 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
     w_in = (rng.random((rows, cols), dtype=np.float32) - 0.5) / 100
     w_out = (rng.random((rows, cols), dtype=np.float32) - 0.5) / 100
     stride = 1 + cfg.negative
+    kernels = SC.shard_kernels(negatives_per, window, cfg.negative)
     spread = np.int64(2_654_435_761)
     t_draw = t_train = 0.0
     inputs = 0
@@ -324,30 +324,14 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
     while time.perf_counter() < t_end:
         for mb in mbs:
             f = np.empty(mb.pairs * stride, dtype=np.float32)
-            if negatives_per == "window":  # each input's contexts share its center and negatives
-                n_in = len(mb.shrink)
-                ins, outs = np.empty(mb.pairs, np.int64), np.empty(n_in * stride, np.int64)
-                first = np.empty(n_in + 1, np.int64)
-                t = time.perf_counter()
-                K.window_rows(mb.seq, mb.seg, mb.shrink, window, cfg.negative, prob, alias, mb.seed, ins, outs, first)
-                t_draw += time.perf_counter() - t
-                ins, outs = ins * spread % rows, outs * spread % rows
-                t = time.perf_counter()
-                K.dotprod_window_rows(w_in, w_out, ins, outs, first, f)
-                K.adjust_window_rows(w_in, w_out, ins, outs, first, f * np.float32(1e-3))
-                t_train += time.perf_counter() - t
-            else:
-                centers = np.empty(mb.pairs, dtype=np.int64)
-                outs = np.empty(mb.pairs * stride, dtype=np.int64)
-                t = time.perf_counter()
-                n = K.pair_rows(mb.seq, mb.seg, mb.shrink, window, cfg.negative, prob, alias, mb.seed, centers, outs)
-                t_draw += time.perf_counter() - t
-                centers = centers * spread % rows
-                outs = outs * spread % rows
-                t = time.perf_counter()
-                K.dotprod_rows(w_in, w_out, centers, outs, n, f)
-                K.adjust_rows(w_in, w_out, mb.seg, mb.shrink, window, centers, outs, n, f * np.float32(1e-3))
-                t_train += time.perf_counter() - t
+            t = time.perf_counter()
+            kept = kernels.rows(mb.seq, mb.seg, mb.shrink, mb.pairs, mb.seed, prob, alias)
+            t_draw += time.perf_counter() - t
+            kept = (*(k * spread % rows for k in kept[:2]), *kept[2:])  # the row ids, not window's first pairs
+            t = time.perf_counter()
+            kernels.dotprod_rows(w_in, w_out, kept, f)
+            kernels.adjust_rows(w_in, w_out, kept, mb.seg, mb.shrink, f * np.float32(1e-3))
+            t_train += time.perf_counter() - t
             inputs += mb.inputs
     return {"rows": rows, "cols": cols, "negatives_per": negatives_per, "inputs_per_s": inputs / (t_draw + t_train),
             "draw_share": t_draw / (t_draw + t_train), "pairs_per_input": sum(m.pairs for m in mbs) /

@@ -285,20 +285,63 @@ def check_wire(wire: str) -> str:
     return wire
 
 
-def shard_kernels(negatives_per: str) -> tuple[Any, Any]:
-    """The shard side's ``(dotprod, adjust)`` kernels (each drawing its minibatch's rows from its seed) for
-    ``negatives_per``: "window" (parvec's default: shared by an input word's context words,
-    :func:`parvec.kernels.sharded.window_rows`) or "pair" (the paper's negatives per (input, positive) pair).
+class ShardKernels:
+    """The shard side of one ``negatives_per`` algorithm: "window" (parvec's default: the negatives shared by an
+    input word's context words, :func:`parvec.kernels.sharded.window_rows`) or "pair" (the paper's, per (input,
+    positive) pair).  ``rows`` draws a minibatch's rows, ``dotprod_rows``/``adjust_rows`` use them (a shard keeps
+    them from a minibatch's dot products to its adjust); ``dotprod``/``adjust`` draw them for themselves.
 
     Example:
-        >>> shard_kernels("window")[0].__name__
+        >>> ShardKernels("window").dotprod.__name__
         'dotprod_window'
     """
-    if negatives_per == "pair":
-        return K.dotprod, K.adjust
-    if negatives_per == "window":
-        return K.dotprod_window, K.adjust_window
-    raise ParvecError(f"negatives_per must be one of {', '.join(NEGATIVES_PER)}; got {negatives_per!r}")
+
+    def __init__(self, negatives_per: str, window: int = 5, negative: int = 5) -> None:
+        if negatives_per not in NEGATIVES_PER:
+            raise ParvecError(f"negatives_per must be one of {', '.join(NEGATIVES_PER)}; got {negatives_per!r}")
+        self.by_window = negatives_per == "window"
+        self.window, self.negative = window, negative
+        self.dotprod, self.adjust = (K.dotprod_window, K.adjust_window) if self.by_window else (K.dotprod, K.adjust)
+
+    def rows(self, seq: np.ndarray, seg: np.ndarray, shrink: np.ndarray, pairs: int, seed: np.uint64,
+             noise_prob: np.ndarray, noise_alias: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The rows of a minibatch of ``pairs`` pairs, in the kernels' order (window: each pair's context word,
+        each input's center and negatives, each input's first pair; pair: each pair's input word, its positive
+        and negatives)."""
+        stride = 1 + self.negative
+        if self.by_window:
+            n_in = len(shrink)
+            kept = (np.empty(pairs, np.int64), np.empty(n_in * stride, np.int64), np.empty(n_in + 1, np.int64))
+            K.window_rows(seq, seg, shrink, self.window, self.negative, noise_prob, noise_alias, seed, *kept)
+        else:
+            kept = (np.empty(pairs, np.int64), np.empty(pairs * stride, np.int64))
+            K.pair_rows(seq, seg, shrink, self.window, self.negative, noise_prob, noise_alias, seed, *kept)
+        return kept
+
+    def dotprod_rows(self, w_in: np.ndarray, w_out: np.ndarray, kept: tuple[np.ndarray, ...], out: np.ndarray) -> None:
+        """The partial dot products of the minibatch whose rows :meth:`rows` drew."""
+        if self.by_window:
+            K.dotprod_window_rows(w_in, w_out, *kept, out)
+        else:
+            K.dotprod_rows(w_in, w_out, *kept, len(kept[0]), out)
+
+    def adjust_rows(self, w_in: np.ndarray, w_out: np.ndarray, kept: tuple[np.ndarray, ...], seg: np.ndarray,
+                    shrink: np.ndarray, coef: np.ndarray) -> None:
+        """The minibatch's updates (``coef``) given the rows :meth:`rows` drew."""
+        if self.by_window:
+            K.adjust_window_rows(w_in, w_out, *kept, coef)
+        else:
+            K.adjust_rows(w_in, w_out, seg, shrink, self.window, *kept, len(kept[0]), coef)
+
+
+def shard_kernels(negatives_per: str, window: int = 5, negative: int = 5) -> ShardKernels:
+    """:class:`ShardKernels` of ``negatives_per`` (a ParvecError naming the choices otherwise).
+
+    Example:
+        >>> shard_kernels("pair").adjust.__name__
+        'adjust'
+    """
+    return ShardKernels(negatives_per, window, negative)
 
 
 class Step:
@@ -330,7 +373,7 @@ class LocalStep(Step):
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
-        self.dotprod, self.adjust = shard_kernels(negatives_per)
+        self.kernels = shard_kernels(negatives_per, config.window, config.negative)
         self.wire = check_wire(wire)
 
     def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
@@ -340,11 +383,11 @@ class LocalStep(Step):
             mb, coef = prev
             if self.wire != "float32":  # what a shard would apply
                 coef = from_wire(*to_wire(coef, mb.alpha, self.wire))
-            self.adjust(self.w_in, self.w_out, mb.seq, mb.seg, mb.shrink, self.window, self.negative,
+            self.kernels.adjust(self.w_in, self.w_out, mb.seq, mb.seg, mb.shrink, self.window, self.negative,
                         self.noise_prob, self.noise_alias, mb.seed, coef)
         if nxt is not None:
             f = np.empty(nxt.pairs * (1 + self.negative), dtype=np.float32)
-            self.dotprod(self.w_in, self.w_out, nxt.seq, nxt.seg, nxt.shrink, self.window, self.negative,
+            self.kernels.dotprod(self.w_in, self.w_out, nxt.seq, nxt.seg, nxt.shrink, self.window, self.negative,
                          self.noise_prob, self.noise_alias, nxt.seed, f)
             out.append(f.astype(np.float16) if self.wire == "float16" else f)
         return out

@@ -291,9 +291,7 @@ class ShardActor:
         self.index = spec["index"]
         self.window = int(spec["window"])
         self.negative = int(spec["negative"])
-        negatives_per = spec.get("negatives_per", "window")  # Cluster's default
-        self.by_window = negatives_per == "window"
-        self.dotprod, self.adjust = shard_kernels(negatives_per)
+        self.kernels = shard_kernels(spec.get("negatives_per", "window"), self.window, self.negative)
         self.applied = 0  # minibatches adjusted
         self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads
         self.calls = 0
@@ -492,34 +490,19 @@ class ShardActor:
                 with self._rows_lock:
                     kept = self._rows.pop(int(p_seed), None)
                 if kept is not None and len(kept[0]) * (1 + self.negative) == len(p_coef):  # its dotprod's rows
-                    if self.by_window:
-                        K.adjust_window_rows(self.w_in, self.w_out, kept[0], kept[1], kept[2], p_coef)
-                    else:
-                        K.adjust_rows(self.w_in, self.w_out, p_seg, p_shrink, self.window, kept[0], kept[1],
-                                      len(kept[0]), p_coef)
+                    self.kernels.adjust_rows(self.w_in, self.w_out, kept, p_seg, p_shrink, p_coef)
                 else:  # not kept (a restarted shard, a minibatch retried): drawn again, the same rows
-                    self.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative,
-                                self.noise_prob, self.noise_alias, np.uint64(p_seed), p_coef)
+                    self.kernels.adjust(self.w_in, self.w_out, p_seq, p_seg, p_shrink, self.window, self.negative,
+                                        self.noise_prob, self.noise_alias, np.uint64(p_seed), p_coef)
                 self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
                 self.applied_inputs += len(p_shrink)
             if n_seq is None:
                 self.kernel_seconds += time.thread_time() - t0
                 return None
             out = np.empty(int(n_out), dtype=np.float32)
-            stride = 1 + self.negative
-            n_pairs = int(n_out) // stride
-            kept: tuple[np.ndarray, ...]
-            if self.by_window:  # rows: each pair's context word, each input's center and negatives, its first pair
-                n_in = len(n_shrink)
-                kept = (np.empty(n_pairs, np.int64), np.empty(n_in * stride, np.int64), np.empty(n_in + 1, np.int64))
-                K.window_rows(n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
-                              self.noise_alias, np.uint64(n_seed), *kept)
-                K.dotprod_window_rows(self.w_in, self.w_out, *kept, out)
-            else:  # rows: each pair's input word, its positive and negatives
-                kept = (np.empty(n_pairs, np.int64), np.empty(int(n_out), np.int64))
-                n_pairs = K.pair_rows(n_seq, n_seg, n_shrink, self.window, self.negative, self.noise_prob,
-                                      self.noise_alias, np.uint64(n_seed), *kept)
-                K.dotprod_rows(self.w_in, self.w_out, *kept, n_pairs, out)
+            kept = self.kernels.rows(n_seq, n_seg, n_shrink, int(n_out) // (1 + self.negative), np.uint64(n_seed),
+                                     self.noise_prob, self.noise_alias)
+            self.kernels.dotprod_rows(self.w_in, self.w_out, kept, out)
             # Kept for this minibatch's adjust (the next call of its client thread), which then draws no
             # negatives: 45% of the shard kernels' time went to drawing them twice (docs/distributed.md).
             with self._rows_lock:
