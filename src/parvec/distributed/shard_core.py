@@ -163,7 +163,34 @@ def to_wire(coef: np.ndarray, alpha: np.ndarray, wire: str) -> tuple[np.ndarray,
         return coef, 1.0
     top = float(alpha.max()) if len(alpha) else 0.0
     scale = top if top > 0 else 1.0
-    return (coef * np.float32(1.0 / scale)).astype(np.float16), scale
+    return to_half(coef * np.float32(1.0 / scale)), scale
+
+
+def to_half(x: np.ndarray) -> np.ndarray:
+    """``x`` as float16, as ``x.astype(np.float16)`` rounds it but in numba (:func:`parvec.kernels.sharded.
+    float_to_half`: numpy's cast cost a shard call more than the bytes it saved).
+
+    Example:
+        >>> to_half(np.array([1.0, 1e-3], np.float32)).tolist()
+        [1.0, 0.0010004043579101562]
+    """
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    return K.float_to_half(x, x.view(np.uint32), np.empty(len(x), dtype=np.uint16)).view(np.float16)
+
+
+def sum_partials(partials: Sequence[np.ndarray]) -> np.ndarray:
+    """The shards' partial dot products summed in float32, in shard order (float16 ones converted in numba).
+
+    Example:
+        >>> sum_partials([np.array([1.5], np.float16), np.array([0.25], np.float16)]).tolist()
+        [1.75]
+    """
+    if partials[0].dtype != np.float16:
+        return partials[0] if len(partials) == 1 else np.sum(partials, axis=0, dtype=np.float32)
+    out = np.empty(len(partials[0]), dtype=np.float32)
+    for s, p in enumerate(partials):
+        K.half_to_float(p.view(np.uint16), np.float32(1.0), out, s > 0)
+    return out
 
 
 def from_wire(arr: np.ndarray, scale: float) -> np.ndarray:
@@ -175,7 +202,7 @@ def from_wire(arr: np.ndarray, scale: float) -> np.ndarray:
     """
     if arr.dtype == np.float32:
         return arr
-    return arr.astype(np.float32) * np.float32(scale)
+    return K.half_to_float(arr.view(np.uint16), np.float32(scale), np.empty(len(arr), dtype=np.float32), False)
 
 
 def _padded(nbytes: int) -> int:
@@ -389,7 +416,7 @@ class LocalStep(Step):
             f = np.empty(nxt.pairs * (1 + self.negative), dtype=np.float32)
             self.kernels.dotprod(self.w_in, self.w_out, nxt.seq, nxt.seg, nxt.shrink, self.window, self.negative,
                          self.noise_prob, self.noise_alias, nxt.seed, f)
-            out.append(f.astype(np.float16) if self.wire == "float16" else f)
+            out.append(to_half(f) if self.wire == "float16" else f)
         return out
 
     def result(self, handle: Any) -> list[np.ndarray]:
@@ -547,8 +574,7 @@ class UnitRunner:
             if nxt is not None:
                 t = time.perf_counter()
                 stats.bytes_received += sum(p.nbytes for p in partials)
-                f = (partials[0].astype(np.float32, copy=False) if len(partials) == 1
-                     else np.sum(partials, axis=0, dtype=np.float32))
+                f = sum_partials(partials)
                 coef = np.empty(nxt.pairs * (1 + negative), dtype=np.float32)
                 stats.loss += K.coefficients(f, nxt.n_ctx, nxt.alpha, negative, coef)
                 stats.inputs += nxt.inputs

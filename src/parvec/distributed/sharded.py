@@ -71,6 +71,8 @@ from parvec.distributed.shard_core import (
     plan_units,
     prepare_part,
     shard_kernels,
+    sum_partials,
+    to_half,
     unpack_call,
     vm_data_bytes,
 )
@@ -510,7 +512,7 @@ class ShardActor:
                 while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)
                     self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
-            return out.astype(np.float16) if half else out
+            return to_half(out) if half else out
         finally:
             with self._cv:
                 self._active -= 1
@@ -694,7 +696,7 @@ class ClientActor:
         mb = Minibatch(np.zeros(2, np.int32), np.array([[0, 2, 0, 2]], np.int32), np.zeros(2, np.uint16),
                        np.uint64(1), np.ones(2, np.int32), np.zeros(2, np.float32), 2)
         step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire)
-        f = step.result(step.submit(None, mb))[0].astype(np.float32)  # float16 from a float16 wire
+        f = sum_partials(step.result(step.submit(None, mb)))  # float16 from a float16 wire
         coef = np.zeros_like(f)
         K.coefficients(f, mb.n_ctx, mb.alpha, self.config.negative, coef)
         step.result(step.submit((mb, np.zeros_like(f)), None))

@@ -435,9 +435,12 @@ def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     """Apply a minibatch's window-batch updates given their rows (:func:`window_rows`); ``coef`` has
-    :func:`dotprod`'s layout.  As :func:`adjust`, every product reads the vectors as they were when the call
-    started: the context rows' deltas are gathered first (reading w_out), the shared output rows updated next
-    (reading the unchanged w_in), the deltas added last.  Returns the pairs updated.
+    :func:`dotprod`'s layout.  Batch by batch, as hogbatch applies Ji et al.'s batches: within an input word's
+    batch every product reads the rows as they were when the batch started (its context rows' deltas gathered
+    first, reading the outputs; the shared output rows updated next, reading the unchanged context rows; the
+    deltas added last), and a batch sees the batches before it.  One visit per row while it is in cache: 1.25x
+    the rate of applying the whole minibatch from the call's start (docs/distributed.md).  Returns the pairs
+    updated.
 
     Example:
         >>> adjust_window_rows(w_in, w_out, ins, outs, first, coef)  # doctest: +SKIP
@@ -445,20 +448,25 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     dim = w_in.shape[1]
     n_in = len(first) - 1
     stride = len(outs) // n_in if n_in else 1
-    n_pairs = first[n_in] if n_in else 0
-    du = np.empty((max(1, n_pairs), dim), dtype=np.float32)
+    widest = 0
+    for m in range(n_in):
+        widest = max(widest, first[m + 1] - first[m])
+    du = np.empty((max(1, widest), dim), dtype=np.float32)
     n6 = stride - stride % 6
-    # 1. du[p] = sum over the batch's outputs of coef * v(output), reading v before any change.
     if n_in:
         _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
     for m in range(n_in):
         if m + 1 < n_in:
             _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
         o = m * stride
-        for p in range(first[m], first[m + 1]):
+        lo = first[m]
+        hi = first[m + 1]
+        # 1. du[p] = sum over the batch's outputs of coef * v(output), reading v before the batch changes it.
+        for p in range(lo, hi):
             q = p * stride
+            d = p - lo
             for c in range(dim):
-                du[p, c] = 0.0
+                du[d, c] = 0.0
             for b in range(0, n6, 6):
                 r0 = outs[o + b]
                 r1 = outs[o + b + 1]
@@ -473,18 +481,14 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
                 g4 = coef[q + b + 4]
                 g5 = coef[q + b + 5]
                 for c in range(dim):
-                    du[p, c] += (g0 * w_out[r0, c] + g1 * w_out[r1, c] + g2 * w_out[r2, c]
+                    du[d, c] += (g0 * w_out[r0, c] + g1 * w_out[r1, c] + g2 * w_out[r2, c]
                                  + g3 * w_out[r3, c] + g4 * w_out[r4, c] + g5 * w_out[r5, c])
             for b in range(n6, stride):
                 t = outs[o + b]
                 g0 = coef[q + b]
                 for c in range(dim):
-                    du[p, c] += g0 * w_out[t, c]
-    # 2. v(output) += sum over the batch's contexts of coef * u(context), reading u before any change.
-    for m in range(n_in):
-        o = m * stride
-        lo = first[m]
-        hi = first[m + 1]
+                    du[d, c] += g0 * w_out[t, c]
+        # 2. v(output) += sum over the batch's contexts of coef * u(context), reading u before the batch changes it.
         h2 = hi - (hi - lo) % 2
         for k in range(stride):
             t = outs[o + k]
@@ -500,12 +504,13 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
                 g0 = coef[p * stride + k]
                 for c in range(dim):
                     w_out[t, c] += g0 * w_in[a0, c]
-    # 3. u(context) += du.
-    for p in range(n_pairs):
-        a = ins[p]
-        for c in range(dim):
-            w_in[a, c] += du[p, c]
-    return n_pairs
+        # 3. u(context) += du.
+        for p in range(lo, hi):
+            a = ins[p]
+            d = p - lo
+            for c in range(dim):
+                w_in[a, c] += du[d, c]
+    return first[n_in] if n_in else 0
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
@@ -539,6 +544,62 @@ def adjust_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, n
     first = np.empty(n_in + 1, dtype=np.int64)
     n_pairs = _window_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, ins, outs, first)
     return adjust_window_rows(w_in, w_out, ins, outs[: n_in * stride], first, coef[: n_pairs * stride])
+
+
+# --------------------------------------------------------------------------- float16 on the wire
+# numpy's float16 casts run ~2.5 ns a value (a call's ~75,000 dot products: ~0.2 ms each way, per side), which
+# cost more than the bytes they saved (docs/distributed.md); these run ten times faster, bit for bit the same.
+_HALF_POW2 = np.array([2.0 ** -24] + [2.0 ** (e - 25) for e in range(1, 32)], dtype=np.float32)
+
+
+@njit(nogil=True, cache=True)
+def float_to_half(src, bits, out):
+    """``src`` (float32) rounded to IEEE half precision, nearest even, as numpy's ``astype(np.float16)`` rounds
+    it (overflow to infinity, subnormals kept), written as raw bits to ``out`` (uint16); ``bits`` is ``src``
+    viewed as uint32.  Returns ``out``.
+
+    Example:
+        >>> x = np.array([1.0, -0.1, 70000.0], np.float32)
+        >>> float_to_half(x, x.view(np.uint32), np.empty(3, np.uint16)).view(np.float16).tolist()
+        [1.0, -0.0999755859375, inf]
+    """
+    for i in range(src.shape[0]):
+        u = np.uint32(bits[i])
+        sign = (u >> np.uint32(16)) & np.uint32(0x8000)
+        u &= np.uint32(0x7FFFFFFF)
+        if u >= np.uint32(143 << 23):  # 65536 or more: infinity; or NaN
+            o = np.uint32(0x7E00) if u > np.uint32(255 << 23) else np.uint32(0x7C00)
+        elif u < np.uint32(113 << 23):  # below 2**-14: a half subnormal (or zero), exact in float64 then rounded
+            o = np.uint32(np.rint(np.float64(abs(src[i])) * 16777216.0))
+        else:  # rebias the exponent, round the 13 dropped bits to nearest even (a carry may reach infinity)
+            o = (u + np.uint32(0xC8000FFF) + ((u >> np.uint32(13)) & np.uint32(1))) >> np.uint32(13)
+        out[i] = np.uint16(o | sign)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def half_to_float(src, scale, out, accumulate):
+    """IEEE half precision bits ``src`` (uint16) as float32 times ``scale``, written to ``out`` or, with
+    ``accumulate``, added to it (a client summing its shards' partial dot products).  Returns ``out``.
+
+    Example:
+        >>> h = np.array([1.0, -0.5], np.float16).view(np.uint16)
+        >>> half_to_float(h, np.float32(2.0), np.zeros(2, np.float32), False).tolist()
+        [2.0, -1.0]
+    """
+    for i in range(src.shape[0]):
+        h = np.int32(src[i])
+        e = (h >> 10) & 31
+        m = (h & 1023) | (np.int32(1024) if e != 0 else np.int32(0))
+        v = np.float32(m) * _HALF_POW2[e]
+        if e == 31:  # infinity (no mantissa) or NaN
+            v = np.float32(np.inf) if m == 1024 else np.float32(np.nan)
+        v = (-v if h & 0x8000 else v) * scale
+        if accumulate:
+            out[i] += v
+        else:
+            out[i] = v
+    return out
 
 
 # --------------------------------------------------------------------------- client side
