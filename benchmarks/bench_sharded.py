@@ -380,6 +380,10 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
     "sharded 2 x (1 client x 1 thread), negatives per window, float16 wire": [
         "--cluster", "local:2", "--mode", "sharded", "--clients", "1", "--threads", "1", "--negatives-per", "window",
         "--wire-floats", "float16"],
+    # one shard on one machine: the memory is shared anyway, and every row is visited once per call, not S times
+    "sharded 1 x (2 clients x 1 thread), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
+                                                          "--clients", "2", "--threads", "1", "--wire-floats",
+                                                          "float16"],
 }
 
 

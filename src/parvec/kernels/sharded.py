@@ -438,9 +438,9 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     :func:`dotprod`'s layout.  Batch by batch, as hogbatch applies Ji et al.'s batches: within an input word's
     batch every product reads the rows as they were when the batch started (its context rows' deltas gathered
     first, reading the outputs; the shared output rows updated next, reading the unchanged context rows; the
-    deltas added last), and a batch sees the batches before it.  One visit per row while it is in cache: 1.25x
-    the rate of applying the whole minibatch from the call's start (docs/distributed.md).  Returns the pairs
-    updated.
+    deltas added last), and a batch sees the batches before it.  One visit per row while it is in cache, where
+    applying the whole minibatch from the call's start took three passes over rows no longer cached: a shard's
+    kernel seconds fell by a third (docs/distributed.md).  Returns the pairs updated.
 
     Example:
         >>> adjust_window_rows(w_in, w_out, ins, outs, first, coef)  # doctest: +SKIP
