@@ -446,8 +446,8 @@ def main() -> None:
                     metavar="SYSTEM", help="speed: the systems to run (default: all of SPEED_SYSTEMS)")
     ap.add_argument("--negatives-per", choices=("pair", "window"), default="pair", help="quality: sharded runs' "
                     "--negatives-per (pair)")
-    ap.add_argument("--wire-floats", choices=("float32", "float16"), default="float32", help="quality: sharded runs' "
-                    "--wire-floats (float32)")
+    ap.add_argument("--wire-floats", choices=("float32", "float16"), default="float16", help="quality: sharded runs' "
+                    "--wire-floats (float16, parvec's default)")
     ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
     ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")

@@ -38,6 +38,8 @@ def _topic_sentences(n_sent: int = 300, seed: int = 0) -> list[list[str]]:
 
 
 def _cluster(shards: int, clients: int = 1, threads: int = 1, **kw) -> Cluster:
+    """float32 on the wire unless given: the exact tests compare with the float32 reference."""
+    kw.setdefault("wire_floats", "float32")
     return Cluster("local:2", mode="sharded", shards=shards, clients=clients, threads_per_actor=threads, **kw)
 
 
@@ -173,11 +175,13 @@ def _cli(*argv: str, shards: int = 2) -> int:
 
 
 def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys):
+    # float32 on the wire: the shards' partial sums exact, so 1 and 2 shards train the same vectors to 1e-5
+    exact = ("--wire-floats", "float32")
     assert _cli(str(corpus_file), "-o", str(tmp_path / "v.txt"), "--report", str(tmp_path / "r.json"),
-                "--save-vocab", str(tmp_path / "vocab.txt")) == 0
-    assert _cli(str(corpus_file), "-o", str(tmp_path / "v.bin"), "--save-model", str(tmp_path / "model"),
+                "--save-vocab", str(tmp_path / "vocab.txt"), *exact) == 0
+    assert _cli(str(corpus_file), "-o", str(tmp_path / "v.bin"), "--save-model", str(tmp_path / "model"), *exact,
                 shards=1) == 0
-    assert _cli(str(corpus_file), "-o", str(tmp_path / "v.npy"), shards=1) == 0
+    assert _cli(str(corpus_file), "-o", str(tmp_path / "v.npy"), *exact, shards=1) == 0
     text = read_word2vec(tmp_path / "v.txt")
     binary = read_word2vec(tmp_path / "v.bin", binary=True)
     vectors, keys, counts = load_npy(tmp_path / "v.npy")
@@ -207,7 +211,9 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
     # Contiguous minibatches (the flag): the same pairs in another order, so other vectors.
     assert _cli(str(corpus_file), "-o", str(tmp_path / "c.npy"), "--report", str(tmp_path / "c.json"),
                 "--minibatch-formation", "contiguous", shards=1) == 0
-    assert json.loads((tmp_path / "c.json").read_text())["minibatch_formation"] == "contiguous"
+    c_report = json.loads((tmp_path / "c.json").read_text())
+    assert c_report["minibatch_formation"] == "contiguous"
+    assert (c_report["negatives_per"], c_report["wire_floats"]) == ("window", "float16")  # the defaults
     contiguous, keys_c, _ = load_npy(tmp_path / "c.npy")
     assert keys_c == keys and not np.allclose(contiguous, vectors, atol=1e-4)
     capsys.readouterr()
@@ -217,7 +223,7 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
     assert "negatives per pair" in capsys.readouterr().err
     w_report = json.loads((tmp_path / "w.json").read_text())
     assert (w_report["negatives_per"], w_report["wire_floats"]) == ("pair", "float16")
-    assert (report["negatives_per"], report["wire_floats"]) == ("window", "float32")
+    assert (report["negatives_per"], report["wire_floats"]) == ("window", "float32")  # as given
     assert w_report["bytes_received_per_word"] == pytest.approx(w_report["paper_bytes_per_word"] / 2)
     windowed, keys_w, _ = load_npy(tmp_path / "w.npy")
     assert keys_w == keys and not np.allclose(windowed, vectors, atol=1e-4)

@@ -145,7 +145,8 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    "input-context pair draws its own negatives, the paper's algorithm)")
     g.add_argument("--wire-floats", dest="wire_floats", choices=("float32", "float16"), default=None,
                    help="sharded mode: how the dot products and gradient coefficients travel between clients and "
-                   "shards (float16: half the bytes)")
+                   "shards (float16, the default: half the bytes, the vectors stay float32; float32: the exact "
+                   "partial sums)")
     g.add_argument("--shard-memory", dest="shard_memory", default=None, metavar="BYTES",
                    help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
                    "do not fit stops the run before training")

@@ -670,7 +670,7 @@ class ClientActor:
         self.keep = ray.get(keep_ref, timeout=self.timeout_s)
         self.minibatch_words = int(spec["minibatch_words"])
         self.interleave = bool(spec["interleave"])
-        self.wire = spec.get("wire_floats", "float32")
+        self.wire = spec.get("wire_floats", Cluster.wire_floats)
         self.parts = []
         for kind, (a, b) in parts:
             if kind == "refs":
