@@ -99,9 +99,13 @@ def test_sharded_reads_the_resolved_shards_clients_and_columns():
     assert shard.pieces["noise table"] == 8 * v and client.pieces["subsampling table"] == 4 * v
     # one minibatch per client thread in flight on each shard, its deltas per pair with negatives per window
     mw = sharded.resolve(Cluster("local:4", mode="sharded", shards=3, clients=2), TrainConfig(dim=d))["minibatch_words"]
-    assert shard.pieces["minibatches in flight"] == 2 * M.minibatch_bytes(mw, 5, 5, 34, "window")  # the default
-    paper = _est(Cluster("local:4", mode="sharded", shards=3, clients=2, negatives_per="pair"), dim=d, v=v)
+    assert shard.pieces["minibatches in flight"] == 2 * M.minibatch_bytes(mw, 5, 5, 34, "window", "float16")
+    paper = _est(Cluster("local:4", mode="sharded", shards=3, clients=2, negatives_per="pair", wire_floats="float32"),
+                 dim=d, v=v)
     assert _part(paper, "shard").pieces["minibatches in flight"] == 2 * M.minibatch_bytes(mw, 5, 5, 34, "pair")
+    # float16 on the wire (the default): the coefficients and the answer held in both widths
+    assert M.minibatch_bytes(mw, 5, 5, 34, "window", "float16") - M.minibatch_bytes(mw, 5, 5, 34, "window") == (
+        2 * 2 * mw * 10 * 6)
     assert M.minibatch_bytes(mw, 5, 5, 34, "window") - M.minibatch_bytes(mw, 5, 5, 34, "pair") == (
         4 * mw * 10 * 34 - 4 * mw * 34 + 8 * mw * 7 - 8 * mw * 10 * 6)
     # the API (ShardedTrainer): the driver holds the model, the object store the corpus and initial columns

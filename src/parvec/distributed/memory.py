@@ -383,18 +383,24 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
     return [driver, replica, store, board], ray_parts, []
 
 
-def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negatives_per: str) -> int:
+def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negatives_per: str,
+                    wire: str = "float32") -> int:
     """At most what one minibatch in flight holds on a shard of ``width`` columns (``kernels/sharded.py``): the
     call's coefficients, the rows kept from its dot products to its adjust, the answer, and adjust's deltas
     (per input word with negatives per pair, per pair with negatives per window); ``2 window`` pairs per input.
+    With a float16 ``wire`` the coefficients and the answer are held in both widths (received and converted,
+    computed and converted).
 
     Example:
         >>> minibatch_bytes(1024, 5, 5, 50, "window") > minibatch_bytes(1024, 5, 5, 50, "pair")
         True
+        >>> minibatch_bytes(1024, 5, 5, 50, "window", "float16") - minibatch_bytes(1024, 5, 5, 50, "window")
+        245760
     """
     pairs = inputs * 2 * window
     stride = 1 + negative
-    floats = 2 * 4 * pairs * stride  # the coefficients received, the partial dot products sent
+    # the coefficients received, the partial dot products sent; float16 ones beside their float32 copies
+    floats = 2 * (4 + (2 if wire == "float16" else 0)) * pairs * stride
     if negatives_per == "window":
         return floats + 8 * pairs + 8 * inputs * (stride + 1) + 4 * pairs * width
     return floats + 8 * pairs * (1 + stride) + 4 * inputs * width
@@ -426,7 +432,7 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
         "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
         # one minibatch per client thread at a time: its call, its kept rows, its answer and adjust's deltas
         "minibatches in flight": st["clients"] * st["threads"] * minibatch_bytes(
-            st["minibatch_words"], config.window, config.negative, width, st["negatives_per"]),
+            st["minibatch_words"], config.window, config.negative, width, st["negatives_per"], st["wire_floats"]),
         "runtime": SHARD_BASELINE,
     })
     client = Part("client", n_clients, {
