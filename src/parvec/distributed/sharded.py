@@ -293,7 +293,7 @@ class ShardActor:
         self.index = spec["index"]
         self.window = int(spec["window"])
         self.negative = int(spec["negative"])
-        self.kernels = shard_kernels(spec.get("negatives_per", "window"), self.window, self.negative)
+        self.kernels = shard_kernels(spec.get("negatives_per", Cluster.negatives_per), self.window, self.negative)
         self.applied = 0  # minibatches adjusted
         self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads
         self.calls = 0

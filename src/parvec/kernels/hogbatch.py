@@ -250,9 +250,27 @@ def _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, dim, with
     """
     # Scores g[a, b] = <w_in[ctx[a]], w_out[outs[b]]>: one input row against blocks of output rows.
     batch_scores(w_in, w_out, ctx, c0, n_in, outs, n_out, g, dim)
+    loss = sgns_block(g, lab, n_in * n_out, alpha, with_loss)
+    batch_apply(w_in, w_out, ctx, c0, n_in, outs, n_out, g, do, dim)
+    return loss
+
+
+@njit(inline="always")
+def batch_apply(w_in, w_out, ctx, c0, n_in, outs, n_out, g, do, dim):
+    """Apply a batch's coefficients ``g[a * n_out + b]`` (``alpha * (label - sigmoid)``): input rows
+    ``ctx[c0 + a]`` += sum_b g w_out[outs[b]] and output rows ``outs[b]`` += sum_a g w_in[ctx[c0 + a]], every
+    product reading the rows as they were when the batch started (``do``, >= n_out x dim, holds the output
+    deltas until the input rows are done).  HogBatch's update; the sharded kernels' window batches
+    (:func:`parvec.kernels.sharded.adjust_window_rows`) apply theirs with it too.
+
+    Example:
+        >>> w_in, w_out = np.ones((1, 2), np.float32), np.ones((1, 2), np.float32)
+        >>> batch_apply(w_in, w_out, np.zeros(1, np.int64), 0, 1, np.zeros(1, np.int64), 1,
+        ...             np.full(1, 0.5, np.float32), np.empty((1, 2), np.float32), 2); w_in.tolist()  # doctest: +SKIP
+        [[1.5, 1.5]]
+    """
     n6 = n_out - n_out % 6
     n3 = n_out - n_out % 3
-    loss = sgns_block(g, lab, n_in * n_out, alpha, with_loss)
     # Output deltas do[b] = sum_a g[a, b] w_in[ctx[a]], before any input row changes.
     m4 = n_in - n_in % 4
     m2 = n_in - n_in % 2
@@ -321,7 +339,6 @@ def _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, dim, with
         rb = outs[b]
         for d in range(dim):
             w_out[rb, d] += do[b, d]
-    return loss
 
 
 # One compiled copy of the batch code per specialised dimension (keep in step with SPECIALISED_DIMS),

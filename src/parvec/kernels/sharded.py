@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.kernels.hogbatch import batch_scores, prefetch_row, sgns_block
+from parvec.kernels.hogbatch import batch_apply, batch_scores, prefetch_row, sgns_block
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 _M64 = (1 << 64) - 1
@@ -435,10 +435,9 @@ def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     """Apply a minibatch's window-batch updates given their rows (:func:`window_rows`); ``coef`` has
-    :func:`dotprod`'s layout.  Batch by batch, as hogbatch applies Ji et al.'s batches: within an input word's
-    batch every product reads the rows as they were when the batch started (its context rows' deltas gathered
-    first, reading the outputs; the shared output rows updated next, reading the unchanged context rows; the
-    deltas added last), and a batch sees the batches before it.  One visit per row while it is in cache, where
+    :func:`dotprod`'s layout.  Batch by batch with hogbatch's own update (:func:`parvec.kernels.hogbatch.
+    batch_apply`): within an input word's batch every product reads the rows as they were when the batch
+    started, and a batch sees the batches before it.  One visit per row while it is in cache, where
     applying the whole minibatch from the call's start took three passes over rows no longer cached: a shard's
     kernel seconds fell by a third (docs/distributed.md).  Returns the pairs updated.
 
@@ -448,68 +447,16 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     dim = w_in.shape[1]
     n_in = len(first) - 1
     stride = len(outs) // n_in if n_in else 1
-    widest = 0
-    for m in range(n_in):
-        widest = max(widest, first[m + 1] - first[m])
-    du = np.empty((max(1, widest), dim), dtype=np.float32)
-    n6 = stride - stride % 6
+    do = np.empty((stride, dim), dtype=np.float32)
     if n_in:
         _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
     for m in range(n_in):
         if m + 1 < n_in:
             _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
-        o = m * stride
+        # the batch's contexts and its center and negatives, with their coefficients: hogbatch's update
         lo = first[m]
-        hi = first[m + 1]
-        # 1. du[p] = sum over the batch's outputs of coef * v(output), reading v before the batch changes it.
-        for p in range(lo, hi):
-            q = p * stride
-            d = p - lo
-            for c in range(dim):
-                du[d, c] = 0.0
-            for b in range(0, n6, 6):
-                r0 = outs[o + b]
-                r1 = outs[o + b + 1]
-                r2 = outs[o + b + 2]
-                r3 = outs[o + b + 3]
-                r4 = outs[o + b + 4]
-                r5 = outs[o + b + 5]
-                g0 = coef[q + b]
-                g1 = coef[q + b + 1]
-                g2 = coef[q + b + 2]
-                g3 = coef[q + b + 3]
-                g4 = coef[q + b + 4]
-                g5 = coef[q + b + 5]
-                for c in range(dim):
-                    du[d, c] += (g0 * w_out[r0, c] + g1 * w_out[r1, c] + g2 * w_out[r2, c]
-                                 + g3 * w_out[r3, c] + g4 * w_out[r4, c] + g5 * w_out[r5, c])
-            for b in range(n6, stride):
-                t = outs[o + b]
-                g0 = coef[q + b]
-                for c in range(dim):
-                    du[d, c] += g0 * w_out[t, c]
-        # 2. v(output) += sum over the batch's contexts of coef * u(context), reading u before the batch changes it.
-        h2 = hi - (hi - lo) % 2
-        for k in range(stride):
-            t = outs[o + k]
-            for p in range(lo, h2, 2):
-                a0 = ins[p]
-                a1 = ins[p + 1]
-                g0 = coef[p * stride + k]
-                g1 = coef[(p + 1) * stride + k]
-                for c in range(dim):
-                    w_out[t, c] += g0 * w_in[a0, c] + g1 * w_in[a1, c]
-            for p in range(h2, hi):
-                a0 = ins[p]
-                g0 = coef[p * stride + k]
-                for c in range(dim):
-                    w_out[t, c] += g0 * w_in[a0, c]
-        # 3. u(context) += du.
-        for p in range(lo, hi):
-            a = ins[p]
-            d = p - lo
-            for c in range(dim):
-                w_in[a, c] += du[d, c]
+        batch_apply(w_in, w_out, ins, lo, first[m + 1] - lo, outs[m * stride:(m + 1) * stride], stride,
+                    coef[lo * stride:], do, dim)
     return first[n_in] if n_in else 0
 
 
