@@ -174,6 +174,54 @@ def test_a_replica_killed_while_starting_is_restarted_and_the_run_completes(ray_
     assert clean_stats.loss_per_epoch == stats.loss_per_epoch
 
 
+@pytest.mark.ray
+def test_a_replica_lost_after_loading_the_first_model_loads_it_with_the_first_epoch(ray_session):
+    """The replicas copy the run's first model in while they start; one lost after that (here killed right after
+    the copy, before the group forms) comes back empty and must load the model with the first epoch's call, or
+    it would train from zeros (or refuse): the run must match one without the loss, bit for bit."""
+    from parvec.distributed.replicas import ReplicaTrainer
+
+    corpus = EncodedCorpus.from_sentences(_topic_sentences(1500, seed=3), min_count=1)
+    cfg = TrainConfig(dim=16, epochs=2, threads=1, seed=7, progress=False, chunk_words=1000)
+
+    def train(kill: bool):
+        w_in = init_input_vectors(len(corpus.vocab), 16, 7)
+        w_out = np.zeros_like(w_in)
+        cluster = Cluster("local:2", sync_words=2000, min_sync_words=16, timeout_s=120)
+        trainer = ReplicaTrainer(cluster, cfg, corpus.vocab.counts, w_in, w_out)
+        pids: list[int] = []
+        if kill:
+            original = trainer._load_all
+
+            def load_then_kill(ray_, *a):
+                lost = original(ray_, *a)
+                if not pids:  # kill replica 1 and wait until Ray has started it again, empty
+                    pids.append(ray_.get(trainer.actors[1].ping.remote(), timeout=60))
+                    ray_.kill(trainer.actors[1], no_restart=False)
+                    deadline = time.monotonic() + 120
+                    while len(pids) < 2 and time.monotonic() < deadline:
+                        try:
+                            pid = ray_.get(trainer.actors[1].ping.remote(), timeout=60)
+                        except ray_.exceptions.RayActorError:  # dying, or restarting
+                            pid = pids[0]
+                        if pid != pids[0]:
+                            pids.append(pid)
+                        else:
+                            time.sleep(0.05)
+                return lost
+
+            trainer._load_all = load_then_kill
+        stats = trainer.train(corpus)
+        return trainer, stats, w_in, w_out, pids
+
+    trainer, stats, w_in, w_out, pids = train(kill=True)
+    assert len(pids) == 2 and pids[1] != pids[0], f"replica 1 was not restarted after the model was loaded: {pids}"
+    assert stats.words == 2 * corpus.n_tokens
+    _, clean_stats, c_in, c_out, _ = train(kill=False)
+    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
+    assert clean_stats.loss_per_epoch == stats.loss_per_epoch
+
+
 # ---------------------------------------------------------------------- sharded: a shard or client killed mid-run
 def _sharded_cluster(tmp_path: Path, interval: float = 60.0, **kw) -> Cluster:
     return Cluster("local:2", mode="sharded", shards=2, clients=1, threads_per_actor=1, minibatch_words=32,
