@@ -34,6 +34,7 @@ shard's link carries its own share of the calls.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -294,10 +295,16 @@ def compare(result: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 # --------------------------------------------------------------------------- a shard's kernel rate
 def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_words: int = 200,
-                      window: int = 5, seconds: float = 20.0, negatives_per: str = "pair") -> dict[str, float]:
+                      window: int = 5, seconds: float = 20.0, negatives_per: str = "window",
+                      clients: int = 1) -> dict[str, float]:
     """Input words per second one thread of a shard trains (draw the rows, dot products, adjust) when the shard
     holds ``rows`` words x ``cols`` columns: the corpus's minibatches with their word ids spread over ``rows``
-    (a multiplicative hash), so that rows are where a large vocabulary puts them (memory, not cache)."""
+    (a multiplicative hash), so that rows are where a large vocabulary puts them (memory, not cache).
+
+    The kernels run in a shard's order (``ShardActor.step``): each call adjusts the minibatch whose dot products
+    its client asked for in that client's previous call, then computes the dot products of the client's next
+    one; with ``clients`` client threads taking turns, ``clients - 1`` other calls come between a minibatch's
+    dot products and its adjust (whose rows may have left the cache by then)."""
     import numpy as np
 
     sys.path.insert(0, str(REPO / "src"))
@@ -320,6 +327,7 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
     spread = np.int64(2_654_435_761)
     t_draw = t_train = 0.0
     inputs = 0
+    waiting: collections.deque = collections.deque()  # (rows, minibatch, dot products) awaiting their adjust
     t_end = time.perf_counter() + seconds
     while time.perf_counter() < t_end:
         for mb in mbs:
@@ -329,11 +337,15 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
             t_draw += time.perf_counter() - t
             kept = (*(k * spread % rows for k in kept[:2]), *kept[2:])  # the row ids, not window's first pairs
             t = time.perf_counter()
+            if len(waiting) == clients:  # this client's previous minibatch
+                p_kept, p_mb, p_f = waiting.popleft()
+                kernels.adjust_rows(w_in, w_out, p_kept, p_mb.seg, p_mb.shrink, p_f * np.float32(1e-3))
             kernels.dotprod_rows(w_in, w_out, kept, f)
-            kernels.adjust_rows(w_in, w_out, kept, mb.seg, mb.shrink, f * np.float32(1e-3))
             t_train += time.perf_counter() - t
+            waiting.append((kept, mb, f))
             inputs += mb.inputs
-    return {"rows": rows, "cols": cols, "negatives_per": negatives_per, "inputs_per_s": inputs / (t_draw + t_train),
+    return {"rows": rows, "cols": cols, "negatives_per": negatives_per, "minibatch_words": minibatch_words,
+            "clients": clients, "inputs_per_s": inputs / (t_draw + t_train),
             "draw_share": t_draw / (t_draw + t_train), "pairs_per_input": sum(m.pairs for m in mbs) /
             sum(m.inputs for m in mbs)}
 
@@ -446,10 +458,16 @@ def main() -> None:
     ap.add_argument("--proj-dim", type=int, default=300)
     ap.add_argument("--sync-words", type=int, default=200_000)
     ap.add_argument("--latency-ms", type=float, default=0.2)
-    ap.add_argument("--shard-thread-inputs-s", type=float, default=0.55e6,
-                    help="projection: one shard thread's kernel rate, input words/s (--kernel 20000000 20 here)")
-    ap.add_argument("--kernel-negatives-per", choices=("pair", "window"), default="pair",
-                    help="--kernel: the shard algorithm measured (pair)")
+    ap.add_argument("--shard-thread-inputs-s", type=float, default=1.35e6,
+                    help="projection: one shard thread's kernel rate, input words/s (--kernel 20000000 20 "
+                         "--kernel-clients 64 here: 1.35-1.40M, 2026-11-26)")
+    ap.add_argument("--kernel-negatives-per", choices=("pair", "window"), default="window",
+                    help="--kernel: the shard algorithm measured (window, the default of parvec train)")
+    ap.add_argument("--kernel-minibatch-words", type=int, default=200,
+                    help="--kernel: input words per minibatch (200, the paper's)")
+    ap.add_argument("--kernel-clients", type=int, default=1,
+                    help="--kernel: client threads taking turns on the shard (1); each minibatch's adjust comes "
+                         "that many calls after its dot products")
     ap.add_argument("--kernel-pairs", type=float, default=5.97, help="pairs per input word of that measurement")
     ap.add_argument("--shard-threads", type=int, default=16, help="projection: threads of a shard node")
     ap.add_argument("--call-ns-per-byte", type=float, default=4.0,
@@ -462,7 +480,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.kernel:
         a.work.mkdir(parents=True, exist_ok=True)
-        k = shard_kernel_rate(a.corpus, a.work, *a.kernel, negatives_per=a.kernel_negatives_per)
+        k = shard_kernel_rate(a.corpus, a.work, *a.kernel, minibatch_words=a.kernel_minibatch_words,
+                              negatives_per=a.kernel_negatives_per, clients=a.kernel_clients)
         print(json.dumps(k))
         return
     if a.project:

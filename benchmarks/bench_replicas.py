@@ -292,6 +292,18 @@ def tables(res: dict) -> str:
                        f"{lo:.1f} |")
         else:
             out.append(f"| {v} | {cell} | {ratio} | – | – | – | – |")
+    if res["speed"].get("replicas-2x1") and res["speed"].get("process-1t-pair"):
+        # The bar's ratio, round by round.  The pair's words/s is the sum of its two processes' (each over its own
+        # time, so the one that ends later trains its last part alone); "both done" divides the pair's words by
+        # the later one's time instead, as the replicas' words/s does (they end together).
+        pairs = [(r["words_per_sec"], q["words_per_sec"],
+                  sum(x["raw_words"] * x["epochs"] for x in q["pair"]) / max(x["train_seconds"] for x in q["pair"]))
+                 for r, q in zip(res["speed"]["replicas-2x1"], res["speed"]["process-1t-pair"], strict=False)]
+        out += ["", "replicas-2x1 ÷ process-1t-pair, round by round: "
+                + ", ".join(f"{a / b:.3f}" for a, b, _ in pairs)
+                + f" (median {statistics.median(a / b for a, b, _ in pairs):.3f}); against the pair's words over the "
+                "later process's time (both done): " + ", ".join(f"{a / c:.3f}" for a, _, c in pairs)
+                + f" (median {statistics.median(a / c for a, _, c in pairs):.3f})"]
     if res["quality"]:
         seeds = p["seeds"]
         out += ["", f"Quality after {p['quality_epochs']} epochs (WS-353 / SimLex-999 / analogy %), per seed and "
