@@ -384,6 +384,10 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
     "sharded 1 x (2 clients x 1 thread), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
                                                           "--clients", "2", "--threads", "1", "--wire-floats",
                                                           "float16"],
+    # one client thread: the same words in flight in calls twice as large, half as many calls
+    "sharded 1 x (1 client x 1 thread), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
+                                                         "--clients", "1", "--threads", "1", "--wire-floats",
+                                                         "float16"],
 }
 
 
