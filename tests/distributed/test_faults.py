@@ -138,19 +138,30 @@ def _kill_while_connecting(trainer) -> Killer:
     return _Lazy()  # type: ignore[return-value]
 
 
+def _small_replicas(corpus_seed: int, seed: int):
+    """A small corpus and a maker of 2-replica trainers on it (2 epochs, 1 thread each, many syncs):
+    ``make()`` returns ``(trainer, w_in, w_out)``, the model starting from ``seed``'s vectors."""
+    from parvec.distributed.replicas import ReplicaTrainer
+
+    corpus = EncodedCorpus.from_sentences(_topic_sentences(1500, seed=corpus_seed), min_count=1)
+    cfg = TrainConfig(dim=16, epochs=2, threads=1, seed=seed, progress=False, chunk_words=1000)
+
+    def make():
+        w_in = init_input_vectors(len(corpus.vocab), 16, seed)
+        w_out = np.zeros_like(w_in)
+        cluster = Cluster("local:2", sync_words=2000, min_sync_words=16, timeout_s=120)
+        return ReplicaTrainer(cluster, cfg, corpus.vocab.counts, w_in, w_out), w_in, w_out
+
+    return corpus, make
+
+
 @pytest.mark.ray
 @pytest.mark.parametrize("phase", ["__init__", "connect"])
 def test_a_replica_killed_while_starting_is_restarted_and_the_run_completes(ray_session, phase, capsys):
-    from parvec.distributed.replicas import ReplicaTrainer
-
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(1500, seed=2), min_count=1)
-    cfg = TrainConfig(dim=16, epochs=2, threads=1, seed=5, progress=False, chunk_words=1000)
+    corpus, make = _small_replicas(2, 5)
 
     def train(kill: bool):
-        w_in = init_input_vectors(len(corpus.vocab), 16, 5)
-        w_out = np.zeros_like(w_in)
-        cluster = Cluster("local:2", sync_words=2000, min_sync_words=16, timeout_s=120)
-        trainer = ReplicaTrainer(cluster, cfg, corpus.vocab.counts, w_in, w_out)
+        trainer, w_in, w_out = make()
         # Killed in its constructor (Ray runs it again) or while the replicas form their sync group.
         killer = Killer(f"ray::_Replica.{phase}") if kill and phase == "__init__" else None
         if kill and phase == "connect":
@@ -179,16 +190,10 @@ def test_a_replica_lost_after_loading_the_first_model_loads_it_with_the_first_ep
     """The replicas copy the run's first model in while they start; one lost after that (here killed right after
     the copy, before the group forms) comes back empty and must load the model with the first epoch's call, or
     it would train from zeros (or refuse): the run must match one without the loss, bit for bit."""
-    from parvec.distributed.replicas import ReplicaTrainer
-
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(1500, seed=3), min_count=1)
-    cfg = TrainConfig(dim=16, epochs=2, threads=1, seed=7, progress=False, chunk_words=1000)
+    corpus, make = _small_replicas(3, 7)
 
     def train(kill: bool):
-        w_in = init_input_vectors(len(corpus.vocab), 16, 7)
-        w_out = np.zeros_like(w_in)
-        cluster = Cluster("local:2", sync_words=2000, min_sync_words=16, timeout_s=120)
-        trainer = ReplicaTrainer(cluster, cfg, corpus.vocab.counts, w_in, w_out)
+        trainer, w_in, w_out = make()
         pids: list[int] = []
         if kill:
             original = trainer._load_all
@@ -217,6 +222,52 @@ def test_a_replica_lost_after_loading_the_first_model_loads_it_with_the_first_ep
     trainer, stats, w_in, w_out, pids = train(kill=True)
     assert len(pids) == 2 and pids[1] != pids[0], f"replica 1 was not restarted after the model was loaded: {pids}"
     assert stats.words == 2 * corpus.n_tokens
+    _, clean_stats, c_in, c_out, _ = train(kill=False)
+    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
+    assert clean_stats.loss_per_epoch == stats.loss_per_epoch
+
+
+@pytest.mark.ray
+def test_a_replica_lost_between_epochs_is_restarted_and_the_epoch_trained_again(ray_session, capsys):
+    """A replica lost after an epoch's end and restarted before the next epoch's call reaches it comes back
+    without a model: that epoch must be trained again from the last epoch's model (as for a replica lost
+    mid-epoch), not end the run; one thread per replica, so the vectors match a run without the loss."""
+    corpus, make = _small_replicas(4, 9)
+
+    def train(kill: bool):
+        trainer, w_in, w_out = make()
+        pids: list[int] = []
+        if kill:
+            original = trainer.train_epoch
+
+            def epoch_then_kill(ctx):
+                result = original(ctx)
+                if not pids:  # after the first epoch: kill replica 1 and wait until Ray has restarted it
+                    ray = trainer.ray
+                    pids.append(ray.get(trainer.actors[1].ping.remote(), timeout=60))
+                    ray.kill(trainer.actors[1], no_restart=False)
+                    deadline = time.monotonic() + 120
+                    while len(pids) < 2 and time.monotonic() < deadline:
+                        try:
+                            pid = ray.get(trainer.actors[1].ping.remote(), timeout=60)
+                        except ray.exceptions.RayActorError:
+                            pid = pids[0]
+                        if pid != pids[0]:
+                            pids.append(pid)
+                        else:
+                            time.sleep(0.05)
+                return result
+
+            trainer.train_epoch = epoch_then_kill
+        stats = trainer.train(corpus)
+        return trainer, stats, w_in, w_out, pids
+
+    trainer, stats, w_in, w_out, pids = train(kill=True)
+    assert len(pids) == 2 and pids[1] != pids[0], f"replica 1 was not restarted between the epochs: {pids}"
+    faults = trainer.report()["faults"]
+    assert len(faults) == 1 and faults[0]["epoch"] == 2 and faults[0]["replica"] == [1], faults
+    assert stats.words == 2 * corpus.n_tokens
+    assert "was lost in epoch 2" in capsys.readouterr().err
     _, clean_stats, c_in, c_out, _ = train(kill=False)
     assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
     assert clean_stats.loss_per_epoch == stats.loss_per_epoch

@@ -278,6 +278,11 @@ def shard_chunks(offsets: np.ndarray, chunk_words: int, n_replicas: int) -> list
 
 
 # ---------------------------------------------------------------------- Ray side
+class ReplicaRestarted(Exception):
+    """A replica's epoch call reached a process Ray restarted after the last epoch (it holds no model): the
+    driver handles it as a replica lost in that epoch."""
+
+
 class _Replica:
     """One replica: its share of the corpus, a whole model, parvec's Trainer, and its side of the syncs."""
 
@@ -350,11 +355,11 @@ class _Replica:
         when asked.  ``schedule`` is the run's (its rates times the replicas' scale).  ``start_part``: the
         parts before it were trained before a mid-epoch checkpoint (skipped: same chunk indexes and rates).
         ``checkpoint_every``: mid-epoch checkpoints at part ends (:meth:`_checkpoint_after`)."""
-        self.collective.connect(group_id)
         if model is not None:
             self.load_model(model)
-        if self.model_key is None:
-            raise ParvecError(f"replica {self.rank} has no model to train (restarted without one)")
+        if self.model_key is None:  # before joining the group: the driver forms a new one with the model
+            raise ReplicaRestarted(f"replica {self.rank} was restarted since its last epoch and holds no model")
+        self.collective.connect(group_id)
         ranges = plan.parts[self.rank]
         parts = [(self.tokens, self.offsets[self.chunks[a]: self.chunks[b] + 1]) for a, b in ranges]
         mats = [self.trainer.w_in, self.trainer.w_out]
@@ -936,6 +941,9 @@ class ReplicaDriver:
                 except Exception as exc:  # noqa: BLE001 - sorted below
                     cause = _cause(exc)
                     self.board.abort.remote(gen)
+                    if isinstance(cause, ReplicaRestarted):  # lost between two epochs: lost in this one
+                        lost.append(r)
+                        continue
                     if isinstance(cause, Diverged):  # worded by the engine, as for one process
                         raise Diverged(cause.epoch, cause.what) from None
                     (aborted if isinstance(cause, SyncAborted) else errors).append(f"replica {r}: {cause}")
