@@ -185,89 +185,56 @@ def test_a_replica_killed_while_starting_is_restarted_and_the_run_completes(ray_
     assert clean_stats.loss_per_epoch == stats.loss_per_epoch
 
 
+def _kill_and_await_restart(ray, actor) -> list[int]:
+    """Kill ``actor`` (Ray may restart it) and wait until Ray has started it again: its pids before and after."""
+    pids = [ray.get(actor.ping.remote(), timeout=60)]
+    ray.kill(actor, no_restart=False)
+    deadline = time.monotonic() + 120
+    while len(pids) < 2 and time.monotonic() < deadline:
+        try:
+            pid = ray.get(actor.ping.remote(), timeout=60)
+        except ray.exceptions.RayActorError:  # dying, or restarting
+            pid = pids[0]
+        if pid != pids[0]:
+            pids.append(pid)
+        else:
+            time.sleep(0.05)
+    return pids
+
+
 @pytest.mark.ray
-def test_a_replica_lost_after_loading_the_first_model_loads_it_with_the_first_epoch(ray_session):
-    """The replicas copy the run's first model in while they start; one lost after that (here killed right after
-    the copy, before the group forms) comes back empty and must load the model with the first epoch's call, or
-    it would train from zeros (or refuse): the run must match one without the loss, bit for bit."""
+@pytest.mark.parametrize("after", ["_load_all", "train_epoch"])
+def test_a_replica_restarted_empty_before_an_epoch_gets_the_model_and_the_run_matches(ray_session, after, capsys):
+    """A replica Ray restarted holds no model.  Killed and restarted right after the replicas copied in the first
+    model (``_load_all``, before the group forms), it must load the model with the first epoch's call; killed
+    and restarted after the first epoch (``train_epoch``), the second epoch must be trained again from the first
+    epoch's model, as for a replica lost mid-epoch, not end the run (before the fix it hung in the old sync
+    group until the no-progress watchdog).  One thread per replica: the vectors match a run without the loss."""
     corpus, make = _small_replicas(3, 7)
 
     def train(kill: bool):
         trainer, w_in, w_out = make()
         pids: list[int] = []
         if kill:
-            original = trainer._load_all
+            original = getattr(trainer, after)
 
-            def load_then_kill(ray_, *a):
-                lost = original(ray_, *a)
-                if not pids:  # kill replica 1 and wait until Ray has started it again, empty
-                    pids.append(ray_.get(trainer.actors[1].ping.remote(), timeout=60))
-                    ray_.kill(trainer.actors[1], no_restart=False)
-                    deadline = time.monotonic() + 120
-                    while len(pids) < 2 and time.monotonic() < deadline:
-                        try:
-                            pid = ray_.get(trainer.actors[1].ping.remote(), timeout=60)
-                        except ray_.exceptions.RayActorError:  # dying, or restarting
-                            pid = pids[0]
-                        if pid != pids[0]:
-                            pids.append(pid)
-                        else:
-                            time.sleep(0.05)
-                return lost
-
-            trainer._load_all = load_then_kill
-        stats = trainer.train(corpus)
-        return trainer, stats, w_in, w_out, pids
-
-    trainer, stats, w_in, w_out, pids = train(kill=True)
-    assert len(pids) == 2 and pids[1] != pids[0], f"replica 1 was not restarted after the model was loaded: {pids}"
-    assert stats.words == 2 * corpus.n_tokens
-    _, clean_stats, c_in, c_out, _ = train(kill=False)
-    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
-    assert clean_stats.loss_per_epoch == stats.loss_per_epoch
-
-
-@pytest.mark.ray
-def test_a_replica_lost_between_epochs_is_restarted_and_the_epoch_trained_again(ray_session, capsys):
-    """A replica lost after an epoch's end and restarted before the next epoch's call reaches it comes back
-    without a model: that epoch must be trained again from the last epoch's model (as for a replica lost
-    mid-epoch), not end the run; one thread per replica, so the vectors match a run without the loss."""
-    corpus, make = _small_replicas(4, 9)
-
-    def train(kill: bool):
-        trainer, w_in, w_out = make()
-        pids: list[int] = []
-        if kill:
-            original = trainer.train_epoch
-
-            def epoch_then_kill(ctx):
-                result = original(ctx)
-                if not pids:  # after the first epoch: kill replica 1 and wait until Ray has restarted it
-                    ray = trainer.ray
-                    pids.append(ray.get(trainer.actors[1].ping.remote(), timeout=60))
-                    ray.kill(trainer.actors[1], no_restart=False)
-                    deadline = time.monotonic() + 120
-                    while len(pids) < 2 and time.monotonic() < deadline:
-                        try:
-                            pid = ray.get(trainer.actors[1].ping.remote(), timeout=60)
-                        except ray.exceptions.RayActorError:
-                            pid = pids[0]
-                        if pid != pids[0]:
-                            pids.append(pid)
-                        else:
-                            time.sleep(0.05)
+            def then_kill(*a):
+                result = original(*a)
+                if not pids:
+                    pids.extend(_kill_and_await_restart(trainer.ray, trainer.actors[1]))
                 return result
 
-            trainer.train_epoch = epoch_then_kill
+            setattr(trainer, after, then_kill)
         stats = trainer.train(corpus)
         return trainer, stats, w_in, w_out, pids
 
     trainer, stats, w_in, w_out, pids = train(kill=True)
-    assert len(pids) == 2 and pids[1] != pids[0], f"replica 1 was not restarted between the epochs: {pids}"
+    assert len(pids) == 2 and pids[1] != pids[0], f"replica 1 was not restarted after {after}: {pids}"
     faults = trainer.report()["faults"]
-    assert len(faults) == 1 and faults[0]["epoch"] == 2 and faults[0]["replica"] == [1], faults
+    if after == "train_epoch":
+        assert len(faults) == 1 and faults[0]["epoch"] == 2 and faults[0]["replica"] == [1], faults
+        assert "was lost in epoch 2" in capsys.readouterr().err
     assert stats.words == 2 * corpus.n_tokens
-    assert "was lost in epoch 2" in capsys.readouterr().err
     _, clean_stats, c_in, c_out, _ = train(kill=False)
     assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
     assert clean_stats.loss_per_epoch == stats.loss_per_epoch
