@@ -219,9 +219,10 @@ def main() -> None:
     # what the measured runs read (the corpus cache, Ray's and torch's files) is in the page cache.  A machine
     # may page out what went unused for a while (the 2-core Zen 4 of 2026-11-26 runs DAMON, paging out memory
     # idle for 60 s): the first round's replica run trained 25-35% slower than the later ones without this.
-    kinds = [v for v in ns.speed_variants if VARIANTS[v][0] == "replicas"][:1]
-    for v in ["process-1t"] + kinds:
-        spawn(v, 1, 1, False, ns)
+    kinds = [v for v in ns.speed_variants if VARIANTS[v][0] == "replicas"][:1] if ns.rounds else []
+    if ns.rounds or not (ns.work / "cache").exists():  # quality runs alone need only the caches
+        for v in ["process-1t"] + kinds:
+            spawn(v, 1, 1, False, ns)
     speed: dict[str, list[dict]] = {v: [] for v in ns.speed_variants}
     quality: dict[str, dict[int, dict]] = {v: {} for v in ns.quality_variants}
 
