@@ -815,20 +815,18 @@ class ReplicaDriver:
         # 68,000 x 100 on a 2-core Zen 4, and the first sync waited for the slower copy).  The first epoch's call
         # names the same model, so a replica lost after this (while the group forms) loads it there.
         self._model = (ray.put(self.w_in), ray.put(self.w_out))
+
+        def bring_back(lost: list[int], what: str) -> None:  # wait for Ray to restart them; describe them again
+            for r in lost:
+                self._await_restart(ray, r)
+                described[r] = self._describe(ray, r, n, threads, time.perf_counter() + timeout)
+            self._start_fault(lost, what)
+
         while lost := self._load_all(ray):
-            for r in lost:
-                self._await_restart(ray, r)
-                described[r] = self._describe(ray, r, n, threads, time.perf_counter() + timeout)
-            self._start_fault(lost, "lost while it loaded the model; Ray restarted it")
+            bring_back(lost, "lost while it loaded the model; Ray restarted it")
         group_id = 0
-        while True:
-            lost = self._connect_all(ray, group_id)
-            if not lost:
-                break
-            for r in lost:
-                self._await_restart(ray, r)
-                described[r] = self._describe(ray, r, n, threads, time.perf_counter() + timeout)
-            self._start_fault(lost, "lost while the replicas formed their sync group; Ray restarted it")
+        while lost := self._connect_all(ray, group_id):
+            bring_back(lost, "lost while the replicas formed their sync group; Ray restarted it")
             group_id += 1  # a new group: the old one's rendezvous may hold the lost process's address
         self._group_id = group_id
         return described
@@ -872,23 +870,19 @@ class ReplicaDriver:
 
     def _load_all(self, ray: Any) -> list[int]:
         # Every replica copies in the model at self._model; returns the replicas lost meanwhile.
-        pending = {a.load_model.remote(self._model): r for r, a in enumerate(self.actors)}
-        lost: list[int] = []
-        for ref, r in pending.items():
-            try:
-                ray.get(ref, timeout=self.cluster.timeout_s)
-            except ray.exceptions.RayActorError:
-                lost.append(r)
-            except ray.exceptions.GetTimeoutError:
-                raise ParvecError(f"replica {r} did not load the model within {self.cluster.timeout_s:.0f} s "
-                                  "(timeout_s)") from None
-        return lost
+        return self._call_all(ray, "load the model", "load_model", self._model)
 
     def _connect_all(self, ray: Any, group_id: int) -> list[int]:
-        # Every replica joins sync group ``group_id``; returns the replicas lost meanwhile.  A survivor may still
-        # wait in the lost one's rendezvous (up to timeout_s): it is not waited for, since the next group forms
-        # in another of its threads and the old rendezvous is dropped (collectives.GlooCollective).
-        pending = {a.connect.remote(group_id): r for r, a in enumerate(self.actors)}
+        # Every replica joins sync group ``group_id``; returns the replicas lost meanwhile.
+        return self._call_all(ray, "form their sync group", "connect", group_id)
+
+    def _call_all(self, ray: Any, step: str, method: str, *args: Any) -> list[int]:
+        # Every replica runs ``method(*args)``, a step of the start; returns the replicas lost meanwhile, as soon as
+        # one is: a survivor may still wait in the lost one's rendezvous (up to timeout_s) and is not waited for,
+        # since the next group forms in another of its threads and the old rendezvous is dropped
+        # (collectives.GlooCollective); a load already done or still running is not done again
+        # (_Replica.load_model).  Any other failure ends the run naming ``step``.
+        pending = {getattr(a, method).remote(*args): r for r, a in enumerate(self.actors)}
         lost: list[int] = []
         errors: list[str] = []
         deadline = time.perf_counter() + self.cluster.timeout_s + 60
@@ -897,8 +891,8 @@ class ReplicaDriver:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, left))
             if not ready:
                 waiting = ", ".join(str(r) for r in sorted(pending.values()))
-                raise ParvecError(f"the replicas could not form their sync group: replica(s) {waiting} did not "
-                                  f"answer within {self.cluster.timeout_s + 60:.0f} s")
+                raise ParvecError(f"the replicas could not {step}: replica(s) {waiting} did not answer within "
+                                  f"{self.cluster.timeout_s + 60:.0f} s")
             for ref in ready:
                 r = pending.pop(ref)
                 try:
@@ -908,7 +902,7 @@ class ReplicaDriver:
                 except Exception as exc:  # noqa: BLE001 - a peer's loss, or a real failure (sorted below)
                     errors.append(f"replica {r}: {_cause(exc)}")
         if errors and not lost:
-            raise ParvecError("the replicas could not form their sync group: " + "; ".join(errors))
+            raise ParvecError(f"the replicas could not {step}: " + "; ".join(errors))
         return lost
 
     def _stop(self, ray: Any) -> None:
