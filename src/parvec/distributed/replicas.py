@@ -330,9 +330,6 @@ class _Replica:
         """The trainer's running totals and (epoch, syncs completed in it)."""
         return dict(self.progress_totals, synced=self.synced)
 
-    def model(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.trainer.w_in, self.trainer.w_out
-
     def load_model(self, model: tuple[Any, Any]) -> None:
         """Copy the model at ``model`` (object references to w_in, w_out) into this replica's, unless it holds
         that one already: the driver sends the run's first model while the replicas start, and again with the
