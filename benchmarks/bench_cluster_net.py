@@ -9,9 +9,13 @@ run has a time-out; the namespace is deleted at the end (also on Ctrl-C).  Needs
 
 The time model (the functions below; docs/distributed.md, "A shaped network"):
 
-* **replicas** are bulk-synchronous: training stops while a sync runs, and every byte the allreduce moves
-  crosses the link once, so ``T(R) = T0 + bytes_synced / R + syncs x 2(N-1) x RTT/2`` where ``T0`` is the
-  unshaped run's training time and ``bytes_synced`` the bytes the run counted (``traffic_model`` predicts them).
+* **replicas**: every byte the allreduce moves crosses the link once, and a sync takes ``t_j = bytes_j / R +
+  2(N-1) x RTT/2``.  A blocking sync (each epoch's last, the largest, or all with ``--no-sync-overlap``) holds
+  training up for all of it; an overlapped one runs while the next part trains and holds it up only for what it
+  takes beyond that part, ``max(0, t_j - T_part)``.  So ``T(R) = T0 + sum of the holds`` (:func:`sync_holds`),
+  ``T0`` the unshaped run's training time, ``bytes_j`` sync j's rows times the bytes per row the run counted,
+  ``T_part`` the unshaped time per part.  Before the overlapped syncs the model was the bulk-synchronous
+  ``T0 + bytes_synced / R + syncs x 2(N-1) x RTT/2``, which is this with every sync blocking.
 * **sharded** mode keeps ``k = clients x threads`` minibatches in flight, so the link's transfers overlap the
   CPU's work: the epoch takes as long as its busier resource, ``T(R) = max(T0, bytes / R + minibatches x RTT /
   k)`` (the bottleneck bound), ``bytes`` every shard's requests and replies as the clients counted them.  The
@@ -53,6 +57,8 @@ from bench_engine_ab import DEFAULT_CORPUS, cpu_model, slice_corpus  # noqa: E40
 
 MODES: dict[str, list[str]] = {
     "replicas 2 x 1 thread": ["--cluster", "local:2", "--threads", "1"],
+    # the bulk-synchronous replicas (before the overlapped syncs): the model's other branch
+    "replicas 2 x 1 thread, every sync blocking": ["--cluster", "local:2", "--threads", "1", "--no-sync-overlap"],
     "sharded 2 shards, 2 clients x 1 thread": ["--cluster", "local:2", "--mode", "sharded", "--shards", "2",
                                                "--clients", "2", "--threads", "1"],
     # half the bytes on the wire (shard_core.to_wire): what a link-bound run gains
@@ -126,13 +132,43 @@ def mva_time(calls: int, k: int, think_s: float, link_s: float) -> float:
     return calls / x if x > 0 else math.inf
 
 
+def run_syncs(report: dict[str, Any]) -> list[tuple[int, bool]]:
+    """A replicas run's syncs in order, from its report: (rows, whether it ran while the next part trained)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from parvec.distributed.replicas import sync_plan
+
+    cl = report["cluster"]
+    plan = sync_plan(report["parts_per_epoch"], report["epochs"], cl["min_sync_words"], report["vocab_size"],
+                     cl.get("full_sync_times", 0))
+    cap = report.get("sync_overlap_rows") or 0  # absent from runs before the overlapped syncs: none overlapped
+    return [(rows, k + 1 < len(epoch) and rows <= cap) for epoch in plan for k, rows in enumerate(epoch)]
+
+
+def sync_holds(syncs: list[tuple[int, bool]], bytes_per_row: float, rate: float, latency_s: float,
+               part_s: float) -> float:
+    """Seconds the syncs hold training up: a blocking sync all of its ``rows x bytes_per_row / rate + latency_s``,
+    an overlapped one what it takes beyond the ``part_s`` of training it runs beside.
+
+    Example:
+        >>> sync_holds([(1000, True), (1000, False)], 100.0, 1e6, 0.01, 0.05)  # 0.11 s each: 0.06 + 0.11
+        0.17
+    """
+    total = 0.0
+    for rows, overlapped in syncs:
+        t = rows * bytes_per_row / rate + latency_s
+        total += max(0.0, t - part_s) if overlapped else t
+    return round(total, 12)
+
+
 def predict(mode: str, base: dict[str, Any], rate: float, rtt_s: float, pessimistic: bool = False) -> float:
     """The model's training seconds at link rate ``rate`` (bytes/s) from the unshaped run ``base`` (sharded,
     ``pessimistic``: the queueing network's instead of the bottleneck bound)."""
     t0 = base["training_seconds"]
     if mode.startswith("replicas"):
-        n = base["replicas"]
-        return t0 + base["bytes_synced"] / rate + base["syncs"] * 2 * (n - 1) * rtt_s / 2
+        n, syncs = base["replicas"], run_syncs(base)
+        part_s = (t0 - base["sync_seconds"]) / len(syncs)  # the unshaped training time per part
+        return t0 + sync_holds(syncs, base["bytes_synced"] / base["rows_synced"], rate, 2 * (n - 1) * rtt_s / 2,
+                               part_s)
     k = base["clients"] * base["client_threads"]
     calls = base["minibatches"]
     bytes_total = (base["bytes_sent_per_word"] + base["bytes_received_per_word"]) * base["trained_input_words"]
@@ -221,7 +257,8 @@ def train(ns: Namespace, mode: str, corpus: Path, work: Path, common: list[str],
 
 
 KEEP = ("training_seconds", "words_per_sec", "words_trained", "cpu_seconds", "replicas", "syncs", "sync_seconds",
-        "bytes_synced", "clients", "client_threads", "shards", "minibatches", "trained_input_words",
+        "bytes_synced", "rows_synced", "syncs_overlapped", "sync_overlap_rows", "parts_per_epoch", "epochs",
+        "vocab_size", "cluster", "clients", "client_threads", "shards", "minibatches", "trained_input_words",
         "bytes_sent_per_word", "bytes_received_per_word", "minibatch_words")
 
 
@@ -352,14 +389,21 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
 
 # --------------------------------------------------------------------------- projections
 def project_replicas(nodes: int, node_words_s: float, rate: float, latency_s: float, vocab: int, dim: int,
-                     sync_words: int = 200_000, min_sync_words: int = 1024, words: int = 1_000_000_000) -> dict:
+                     sync_words: int = 200_000, min_sync_words: int = 1024, words: int = 1_000_000_000,
+                     overlap: bool = True) -> dict:
     """A replicas run of ``nodes`` nodes, each training ``node_words_s`` alone, links of ``rate`` bytes/s per
-    node and ``latency_s`` one way: its words/s and efficiency (words/s over nodes x node_words_s)."""
+    node and ``latency_s`` one way: its words/s and efficiency (words/s over nodes x node_words_s);
+    ``overlap``: the smaller syncs run beside the next part (the default), else every sync blocks."""
     sys.path.insert(0, str(REPO / "src"))
-    from parvec.distributed.replicas import traffic_model
+    from parvec.distributed.replicas import overlap_rows_cap, sync_plan, traffic_model
     m = traffic_model(vocab, dim, nodes, words, 1, sync_words=sync_words, min_sync_words=min_sync_words)
     per_node_bytes = m["bytes"] / nodes  # what each node receives (and sends) over the epoch
-    sync_s = per_node_bytes / rate + m["syncs"] * 2 * (nodes - 1) * latency_s
+    cap = overlap_rows_cap(vocab, min_sync_words) if overlap else 0
+    plan = sync_plan(math.ceil(words / nodes / sync_words), 1, min_sync_words, vocab)[0]
+    syncs = [(rows, k + 1 < len(plan) and rows <= cap) for k, rows in enumerate(plan)]
+    # a ring allreduce moves 2(N-1)/N of both matrices' rows through every node's link
+    sync_s = sync_holds(syncs, 2 * (nodes - 1) / nodes * dim * 4 * 2, rate, 2 * (nodes - 1) * latency_s,
+                        sync_words / node_words_s)
     train_s = words / nodes / node_words_s
     total = words / (train_s + sync_s)
     return {"nodes": nodes, "words_per_s": total, "efficiency": total / (nodes * node_words_s),
@@ -400,16 +444,17 @@ def projections(a: argparse.Namespace) -> str:
     """The projection tables of docs/distributed.md from the model (the node rates are parameters)."""
     lines = [f"Replicas (Ji et al.): 1B-word epoch, vocabulary {a.vocab:,}, d {a.proj_dim}, a sync every "
              f"{a.sync_words:,} words per node; a full-duplex link per node, {a.latency_ms} ms one way", "",
-             "| node alone (words/s) | nodes | link | words/s | efficiency | sync share | syncs | GB per node |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| node alone (words/s) | nodes | link | words/s | efficiency | sync share | efficiency, every sync "
+             "blocking | syncs | GB per node |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for node in a.node_words_s:
         for rate in ("1gbit", "10gbit", "56gbit", "100gbit"):
             for nodes in (8, 32, 128):
-                p = project_replicas(nodes, node, rate_bytes(rate), a.latency_ms / 1e3, a.vocab, a.proj_dim,
-                                     sync_words=a.sync_words)
+                p, b = (project_replicas(nodes, node, rate_bytes(rate), a.latency_ms / 1e3, a.vocab, a.proj_dim,
+                                         sync_words=a.sync_words, overlap=overlap) for overlap in (True, False))
                 lines.append(f"| {node / 1e6:.2f}M | {nodes} | {rate} | {p['words_per_s'] / 1e6:.1f}M | "
-                             f"{p['efficiency']:.2f} | {p['sync_share']:.2f} | {p['syncs']:,} | "
-                             f"{p['gb_per_node']:.1f} |")
+                             f"{p['efficiency']:.2f} | {p['sync_share']:.2f} | {b['efficiency']:.2f} | "
+                             f"{p['syncs']:,} | {p['gb_per_node']:.1f} |")
     thread_kernel_s = 1 / (a.shard_thread_inputs_s * a.kernel_pairs / a.contexts)  # row accesses scale with pairs
     clients = a.client_thread_inputs_s * a.client_threads
     lines += ["", "Ji et al. (paper 001, Table V): 32 Broadwell nodes (36 cores each, FDR InfiniBand, 56 Gb/s) "

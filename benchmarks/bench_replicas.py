@@ -44,6 +44,9 @@ VARIANTS = {
     # replicas-2x1-linear with replica 1 killed (ray.kill) once epoch --kill-epoch has done --kill-sync syncs
     "replicas-2x1-linear-fullsync": ("replicas", 2, 1, "linear", 10**9),
     "replicas-2x1-linear-fault": ("replicas", 2, 1, "linear", None),
+    # "-blocking": every sync holds training up until it ends (--no-sync-overlap), as before the overlapped syncs
+    "replicas-2x1-blocking": ("replicas", 2, 1, "none", None),
+    "replicas-2x1-linear-blocking": ("replicas", 2, 1, "linear", None),
 }
 
 
@@ -92,7 +95,8 @@ def run_one(ns: argparse.Namespace) -> dict:
         from parvec.distributed.replicas import ReplicaTrainer
 
         cluster = Cluster(f"local:{replicas}", sync_words=ns.sync_words,
-                          min_sync_words=min(min_sync or ns.min_sync_words, v), alpha_scale=alpha_scale)
+                          min_sync_words=min(min_sync or ns.min_sync_words, v), alpha_scale=alpha_scale,
+                          sync_overlap=not ns.variant.endswith("-blocking"))
         trainer = ReplicaTrainer(cluster, cfg, enc.vocab.counts, w_in, w_out)
         if ns.variant.endswith("-fault"):
             import threading
@@ -293,14 +297,15 @@ def tables(res: dict) -> str:
                        f"{lo:.1f} |")
         else:
             out.append(f"| {v} | {cell} | {ratio} | – | – | – | – |")
-    if res["speed"].get("replicas-2x1") and res["speed"].get("process-1t-pair"):
+    two = [v for v in res["speed"] if v.startswith("replicas-2x1")] if res["speed"].get("process-1t-pair") else []
+    for v in two:
         # The bar's ratio, round by round.  The pair's words/s is the sum of its two processes' (each over its own
         # time, so the one that ends later trains its last part alone); "both done" divides the pair's words by
         # the later one's time instead, as the replicas' words/s does (they end together).
         pairs = [(r["words_per_sec"], q["words_per_sec"],
                   sum(x["raw_words"] * x["epochs"] for x in q["pair"]) / max(x["train_seconds"] for x in q["pair"]))
-                 for r, q in zip(res["speed"]["replicas-2x1"], res["speed"]["process-1t-pair"], strict=False)]
-        out += ["", "replicas-2x1 ÷ process-1t-pair, round by round: "
+                 for r, q in zip(res["speed"][v], res["speed"]["process-1t-pair"], strict=False)]
+        out += ["", f"{v} ÷ process-1t-pair, round by round: "
                 + ", ".join(f"{a / b:.3f}" for a, b, _ in pairs)
                 + f" (median {statistics.median(a / b for a, b, _ in pairs):.3f}); against the pair's words over the "
                 "later process's time (both done): " + ", ".join(f"{a / c:.3f}" for a, _, c in pairs)

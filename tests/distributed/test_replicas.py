@@ -24,7 +24,9 @@ from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.replicas import (
     ReplicaTrainer,
+    _OverlappedSync,
     ctz,
+    overlap_rows_cap,
     plan_parts,
     shard_chunks,
     split_balanced,
@@ -105,6 +107,71 @@ def test_learning_rate_position_is_global():
     assert [one.word_position(0, 1, w) for w in (0, 3, 7, 12, 21)] == [21, 24, 28, 33, 42]
 
 
+class _SummingPeers:
+    """Two ranks' collectives in one process: a sum started by both ranks is the sum of what each held at its
+    start (as gloo's allreduce of copies is), written into each rank's arrays at its wait."""
+
+    def __init__(self) -> None:
+        self.started: dict[int, dict[int, list[np.ndarray]]] = {}
+
+    def rank(self, r: int):
+        peers = self
+
+        class Coll:
+            def start_sum(self, sync_id, arrays):
+                peers.started.setdefault(sync_id, {})[r] = [a.copy() for a in arrays]
+                return sync_id, arrays
+
+            def wait(self, pending):
+                sync_id, arrays = pending
+                for i, a in enumerate(arrays):
+                    a[...] = sum(held[i] for held in peers.started[sync_id].values())
+
+        return Coll()
+
+
+def _overlapped_reference(before, deltas, rows):
+    # what an overlapped sync leaves on each rank: the average of the top rows at the start, plus what the rank
+    # trained since (the deltas); the colder rows are the rank's own
+    out = []
+    for r in range(2):
+        mats = []
+        for k in range(2):
+            m = before[r][k] + deltas[r][k]
+            m[:rows] = (before[0][k][:rows] + before[1][k][:rows]) / 2 + deltas[r][k][:rows]
+            mats.append(m)
+        out.append(mats)
+    return out
+
+
+def test_overlapped_sync_is_the_average_plus_the_training_since():
+    rng = np.random.default_rng(3)
+    before = [[rng.standard_normal((20, 4)).astype(np.float32) for _ in range(2)] for _ in range(2)]
+    deltas = [[rng.standard_normal((20, 4)).astype(np.float32) for _ in range(2)] for _ in range(2)]
+    mats = [[m.copy() for m in pair] for pair in before]
+    peers = _SummingPeers()
+    syncs = [_OverlappedSync(peers.rank(r), mats[r], 2, cap=8) for r in range(2)]
+    for o in syncs:
+        o.finish()  # nothing in flight: nothing changes
+    assert all(np.array_equal(a, b) for r in range(2) for a, b in zip(mats[r], before[r], strict=True))
+    for o in syncs:
+        o.start(sync_id=1, rows=6)
+    with pytest.raises(AssertionError):
+        syncs[0].start(sync_id=2, rows=6)  # one sync in flight at a time
+    for r in range(2):  # the next part trains while the sums run
+        for m, d in zip(mats[r], deltas[r], strict=True):
+            m += d
+    for o in syncs:
+        o.finish()
+    want = _overlapped_reference(before, deltas, 6)
+    for r in range(2):
+        for k in range(2):
+            np.testing.assert_allclose(mats[r][k], want[r][k], rtol=1e-6, atol=1e-6)
+    # the ruler's smallest syncs always overlap; the copies stay within a quarter of the model
+    assert overlap_rows_cap(67955, 1024) == 8494 and overlap_rows_cap(10**7, 1024) == 65536
+    assert overlap_rows_cap(2000, 1024) == 1024 and overlap_rows_cap(100, 1024) == 100
+
+
 # ---------------------------------------------------------------------- on the session's Ray
 @pytest.mark.ray
 def test_local1_is_bit_identical_to_one_machine(ray_session):
@@ -123,7 +190,7 @@ def test_local1_is_bit_identical_to_one_machine(ray_session):
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("collective", ["gloo", "refs"])
+@pytest.mark.parametrize("collective", ["gloo", "refs", "gloo-overlapped"])
 def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
     ray = ray_session
     from parvec.distributed.collectives import Board
@@ -136,14 +203,22 @@ def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
 
             rng = np.random.default_rng(seed)
             self.mats = [rng.standard_normal((50, 6)).astype(np.float32) for _ in range(2)]
-            self.coll = make_collective(collective, r, r.get_actor(board_name), rank, 2, 60.0)
+            self.delta = [rng.standard_normal((50, 6)).astype(np.float32) for _ in range(2)]
+            self.coll = make_collective(collective.split("-")[0], r, r.get_actor(board_name), rank, 2, 60.0)
 
         def mats_(self):
-            return self.mats
+            return self.mats, self.delta
 
         def average(self, gen, rows):
             self.coll.connect(0)
-            self.coll.average(gen, 1, self.mats, rows)
+            if collective.endswith("overlapped"):  # the sum runs while the rows move on (the next part's training)
+                sync = _OverlappedSync(self.coll, self.mats, 2, cap=rows)
+                sync.start(1, rows)
+                for m, d in zip(self.mats, self.delta, strict=True):
+                    m += d
+                sync.finish()
+            else:
+                self.coll.average(gen, 1, self.mats, rows)
             return self.mats, self.coll.bytes_received, self.coll.name
 
     name = f"test-board-{collective}-{time.time_ns()}"
@@ -156,6 +231,15 @@ def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
     finally:
         for a in peers + [board]:
             ray.kill(a)
+    if collective.endswith("overlapped"):
+        want = _overlapped_reference([b[0] for b in before], [b[1] for b in before], 37)
+        for r in range(2):
+            mats, received, used = after[r]
+            assert used == "gloo" and received == 37 * 6 * 4 * 2
+            for k in range(2):
+                np.testing.assert_allclose(mats[k], want[r][k], rtol=1e-6, atol=1e-6)
+        return
+    before = [b[0] for b in before]
     for k in range(2):
         mean = np.mean(np.stack([before[0][k][:37], before[1][k][:37]]), axis=0)
         for r in range(2):
@@ -189,6 +273,12 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
         rep["bytes_synced"] / rep["words_trained"])
     assert rep["cluster"]["spec"] == "local:2" and rep["faults"] == []
     assert rep["words_trained"] == 3 * 40_000
+    # the syncs of the hottest rows ran while the next part trained: all but each epoch's last (full) one, up to
+    # the cap's rows
+    cap = rep["sync_overlap_rows"]
+    assert cap == overlap_rows_cap(rep["vocab_size"], 16) and rep["cluster"]["sync_overlap"] is True
+    plan = sync_plan(rep["parts_per_epoch"], 3, 16, rep["vocab_size"])
+    assert rep["syncs_overlapped"] == sum(rows <= cap for epoch in plan for rows in epoch[:-1]) > 0
     # the bytes the run counted are the cost model's (docs/distributed.md), sync for sync
     model = traffic_model(rep["vocab_size"], 16, 2, 40_000, 3, 4000, 16, parts_per_epoch=rep["parts_per_epoch"])
     assert rep["syncs"] == model["syncs"] and rep["bytes_synced"] == model["bytes"]
@@ -308,6 +398,18 @@ def test_two_node_cluster_each_node_reads_its_own_shard(tmp_path):
     assert rep["bytes_synced"] > 0 and res["words"] == 3 * 40_000
     assert sum(w in ANIMALS for w in res["sims"]["cat"]) >= 4
     assert sum(w in VEHICLES for w in res["sims"]["car"]) >= 4
+
+
+def test_sync_overlap_flag_reaches_the_cluster():
+    from parvec.cli import build_parser
+    from parvec.cli.train import cluster_from_args
+
+    parser = build_parser()
+    base = ["train", "c.txt", "-o", "v.txt", "--cluster", "local:2"]
+    assert cluster_from_args(parser.parse_args(base)).sync_overlap is True
+    assert cluster_from_args(parser.parse_args(base + ["--no-sync-overlap"])).sync_overlap is False
+    with pytest.raises(ParvecError, match="sync_overlap"):
+        Cluster("local:2", sync_overlap="no")
 
 
 def test_without_ray_cluster_says_how_to_install(monkeypatch, tmp_path, capsys):

@@ -156,6 +156,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help="replicas: rows averaged at the smallest sync (1024); sync j averages 2^ctz(j) times that")
     g.add_argument("--full-sync-times", dest="full_sync_times", type=int, default=0,
                    help="replicas: extra evenly spaced full-model syncs per epoch (0)")
+    g.add_argument("--sync-overlap", dest="sync_overlap", action=argparse.BooleanOptionalAction, default=True,
+                   help="replicas: run each sync of the hottest rows while the next part trains and apply it at that "
+                   "part's end (default); --no-sync-overlap holds training until every sync ends (the paper's)")
     g.add_argument("--replica-alpha-scale", dest="replica_alpha_scale", choices=("none", "sqrt", "linear"),
                    default="linear", help="replicas: multiply the starting learning rate by 1, sqrt(N) or N for "
                    "N replicas (linear; docs/distributed.md has the measurement)")
@@ -177,7 +180,7 @@ def cluster_from_args(args: argparse.Namespace) -> Any:
 
     return Cluster(args.cluster, mode=args.cluster_mode, replicas=args.replicas, shards=args.shards,
                    clients=args.clients, sync_words=args.sync_words, min_sync_words=args.min_sync_words,
-                   full_sync_times=args.full_sync_times,
+                   full_sync_times=args.full_sync_times, sync_overlap=getattr(args, "sync_overlap", True),
                    alpha_scale=getattr(args, "replica_alpha_scale", "linear"))
 
 

@@ -89,7 +89,8 @@ class Cluster:
     ``sharded``.  ``replicas`` defaults to N for ``local:N`` and must be given otherwise; ``shards`` and
     ``clients`` are for ``sharded`` mode.  The replica-sync knobs follow Intel's pWord2Vec: every
     ``sync_words`` trained words per replica the top ``min(2**ctz(j) * min_sync_words, V)`` rows are
-    averaged at sync number j, plus ``full_sync_times`` evenly spaced full syncs per epoch.
+    averaged at sync number j, plus ``full_sync_times`` evenly spaced full syncs per epoch; with ``sync_overlap``
+    the smaller syncs run while the next part trains (parvec.distributed.replicas._OverlappedSync).
 
     Example:
         >>> Cluster("local:2").replicas
@@ -107,6 +108,9 @@ class Cluster:
     sync_words: int = 200_000
     min_sync_words: int = 1024
     full_sync_times: int = 0
+    # replicas: a sync of the hottest rows runs while the next part trains and is applied at its end (the
+    # average plus this replica's training since); the epoch's last sync and the largest ones stay blocking.
+    sync_overlap: bool = True
     timeout_s: float = 300.0
     # replicas: the starting learning rate times 1 ("none"), sqrt(N) ("sqrt") or N ("linear"), the paper's
     # adjustment for N nodes (docs/distributed.md, Replicas, has the measurement behind the default).
@@ -163,6 +167,8 @@ class Cluster:
                 raise ParvecError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.full_sync_times, int) or self.full_sync_times < 0:
             raise ParvecError(f"full_sync_times must be a non-negative integer, got {self.full_sync_times!r}")
+        if not isinstance(self.sync_overlap, bool):
+            raise ParvecError(f"sync_overlap must be True or False, got {self.sync_overlap!r}")
         if not self.timeout_s > 0:
             raise ParvecError(f"timeout_s must be positive, got {self.timeout_s}")
         if self.alpha_scale not in ("none", "sqrt", "linear"):
@@ -179,6 +185,7 @@ class Cluster:
             "spec": self.spec, "mode": self.mode, "replicas": self.replicas, "shards": self.shards,
             "clients": self.clients, "threads_per_actor": self.threads_per_actor, "sync_words": self.sync_words,
             "min_sync_words": self.min_sync_words, "full_sync_times": self.full_sync_times,
+            "sync_overlap": self.sync_overlap,
             "timeout_s": self.timeout_s, "alpha_scale": self.alpha_scale,
         }
 

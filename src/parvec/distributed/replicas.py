@@ -13,6 +13,9 @@ actor).  Every replica starts from the driver's model, so averaging starts from 
   ``j`` (counted from the run's first sync, 1-based) averages the top ``min(2**ctz(j) * min_sync_words, V)``
   rows of both matrices (pWord2Vec's ruler); every epoch's last sync, and ``full_sync_times`` evenly spaced
   ones per epoch, average all ``V`` rows.  See :func:`sync_rows` and :func:`sync_plan`.
+- **Overlapped syncs** (``Cluster.sync_overlap``, on by default): a sync of at most :func:`overlap_rows_cap`
+  rows, not an epoch's last, runs while the next part trains and is applied at that part's end as the average
+  plus the replica's training since (:class:`_OverlappedSync`); the others hold training up until they end.
 - **Learning rate** follows the global word count: at a part boundary the position is the sum of every
   replica's words so far, and within a part it moves linearly to the next boundary's sum, so a replica's
   rate is the one the whole run is at.  ``Cluster.alpha_scale`` optionally raises the starting rate with
@@ -308,6 +311,7 @@ class _Replica:
         self.collective = make_collective(collective, ray, board, rank, n, timeout_s)
         self.progress_totals: dict[str, Any] = {}
         self.synced = (-1, 0)  # (epoch, syncs completed in it)
+        self.overlapped: _OverlappedSync | None = None
         self.trainer.warm_up((self.tokens, self.offsets[: min(len(self.offsets), 2)]))
         self.node = ray.get_runtime_context().get_node_id()
 
@@ -347,11 +351,13 @@ class _Replica:
 
     def train_epoch(self, epoch: int, schedule: Schedule, gen: int, group_id: int, plan: ShardPlan,
                     rows: list[int], model: tuple[Any, Any] | None, return_model: bool, start_part: int = 0,
-                    checkpoint_every: tuple[str, float] | None = None) -> dict[str, Any]:
+                    checkpoint_every: tuple[str, float] | None = None, overlap_rows: int = 0) -> dict[str, Any]:
         """Train one epoch of the shard with the CPU driver, syncing after every part; rank 0 returns the model
         when asked.  ``schedule`` is the run's (its rates times the replicas' scale).  ``start_part``: the
         parts before it were trained before a mid-epoch checkpoint (skipped: same chunk indexes and rates).
-        ``checkpoint_every``: mid-epoch checkpoints at part ends (:meth:`_checkpoint_after`)."""
+        ``checkpoint_every``: mid-epoch checkpoints at part ends (:meth:`_checkpoint_after`).  ``overlap_rows``:
+        a sync of at most this many rows (not the epoch's last) runs while the next part trains
+        (:class:`_OverlappedSync`); 0: every sync holds training up until it ends."""
         if model is not None:
             self.load_model(model)
         if self.model_key is None:  # before joining the group: the driver forms a new one with the model
@@ -362,17 +368,27 @@ class _Replica:
         mats = [self.trainer.w_in, self.trainer.w_out]
         self.synced = (epoch, start_part)
         self.progress_totals = {}  # this epoch's counters start at zero
-        epoch_sync = {"seconds": 0.0, "syncs": 0, "rows": 0, "bytes": 0}
+        epoch_sync = {"seconds": 0.0, "syncs": 0, "rows": 0, "bytes": 0, "overlapped": 0}
         clock = [time.perf_counter(), int(plan.part_words[:, :start_part].sum())]  # the last checkpoint's
+
+        overlap = self._overlap(mats, overlap_rows)
 
         def on_part_end(e: int, k: int, counters: tuple[int, int, float]) -> None:
             t0 = time.perf_counter()
             before = self.collective.bytes_received
-            self.collective.average(gen, e * plan.parts_per_epoch + k + 1, mats, rows[k])
+            sync_id = e * plan.parts_per_epoch + k + 1
+            last = k + 1 == plan.parts_per_epoch
+            if overlap is not None:
+                overlap.finish()  # the previous part's sync, if it ran while this part trained
+            if overlap is not None and not last and 0 < rows[k] <= overlap_rows:
+                overlap.start(sync_id, rows[k])
+                epoch_sync["overlapped"] += 1
+            else:
+                self.collective.average(gen, sync_id, mats, rows[k])
             epoch_sync["syncs"] += 1
             epoch_sync["rows"] += rows[k]
-            if checkpoint_every is not None and k + 1 < plan.parts_per_epoch:
-                self._checkpoint_after(gen, e, k, plan, mats, counters, checkpoint_every, clock)
+            if checkpoint_every is not None and not last:
+                self._checkpoint_after(gen, e, k, plan, mats, counters, checkpoint_every, clock, overlap)
             epoch_sync["seconds"] += time.perf_counter() - t0
             epoch_sync["bytes"] += self.collective.bytes_received - before
             self.synced = (e, k + 1)
@@ -386,6 +402,17 @@ class _Replica:
             out["model"] = (self.trainer.w_in, self.trainer.w_out)
         return out
 
+    def _overlap(self, mats: list[np.ndarray], cap: int) -> _OverlappedSync | None:
+        # The overlapped syncs' state, its buffers kept from epoch to epoch; None where syncs do not overlap (asked
+        # so, or a collective that cannot start a sum and return: the object-reference one).
+        if not cap or not hasattr(self.collective, "start_sum"):
+            return None
+        o = self.overlapped
+        if o is None or o.cap != cap or o.mats[0] is not mats[0]:
+            o = self.overlapped = _OverlappedSync(self.collective, mats, self.n, cap)
+        o.pending = None  # one a failed attempt left in flight went with its sync group
+        return o
+
     def _resume_at(self, start_part: int, ranges: list[tuple[int, int]]) -> Resume | None:
         # This replica's position after the parts a checkpoint trained: its chunks and tokens before them.
         if start_part == 0:
@@ -395,7 +422,8 @@ class _Replica:
         return Resume(units_done=last - first, words_done=words, words=0, pairs=0, loss=0.0)
 
     def _checkpoint_after(self, gen: int, epoch: int, k: int, plan: ShardPlan, mats: list[np.ndarray],
-                          counters: tuple[int, int, float], every: tuple[str, float], clock: list) -> None:
+                          counters: tuple[int, int, float], every: tuple[str, float], clock: list,
+                          overlap: _OverlappedSync | None = None) -> None:
         """After part ``k``'s sync: replica 0 says whether a checkpoint is due (words: all replicas' words
         since the last one, from the plan, so the same parts in every run; seconds: its clock), every replica
         hears it through the board (a barrier); if due, every row is averaged (the replicas then hold one
@@ -413,6 +441,8 @@ class _Replica:
         if not answers[0][0]:
             return
         clock[0], clock[1] = time.perf_counter(), done
+        if overlap is not None:
+            overlap.finish()  # this part's sync first: a checkpoint holds no sync in flight
         self.collective.average(gen, sync_id, mats, len(mats[0]))
         status, answers = self.ray.get(self.board.exchange.remote(gen, sync_id, 4, self.rank, [list(counters)]),
                                        timeout=self.timeout_s + 30)
@@ -422,6 +452,66 @@ class _Replica:
             model = [self.ray.put(m) for m in mats]  # copies: training goes on
             self.board.put_checkpoint.remote(gen, {"part": k, "words_done": done,
                                                    "counters": [a[0] for a in answers], "model": model})
+
+
+class _OverlappedSync:
+    """A sync that runs while the next part trains (Ji et al.'s synchronous averaging, delayed by one part).
+
+    :meth:`start` copies the top ``rows`` rows of each matrix twice (a snapshot, and a buffer that gloo sums
+    across the replicas in place) and returns; training goes on in the matrices.  :meth:`finish`, at the next
+    part's end, waits for the sum and moves each row to the average plus what this replica trained since the
+    snapshot: ``m[:rows] += sum / n - snapshot``.  Every replica starts its syncs at the same parts with the same
+    rows, so the average is the blocking sync's, and the training since is kept rather than overwritten.  The
+    replicas then differ by one part's updates until the epoch's last sync, which is a blocking full average.
+    The buffers hold at most ``cap`` rows of each matrix, allocated at the first sync.
+
+    Example:
+        >>> o = _OverlappedSync(coll, [w_in, w_out], n=2, cap=4096)  # doctest: +SKIP
+        >>> o.start(sync_id=1, rows=1024); ...train the next part...; o.finish()  # doctest: +SKIP
+    """
+
+    def __init__(self, collective: Any, mats: list[np.ndarray], n: int, cap: int) -> None:
+        self.collective, self.mats, self.n, self.cap = collective, mats, n, cap
+        self.snap: list[np.ndarray] = []
+        self.buf: list[np.ndarray] = []
+        self.pending: tuple[int, Any] | None = None  # (rows, the collective's handle)
+
+    def start(self, sync_id: int, rows: int) -> None:
+        """Snapshot the top ``rows`` rows and start their sum; the previous one must be finished."""
+        assert self.pending is None and rows <= self.cap
+        if not self.snap:
+            self.snap = [np.empty((self.cap, m.shape[1]), m.dtype) for m in self.mats]
+            self.buf = [np.empty((self.cap, m.shape[1]), m.dtype) for m in self.mats]
+        for m, snap, buf in zip(self.mats, self.snap, self.buf, strict=True):
+            np.copyto(snap[:rows], m[:rows])
+            np.copyto(buf[:rows], m[:rows])
+        self.pending = (rows, self.collective.start_sum(sync_id, [b[:rows] for b in self.buf]))
+
+    def finish(self) -> None:
+        """Wait for the sync in flight, if any, and apply it (the average plus this replica's training since)."""
+        if self.pending is None:
+            return
+        rows, handle = self.pending
+        self.pending = None
+        self.collective.wait(handle)
+        for m, snap, buf in zip(self.mats, self.snap, self.buf, strict=True):
+            b = buf[:rows]
+            b /= self.n
+            b -= snap[:rows]
+            m[:rows] += b
+
+
+def overlap_rows_cap(vocab_size: int, min_sync_words: int) -> int:
+    """The most rows a sync may average while the next part trains: ``min(V // 8, 64 * min_sync_words)``, at
+    least ``min_sync_words`` (so the ruler's smallest syncs always overlap).  Its two copies of both matrices'
+    rows are then at most a quarter of the model's memory (and 256 x ``min_sync_words`` rows); the rarer, larger
+    syncs hold training up, as every epoch's last (full) one does.
+
+    Example:
+        >>> overlap_rows_cap(67955, 1024), overlap_rows_cap(10_000_000, 1024), overlap_rows_cap(2000, 1024)
+        (8494, 65536, 1024)
+    """
+    return max(min(vocab_size // 8, 64 * min_sync_words), min(min_sync_words, vocab_size))
 
 
 class _ShareEpoch:
@@ -611,7 +701,9 @@ class ReplicaDriver:
         self._n, self._threads_per, self._rcfg = n, threads, rcfg
         self._start_epoch = start_epoch
         self._per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
-        self._sync_totals = {"syncs": 0, "rows": 0, "bytes": 0}
+        self._sync_totals = {"syncs": 0, "rows": 0, "bytes": 0, "overlapped": 0}
+        self._overlap_rows = (overlap_rows_cap(len(self.counts), self.cluster.min_sync_words)
+                              if self.cluster.sync_overlap else 0)
         self._faults: list[dict[str, Any]] = list(self._start_faults)
         self._fetch_seconds = 0.0
         self._words_done = 0
@@ -633,7 +725,8 @@ class ReplicaDriver:
         while True:
             gen = ray.get(self.board.begin.remote(epoch), timeout=self.cluster.timeout_s)
             refs = [a.train_epoch.remote(epoch, schedule, gen, self._group_id, self._plan, self._rows_plan[epoch],
-                                         attempt_model, r == 0, self._attempt[0], ctx.checkpoint_every)
+                                         attempt_model, r == 0, self._attempt[0], ctx.checkpoint_every,
+                                         self._overlap_rows)
                     for r, a in enumerate(self.actors)]
             results, lost = self._wait(ray, refs, gen, ctx)
             if not lost:
@@ -661,6 +754,7 @@ class ReplicaDriver:
         s0 = results[0]["sync"]
         self._sync_totals["syncs"] += s0["syncs"]
         self._sync_totals["rows"] += s0["rows"]
+        self._sync_totals["overlapped"] += s0["overlapped"]
         self._sync_totals["bytes"] += sum(res["sync"]["bytes"] for res in results.values())
         self._words_done += words
         self._model = None
@@ -725,6 +819,9 @@ class ReplicaDriver:
             "alpha_scale": self.cluster.alpha_scale,
             "alpha_per_replica": self._rcfg.alpha,
             "syncs": totals["syncs"],
+            # syncs that ran while the next part trained (sync_seconds counts only the time training waited)
+            "syncs_overlapped": totals["overlapped"],
+            "sync_overlap_rows": self._overlap_rows,
             "parts_per_epoch": plan.parts_per_epoch,
             "rows_synced": totals["rows"],
             "sync_seconds": sync_seconds,
