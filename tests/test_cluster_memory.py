@@ -49,11 +49,19 @@ def test_replicas_count_every_process_and_the_object_store():
     assert replica.pieces["corpus share"] == 4 * (t // 2) + 16 * (s + 1) + 8 * (s // 2 + 1)
     assert replica.pieces["tables"] == (20 + M.ACTOR_BYTES_PER_WORD) * v
     assert replica.pieces["runtime"] == M.REPLICA_BASELINE + 4 * TrainConfig().max_sentence_length
+    # an overlapped sync's two copies of both matrices' top rows: all 1,000 rows here (fewer than the 1,024 of
+    # the smallest sync); none with --no-sync-overlap, nor with one replica (nothing to sync)
+    assert replica.pieces["sync copies"] == 2 * model
+    assert _part(_est(Cluster("local:2", sync_overlap=False), dim=d, v=v, t=t, s=s), "replica"
+                 ).pieces["sync copies"] == 0
+    assert _part(_est(Cluster("local:1"), dim=d, v=v, t=t, s=s), "replica").pieces["sync copies"] == 0
+    big = _part(_est(Cluster("local:2"), dim=d, v=80_000, t=t, s=s), "replica").pieces
+    assert big["sync copies"] == 4 * 10_000 * d * 4 == big["model"] // 4  # V / 8 rows: a quarter of the model
     assert store.pieces["the model sent out and returned"] == 2 * model
     assert est.total == sum(p.count * sum(p.pieces.values()) for p in est.parts)
-    # the model's share of the total: driver + R replicas + 2 copies in the object store
+    # the model's share of the total: driver + R replicas (each with its sync copies) + 2 copies in the object store
     grown = _est(Cluster("local:2"), dim=2 * d, v=v, t=t, s=s)
-    assert grown.total - est.total == (1 + 2 + 2) * model
+    assert grown.total - est.total == (1 + 2 * (1 + 2) + 2) * model
     # a third replica adds one replica's memory; it takes a worker Ray would have left idle on local:4
     three = _est(Cluster("local:4", replicas=3), dim=d, v=v, t=t, s=s)
     two = _est(Cluster("local:4", replicas=2), dim=d, v=v, t=t, s=s)
@@ -148,6 +156,11 @@ def test_suggestions_fit():
     too_big = M.estimate_cluster(Cluster("local:2"), dataclasses.replace(cfg, dim=dim + 1), v, t, s,
                                  available=est.available)
     assert fits.fits and not too_big.fits
+    # a run that fits only without the overlapped syncs' copies is told so
+    blocking = M.estimate_cluster(Cluster("local:2", sync_overlap=False), cfg, v, t, s, available=None)
+    tight = M.estimate_cluster(Cluster("local:2"), cfg, v, t, s, available=(full.total + blocking.total) // 2)
+    assert not tight.fits and any(x.startswith("--no-sync-overlap") for x in tight.suggestions)
+    assert not any(x.startswith("--no-sync-overlap") for x in est.suggestions)  # it would not fit either
     with pytest.raises(ParvecError) as exc:
         est.check()
     message = str(exc.value)

@@ -5,7 +5,9 @@ cluster run started here (``--cluster local:N``) needs far more, in several proc
 
 - **the driver** (this process): the model (``2 V d`` float32, input and output vectors), its corpus (unless
   memory-mapped from the encoded-corpus cache), the vocabulary as Python strings;
-- **replicas mode**: ``R`` replica actors, each with a whole model and its share of the corpus (memory-mapped
+- **replicas mode**: ``R`` replica actors, each with a whole model, the overlapped syncs' two copies of the top
+  rows (:func:`parvec.distributed.replicas.overlap_rows_cap`; a quarter of the model at most, for
+  ``V >= 8 x min_sync_words``), and its share of the corpus (memory-mapped
   cache pages and its sentence offsets; :func:`parvec.distributed.replicas._load_share`), the per-word tables
   (counts, subsampling, the noise alias table) and the vocabulary; Ray's object store holds the model the
   driver sends out and the one replica 0 sends back (``2 x 2 V d``); a sync board actor;
@@ -362,8 +364,13 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
         "vocabulary": DRIVER_BYTES_PER_WORD * v,
         "runtime": DRIVER_BASELINE + WORKING_ROOM,
     })
+    from parvec.distributed.replicas import overlap_rows_cap
+
+    # an overlapped sync's snapshot and sum buffer of both matrices' rows (replicas._OverlappedSync)
+    overlap = overlap_rows_cap(v, cluster.min_sync_words) if n > 1 and cluster.sync_overlap else 0
     replica = Part("replica", n, {
         "model": model,
+        "sync copies": 2 * 2 * overlap * config.dim * 4,
         # counts (int64), subsampling, noise probabilities and aliases (4 bytes each)
         "tables": 20 * v + ACTOR_BYTES_PER_WORD * v,
         # the memory-mapped share's pages, the corpus offsets split as the trainer splits them, its own slice
@@ -490,6 +497,10 @@ def _suggestions(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSiz
                        f"{human(fewer[1].total)})")
         else:
             out.append(f"use fewer replicas (each holds a whole model: {human(each)})")
+        if cluster.sync_overlap and n > 1 and (e := _fits(dataclasses.replace(cluster, sync_overlap=False), config,
+                                                          *args)) is not None:
+            out.append(f"--no-sync-overlap (each replica's copies of the rows an overlapped sync averages; "
+                       f"{human(e.total)} without them)")
         out.append("train column-sharded (--mode sharded --shards N: N shard processes split the model's columns, "
                    "none holds it whole)")
     else:

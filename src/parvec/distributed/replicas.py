@@ -504,8 +504,9 @@ class _OverlappedSync:
 def overlap_rows_cap(vocab_size: int, min_sync_words: int) -> int:
     """The most rows a sync may average while the next part trains: ``min(V // 8, 64 * min_sync_words)``, at
     least ``min_sync_words`` (so the ruler's smallest syncs always overlap).  Its two copies of both matrices'
-    rows are then at most a quarter of the model's memory (and 256 x ``min_sync_words`` rows); the rarer, larger
-    syncs hold training up, as every epoch's last (full) one does.
+    rows are then at most a quarter of the model's memory (and 256 x ``min_sync_words`` rows) once the vocabulary
+    has ``8 x min_sync_words`` words or more (a smaller model's copies are its ``min_sync_words`` top rows, up to
+    twice the model); the rarer, larger syncs hold training up, as every epoch's last (full) one does.
 
     Example:
         >>> overlap_rows_cap(67955, 1024), overlap_rows_cap(10_000_000, 1024), overlap_rows_cap(2000, 1024)
