@@ -251,7 +251,7 @@ def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
 
 
 @pytest.mark.ray
-def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
+def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path, capsys):
     from parvec.cli import main
 
     corpus = write_corpus(tmp_path / "corpus.txt", 4000)
@@ -279,6 +279,9 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path):
     assert cap == overlap_rows_cap(rep["vocab_size"], 16) and rep["cluster"]["sync_overlap"] is True
     plan = sync_plan(rep["parts_per_epoch"], 3, 16, rep["vocab_size"])
     assert rep["syncs_overlapped"] == sum(rows <= cap for epoch in plan for rows in epoch[:-1]) > 0
+    console = capsys.readouterr()
+    assert f"2 replicas x 1 thread, {rep['syncs']} syncs ({rep['syncs_overlapped']} overlapped)" in (
+        console.out + console.err)
     # the bytes the run counted are the cost model's (docs/distributed.md), sync for sync
     model = traffic_model(rep["vocab_size"], 16, 2, 40_000, 3, 4000, 16, parts_per_epoch=rep["parts_per_epoch"])
     assert rep["syncs"] == model["syncs"] and rep["bytes_synced"] == model["bytes"]

@@ -173,6 +173,9 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
         >>> cluster_summary({"mode": "replicas", "replicas": 2, "threads_per_replica": 1, "syncs": 42,
         ...                  "bytes_synced": 12_900_000})
         '2 replicas x 1 thread, 42 syncs, 12.3 MiB synced'
+        >>> cluster_summary({"mode": "replicas", "replicas": 2, "threads_per_replica": 1, "syncs": 42,
+        ...                  "syncs_overlapped": 39, "bytes_synced": 12_900_000})
+        '2 replicas x 1 thread, 42 syncs (39 overlapped), 12.3 MiB synced'
         >>> cluster_summary({"shards": 2, "clients": 2, "client_threads": 1, "minibatches": 2102,
         ...                  "minibatch_words": 1024, "trained_input_words": 2_000_000, "bytes_sent_per_word": 370.0,
         ...                  "bytes_received_per_word": 288.0}).split(", ")[2:]
@@ -181,8 +184,9 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
     from parvec.distributed.memory import human
 
     if report.get("mode") == "replicas":
+        overlapped = f" ({report['syncs_overlapped']:,} overlapped)" if report.get("syncs_overlapped") else ""
         return (f"{report['replicas']} replicas x {threads_phrase(report['threads_per_replica'])}, "
-                f"{report['syncs']:,} syncs, {human(report['bytes_synced'])} synced")
+                f"{report['syncs']:,} syncs{overlapped}, {human(report['bytes_synced'])} synced")
     if "shards" in report:
         clients = f"{report['clients']} clients x {threads_phrase(report['client_threads'])}"
         text = f"sharded: {report['shards']} shards, {clients}"
