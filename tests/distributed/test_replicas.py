@@ -167,6 +167,24 @@ def test_overlapped_sync_is_the_average_plus_the_training_since():
     for r in range(2):
         for k in range(2):
             np.testing.assert_allclose(mats[r][k], want[r][k], rtol=1e-6, atol=1e-6)
+    # a sum that fails stays pending, and dropping it leaves new buffers for the next sync (a late write from the
+    # abandoned group cannot reach them)
+    class Failing:
+        def start_sum(self, sync_id, arrays):
+            return sync_id, arrays
+
+        def wait(self, pending):
+            raise RuntimeError("peer gone")
+
+    lost = _OverlappedSync(Failing(), [m.copy() for m in before[0]], 2, cap=8)
+    lost.start(1, 4)
+    old_buf = lost.buf[0]
+    with pytest.raises(RuntimeError):
+        lost.finish()
+    assert lost.pending is not None
+    lost.drop()
+    lost.start(2, 4)
+    assert lost.buf[0] is not old_buf
     # the ruler's smallest syncs always overlap; the copies stay within a quarter of the model
     assert overlap_rows_cap(67955, 1024) == 8494 and overlap_rows_cap(10**7, 1024) == 65536
     assert overlap_rows_cap(2000, 1024) == 1024 and overlap_rows_cap(100, 1024) == 100

@@ -410,7 +410,8 @@ class _Replica:
         o = self.overlapped
         if o is None or o.cap != cap or o.mats[0] is not mats[0]:
             o = self.overlapped = _OverlappedSync(self.collective, mats, self.n, cap)
-        o.pending = None  # one a failed attempt left in flight went with its sync group
+        if o.pending is not None:  # a failed attempt's sync, in its abandoned group: new buffers from here on
+            o.drop()
         return o
 
     def _resume_at(self, start_part: int, ranges: list[tuple[int, int]]) -> Resume | None:
@@ -484,16 +485,25 @@ class _OverlappedSync:
             self.buf = [np.empty((self.cap, m.shape[1]), m.dtype) for m in self.mats]
         for m, snap, buf in zip(self.mats, self.snap, self.buf, strict=True):
             np.copyto(snap[:rows], m[:rows])
-            np.copyto(buf[:rows], m[:rows])
-        self.pending = (rows, self.collective.start_sum(sync_id, [b[:rows] for b in self.buf]))
+            np.copyto(buf[:rows], snap[:rows])
+        try:
+            self.pending = (rows, self.collective.start_sum(sync_id, [b[:rows] for b in self.buf]))
+        except BaseException:
+            self.drop()  # a sum it did start may still write into these buffers
+            raise
+
+    def drop(self) -> None:
+        """Forget the sync in flight (its group failed) and the buffers it may still write into."""
+        self.pending = None
+        self.snap, self.buf = [], []
 
     def finish(self) -> None:
         """Wait for the sync in flight, if any, and apply it (the average plus this replica's training since)."""
         if self.pending is None:
             return
         rows, handle = self.pending
+        self.collective.wait(handle)  # if it fails the sync stays pending: the next epoch's call drops it
         self.pending = None
-        self.collective.wait(handle)
         for m, snap, buf in zip(self.mats, self.snap, self.buf, strict=True):
             b = buf[:rows]
             b /= self.n
