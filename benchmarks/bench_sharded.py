@@ -388,6 +388,14 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
     "sharded 1 x (1 client x 1 thread), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
                                                          "--clients", "1", "--threads", "1", "--wire-floats",
                                                          "float16"],
+    # one client process with two threads: two units in flight (the same words in flight as 2 clients x 1 thread),
+    # so the shard and the client can both be busy, without a second client process
+    "sharded 1 x (1 client x 2 threads), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
+                                                          "--clients", "1", "--threads", "2", "--wire-floats",
+                                                          "float16"],
+    "sharded 1 x (1 client x 3 threads), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
+                                                          "--clients", "1", "--threads", "3", "--wire-floats",
+                                                          "float16"],
 }
 
 

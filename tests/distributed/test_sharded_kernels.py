@@ -125,6 +125,22 @@ def test_interleaved_minibatches_hold_the_same_inputs_and_pairs_spread_over_the_
     assert np.array_equal(np.concatenate([mb.shrink for mb in contiguous]), whole.shrink)
 
 
+@pytest.mark.parametrize("minibatch_words", [1, 3, 7, 13, 1365])
+def test_interleaved_minibatches_never_exceed_minibatch_words(minibatch_words):
+    # 1365 = 4096 // 3, the default for one client with three threads: it used to take one lane more than fits
+    # (ceil(1365 / 4) lanes of 4 words), write three inputs past the buffers and crash the client and the shard.
+    rng = np.random.default_rng(5)
+    tokens = rng.integers(0, 30, 20_000).astype(np.int32)
+    offsets = np.concatenate([np.arange(0, 20_000, 37), [20_000]]).astype(np.int64)
+    keep = np.full(30, 0.8, dtype=np.float32)
+    window = 3
+    whole = _form_all(tokens, offsets, keep, window, 100_000)[0]
+    mbs = _form_all(tokens, offsets, keep, window, minibatch_words, interleave=True)
+    assert max(mb.inputs for mb in mbs) <= minibatch_words
+    assert sum(mb.inputs for mb in mbs) == whole.inputs and sum(mb.pairs for mb in mbs) == whole.pairs
+    assert sorted(p for mb in mbs for p in _pairs_of(mb, window)) == sorted(_pairs_of(whole, window))
+
+
 def test_interleaving_spreads_a_burst_of_one_word_over_many_minibatches():
     # A table or markup ("em width one em em height ...") repeats one rare word hundreds of times; summed
     # from one start-of-call state, its updates made sharded training diverge on the Wikipedia corpus.

@@ -39,7 +39,7 @@ Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
 
 DEFAULT_MINIBATCH_WORDS = 1024
 DEFAULT_UNIT_WORDS = 100_000
-# Interleaved minibatches take runs of this many consecutive input words from minibatch_words / LANE_WORDS
+# Interleaved minibatches take runs of this many consecutive input words from minibatch_words // LANE_WORDS
 # lanes spread over the unit: a run sends its inputs with one window of context words on each side, so runs of
 # 4 send about a third of the indices of single words, while a burst of one word still lands in one run.
 LANE_WORDS = 4
@@ -524,7 +524,9 @@ class UnitRunner:
         m = self.max_inputs
         if self.interleave:
             per_lane = min(LANE_WORDS, m)
-            lanes = K.lane_bounds(n_kept, -(-m // per_lane))
+            # whole runs only: lanes x per_lane <= m, the buffers' size (a minibatch_words that is not a multiple
+            # of LANE_WORDS, 4096 // 3 = 1365, used to take one lane more and write past their ends)
+            lanes = K.lane_bounds(n_kept, m // per_lane)
         else:
             lanes, per_lane = np.array([0, n_kept], dtype=np.int64), m
         index = 0
