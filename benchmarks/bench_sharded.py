@@ -356,29 +356,32 @@ def memory(ns: argparse.Namespace) -> dict:
 
 
 # --------------------------------------------------------------------------- speed
+TWO_SHARDS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2"]
 SPEED_SYSTEMS: dict[str, list[str]] = {
     "one process, 2 threads": ["--threads", "2"],
+    # "the default" and "2 x" systems: 2 shards, the default until session 6 (1 shard on local:N since), given so
+    # that each name stays what it measured
     "sharded, the default (2 shards, 2 clients x 1 thread since 57d5d15; 2 x 2 threads before)": [
-        "--cluster", "local:2", "--mode", "sharded"],
-    "sharded 2 x (2 clients x 2 threads)": ["--cluster", "local:2", "--mode", "sharded", "--clients", "2",
+        *TWO_SHARDS],
+    "sharded 2 x (2 clients x 2 threads)": [*TWO_SHARDS, "--clients", "2",
                                            "--threads", "2"],
-    "sharded 2 x (1 client x 1 thread)": ["--cluster", "local:2", "--mode", "sharded", "--clients", "1",
+    "sharded 2 x (1 client x 1 thread)": [*TWO_SHARDS, "--clients", "1",
                                          "--threads", "1"],
     "sharded 1 x (2 clients x 1 thread)": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
                                           "--clients", "2", "--threads", "1"],
     # negatives per window (kernels/sharded.py): an input word's context words share its negatives
-    "sharded, the default, negatives per window": ["--cluster", "local:2", "--mode", "sharded", "--negatives-per",
+    "sharded, the default, negatives per window": [*TWO_SHARDS, "--negatives-per",
                                                    "window"],
     "sharded 2 x (2 clients x 2 threads), negatives per window": [
-        "--cluster", "local:2", "--mode", "sharded", "--clients", "2", "--threads", "2", "--negatives-per", "window"],
+        *TWO_SHARDS, "--clients", "2", "--threads", "2", "--negatives-per", "window"],
     "sharded 2 x (1 client x 1 thread), negatives per window": [
-        "--cluster", "local:2", "--mode", "sharded", "--clients", "1", "--threads", "1", "--negatives-per", "window"],
+        *TWO_SHARDS, "--clients", "1", "--threads", "1", "--negatives-per", "window"],
     # float16 on the wire (shard_core.to_wire): half the bytes of the dot products and coefficients
-    "sharded, the default, float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--wire-floats", "float16"],
+    "sharded, the default, float16 wire": [*TWO_SHARDS, "--wire-floats", "float16"],
     "sharded, the default, negatives per window, float16 wire": [
-        "--cluster", "local:2", "--mode", "sharded", "--negatives-per", "window", "--wire-floats", "float16"],
+        *TWO_SHARDS, "--negatives-per", "window", "--wire-floats", "float16"],
     "sharded 2 x (1 client x 1 thread), negatives per window, float16 wire": [
-        "--cluster", "local:2", "--mode", "sharded", "--clients", "1", "--threads", "1", "--negatives-per", "window",
+        *TWO_SHARDS, "--clients", "1", "--threads", "1", "--negatives-per", "window",
         "--wire-floats", "float16"],
     # one shard on one machine: the memory is shared anyway, and every row is visited once per call, not S times
     "sharded 1 x (2 clients x 1 thread), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",

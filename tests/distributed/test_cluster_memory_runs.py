@@ -40,9 +40,11 @@ def test_replicas_summary_line_says_replicas_threads_and_syncs(ray_session, demo
     assert code == 0, err
     rep = json.loads(report.read_text())
     line = next(x for x in err.splitlines() if x.startswith("trained "))
-    m = re.search(r"\(2 epochs, hogbatch, 2 replicas x 1 thread, ([\d,]+) syncs, ([\d.]+ [KMG]?i?B) synced\)", line)
+    m = re.search(r"\(2 epochs, hogbatch, 2 replicas x 1 thread, ([\d,]+) syncs \(([\d,]+) overlapped\), "
+                  r"([\d.]+ [KMG]?i?B) synced\)", line)
     assert m, line
     assert int(m.group(1).replace(",", "")) == rep["syncs"] > 0
+    assert int(m.group(2).replace(",", "")) == rep["syncs_overlapped"] > 0
     memory = next(x for x in err.splitlines() if x.startswith("memory: "))
     assert "every process on this machine" in memory and "2 replicas x" in memory
     assert rep["memory_estimate"]["parts"][1]["name"] == "replica" and rep["memory_estimate"]["fits"]
@@ -56,9 +58,10 @@ def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, d
                  "--threads", "1", "--dim", "16", "--epochs", "1", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert re.search(r"^trained .*\(1 epochs, sharded: 2 shards, 2 clients x 1 thread, [\d,]+ minibatches of "
+    # one shard by default on local:N (one machine)
+    assert re.search(r"^trained .*\(1 epochs, sharded: 1 shard, 2 clients x 1 thread, [\d,]+ minibatches of "
                      r"[\d,]+ input words, [\d.]+ [KMG]iB sent, [\d.]+ [KMG]iB received\)", err, re.M), err
-    assert re.search(r"^memory: .* 2 shards x .* 2 clients x ", err, re.M), err
+    assert re.search(r"^memory: .* shard [\d.]+ [KMG]iB .* 2 clients x ", err, re.M), err
 
     # Too big for the memory left: refused after counting, before a shard or client actor starts.
     from parvec.distributed import sharded
@@ -74,7 +77,7 @@ def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, d
     err = capsys.readouterr().err
     assert code == 2, err
     assert re.search(r"^parvec: error: --cluster local:2 \(sharded\) needs about .* but 1\.0 GiB is available: "
-                     r".*2 shards x .*use more shards", err, re.M), err
+                     r".*, shard [\d.]+ [KMG]iB .*use more shards", err, re.M), err
     assert not out.exists()
 
 

@@ -188,8 +188,9 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
         return (f"{report['replicas']} replicas x {threads_phrase(report['threads_per_replica'])}, "
                 f"{report['syncs']:,} syncs{overlapped}, {human(report['bytes_synced'])} synced")
     if "shards" in report:
-        clients = f"{report['clients']} clients x {threads_phrase(report['client_threads'])}"
-        text = f"sharded: {report['shards']} shards, {clients}"
+        n = report["clients"]
+        clients = f"{n} client{'s' if n != 1 else ''} x {threads_phrase(report['client_threads'])}"
+        text = f"sharded: {report['shards']} shard{'s' if report['shards'] != 1 else ''}, {clients}"
         if report.get("minibatches") is not None:
             inputs = report.get("trained_input_words") or 0
             text += (f", {report['minibatches']:,} minibatches of {report['minibatch_words']:,} input words, "

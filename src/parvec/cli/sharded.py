@@ -137,7 +137,8 @@ def _describe(name: str, enc: dict[str, Any], read_seconds: float, cluster: Any,
     print(f"{name}: {enc['raw_words']:,} words, vocabulary {len(vocab):,} (min-count {min_count}), "
           f"{enc['tokens']:,} in-vocabulary tokens in {enc['sentences']:,} sentences, counted and encoded "
           f"in {enc['ranges']} byte ranges [read in {read_seconds:.1f} s]", file=sys.stderr)
-    print(f"model: {model_bytes / 2**30:.2f} GiB in {settings['shards']} shards of "
+    n_shards = settings["shards"]
+    print(f"model: {model_bytes / 2**30:.2f} GiB in {n_shards} shard{'s' if n_shards != 1 else ''} of "
           f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {settings['clients']} clients x "
           f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words, negatives "
           f"per {settings['negatives_per']}",

@@ -128,7 +128,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    "sharded: column-sharded parameter servers for vocabularies too big for one machine "
                    "(Ordentlich et al.)")
     g.add_argument("--replicas", type=int, default=None, help="replica actors (default: N of local:N)")
-    g.add_argument("--shards", type=int, default=None, help="sharded mode: parameter-server shards")
+    g.add_argument("--shards", type=int, default=None,
+                   help="sharded mode: parameter-server shards, each a process holding dim / N columns of the model "
+                   "(default: 1 on --cluster local:N, one machine; 2 on a cluster joined)")
     g.add_argument("--clients", type=int, default=None, help="sharded mode: client actors")
     g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=None,
                    help="sharded mode: input words per minibatch, one shard call each (default: 4096 words in flight "
