@@ -357,6 +357,14 @@ def memory(ns: argparse.Namespace) -> dict:
 
 # --------------------------------------------------------------------------- speed
 TWO_SHARDS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2"]
+
+
+def _one_shard(clients: int, threads: int) -> list[str]:
+    """One shard, ``clients`` x ``threads``, float16 on the wire (parvec's defaults but for the clients)."""
+    return ["--cluster", "local:2", "--mode", "sharded", "--shards", "1", "--clients", str(clients), "--threads",
+            str(threads), "--wire-floats", "float16"]
+
+
 SPEED_SYSTEMS: dict[str, list[str]] = {
     "one process, 2 threads": ["--threads", "2"],
     # "the default" and "2 x" systems: 2 shards, the default until session 6 (1 shard on local:N since), given so
@@ -384,21 +392,13 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
         *TWO_SHARDS, "--clients", "1", "--threads", "1", "--negatives-per", "window",
         "--wire-floats", "float16"],
     # one shard on one machine: the memory is shared anyway, and every row is visited once per call, not S times
-    "sharded 1 x (2 clients x 1 thread), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
-                                                          "--clients", "2", "--threads", "1", "--wire-floats",
-                                                          "float16"],
+    "sharded 1 x (2 clients x 1 thread), float16 wire": _one_shard(2, 1),
     # one client thread: the same words in flight in calls twice as large, half as many calls
-    "sharded 1 x (1 client x 1 thread), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
-                                                         "--clients", "1", "--threads", "1", "--wire-floats",
-                                                         "float16"],
+    "sharded 1 x (1 client x 1 thread), float16 wire": _one_shard(1, 1),
     # one client process with two threads: two units in flight (the same words in flight as 2 clients x 1 thread),
     # so the shard and the client can both be busy, without a second client process
-    "sharded 1 x (1 client x 2 threads), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
-                                                          "--clients", "1", "--threads", "2", "--wire-floats",
-                                                          "float16"],
-    "sharded 1 x (1 client x 3 threads), float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
-                                                          "--clients", "1", "--threads", "3", "--wire-floats",
-                                                          "float16"],
+    "sharded 1 x (1 client x 2 threads), float16 wire": _one_shard(1, 2),
+    "sharded 1 x (1 client x 3 threads), float16 wire": _one_shard(1, 3),
 }
 
 
