@@ -135,13 +135,13 @@ def mva_time(calls: int, k: int, think_s: float, link_s: float) -> float:
 def run_syncs(report: dict[str, Any]) -> list[tuple[int, bool]]:
     """A replicas run's syncs in order, from its report: (rows, whether it ran while the next part trained)."""
     sys.path.insert(0, str(REPO / "src"))
-    from parvec.distributed.replicas import sync_plan
+    from parvec.distributed.replicas import overlapped_syncs, sync_plan
 
     cl = report["cluster"]
     plan = sync_plan(report["parts_per_epoch"], report["epochs"], cl["min_sync_words"], report["vocab_size"],
                      cl.get("full_sync_times", 0))
     cap = report.get("sync_overlap_rows") or 0  # absent from runs before the overlapped syncs: none overlapped
-    return [(rows, k + 1 < len(epoch) and rows <= cap) for epoch in plan for k, rows in enumerate(epoch)]
+    return [pair for epoch in plan for pair in zip(epoch, overlapped_syncs(epoch, cap), strict=True)]
 
 
 def sync_holds(syncs: list[tuple[int, bool]], bytes_per_row: float, rate: float, latency_s: float,
@@ -395,12 +395,12 @@ def project_replicas(nodes: int, node_words_s: float, rate: float, latency_s: fl
     node and ``latency_s`` one way: its words/s and efficiency (words/s over nodes x node_words_s);
     ``overlap``: the smaller syncs run beside the next part (the default), else every sync blocks."""
     sys.path.insert(0, str(REPO / "src"))
-    from parvec.distributed.replicas import overlap_rows_cap, sync_plan, traffic_model
+    from parvec.distributed.replicas import overlap_rows_cap, overlapped_syncs, sync_plan, traffic_model
     m = traffic_model(vocab, dim, nodes, words, 1, sync_words=sync_words, min_sync_words=min_sync_words)
     per_node_bytes = m["bytes"] / nodes  # what each node receives (and sends) over the epoch
     cap = overlap_rows_cap(vocab, min_sync_words) if overlap else 0
     plan = sync_plan(math.ceil(words / nodes / sync_words), 1, min_sync_words, vocab)[0]
-    syncs = [(rows, k + 1 < len(plan) and rows <= cap) for k, rows in enumerate(plan)]
+    syncs = list(zip(plan, overlapped_syncs(plan, cap), strict=True))
     # a ring allreduce moves 2(N-1)/N of both matrices' rows through every node's link
     sync_s = sync_holds(syncs, 2 * (nodes - 1) / nodes * dim * 4 * 2, rate, 2 * (nodes - 1) * latency_s,
                         sync_words / node_words_s)

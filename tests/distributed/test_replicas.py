@@ -107,9 +107,9 @@ def test_learning_rate_position_is_global():
     assert [one.word_position(0, 1, w) for w in (0, 3, 7, 12, 21)] == [21, 24, 28, 33, 42]
 
 
-class _SummingPeers:
-    """Two ranks' collectives in one process: a sum started by both ranks is the sum of what each held at its
-    start (as gloo's allreduce of copies is), written into each rank's arrays at its wait."""
+class _AveragingPeers:
+    """Two ranks' collectives in one process: an average started by both ranks is the mean of what each held at
+    its start (as gloo's allreduce of copies is), written into each rank's arrays at its wait."""
 
     def __init__(self) -> None:
         self.started: dict[int, dict[int, list[np.ndarray]]] = {}
@@ -118,14 +118,15 @@ class _SummingPeers:
         peers = self
 
         class Coll:
-            def start_sum(self, sync_id, arrays):
+            def start_average(self, gen, sync_id, arrays):
                 peers.started.setdefault(sync_id, {})[r] = [a.copy() for a in arrays]
                 return sync_id, arrays
 
             def wait(self, pending):
                 sync_id, arrays = pending
+                held = list(peers.started[sync_id].values())
                 for i, a in enumerate(arrays):
-                    a[...] = sum(held[i] for held in peers.started[sync_id].values())
+                    a[...] = sum(h[i] for h in held) / np.float32(len(held))
 
         return Coll()
 
@@ -149,15 +150,15 @@ def test_overlapped_sync_is_the_average_plus_the_training_since():
     before = [[rng.standard_normal((20, 4)).astype(np.float32) for _ in range(2)] for _ in range(2)]
     deltas = [[rng.standard_normal((20, 4)).astype(np.float32) for _ in range(2)] for _ in range(2)]
     mats = [[m.copy() for m in pair] for pair in before]
-    peers = _SummingPeers()
-    syncs = [_OverlappedSync(peers.rank(r), mats[r], 2, cap=8) for r in range(2)]
+    peers = _AveragingPeers()
+    syncs = [_OverlappedSync(peers.rank(r), mats[r], cap=8) for r in range(2)]
     for o in syncs:
         o.finish()  # nothing in flight: nothing changes
     assert all(np.array_equal(a, b) for r in range(2) for a, b in zip(mats[r], before[r], strict=True))
     for o in syncs:
-        o.start(sync_id=1, rows=6)
+        o.start(0, sync_id=1, rows=6)
     with pytest.raises(AssertionError):
-        syncs[0].start(sync_id=2, rows=6)  # one sync in flight at a time
+        syncs[0].start(0, sync_id=2, rows=6)  # one sync in flight at a time
     for r in range(2):  # the next part trains while the sums run
         for m, d in zip(mats[r], deltas[r], strict=True):
             m += d
@@ -167,23 +168,23 @@ def test_overlapped_sync_is_the_average_plus_the_training_since():
     for r in range(2):
         for k in range(2):
             np.testing.assert_allclose(mats[r][k], want[r][k], rtol=1e-6, atol=1e-6)
-    # a sum that fails stays pending, and dropping it leaves new buffers for the next sync (a late write from the
+    # an average that fails stays pending, and dropping it leaves new buffers for the next sync (a late write from the
     # abandoned group cannot reach them)
     class Failing:
-        def start_sum(self, sync_id, arrays):
+        def start_average(self, gen, sync_id, arrays):
             return sync_id, arrays
 
         def wait(self, pending):
             raise RuntimeError("peer gone")
 
-    lost = _OverlappedSync(Failing(), [m.copy() for m in before[0]], 2, cap=8)
-    lost.start(1, 4)
+    lost = _OverlappedSync(Failing(), [m.copy() for m in before[0]], cap=8)
+    lost.start(0, 1, 4)
     old_buf = lost.buf[0]
     with pytest.raises(RuntimeError):
         lost.finish()
     assert lost.pending is not None
     lost.drop()
-    lost.start(2, 4)
+    lost.start(0, 2, 4)
     assert lost.buf[0] is not old_buf
     # the ruler's smallest syncs always overlap; the copies stay within a quarter of the model
     assert overlap_rows_cap(67955, 1024) == 8494 and overlap_rows_cap(10**7, 1024) == 65536
@@ -208,7 +209,7 @@ def test_local1_is_bit_identical_to_one_machine(ray_session):
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("collective", ["gloo", "refs", "gloo-overlapped"])
+@pytest.mark.parametrize("collective", ["gloo", "refs", "gloo-overlapped", "refs-overlapped"])
 def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
     ray = ray_session
     from parvec.distributed.collectives import Board
@@ -230,8 +231,8 @@ def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
         def average(self, gen, rows):
             self.coll.connect(0)
             if collective.endswith("overlapped"):  # the sum runs while the rows move on (the next part's training)
-                sync = _OverlappedSync(self.coll, self.mats, 2, cap=rows)
-                sync.start(1, rows)
+                sync = _OverlappedSync(self.coll, self.mats, cap=rows)
+                sync.start(gen, 1, rows)
                 for m, d in zip(self.mats, self.delta, strict=True):
                     m += d
                 sync.finish()
@@ -253,7 +254,7 @@ def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
         want = _overlapped_reference([b[0] for b in before], [b[1] for b in before], 37)
         for r in range(2):
             mats, received, used = after[r]
-            assert used == "gloo" and received == 37 * 6 * 4 * 2
+            assert used == collective.split("-")[0] and received == 37 * 6 * 4 * 2
             for k in range(2):
                 np.testing.assert_allclose(mats[k], want[r][k], rtol=1e-6, atol=1e-6)
         return

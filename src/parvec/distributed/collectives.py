@@ -173,6 +173,14 @@ class RefCollective:
     def connect(self, group_id: int) -> None:
         """Nothing to form: the board is the meeting point."""
 
+    def start_average(self, gen: int, sync_id: int, arrays: list[np.ndarray]) -> None:
+        """:meth:`average` of ``arrays`` in place, whole (the board's exchange is one blocking round): the same
+        two steps as :meth:`GlooCollective.start_average`, so an overlapped sync trains the same either way."""
+        self.average(gen, sync_id, arrays, len(arrays[0]))
+
+    def wait(self, pending: None) -> None:
+        """Nothing left: :meth:`start_average` ended the average."""
+
     def _swap(self, gen: int, sync_id: int, phase: int, payload: list) -> list:
         try:
             status, out = self.ray.get(self.board.exchange.remote(gen, sync_id, phase, self.rank, payload),
@@ -291,13 +299,10 @@ class GlooCollective:
         """Replace ``mats[i][:rows]`` by its mean over the replicas, identically on every replica."""
         if self.n == 1 or rows == 0:
             return
-        pending = self.start_sum(sync_id, [m[:rows] for m in mats])
-        self.wait(pending)
-        for m in mats:
-            m[:rows] /= self.n
+        self.wait(self.start_average(gen, sync_id, [m[:rows] for m in mats]))
 
-    def start_sum(self, sync_id: int, arrays: list[np.ndarray]) -> tuple[int, list]:
-        """Start replacing each of ``arrays`` (C-contiguous float32) by its sum over the replicas, in place, and
+    def start_average(self, gen: int, sync_id: int, arrays: list[np.ndarray]) -> tuple[int, list]:
+        """Start replacing each of ``arrays`` (C-contiguous float32) by its mean over the replicas, in place, and
         return at once: gloo's threads move the rows while the caller goes on; :meth:`wait` ends it.  The arrays
         must not be touched until then.
 
@@ -306,7 +311,7 @@ class GlooCollective:
         3.8 ms one after the other; 16,384 rows 8.8 ms against 11.4-12.9 ms).  Each sum is the same either way.
 
         Example:
-            >>> pending = coll.start_sum(7, [buf_in, buf_out]); coll.wait(pending)  # doctest: +SKIP
+            >>> pending = coll.start_average(gen, 7, [buf_in, buf_out]); coll.wait(pending)  # doctest: +SKIP
         """
         tensors = [self.torch.from_numpy(a) for a in arrays]
         try:
@@ -317,13 +322,16 @@ class GlooCollective:
         return sync_id, list(zip(works, tensors, strict=True))  # the tensors stay referenced until the wait
 
     def wait(self, pending: tuple[int, list]) -> None:
-        """Wait for a :meth:`start_sum` to end (bounded by ``timeout_s``); :class:`SyncAborted` if it failed."""
+        """End a :meth:`start_average` (bounded by ``timeout_s``): the sums, divided by the replicas;
+        :class:`SyncAborted` if it failed."""
         sync_id, works = pending
         try:
             for work, _tensor in works:
                 work.wait()
         except RuntimeError as exc:  # a peer gone (connection reset) or the time-out
             raise SyncAborted(f"sync {sync_id}: {str(exc)[:300]}") from None
+        for _work, tensor in works:
+            tensor /= self.n
 
 
 def make_collective(name: str, ray: Any, board: Any, rank: int, n: int, timeout_s: float) -> Any:

@@ -364,10 +364,10 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
         "vocabulary": DRIVER_BYTES_PER_WORD * v,
         "runtime": DRIVER_BASELINE + WORKING_ROOM,
     })
-    from parvec.distributed.replicas import overlap_rows_cap
+    from parvec.distributed.replicas import overlap_rows
 
-    # an overlapped sync's snapshot and sum buffer of both matrices' rows (replicas._OverlappedSync)
-    overlap = overlap_rows_cap(v, cluster.min_sync_words) if n > 1 and cluster.sync_overlap else 0
+    # an overlapped sync's snapshot and buffer of both matrices' rows (replicas._OverlappedSync)
+    overlap = overlap_rows(cluster, v)
     replica = Part("replica", n, {
         "model": model,
         "sync copies": 2 * 2 * overlap * config.dim * 4,

@@ -372,6 +372,7 @@ class _Replica:
         clock = [time.perf_counter(), int(plan.part_words[:, :start_part].sum())]  # the last checkpoint's
 
         overlap = self._overlap(mats, overlap_rows)
+        overlaps = overlapped_syncs(rows, overlap_rows)
 
         def on_part_end(e: int, k: int, counters: tuple[int, int, float]) -> None:
             t0 = time.perf_counter()
@@ -380,8 +381,8 @@ class _Replica:
             last = k + 1 == plan.parts_per_epoch
             if overlap is not None:
                 overlap.finish()  # the previous part's sync, if it ran while this part trained
-            if overlap is not None and not last and 0 < rows[k] <= overlap_rows:
-                overlap.start(sync_id, rows[k])
+            if overlap is not None and overlaps[k]:
+                overlap.start(gen, sync_id, rows[k])
                 epoch_sync["overlapped"] += 1
             else:
                 self.collective.average(gen, sync_id, mats, rows[k])
@@ -403,13 +404,12 @@ class _Replica:
         return out
 
     def _overlap(self, mats: list[np.ndarray], cap: int) -> _OverlappedSync | None:
-        # The overlapped syncs' state, its buffers kept from epoch to epoch; None where syncs do not overlap (asked
-        # so, or a collective that cannot start a sum and return: the object-reference one).
-        if not cap or not hasattr(self.collective, "start_sum"):
+        # The overlapped syncs' state, its buffers kept from epoch to epoch; None where no sync overlaps.
+        if not cap:
             return None
         o = self.overlapped
         if o is None or o.cap != cap or o.mats[0] is not mats[0]:
-            o = self.overlapped = _OverlappedSync(self.collective, mats, self.n, cap)
+            o = self.overlapped = _OverlappedSync(self.collective, mats, cap)
         if o.pending is not None:  # a failed attempt's sync, in its abandoned group: new buffers from here on
             o.drop()
         return o
@@ -458,27 +458,27 @@ class _Replica:
 class _OverlappedSync:
     """A sync that runs while the next part trains (Ji et al.'s synchronous averaging, delayed by one part).
 
-    :meth:`start` copies the top ``rows`` rows of each matrix twice (a snapshot, and a buffer that gloo sums
-    across the replicas in place) and returns; training goes on in the matrices.  :meth:`finish`, at the next
-    part's end, waits for the sum and moves each row to the average plus what this replica trained since the
-    snapshot: ``m[:rows] += sum / n - snapshot``.  Every replica starts its syncs at the same parts with the same
+    :meth:`start` copies the top ``rows`` rows of each matrix twice (a snapshot, and a buffer the collective
+    averages across the replicas in place) and returns; training goes on in the matrices.  :meth:`finish`, at the
+    next part's end, waits for the average and moves each row to it plus what this replica trained since the
+    snapshot: ``m[:rows] += average - snapshot``.  Every replica starts its syncs at the same parts with the same
     rows, so the average is the blocking sync's, and the training since is kept rather than overwritten.  The
     replicas then differ by one part's updates until the epoch's last sync, which is a blocking full average.
     The buffers hold at most ``cap`` rows of each matrix, allocated at the first sync.
 
     Example:
-        >>> o = _OverlappedSync(coll, [w_in, w_out], n=2, cap=4096)  # doctest: +SKIP
-        >>> o.start(sync_id=1, rows=1024); ...train the next part...; o.finish()  # doctest: +SKIP
+        >>> o = _OverlappedSync(coll, [w_in, w_out], cap=4096)  # doctest: +SKIP
+        >>> o.start(gen, sync_id=1, rows=1024); ...train the next part...; o.finish()  # doctest: +SKIP
     """
 
-    def __init__(self, collective: Any, mats: list[np.ndarray], n: int, cap: int) -> None:
-        self.collective, self.mats, self.n, self.cap = collective, mats, n, cap
+    def __init__(self, collective: Any, mats: list[np.ndarray], cap: int) -> None:
+        self.collective, self.mats, self.cap = collective, mats, cap
         self.snap: list[np.ndarray] = []
         self.buf: list[np.ndarray] = []
         self.pending: tuple[int, Any] | None = None  # (rows, the collective's handle)
 
-    def start(self, sync_id: int, rows: int) -> None:
-        """Snapshot the top ``rows`` rows and start their sum; the previous one must be finished."""
+    def start(self, gen: int, sync_id: int, rows: int) -> None:
+        """Snapshot the top ``rows`` rows and start their average; the previous one must be finished."""
         assert self.pending is None and rows <= self.cap
         if not self.snap:
             self.snap = [np.empty((self.cap, m.shape[1]), m.dtype) for m in self.mats]
@@ -487,7 +487,7 @@ class _OverlappedSync:
             np.copyto(snap[:rows], m[:rows])
             np.copyto(buf[:rows], snap[:rows])
         try:
-            self.pending = (rows, self.collective.start_sum(sync_id, [b[:rows] for b in self.buf]))
+            self.pending = (rows, self.collective.start_average(gen, sync_id, [b[:rows] for b in self.buf]))
         except BaseException:
             self.drop()  # a sum it did start may still write into these buffers
             raise
@@ -506,9 +506,31 @@ class _OverlappedSync:
         self.pending = None
         for m, snap, buf in zip(self.mats, self.snap, self.buf, strict=True):
             b = buf[:rows]
-            b /= self.n
             b -= snap[:rows]
             m[:rows] += b
+
+
+def overlap_rows(cluster: Cluster, vocab_size: int) -> int:
+    """The rows up to which ``cluster``'s syncs overlap training (:func:`overlap_rows_cap`), 0 where none do
+    (``sync_overlap`` off, or one replica: nothing to average).
+
+    Example:
+        >>> overlap_rows(Cluster("local:2"), 67955), overlap_rows(Cluster("local:1"), 67955)
+        (8494, 0)
+    """
+    n = int(cluster.replicas or 1)
+    return overlap_rows_cap(vocab_size, cluster.min_sync_words) if cluster.sync_overlap and n > 1 else 0
+
+
+def overlapped_syncs(rows: list[int], cap: int) -> list[bool]:
+    """Which of an epoch's syncs (``rows`` averaged after each part, :func:`sync_plan`) run while the next part
+    trains: those of at most ``cap`` rows, but never the epoch's last (the full average the epoch ends with).
+
+    Example:
+        >>> overlapped_syncs([1024, 2048, 1024, 4096, 67955], 2048)
+        [True, True, True, False, False]
+    """
+    return [k + 1 < len(rows) and 0 < r <= cap for k, r in enumerate(rows)]
 
 
 def overlap_rows_cap(vocab_size: int, min_sync_words: int) -> int:
@@ -713,8 +735,7 @@ class ReplicaDriver:
         self._start_epoch = start_epoch
         self._per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
         self._sync_totals = {"syncs": 0, "rows": 0, "bytes": 0, "overlapped": 0}
-        self._overlap_rows = (overlap_rows_cap(len(self.counts), self.cluster.min_sync_words)
-                              if self.cluster.sync_overlap else 0)
+        self._overlap_rows = overlap_rows(self.cluster, len(self.counts))
         self._faults: list[dict[str, Any]] = list(self._start_faults)
         self._fetch_seconds = 0.0
         self._words_done = 0
