@@ -156,6 +156,16 @@ def cpu_note(stats: Any) -> str:
     return f", {cpu:.1f} CPU s" + (f" in {n} processes" if n > 1 else "")
 
 
+def count_phrase(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1.
+
+    Example:
+        >>> count_phrase(1, "shard"), count_phrase(2, "client")
+        ('1 shard', '2 clients')
+    """
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
 def threads_phrase(n: int) -> str:
     """``"1 thread"``, ``"2 threads"``.
 
@@ -163,7 +173,7 @@ def threads_phrase(n: int) -> str:
         >>> threads_phrase(1), threads_phrase(2)
         ('1 thread', '2 threads')
     """
-    return f"{n} thread{'s' if n != 1 else ''}"
+    return count_phrase(n, "thread")
 
 
 def cluster_summary(report: dict[str, Any]) -> str | None:
@@ -188,9 +198,8 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
         return (f"{report['replicas']} replicas x {threads_phrase(report['threads_per_replica'])}, "
                 f"{report['syncs']:,} syncs{overlapped}, {human(report['bytes_synced'])} synced")
     if "shards" in report:
-        n = report["clients"]
-        clients = f"{n} client{'s' if n != 1 else ''} x {threads_phrase(report['client_threads'])}"
-        text = f"sharded: {report['shards']} shard{'s' if report['shards'] != 1 else ''}, {clients}"
+        clients = f"{count_phrase(report['clients'], 'client')} x {threads_phrase(report['client_threads'])}"
+        text = f"sharded: {count_phrase(report['shards'], 'shard')}, {clients}"
         if report.get("minibatches") is not None:
             inputs = report.get("trained_input_words") or 0
             text += (f", {report['minibatches']:,} minibatches of {report['minibatch_words']:,} input words, "

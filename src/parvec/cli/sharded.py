@@ -130,6 +130,7 @@ def _describe(name: str, enc: dict[str, Any], read_seconds: float, cluster: Any,
               settings: dict[str, Any], min_count: int) -> Any:
     # The corpus, model and memory lines; the memory check of every process here, before the actors start
     # (its error gives the breakdown and what to change). Returns the estimate.
+    from parvec.cli.run_report import count_phrase, threads_phrase
     from parvec.distributed.memory import estimate_cluster
 
     vocab = enc["vocab"]
@@ -137,10 +138,9 @@ def _describe(name: str, enc: dict[str, Any], read_seconds: float, cluster: Any,
     print(f"{name}: {enc['raw_words']:,} words, vocabulary {len(vocab):,} (min-count {min_count}), "
           f"{enc['tokens']:,} in-vocabulary tokens in {enc['sentences']:,} sentences, counted and encoded "
           f"in {enc['ranges']} byte ranges [read in {read_seconds:.1f} s]", file=sys.stderr)
-    n_shards = settings["shards"]
-    print(f"model: {model_bytes / 2**30:.2f} GiB in {n_shards} shard{'s' if n_shards != 1 else ''} of "
-          f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {settings['clients']} clients x "
-          f"{settings['threads']} threads, minibatches of {settings['minibatch_words']} input words, negatives "
+    print(f"model: {model_bytes / 2**30:.2f} GiB in {count_phrase(settings['shards'], 'shard')} of "
+          f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {count_phrase(settings['clients'], 'client')} x "
+          f"{threads_phrase(settings['threads'])}, minibatches of {settings['minibatch_words']} input words, negatives "
           f"per {settings['negatives_per']}",
           file=sys.stderr)
     memory = estimate_cluster(cluster, config, len(vocab), enc["tokens"], enc["sentences"], pipeline=True,
