@@ -191,7 +191,8 @@ def quality(ns: argparse.Namespace) -> dict:
                        f"local:{ns.threads}", "--mode", "sharded", "--shards", str(ns.shards_one), "--clients",
                        str(ns.clients), "--threads", str(ns.client_threads), "--minibatch-words",
                        str(ns.minibatch_words), "--minibatch-formation", ns.minibatch_formation, "--negatives-per",
-                       ns.negatives_per, "--wire-floats", ns.wire_floats, "--dim", str(ns.dim),
+                       ns.negatives_per, "--wire-floats", ns.wire_floats, "--shard-calls", ns.shard_calls,
+                       "--dim", str(ns.dim),
                        "--window", str(ns.window), "--negative",
                        str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count), "--epochs",
                        str(ns.epochs), "--seed", str(seed), "--report", str(report), "--no-cache"]
@@ -206,7 +207,7 @@ def quality(ns: argparse.Namespace) -> dict:
                        "loss_per_epoch": rep["loss_per_epoch"],
                        "sharded": {k: rep.get(k) for k in (
                            "shards", "clients", "client_threads", "minibatch_words", "negatives_per",
-                           "wire_floats", "bytes_sent_per_word",
+                           "wire_floats", "fused_calls", "bytes_sent_per_word",
                            "bytes_received_per_word", "contexts_per_input", "shard_peak_memory_bytes",
                            "client_unit_seconds", "client_wait_seconds", "client_form_seconds",
                            "client_coefficient_seconds", "shard_kernel_seconds", "shard_calls", "minibatches",
@@ -359,10 +360,11 @@ def memory(ns: argparse.Namespace) -> dict:
 TWO_SHARDS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2"]
 
 
-def _one_shard(clients: int, threads: int) -> list[str]:
-    """One shard, ``clients`` x ``threads``, float16 on the wire (parvec's defaults but for the clients)."""
+def _one_shard(clients: int, threads: int, calls: str = "split") -> list[str]:
+    """One shard, ``clients`` x ``threads``, float16 on the wire, ``calls`` (split: partial dot products out and
+    coefficients back, what every one-shard system measured until session 7; fused: the default since)."""
     return ["--cluster", "local:2", "--mode", "sharded", "--shards", "1", "--clients", str(clients), "--threads",
-            str(threads), "--wire-floats", "float16"]
+            str(threads), "--wire-floats", "float16", "--shard-calls", calls]
 
 
 SPEED_SYSTEMS: dict[str, list[str]] = {
@@ -376,7 +378,7 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
     "sharded 2 x (1 client x 1 thread)": [*TWO_SHARDS, "--clients", "1",
                                          "--threads", "1"],
     "sharded 1 x (2 clients x 1 thread)": ["--cluster", "local:2", "--mode", "sharded", "--shards", "1",
-                                          "--clients", "2", "--threads", "1"],
+                                          "--clients", "2", "--threads", "1", "--shard-calls", "split"],
     # negatives per window (kernels/sharded.py): an input word's context words share its negatives
     "sharded, the default, negatives per window": [*TWO_SHARDS, "--negatives-per",
                                                    "window"],
@@ -399,6 +401,11 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
     # so the shard and the client can both be busy, without a second client process
     "sharded 1 x (1 client x 2 threads), float16 wire": _one_shard(1, 2),
     "sharded 1 x (1 client x 3 threads), float16 wire": _one_shard(1, 3),
+    # fused calls (session 7, the default with one shard): the shard holds every column, so it trains each
+    # minibatch whole in one call (hogbatch's batches); no partial sums out, no coefficients back
+    "sharded 1 x (1 client x 2 threads), fused calls": _one_shard(1, 2, "fused"),
+    "sharded 1 x (2 clients x 1 thread), fused calls": _one_shard(2, 1, "fused"),
+    "sharded 1 x (1 client x 3 threads), fused calls": _one_shard(1, 3, "fused"),
 }
 
 
@@ -463,6 +470,8 @@ def main() -> None:
                     "--negatives-per (pair)")
     ap.add_argument("--wire-floats", choices=("float32", "float16"), default="float16", help="quality: sharded runs' "
                     "--wire-floats (float16, parvec's default)")
+    ap.add_argument("--shard-calls", choices=("fused", "split"), default="split", help="quality: sharded runs' "
+                    "--shard-calls (split, what every quality run measured until session 7; fused: one shard only)")
     ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
     ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")
@@ -507,7 +516,7 @@ def main() -> None:
             ns.epochs = 1
         if ns.sample == 1e-4 and "--sample" not in sys.argv:
             ns.sample = 1e-3
-    if ns.what == "quality":
+    if ns.what == "quality" and "--shards-one" not in sys.argv:  # given, it was overridden here until session 7
         ns.shards_one = 2 if ns.shards == [2, 4] else ns.shards[0]
     if ns.what == "minibatch" and "--seeds" not in sys.argv:
         ns.seeds = [1]

@@ -241,8 +241,8 @@ def test_a_replica_restarted_empty_before_an_epoch_gets_the_model_and_the_run_ma
 
 
 # ---------------------------------------------------------------------- sharded: a shard or client killed mid-run
-def _sharded_cluster(tmp_path: Path, interval: float = 60.0, **kw) -> Cluster:
-    return Cluster("local:2", mode="sharded", shards=2, clients=1, threads_per_actor=1, minibatch_words=32,
+def _sharded_cluster(tmp_path: Path, interval: float = 60.0, shards: int = 2, **kw) -> Cluster:
+    return Cluster("local:2", mode="sharded", shards=shards, clients=1, threads_per_actor=1, minibatch_words=32,
                    unit_words=2000, checkpoint_interval_s=interval, checkpoint_dir=str(tmp_path / "ck"),
                    timeout_s=120.0, **kw)
 
@@ -345,6 +345,25 @@ def test_an_actor_killed_mid_run_is_restored_from_the_snapshots_and_the_run_is_b
         assert report["shard_restarts"][1] is not None and report["shard_restarts"][0] is None
     assert report["snapshots"] >= 3 and report["snapshot_bytes"] == 2 * len(fault_corpus.vocab) * 16 * 4
     assert report["snapshot_seconds"] > 0
+
+
+@pytest.mark.ray
+def test_the_one_shard_of_fused_calls_killed_mid_run_is_restored_and_the_run_is_bit_identical(
+        ray_session, fault_corpus, tmp_path, capsys):
+    # One shard, fused calls (its default): a call that trains a minibatch whole and dies with the shard leaves
+    # the unit to be trained again from the snapshot, as a split call does.
+    def cluster(name: str) -> Cluster:
+        return _sharded_cluster(tmp_path / name, 0.001, shards=1, shard_calls="fused")
+
+    c_in, c_out, c_stats, c_report, _ = _sharded_run(ray_session, fault_corpus, cluster("clean"))
+    w_in, w_out, stats, report, killed = _sharded_run(ray_session, fault_corpus, cluster("kill"), kill=("shard", 0))
+    assert killed, "the shard was never killed: the run ended first"
+    assert report["fused_calls"] is True and c_report["fused_calls"] is True
+    assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
+    assert stats.loss_per_epoch == c_stats.loss_per_epoch and stats.words == 3 * fault_corpus.n_tokens
+    [fault] = [f for f in report["faults"] if f["phase"] == "train"]
+    assert fault["kind"] == "shard" and fault["index"] == 0 and report["shard_restarts"][0] is not None
+    assert "shard 0 of 1 was lost in epoch 2" in capsys.readouterr().err
 
 
 @pytest.mark.ray

@@ -38,8 +38,10 @@ def _topic_sentences(n_sent: int = 300, seed: int = 0) -> list[list[str]]:
 
 
 def _cluster(shards: int, clients: int = 1, threads: int = 1, **kw) -> Cluster:
-    """float32 on the wire unless given: the exact tests compare with the float32 reference."""
+    """float32 on the wire and split calls unless given: the exact tests compare 1, 2 and 4 shards with the
+    float32 reference of the paper's calls (one shard fuses its calls by default: test_one_shard_fuses_...)."""
     kw.setdefault("wire_floats", "float32")
+    kw.setdefault("shard_calls", "split")
     return Cluster("local:2", mode="sharded", shards=shards, clients=clients, threads_per_actor=threads, **kw)
 
 
@@ -145,6 +147,31 @@ def test_a_float16_wire_trains_the_float16_reference(exact_runs, shards, negativ
     _check_bytes(model.run_report, shards, 8, width=2)
 
 
+def test_one_shard_fuses_its_calls_and_trains_the_fused_reference(exact_runs):
+    # One shard holds every column: each call trains its minibatch whole (shard_calls="fused", the default), only
+    # indices and learning rates go out and one loss comes back; one client thread: the reference's vectors.
+    corpus = exact_runs["corpus"]
+    ref_in, ref_out, ref_stats = reference_train(TrainConfig(dim=8, **_EXACT), corpus.vocab.counts,
+                                                 [(corpus.tokens, corpus.offsets)], minibatch_words=24,
+                                                 unit_words=400, fused=True)
+    assert not np.allclose(ref_in, exact_runs[1][0], atol=1e-4)  # not the split calls' vectors
+    model = Word2Vec(vector_size=8, workers=1, progress=False, **_EXACT,
+                     cluster=Cluster("local:2", mode="sharded", clients=1, threads_per_actor=1, minibatch_words=24,
+                                     unit_words=400))  # 1 shard and fused calls: the defaults on local:N
+    model.build_vocab(corpus=corpus)
+    stats = model.train(corpus=corpus)
+    np.testing.assert_allclose(model.wv.vectors, ref_in, atol=1e-6)
+    np.testing.assert_allclose(model.syn1neg, ref_out, atol=1e-6)
+    assert stats.loss_per_epoch == pytest.approx(ref_stats.loss_per_epoch, rel=1e-6)
+    r = model.run_report
+    assert r["shards"] == 1 and r["fused_calls"] is True and r["dropped_minibatches"] == 0
+    split = exact_runs[1][2]
+    assert split["fused_calls"] is False
+    # 8 bytes (the loss) back per call; out, the indices alone, no coefficients
+    assert r["bytes_received_per_word"] == pytest.approx(8 * r["minibatches"] / r["trained_input_words"])
+    assert r["bytes_sent_per_word"] == r["index_bytes_sent_per_word"] < split["bytes_sent_per_word"] / 2
+
+
 def test_word2vec_api_with_several_clients_ranks_topic_words_together():
     corpus = EncodedCorpus.from_sentences(_topic_sentences(400, seed=1), min_count=1)
     model = Word2Vec(corpus=corpus, vector_size=16, window=4, negative=4, epochs=4, sample=0, seed=2, progress=False,
@@ -168,10 +195,10 @@ def corpus_file(tmp_path_factory) -> Path:
     return path
 
 
-def _cli(*argv: str, shards: int = 2) -> int:
+def _cli(*argv: str, shards: int = 2, calls: str = "split") -> int:
     return main(["train", *argv, "--cluster", "local:2", "--mode", "sharded", "--shards", str(shards), "--clients", "1",
                  "--threads", "1", "--dim", "12", "--epochs", "2", "--min-count", "1", "--window", "3", "--seed", "4",
-                 "--no-cache"])
+                 "--no-cache", "--shard-calls", calls])
 
 
 def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys):
@@ -227,6 +254,15 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
     assert w_report["bytes_received_per_word"] == pytest.approx(w_report["paper_bytes_per_word"] / 2)
     windowed, keys_w, _ = load_npy(tmp_path / "w.npy")
     assert keys_w == keys and not np.allclose(windowed, vectors, atol=1e-4)
+    # One shard's default: fused calls (the flag), said on the console and in the report; other vectors.
+    assert _cli(str(corpus_file), "-o", str(tmp_path / "f.npy"), "--report", str(tmp_path / "f.json"), shards=1,
+                calls="fused") == 0
+    err = capsys.readouterr().err
+    assert "fused calls (the shard trains each minibatch whole)" in err and "fused calls: trained whole" in err
+    f_report = json.loads((tmp_path / "f.json").read_text())
+    assert f_report["fused_calls"] is True and report["fused_calls"] is False
+    fused, keys_f, _ = load_npy(tmp_path / "f.npy")
+    assert keys_f == keys and np.isfinite(fused).all() and not np.allclose(fused, vectors, atol=1e-4)
 
 
 def test_cli_refuses_what_sharded_mode_cannot_do(tmp_path, corpus_file, capsys):

@@ -190,6 +190,10 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
         ...                  "minibatch_words": 1024, "trained_input_words": 2_000_000, "bytes_sent_per_word": 370.0,
         ...                  "bytes_received_per_word": 288.0}).split(", ")[2:]
         ['2,102 minibatches of 1,024 input words', '705.7 MiB sent', '549.3 MiB received']
+        >>> cluster_summary({"shards": 1, "clients": 2, "client_threads": 1, "minibatches": 100, "fused_calls": True,
+        ...                  "minibatch_words": 8192, "trained_input_words": 800_000, "bytes_sent_per_word": 60.0,
+        ...                  "bytes_received_per_word": 0.001}).split(", ")[2]
+        '100 minibatches of 8,192 input words (fused calls: trained whole in the shard)'
     """
     from parvec.distributed.memory import human
 
@@ -202,7 +206,8 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
         text = f"sharded: {count_phrase(report['shards'], 'shard')}, {clients}"
         if report.get("minibatches") is not None:
             inputs = report.get("trained_input_words") or 0
-            text += (f", {report['minibatches']:,} minibatches of {report['minibatch_words']:,} input words, "
+            fused = " (fused calls: trained whole in the shard)" if report.get("fused_calls") else ""
+            text += (f", {report['minibatches']:,} minibatches of {report['minibatch_words']:,} input words{fused}, "
                      f"{human((report.get('bytes_sent_per_word') or 0) * inputs)} sent, "
                      f"{human((report.get('bytes_received_per_word') or 0) * inputs)} received")
         return text

@@ -97,6 +97,8 @@ def _sharded_flags(args: argparse.Namespace, cluster: Any) -> None:
         cluster.negatives_per = args.negatives_per
     if getattr(args, "wire_floats", None) is not None:
         cluster.wire_floats = args.wire_floats
+    if getattr(args, "shard_calls", None) is not None:
+        cluster.shard_calls = args.shard_calls
     from parvec.cli.flags import explicit_flags
 
     if cluster.threads_per_actor is None and "threads" in explicit_flags(args):
@@ -141,7 +143,8 @@ def _describe(name: str, enc: dict[str, Any], read_seconds: float, cluster: Any,
     print(f"model: {model_bytes / 2**30:.2f} GiB in {count_phrase(settings['shards'], 'shard')} of "
           f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {count_phrase(settings['clients'], 'client')} x "
           f"{threads_phrase(settings['threads'])}, minibatches of {settings['minibatch_words']} input words, negatives "
-          f"per {settings['negatives_per']}",
+          f"per {settings['negatives_per']}"
+          f"{', fused calls (the shard trains each minibatch whole)' if settings['shard_calls'] == 'fused' else ''}",
           file=sys.stderr)
     memory = estimate_cluster(cluster, config, len(vocab), enc["tokens"], enc["sentences"], pipeline=True,
                               ranges=enc["ranges"])

@@ -149,6 +149,10 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help="sharded mode: how the dot products and gradient coefficients travel between clients and "
                    "shards (float16, the default: half the bytes, the vectors stay float32; float32: the exact "
                    "partial sums)")
+    g.add_argument("--shard-calls", dest="shard_calls", choices=("fused", "split"), default=None,
+                   help="sharded mode with one shard: fused (default: a call trains its minibatch whole in the shard, "
+                   "which holds every column; only word indices and learning rates travel) or split (partial dot "
+                   "products to the client and coefficients back, as with several shards, which always split)")
     g.add_argument("--shard-memory", dest="shard_memory", default=None, metavar="BYTES",
                    help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
                    "do not fit stops the run before training")

@@ -60,7 +60,14 @@ _LOCAL = re.compile(r"^local(?::(\d+))?$")
 #   call of more than ~170 input words through the object store and the raylet: on a 2-core Zen 4, 4M tokens,
 #   2 shards x 2 clients x 1024 input words, 0.21M words/s and 7.3 CPU s in the raylet; inline, 0.35M and 0.06 s
 #   (docs/distributed.md, "Sharded: speed").
-LOCAL_SYSTEM_CONFIG: dict[str, Any] = {"max_direct_call_object_size": 8 << 20}
+# - raylet_client_connect_timeout_milliseconds / raylet_client_num_connect_attempts: how a process waits for a Ray
+#   socket that is not listening yet (Ray's default: 10 tries, 1 s apart).  A starting raylet connects to its own
+#   object store this way, usually a moment before the store listens, and lost a whole second there in about half
+#   of the starts (ray.init 3.2-3.6 s against 2.5 s otherwise, 2-core Zen 4); 100 tries 0.1 s apart keep the same
+#   10-s budget and cost 0.1 s (docs/distributed.md, "Start-up, session 7").
+LOCAL_SYSTEM_CONFIG: dict[str, Any] = {"max_direct_call_object_size": 8 << 20,
+                                       "raylet_client_connect_timeout_milliseconds": 100,
+                                       "raylet_client_num_connect_attempts": 100}
 
 
 def import_ray() -> Any:
@@ -133,6 +140,11 @@ class Cluster:
     # over 3 seeds at sample 1e-3 and 1e-4, was even with float32 on one machine and 1.35-1.76x faster on 1 Gb/s
     # and 200 Mb/s links, docs/distributed.md) or "float32".
     wire_floats: str = "float16"
+    # sharded, one shard: "fused" (a call trains its minibatch whole in the shard, which holds every column and so
+    # the whole dot products: nothing but indices and learning rates travel, one call per minibatch) or "split"
+    # (the paper's two calls' work, partial dot products out and coefficients back, as with several shards).
+    # Several shards always split.
+    shard_calls: str = "fused"
     unit_words: int = 100_000
     checkpoint_dir: str | None = None
     checkpoint_interval_s: float = 60.0

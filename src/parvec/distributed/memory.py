@@ -40,7 +40,7 @@ Example:
     >>> est = estimate_cluster(Cluster("local:2"), TrainConfig(dim=3000, threads=1), 21200, 1_919_290, 200,
     ...                        available=2 << 30)
     >>> est.fits, round(est.total / 2**30, 1)
-    (False, 3.5)
+    (False, 3.8)
 """
 
 from __future__ import annotations
@@ -413,6 +413,24 @@ def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negativ
     return floats + 8 * pairs * (1 + stride) + 4 * inputs * width
 
 
+def fused_minibatch_bytes(inputs: int, window: int, negative: int, dim: int, negatives_per: str) -> int:
+    """At most what one minibatch in flight holds on the one shard of a fused call (``shard_calls="fused"``): the
+    call (kept-word runs, one row each, shrinks, learning rates, positives per input), the rows drawn for it and,
+    per pair, its dot products turned coefficients and the input deltas; ``2 window`` pairs per input.  No partial
+    sums wait for an answer and no coefficients arrive.
+
+    Example:
+        >>> fused_minibatch_bytes(8192, 5, 5, 100, "window") < minibatch_bytes(8192, 5, 5, 100, "window", "float16")
+        True
+    """
+    pairs = inputs * 2 * window
+    stride = 1 + negative
+    call = 4 * (2 * window + 1) * inputs + 16 * inputs + (2 + 4 + 4) * inputs
+    if negatives_per == "window":
+        return call + 8 * pairs + 8 * inputs * (stride + 1)
+    return call + 8 * pairs * (1 + stride) + 4 * pairs * stride + 4 * inputs * dim
+
+
 def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
              ) -> tuple[list[Part], list[Part], list[Part]]:
     from parvec.distributed.sharded import resolve
@@ -438,8 +456,12 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
         "noise table": 8 * v,
         "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
         # one minibatch per client thread at a time: its call, its kept rows, its answer and adjust's deltas
-        "minibatches in flight": st["clients"] * st["threads"] * minibatch_bytes(
-            st["minibatch_words"], config.window, config.negative, width, st["negatives_per"], st["wire_floats"]),
+        "minibatches in flight": st["clients"] * st["threads"] * (
+            fused_minibatch_bytes(st["minibatch_words"], config.window, config.negative, config.dim,
+                                  st["negatives_per"])
+            if st["shard_calls"] == "fused" else
+            minibatch_bytes(st["minibatch_words"], config.window, config.negative, width, st["negatives_per"],
+                            st["wire_floats"])),
         "runtime": SHARD_BASELINE,
     })
     client = Part("client", n_clients, {

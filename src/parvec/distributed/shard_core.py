@@ -297,6 +297,69 @@ def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
     return (*out, half)
 
 
+_TRAIN_HEADER = 4  # int64 fields at the start of a packed fused call
+
+
+def pack_train_call(mb: Minibatch) -> np.ndarray:
+    """One fused call (``shard_calls="fused"``: one shard trains the minibatch whole) as one byte array: a header
+    of 4 int64 (the negatives' seed, seq/runs/inputs counts), then ``seq``, ``seg``, ``shrink``, the inputs'
+    learning rates (float32) and positives per input (int32), each 8-byte aligned.  No float of the model travels.
+
+    Example:
+        >>> mb = Minibatch(np.zeros(2, np.int32), np.array([[0, 2, 0, 2]], np.int32), np.zeros(2, np.uint16),
+        ...                np.uint64(7), np.ones(2, np.int32), np.full(2, 0.025, np.float32), 2)
+        >>> unpack_train_call(pack_train_call(mb))[3]
+        np.uint64(7)
+    """
+    arrays = [mb.seq, mb.seg, mb.shrink, np.asarray(mb.alpha, np.float32), np.asarray(mb.n_ctx, np.int32)]
+    header = np.array([np.uint64(mb.seed).view(np.int64), len(mb.seq), len(mb.seg), len(mb.shrink)], np.int64)
+    buf = np.zeros(_TRAIN_HEADER * 8 + sum(_padded(a.nbytes) for a in arrays), dtype=np.uint8)
+    buf[: _TRAIN_HEADER * 8] = header.view(np.uint8)
+    at = _TRAIN_HEADER * 8
+    for a in arrays:
+        buf[at: at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        at += _padded(a.nbytes)
+    return buf
+
+
+def unpack_train_call(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.uint64, np.ndarray,
+                                                np.ndarray]:
+    """The inverse of :func:`pack_train_call`: ``(seq, seg, shrink, seed, alpha, n_ctx)`` as views into ``buf``.
+
+    Example:
+        >>> seq, seg, shrink, seed, alpha, n_ctx = unpack_train_call(pack_train_call(mb))  # doctest: +SKIP
+    """
+    buf = np.asarray(buf, dtype=np.uint8)
+    header = buf[: _TRAIN_HEADER * 8].view(np.int64)
+    seed = np.int64(header[0]).view(np.uint64)
+    n_seq, n_seg, n_in = (int(x) for x in header[1:4])
+    at = _TRAIN_HEADER * 8
+    out = []
+    for count, width, dtype, shape in ((n_seq, 4, np.int32, None), (n_seg, 16, np.int32, (n_seg, 4)),
+                                       (n_in, 2, np.uint16, None), (n_in, 4, np.float32, None),
+                                       (n_in, 4, np.int32, None)):
+        a = buf[at: at + width * count].view(dtype)
+        out.append(a.reshape(shape) if shape is not None else a)
+        at += _padded(width * count)
+    seq, seg, shrink, alpha, n_ctx = out
+    return seq, seg, shrink, seed, alpha, n_ctx
+
+
+SHARD_CALLS = ("fused", "split")
+
+
+def check_shard_calls(calls: str) -> str:
+    """``calls`` if it is one of :data:`SHARD_CALLS`, else a ParvecError naming them.
+
+    Example:
+        >>> check_shard_calls("fused")
+        'fused'
+    """
+    if calls not in SHARD_CALLS:
+        raise ParvecError(f"shard_calls must be one of {', '.join(SHARD_CALLS)}; got {calls!r}")
+    return calls
+
+
 NEGATIVES_PER = ("pair", "window")
 
 
@@ -361,6 +424,20 @@ class ShardKernels:
             K.adjust_rows(w_in, w_out, seg, shrink, self.window, *kept, len(kept[0]), coef)
 
 
+    def train_rows(self, w_in: np.ndarray, w_out: np.ndarray, kept: tuple[np.ndarray, ...], seg: np.ndarray,
+                   shrink: np.ndarray, alpha: np.ndarray, n_ctx: np.ndarray) -> float:
+        """Train the minibatch whose rows :meth:`rows` drew whole (one shard holds every column): window batches
+        as hogbatch trains them (:func:`parvec.kernels.sharded.train_window_rows`); per pair, the dot products,
+        the coefficients and the paper's adjust from the call's start.  Returns its SGNS loss."""
+        if self.by_window:
+            return float(K.train_window_rows(w_in, w_out, *kept, alpha))
+        f = np.empty(len(kept[1]), dtype=np.float32)
+        K.dotprod_rows(w_in, w_out, *kept, len(kept[0]), f)
+        loss = K.coefficients(f, n_ctx, alpha, self.negative, f)
+        K.adjust_rows(w_in, w_out, seg, shrink, self.window, *kept, len(kept[0]), f)
+        return float(loss)
+
+
 def shard_kernels(negatives_per: str, window: int = 5, negative: int = 5) -> ShardKernels:
     """:class:`ShardKernels` of ``negatives_per`` (a ParvecError naming the choices otherwise).
 
@@ -380,8 +457,13 @@ class Step:
     shards = 1
     sent = 0
     wire = "float32"  # how floats travel (WIRE_FLOATS)
+    fused = False  # one shard: ``train(mb)`` has it train the minibatch whole (shard_calls="fused")
 
     def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
+        raise NotImplementedError
+
+    def train(self, mb: Minibatch) -> Any:
+        """Start one fused call: the one shard trains ``mb`` whole; ``result`` returns ``[array([loss])]``."""
         raise NotImplementedError
 
     def result(self, handle: Any) -> list[np.ndarray]:
@@ -396,12 +478,20 @@ class LocalStep(Step):
     """
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
-                 noise_alias: np.ndarray, negatives_per: str = "window", wire: str = "float32") -> None:
+                 noise_alias: np.ndarray, negatives_per: str = "window", wire: str = "float32",
+                 fused: bool = False) -> None:
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
         self.kernels = shard_kernels(negatives_per, config.window, config.negative)
         self.wire = check_wire(wire)
+        self.fused = fused
+
+    def train(self, mb: Minibatch) -> Any:
+        self.sent = int(pack_train_call(mb).nbytes)
+        kept = self.kernels.rows(mb.seq, mb.seg, mb.shrink, mb.pairs, mb.seed, self.noise_prob, self.noise_alias)
+        loss = self.kernels.train_rows(self.w_in, self.w_out, kept, mb.seg, mb.shrink, mb.alpha, mb.n_ctx)
+        return [np.array([loss], dtype=np.float64)]
 
     def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
         out = []
@@ -559,6 +649,11 @@ class UnitRunner:
 
         nxt = form()
         stats.form_seconds += time.perf_counter() - t
+        if step.fused:
+            self._run_fused(step, nxt, form, stats)
+            stats.words = unit.words
+            stats.seconds = time.perf_counter() - t0
+            return stats
         pending: tuple[Minibatch, np.ndarray] | None = None
         while nxt is not None or pending is not None:
             handle = step.submit(pending, nxt)
@@ -591,6 +686,25 @@ class UnitRunner:
         stats.seconds = time.perf_counter() - t0
         return stats
 
+    @staticmethod
+    def _run_fused(step: Step, nxt: Minibatch | None, form: Any, stats: UnitStats) -> None:
+        # One call per minibatch, which the one shard trains whole; the next minibatch forms while it works.
+        while nxt is not None:
+            handle = step.train(nxt)
+            following = form()  # while the shard works (form_seconds counts only forming that is not)
+            t = time.perf_counter()
+            answer = step.result(handle)  # ShardLost ends the unit
+            stats.wait_seconds += time.perf_counter() - t
+            stats.bytes_sent += step.sent
+            stats.index_bytes_sent += step.sent
+            stats.bytes_received += sum(a.nbytes for a in answer)
+            stats.acks[0] += 1
+            stats.loss += float(answer[0][0])
+            stats.inputs += nxt.inputs
+            stats.pairs += nxt.pairs
+            stats.minibatches += 1
+            nxt = following
+
 
 # --------------------------------------------------------------------------- the one-process reference
 def reference_train(
@@ -605,9 +719,11 @@ def reference_train(
     interleave: bool = True,
     negatives_per: str = "window",
     wire: str = "float32",
+    fused: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:
-    :func:`shard_kernels`; ``wire``: the floats rounded as :func:`to_wire` sends them).
+    :func:`shard_kernels`; ``wire``: the floats rounded as :func:`to_wire` sends them; ``fused``: each minibatch
+    trained whole in one call, as one shard with ``shard_calls="fused"`` trains it).
 
     ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
 
@@ -627,7 +743,7 @@ def reference_train(
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
     runner = UnitRunner(config, client_keep(counts, config), minibatch_words, interleave)
-    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire)
+    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused)
     stats = TrainStats()
     t0 = time.perf_counter()
     for epoch in range(epochs):

@@ -64,16 +64,19 @@ from parvec.distributed.shard_core import (
     UnitRunner,
     UnitStats,
     cap_memory,
+    check_shard_calls,
     check_wire,
     client_keep,
     noise_tables,
     pack_call,
+    pack_train_call,
     plan_units,
     prepare_part,
     shard_kernels,
     sum_partials,
     to_half,
     unpack_call,
+    unpack_train_call,
     vm_data_bytes,
 )
 from parvec.engine import EpochContext, EpochResult, RunEngine, SelfRunning, TrainStats
@@ -102,6 +105,12 @@ _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many
 IN_FLIGHT_WORDS = {"interleaved": 4096, "interleaved, light subsampling": 1024, "contiguous": 512}
 LIGHT_SUBSAMPLING = 1e-4  # a sample threshold above this (or none) is light subsampling
 MIN_MINIBATCH_WORDS = 16
+# Input words per minibatch of a fused call (one shard, shard_calls="fused") when left to parvec.  The in-flight
+# rule above bounds how stale a split call's dot products may be; a fused call has none to be stale (the shard
+# trains each input word's batch on the rows as they are, as hogbatch does), so its minibatches are sized for the
+# calls' cost: on a 2-core Zen 4 (4M tokens, 1 x (1 client x 2 threads)) 2,048 words per call trained 1.06-1.22M
+# words/s, 8,192 1.76-2.03M, 16,384 1.69-2.23M (docs/distributed.md, "Sharded: fused calls").
+FUSED_MINIBATCH_WORDS = 8192
 
 # Every shard and client is a Ray actor, i.e. a process.  Start-up measured on a 2-core machine (local:2, shards
 # = clients, one thread each; docs/distributed.md): 2 actors 1.9 s, 4 actors 9.4 s, 8 actors 15.2 s, 16 actors
@@ -172,7 +181,8 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
 
     ``minibatch_words`` left out (None) is ``in_flight_words(config, formation) // (clients x threads)``, at
     least 16 (at most 256 contiguous): every client thread has one minibatch in flight, trained from vectors
-    without the others' updates.
+    without the others' updates.  With one shard and fused calls (``shard_calls="fused"``, the default) nothing
+    is trained from stale dot products, and it is :data:`FUSED_MINIBATCH_WORDS`.
 
     ``shards`` left out is 1 on ``local:N`` (one machine: more shards buy no memory there, only more row visits
     and calls; 1.38x faster than 2 on 2 cores, docs/distributed.md) and 2 on a cluster joined (give the machines
@@ -185,6 +195,9 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
         2
         >>> two_by_two = Cluster("local:4", mode="sharded", clients=2, threads_per_actor=2)
         >>> [resolve(two_by_two, TrainConfig(sample=s))["minibatch_words"] for s in (1e-3, 1e-4)]
+        [8192, 8192]
+        >>> split = Cluster("local:4", mode="sharded", clients=2, threads_per_actor=2, shard_calls="split")
+        >>> [resolve(split, TrainConfig(sample=s))["minibatch_words"] for s in (1e-3, 1e-4)]
         [256, 1024]
         >>> resolve(Cluster("local:2", mode="sharded"), TrainConfig())["threads"]  # per client
         1
@@ -197,6 +210,9 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
                           "needs at least one column")
     minibatch_words = cluster.minibatch_words
     formation = cluster.minibatch_formation
+    fused = shards == 1 and cluster.shard_calls == "fused"
+    if minibatch_words is None and fused:
+        minibatch_words = FUSED_MINIBATCH_WORDS
     if minibatch_words is None and formation in ("interleaved", "contiguous"):  # in flight: the staleness
         minibatch_words = in_flight_words(config, formation) // (clients * threads)
         if formation == "contiguous":
@@ -216,12 +232,13 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
         raise ParvecError(f"minibatch_formation must be interleaved or contiguous; got {cluster.minibatch_formation!r}")
     shard_kernels(cluster.negatives_per)  # a ParvecError naming the choices
     check_wire(cluster.wire_floats)
+    check_shard_calls(cluster.shard_calls)
     if config.window > 65535:
         raise ParvecError(f"window {config.window}: sharded mode sends each window shrink in 16 bits (at most 65535)")
     return {"shards": shards, "clients": clients, "threads": threads, "minibatch_words": minibatch_words,
             "minibatch_words_in_flight": clients * threads * minibatch_words,
             "minibatch_formation": cluster.minibatch_formation, "negatives_per": cluster.negatives_per,
-            "wire_floats": cluster.wire_floats,
+            "wire_floats": cluster.wire_floats, "shard_calls": cluster.shard_calls if shards == 1 else "split",
             "unit_words": cluster.unit_words, "timeout_s": float(cluster.timeout_s),
             "checkpoint_interval_s": float(cluster.checkpoint_interval_s), "shard_memory_bytes": cap,
             "max_restarts": cluster.max_restarts}
@@ -525,6 +542,33 @@ class ShardActor:
                 if not self._active:
                     self._cv.notify_all()
 
+    def train(self, call: np.ndarray) -> np.ndarray:
+        """Train one minibatch whole (``shard_calls="fused"``, one shard holding every column): its rows, dot
+        products, coefficients and update in this call; returns ``array([loss])``.
+
+        ``call`` is one packed byte array (:func:`parvec.distributed.shard_core.pack_train_call`); a fenced or
+        restarted shard answers with :class:`ShardLost`."""
+        self._check()
+        with self._cv:
+            self._refuse()
+            self._active += 1
+        try:
+            t0 = time.thread_time()
+            seq, seg, shrink, seed, alpha, n_ctx = unpack_train_call(call)
+            self.calls += 1
+            pairs = int(n_ctx.sum())
+            kept = self.kernels.rows(seq, seg, shrink, pairs, seed, self.noise_prob, self.noise_alias)
+            loss = self.kernels.train_rows(self.w_in, self.w_out, kept, seg, shrink, alpha, n_ctx)
+            self.applied += 1
+            self.applied_inputs += len(shrink)
+            self.kernel_seconds += time.thread_time() - t0
+            return np.array([loss], dtype=np.float64)
+        finally:
+            with self._cv:
+                self._active -= 1
+                if not self._active:
+                    self._cv.notify_all()
+
     def rows(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``lo .. hi`` of this shard's columns of both matrices (copies), for gathering and export."""
         self._check()
@@ -602,18 +646,25 @@ def was_restarted() -> bool:
 class _RayStep(Step):
     """One client thread's way to the shards: every shard gets the same call, each answer has a time-out."""
 
-    def __init__(self, ray: Any, shards: list[Any], negative: int, timeout_s: float, wire: str = "float32") -> None:
+    def __init__(self, ray: Any, shards: list[Any], negative: int, timeout_s: float, wire: str = "float32",
+                 fused: bool = False) -> None:
         self.ray = ray
         self.handles = shards
         self.shards = len(shards)
         self.negative = negative
         self.timeout_s = timeout_s
         self.wire = wire
+        self.fused = fused and len(shards) == 1
 
     def submit(self, prev, nxt):
         buf = pack_call(prev, nxt, self.negative, self.wire)
         self.sent = buf.nbytes
         return [h.step.remote(buf) for h in self.handles]
+
+    def train(self, mb):
+        buf = pack_train_call(mb)
+        self.sent = buf.nbytes
+        return [self.handles[0].train.remote(buf)]
 
     def result(self, handle):
         ray = self.ray
@@ -677,6 +728,7 @@ class ClientActor:
         self.minibatch_words = int(spec["minibatch_words"])
         self.interleave = bool(spec["interleave"])
         self.wire = spec.get("wire_floats", Cluster.wire_floats)
+        self.fused = spec.get("shard_calls", "split") == "fused" and len(self.shards) == 1
         self.parts = []
         for kind, (a, b) in parts:
             if kind == "refs":
@@ -701,7 +753,9 @@ class ClientActor:
 
         mb = Minibatch(np.zeros(2, np.int32), np.array([[0, 2, 0, 2]], np.int32), np.zeros(2, np.uint16),
                        np.uint64(1), np.ones(2, np.int32), np.zeros(2, np.float32), 2)
-        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire)
+        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire, self.fused)
+        if self.fused:  # learning rates zero: the model does not change
+            step.result(step.train(mb))
         f = sum_partials(step.result(step.submit(None, mb)))  # float16 from a float16 wire
         coef = np.zeros_like(f)
         K.coefficients(f, mb.n_ctx, mb.alpha, self.config.negative, coef)
@@ -716,7 +770,7 @@ class ClientActor:
         """Train one unit; returns its :class:`UnitStats` as a dict."""
         u = Unit(*unit)
         tokens, offsets = self.parts[u.part]
-        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire)
+        step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire, self.fused)
         stats = self._runner().run(tokens, offsets, u, epoch, schedule, step)  # ShardLost: the unit ends
         return stats.to_dict()
 
@@ -856,7 +910,7 @@ class ShardedRun:
         client_spec = {"holder": f"parvec-sharded-{run_id}", "shard_names": self.shard_names,
                        "config": _config_dict(cfg), "minibatch_words": st["minibatch_words"],
                        "timeout_s": self.timeout_s, "interleave": st["minibatch_formation"] == "interleaved",
-                       "wire_floats": st["wire_floats"]}
+                       "wire_floats": st["wire_floats"], "shard_calls": st["shard_calls"]}
         # The clients start (their processes, imports, corpus) while the shards allocate their columns.
         self.clients = [client_cls.options(
             num_cpus=0, max_concurrency=T + 2, max_restarts=st["max_restarts"], max_task_retries=0,
@@ -1348,7 +1402,7 @@ class ShardedRun:
             "shards": S, "clients": st["clients"], "client_threads": st["threads"],
             "minibatch_words": st["minibatch_words"], "minibatch_words_in_flight": st["minibatch_words_in_flight"],
             "minibatch_formation": st["minibatch_formation"], "negatives_per": st["negatives_per"],
-            "wire_floats": st["wire_floats"],
+            "wire_floats": st["wire_floats"], "fused_calls": st["shard_calls"] == "fused",
             "unit_words": st["unit_words"], "trained_input_words": t.inputs, "minibatches": t.minibatches,
             "contexts_per_input": w_bar,
             "bytes_sent_per_word": t.bytes_sent / inputs, "bytes_received_per_word": t.bytes_received / inputs,

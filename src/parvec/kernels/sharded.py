@@ -461,6 +461,47 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def train_window_rows(w_in, w_out, ins, outs, first, alpha_in):
+    """Train a minibatch's window batches whole, given their rows (:func:`window_rows`): for each input word its
+    contexts' scores against its center and negatives, the coefficients ``alpha * (label - sigmoid)`` and the
+    update, batch by batch as hogbatch trains them (:func:`parvec.kernels.hogbatch.batch_scores`,
+    :func:`~parvec.kernels.hogbatch.sgns_block`, :func:`~parvec.kernels.hogbatch.batch_apply`).  The one-shard
+    call (``shard_calls="fused"``): a shard holding every column has the whole dot products itself, so no partial
+    sums go to the client and no coefficients come back.  ``alpha_in[m]``: input ``m``'s learning rate.  Returns
+    the minibatch's SGNS loss, as :func:`coefficients` reports it.
+
+    Example:
+        >>> loss = train_window_rows(w_in, w_out, ins, outs, first, alpha_in)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    n_in = len(first) - 1
+    stride = len(outs) // n_in if n_in else 1
+    most = 0
+    for m in range(n_in):
+        most = max(most, first[m + 1] - first[m])
+    lab = np.zeros(max(1, most * stride), dtype=np.float32)
+    for p in range(most):
+        lab[p * stride] = 1.0
+    g = np.empty(max(1, most * stride), dtype=np.float32)
+    do = np.empty((stride, dim), dtype=np.float32)
+    loss = 0.0
+    if n_in:
+        _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
+    for m in range(n_in):
+        if m + 1 < n_in:
+            _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
+        lo = first[m]
+        n = first[m + 1] - lo
+        if n == 0:
+            continue
+        o = outs[m * stride:(m + 1) * stride]
+        batch_scores(w_in, w_out, ins, lo, n, o, stride, g, dim)
+        loss += sgns_block(g, lab, n * stride, np.float32(alpha_in[m]), True)
+        batch_apply(w_in, w_out, ins, lo, n, o, stride, g, do, dim)
+    return loss
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def dotprod_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
     """:func:`dotprod` with window batches (``negatives_per="window"``): the negatives are drawn per input word and
     shared by its context words (:func:`window_rows`); the same layout.  Returns how many were written.
