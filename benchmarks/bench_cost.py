@@ -33,6 +33,8 @@ SYSTEMS: dict[str, list[str]] = {
     "replicas local:2 x 1 thread": ["--cluster", "local:2", "--threads", "1"],
     "sharded 2 shards x 1 client": ["--cluster", "local:2", "--mode", "sharded", "--shards", "2", "--clients", "1",
                                     "--threads", "1"],
+    # the default on local:N since session 7: one shard whose calls train each minibatch whole (fused calls)
+    "sharded, the default (1 shard x 2 clients, fused calls)": ["--cluster", "local:2", "--mode", "sharded"],
 }
 BASELINE = {"replicas local:1 x 1 thread": "one process, 1 thread"}  # else: 2 threads in all
 
