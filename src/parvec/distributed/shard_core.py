@@ -355,9 +355,14 @@ def check_shard_calls(calls: str) -> str:
         >>> check_shard_calls("fused")
         'fused'
     """
-    if calls not in SHARD_CALLS:
-        raise ParvecError(f"shard_calls must be one of {', '.join(SHARD_CALLS)}; got {calls!r}")
-    return calls
+    return _one_of("shard_calls", calls, SHARD_CALLS)
+
+
+def _one_of(name: str, value: str, choices: Sequence[str]) -> str:
+    # ``value`` if it is one of ``choices``, else a ParvecError naming the parameter and the choices.
+    if value not in choices:
+        raise ParvecError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
 
 
 NEGATIVES_PER = ("pair", "window")
@@ -370,9 +375,7 @@ def check_wire(wire: str) -> str:
         >>> check_wire("float16")
         'float16'
     """
-    if wire not in WIRE_FLOATS:
-        raise ParvecError(f"wire_floats must be one of {', '.join(WIRE_FLOATS)}; got {wire!r}")
-    return wire
+    return _one_of("wire_floats", wire, WIRE_FLOATS)
 
 
 class ShardKernels:

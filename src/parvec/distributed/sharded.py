@@ -503,11 +503,7 @@ class ShardActor:
 
         ``call`` is one packed byte array (:func:`parvec.distributed.shard_core.pack_call`); a fenced or
         restarted shard answers with :class:`ShardLost`."""
-        self._check()
-        with self._cv:
-            self._refuse()
-            self._active += 1
-        try:
+        with self._serving():
             t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
             p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(call)
             self.calls += 1
@@ -536,11 +532,6 @@ class ShardActor:
                     self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
             return to_half(out) if half else out
-        finally:
-            with self._cv:
-                self._active -= 1
-                if not self._active:
-                    self._cv.notify_all()
 
     def train(self, call: np.ndarray) -> np.ndarray:
         """Train one minibatch whole (``shard_calls="fused"``, one shard holding every column): its rows, dot
@@ -548,11 +539,7 @@ class ShardActor:
 
         ``call`` is one packed byte array (:func:`parvec.distributed.shard_core.pack_train_call`); a fenced or
         restarted shard answers with :class:`ShardLost`."""
-        self._check()
-        with self._cv:
-            self._refuse()
-            self._active += 1
-        try:
+        with self._serving():
             t0 = time.thread_time()
             seq, seg, shrink, seed, alpha, n_ctx = unpack_train_call(call)
             self.calls += 1
@@ -563,6 +550,17 @@ class ShardActor:
             self.applied_inputs += len(shrink)
             self.kernel_seconds += time.thread_time() - t0
             return np.array([loss], dtype=np.float64)
+
+    @contextlib.contextmanager
+    def _serving(self) -> Iterator[None]:
+        # One minibatch call: refused while fenced or not restored; counted as active until it returns, so that a
+        # snapshot or restore waits for it (_quiet).
+        self._check()
+        with self._cv:
+            self._refuse()
+            self._active += 1
+        try:
+            yield
         finally:
             with self._cv:
                 self._active -= 1
@@ -756,10 +754,11 @@ class ClientActor:
         step = _RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.wire, self.fused)
         if self.fused:  # learning rates zero: the model does not change
             step.result(step.train(mb))
-        f = sum_partials(step.result(step.submit(None, mb)))  # float16 from a float16 wire
-        coef = np.zeros_like(f)
-        K.coefficients(f, mb.n_ctx, mb.alpha, self.config.negative, coef)
-        step.result(step.submit((mb, np.zeros_like(f)), None))
+        else:
+            f = sum_partials(step.result(step.submit(None, mb)))  # float16 from a float16 wire
+            coef = np.zeros_like(f)
+            K.coefficients(f, mb.n_ctx, mb.alpha, self.config.negative, coef)
+            step.result(step.submit((mb, np.zeros_like(f)), None))
         runner = self._runner()
         if self.parts:
             tokens, offsets = self.parts[0]
