@@ -21,6 +21,7 @@ from parvec.distributed.shard_core import (
     pack_train_call,
     plan_units,
     reference_train,
+    train_call_bytes,
     unpack_train_call,
 )
 from parvec.distributed.sharded import FUSED_MINIBATCH_WORDS, resolve
@@ -141,7 +142,7 @@ def test_pack_and_unpack_a_fused_call():
     rng = np.random.default_rng(24)
     mb = _minibatch(rng, inputs=5)
     buf = pack_train_call(mb)
-    assert buf.dtype == np.uint8 and buf.nbytes % 8 == 0
+    assert buf.dtype == np.uint8 and buf.nbytes % 8 == 0 and buf.nbytes == train_call_bytes(mb)
     seq, seg, shrink, seed, alpha, n_ctx = unpack_train_call(buf)
     assert np.array_equal(seq, mb.seq) and np.array_equal(seg, mb.seg) and np.array_equal(shrink, mb.shrink)
     assert seed == mb.seed and np.array_equal(alpha, mb.alpha) and np.array_equal(n_ctx, mb.n_ctx)

@@ -391,44 +391,33 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
 
 
 def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negatives_per: str,
-                    wire: str = "float32") -> int:
+                    wire: str = "float32", fused: bool = False) -> int:
     """At most what one minibatch in flight holds on a shard of ``width`` columns (``kernels/sharded.py``): the
-    call's coefficients, the rows kept from its dot products to its adjust, the answer, and adjust's deltas
-    (per input word with negatives per pair, per pair with negatives per window); ``2 window`` pairs per input.
-    With a float16 ``wire`` the coefficients and the answer are held in both widths (received and converted,
-    computed and converted).
+    rows drawn for it and, split, the call's coefficients, the rows kept from its dot products to its adjust, the
+    answer, and adjust's deltas (per input word with negatives per pair, per pair with negatives per window); with a
+    float16 ``wire`` the coefficients and the answer are held in both widths (received and converted, computed and
+    converted).  ``fused`` (one shard, ``shard_calls="fused"``): the call's indices, rates and counts instead of
+    floats both ways, per pair its dot products turned coefficients in place; no deltas across window batches.
+    ``2 window`` pairs per input.
 
     Example:
         >>> minibatch_bytes(1024, 5, 5, 50, "window") > minibatch_bytes(1024, 5, 5, 50, "pair")
         True
         >>> minibatch_bytes(1024, 5, 5, 50, "window", "float16") - minibatch_bytes(1024, 5, 5, 50, "window")
         245760
-    """
-    pairs = inputs * 2 * window
-    stride = 1 + negative
-    # the coefficients received, the partial dot products sent; float16 ones beside their float32 copies
-    floats = 2 * (4 + (2 if wire == "float16" else 0)) * pairs * stride
-    if negatives_per == "window":
-        return floats + 8 * pairs + 8 * inputs * (stride + 1) + 4 * pairs * width
-    return floats + 8 * pairs * (1 + stride) + 4 * inputs * width
-
-
-def fused_minibatch_bytes(inputs: int, window: int, negative: int, dim: int, negatives_per: str) -> int:
-    """At most what one minibatch in flight holds on the one shard of a fused call (``shard_calls="fused"``): the
-    call (kept-word runs, one row each, shrinks, learning rates, positives per input), the rows drawn for it and,
-    per pair, its dot products turned coefficients and the input deltas; ``2 window`` pairs per input.  No partial
-    sums wait for an answer and no coefficients arrive.
-
-    Example:
-        >>> fused_minibatch_bytes(8192, 5, 5, 100, "window") < minibatch_bytes(8192, 5, 5, 100, "window", "float16")
+        >>> minibatch_bytes(8192, 5, 5, 100, "window", fused=True) < minibatch_bytes(2048, 5, 5, 100, "window")
         True
     """
     pairs = inputs * 2 * window
     stride = 1 + negative
-    call = 4 * (2 * window + 1) * inputs + 16 * inputs + (2 + 4 + 4) * inputs
+    if fused:
+        floats = 4 * (2 * window + 1) * inputs + 16 * inputs + (2 + 4 + 4) * inputs
+        floats += 4 * pairs * stride if negatives_per == "pair" else 0
+    else:  # the coefficients received, the partial dot products sent; float16 ones beside their float32 copies
+        floats = 2 * (4 + (2 if wire == "float16" else 0)) * pairs * stride
     if negatives_per == "window":
-        return call + 8 * pairs + 8 * inputs * (stride + 1)
-    return call + 8 * pairs * (1 + stride) + 4 * pairs * stride + 4 * inputs * dim
+        return floats + 8 * pairs + 8 * inputs * (stride + 1) + (0 if fused else 4 * pairs * width)
+    return floats + 8 * pairs * (1 + stride) + 4 * inputs * width
 
 
 def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
@@ -456,12 +445,9 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
         "noise table": 8 * v,
         "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
         # one minibatch per client thread at a time: its call, its kept rows, its answer and adjust's deltas
-        "minibatches in flight": st["clients"] * st["threads"] * (
-            fused_minibatch_bytes(st["minibatch_words"], config.window, config.negative, config.dim,
-                                  st["negatives_per"])
-            if st["shard_calls"] == "fused" else
-            minibatch_bytes(st["minibatch_words"], config.window, config.negative, width, st["negatives_per"],
-                            st["wire_floats"])),
+        "minibatches in flight": st["clients"] * st["threads"] * minibatch_bytes(
+            st["minibatch_words"], config.window, config.negative, width, st["negatives_per"], st["wire_floats"],
+            st["shard_calls"] == "fused"),
         "runtime": SHARD_BASELINE,
     })
     client = Part("client", n_clients, {

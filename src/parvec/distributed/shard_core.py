@@ -236,14 +236,23 @@ def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, 
             header[13] = np.float64(scale).view(np.int64)
         arrays += [mb.seq, mb.seg, mb.shrink] + ([extra] if extra is not None else [])
     header[12] = WIRE_FLOATS.index(wire)
-    total = _HEADER * 8 + sum(_padded(a.nbytes) for a in arrays)
-    buf = np.zeros(total, dtype=np.uint8)
-    buf[: _HEADER * 8] = header.view(np.uint8)
-    at = _HEADER * 8
+    return _pack(header, arrays)
+
+
+def _pack(header: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
+    # One byte array: the int64 header, then each array 8-byte aligned (both kinds of call).
+    buf = np.zeros(_packed_bytes(len(header), arrays), dtype=np.uint8)
+    at = header.nbytes
+    buf[:at] = header.view(np.uint8)
     for a in arrays:
         buf[at: at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
         at += _padded(a.nbytes)
     return buf
+
+
+def _packed_bytes(header_fields: int, arrays: list[np.ndarray]) -> int:
+    # The size of :func:`_pack`'s array, without packing it.
+    return 8 * header_fields + sum(_padded(a.nbytes) for a in arrays)
 
 
 def call_bytes(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, wire: str = "float32") -> int:
@@ -311,15 +320,22 @@ def pack_train_call(mb: Minibatch) -> np.ndarray:
         >>> unpack_train_call(pack_train_call(mb))[3]
         np.uint64(7)
     """
-    arrays = [mb.seq, mb.seg, mb.shrink, np.asarray(mb.alpha, np.float32), np.asarray(mb.n_ctx, np.int32)]
     header = np.array([np.uint64(mb.seed).view(np.int64), len(mb.seq), len(mb.seg), len(mb.shrink)], np.int64)
-    buf = np.zeros(_TRAIN_HEADER * 8 + sum(_padded(a.nbytes) for a in arrays), dtype=np.uint8)
-    buf[: _TRAIN_HEADER * 8] = header.view(np.uint8)
-    at = _TRAIN_HEADER * 8
-    for a in arrays:
-        buf[at: at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-        at += _padded(a.nbytes)
-    return buf
+    return _pack(header, _train_arrays(mb))
+
+
+def train_call_bytes(mb: Minibatch) -> int:
+    """The size of :func:`pack_train_call`'s array for ``mb``, without packing it.
+
+    Example:
+        >>> train_call_bytes(mb) == pack_train_call(mb).nbytes  # doctest: +SKIP
+        True
+    """
+    return _packed_bytes(_TRAIN_HEADER, _train_arrays(mb))
+
+
+def _train_arrays(mb: Minibatch) -> list[np.ndarray]:
+    return [mb.seq, mb.seg, mb.shrink, np.asarray(mb.alpha, np.float32), np.asarray(mb.n_ctx, np.int32)]
 
 
 def unpack_train_call(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.uint64, np.ndarray,
@@ -491,7 +507,7 @@ class LocalStep(Step):
         self.fused = fused
 
     def train(self, mb: Minibatch) -> Any:
-        self.sent = int(pack_train_call(mb).nbytes)
+        self.sent = train_call_bytes(mb)  # what the shard would receive
         kept = self.kernels.rows(mb.seq, mb.seg, mb.shrink, mb.pairs, mb.seed, self.noise_prob, self.noise_alias)
         loss = self.kernels.train_rows(self.w_in, self.w_out, kept, mb.seg, mb.shrink, mb.alpha, mb.n_ctx)
         return [np.array([loss], dtype=np.float64)]

@@ -238,7 +238,7 @@ def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
     return {"shards": shards, "clients": clients, "threads": threads, "minibatch_words": minibatch_words,
             "minibatch_words_in_flight": clients * threads * minibatch_words,
             "minibatch_formation": cluster.minibatch_formation, "negatives_per": cluster.negatives_per,
-            "wire_floats": cluster.wire_floats, "shard_calls": cluster.shard_calls if shards == 1 else "split",
+            "wire_floats": cluster.wire_floats, "shard_calls": "fused" if fused else "split",
             "unit_words": cluster.unit_words, "timeout_s": float(cluster.timeout_s),
             "checkpoint_interval_s": float(cluster.checkpoint_interval_s), "shard_memory_bytes": cap,
             "max_restarts": cluster.max_restarts}
@@ -652,7 +652,7 @@ class _RayStep(Step):
         self.negative = negative
         self.timeout_s = timeout_s
         self.wire = wire
-        self.fused = fused and len(shards) == 1
+        self.fused = fused  # resolve() fuses only one shard's calls
 
     def submit(self, prev, nxt):
         buf = pack_call(prev, nxt, self.negative, self.wire)
@@ -726,7 +726,7 @@ class ClientActor:
         self.minibatch_words = int(spec["minibatch_words"])
         self.interleave = bool(spec["interleave"])
         self.wire = spec.get("wire_floats", Cluster.wire_floats)
-        self.fused = spec.get("shard_calls", "split") == "fused" and len(self.shards) == 1
+        self.fused = spec.get("shard_calls", "split") == "fused"  # one shard only (resolve)
         self.parts = []
         for kind, (a, b) in parts:
             if kind == "refs":

@@ -361,7 +361,16 @@ def _batch_dyn(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_
 
 
 @njit(inline="always")
-def _batch_any_dim(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
+def train_batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
+    """One of Ji et al.'s batches trained whole: rows ``ctx[c0:c0+n_in]`` of ``w_in`` against rows
+    ``outs[:n_out]`` of ``w_out``, with ``lab`` each output's label row by row (scratch ``do`` >= n_out x dim, ``g``
+    and ``lab`` >= n_in * n_out); through the copy compiled for d 100 or 300 where it applies.  Returns the loss.
+    HogBatch's step; a fused sharded call trains its window batches with it too
+    (:func:`parvec.kernels.sharded.train_window_rows`).
+
+    Example:
+        >>> loss = train_batch(w_in, w_out, ctx, 0, 3, outs, 6, 0.025, do, g, lab, True)  # doctest: +SKIP
+    """
     dim = w_in.shape[1]
     if dim == 100:
         return _batch_100(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss)
@@ -415,7 +424,7 @@ def hogbatch_update(w_in: np.ndarray, w_out: np.ndarray, inputs: np.ndarray, out
     _fill_labels(lab, labels, n_out, n_in)
     # np.int64(0) and np.bool_(True) are typed like train_chunk's run-time values (literals would compile
     # another copy of the batch code): both run the same machine code.
-    return _batch_any_dim(w_in, w_out, inputs, np.int64(0), n_in, outputs, n_out, alpha, do, g, lab,
+    return train_batch(w_in, w_out, inputs, np.int64(0), n_in, outputs, n_out, alpha, do, g, lab,
                           np.bool_(True))
 
 
@@ -550,7 +559,7 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
                 if n_out != lab_n_out:  # a skipped negative changes the label layout
                     lab_n_out = n_out
                     _fill_labels(lab, labels, n_out, batch)
-                loss += _batch_any_dim(w_in, w_out, ctx, first, min(n_ctx - first, batch), outs, n_out,
+                loss += train_batch(w_in, w_out, ctx, first, min(n_ctx - first, batch), outs, n_out,
                                        alpha, do, g, lab, with_loss)
         done += raw_len
     return done, pairs, loss

@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.kernels.hogbatch import batch_apply, batch_scores, prefetch_row, sgns_block
+from parvec.kernels.hogbatch import batch_apply, batch_scores, prefetch_row, sgns_block, train_batch
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 _M64 = (1 << 64) - 1
@@ -403,10 +403,29 @@ def window_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, see
 
 @njit(inline="always")
 def _prefetch_batch(w_in, w_out, ins, outs, first, m, stride):
+    # window batch m's rows on their way into cache; nothing past the last batch
+    if m >= len(first) - 1:
+        return
     for k in range(stride):
         prefetch_row(w_out, outs[m * stride + k])
     for p in range(first[m], first[m + 1]):
         prefetch_row(w_in, ins[p])
+
+
+@njit(inline="always")
+def _batch_stride(outs, first):
+    # the rows per input word's outputs (its center and negatives) in window_rows' layout
+    n_in = len(first) - 1
+    return len(outs) // n_in if n_in else 1
+
+
+@njit(inline="always")
+def _positive_labels(most, stride):
+    # labels of up to ``most`` contexts against [center, negatives...]: 1 for the center, 0 for the negatives
+    lab = np.zeros(max(1, most * stride), dtype=np.float32)
+    for p in range(most):
+        lab[p * stride] = 1.0
+    return lab
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
@@ -419,12 +438,10 @@ def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
     """
     dim = w_in.shape[1]
     n_in = len(first) - 1
-    stride = len(outs) // n_in if n_in else 1
-    if n_in:
-        _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
+    stride = _batch_stride(outs, first)
+    _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
     for m in range(n_in):
-        if m + 1 < n_in:
-            _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
+        _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
         # the batch's contexts against its center and negatives: hogbatch's scores, in dotprod's layout
         lo = first[m]
         batch_scores(w_in, w_out, ins, lo, first[m + 1] - lo, outs[m * stride:(m + 1) * stride], stride,
@@ -446,13 +463,11 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     """
     dim = w_in.shape[1]
     n_in = len(first) - 1
-    stride = len(outs) // n_in if n_in else 1
+    stride = _batch_stride(outs, first)
     do = np.empty((stride, dim), dtype=np.float32)
-    if n_in:
-        _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
+    _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
     for m in range(n_in):
-        if m + 1 < n_in:
-            _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
+        _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
         # the batch's contexts and its center and negatives, with their coefficients: hogbatch's update
         lo = first[m]
         batch_apply(w_in, w_out, ins, lo, first[m + 1] - lo, outs[m * stride:(m + 1) * stride], stride,
@@ -464,8 +479,8 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
 def train_window_rows(w_in, w_out, ins, outs, first, alpha_in):
     """Train a minibatch's window batches whole, given their rows (:func:`window_rows`): for each input word its
     contexts' scores against its center and negatives, the coefficients ``alpha * (label - sigmoid)`` and the
-    update, batch by batch as hogbatch trains them (:func:`parvec.kernels.hogbatch.batch_scores`,
-    :func:`~parvec.kernels.hogbatch.sgns_block`, :func:`~parvec.kernels.hogbatch.batch_apply`).  The one-shard
+    update, batch by batch with hogbatch's own step (:func:`parvec.kernels.hogbatch.train_batch`, its copies
+    compiled for d 100 and 300 included).  The one-shard
     call (``shard_calls="fused"``): a shard holding every column has the whole dot products itself, so no partial
     sums go to the client and no coefficients come back.  ``alpha_in[m]``: input ``m``'s learning rate.  Returns
     the minibatch's SGNS loss, as :func:`coefficients` reports it.
@@ -473,31 +488,22 @@ def train_window_rows(w_in, w_out, ins, outs, first, alpha_in):
     Example:
         >>> loss = train_window_rows(w_in, w_out, ins, outs, first, alpha_in)  # doctest: +SKIP
     """
-    dim = w_in.shape[1]
     n_in = len(first) - 1
-    stride = len(outs) // n_in if n_in else 1
+    stride = _batch_stride(outs, first)
     most = 0
     for m in range(n_in):
         most = max(most, first[m + 1] - first[m])
-    lab = np.zeros(max(1, most * stride), dtype=np.float32)
-    for p in range(most):
-        lab[p * stride] = 1.0
-    g = np.empty(max(1, most * stride), dtype=np.float32)
-    do = np.empty((stride, dim), dtype=np.float32)
+    lab = _positive_labels(most, stride)
+    g = np.empty(len(lab), dtype=np.float32)
+    do = np.empty((stride, w_in.shape[1]), dtype=np.float32)
     loss = 0.0
-    if n_in:
-        _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
+    _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
     for m in range(n_in):
-        if m + 1 < n_in:
-            _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
+        _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
         lo = first[m]
-        n = first[m + 1] - lo
-        if n == 0:
-            continue
-        o = outs[m * stride:(m + 1) * stride]
-        batch_scores(w_in, w_out, ins, lo, n, o, stride, g, dim)
-        loss += sgns_block(g, lab, n * stride, np.float32(alpha_in[m]), True)
-        batch_apply(w_in, w_out, ins, lo, n, o, stride, g, do, dim)
+        if first[m + 1] > lo:
+            loss += train_batch(w_in, w_out, ins, lo, first[m + 1] - lo, outs[m * stride:(m + 1) * stride], stride,
+                                np.float32(alpha_in[m]), do, g, lab, True)
     return loss
 
 
@@ -606,9 +612,7 @@ def coefficients(f, n_ctx, alpha_in, negative, coef):
     most = 0
     for m in range(len(n_ctx)):
         most = max(most, n_ctx[m])
-    lab = np.zeros(max(1, most * stride), dtype=np.float32)
-    for p in range(most):
-        lab[p * stride] = 1.0
+    lab = _positive_labels(most, stride)
     loss = 0.0
     k = 0
     for m in range(len(n_ctx)):
