@@ -310,7 +310,8 @@ def train_gpu(corpus: Any, algo: str, dim: int, ns: argparse.Namespace, epochs: 
     from parvec.gpu.driver import GpuTrainer
 
     cfg = TrainConfig(device="cuda", algo=algo, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
-                      epochs=epochs, seed=seed, par_batch=ns.par_batch, progress=False)
+                      epochs=epochs, seed=seed, par_batch=ns.par_batch, progress=False,
+                      compute_loss=not ns.no_loss)
     trainer = GpuTrainer(cfg, corpus.vocab.counts, threads_per_block=threads, reduction=reduction,
                          words_per_launch=words_per_launch)
     trainer.warm_up()
@@ -475,10 +476,11 @@ def run_gpu(ns: argparse.Namespace) -> int:
     corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
     if ns.words_per_launch:
         return launch_sweep(ns, corpus, result, bw)
-    big_tokens, big_offsets, copies = repeat_corpus(corpus.tokens, corpus.offsets, ns.big_words)
-    big = EncodedCorpus.from_arrays(big_tokens, big_offsets, corpus.vocab)
-    corpora = {ns.corpus.name: (corpus, corpus.raw_words), f"{ns.corpus.name} x{copies}": (big, corpus.raw_words *
-                                                                                             copies)}
+    corpora = {ns.corpus.name: (corpus, corpus.raw_words)}
+    if ns.big_words > 0:
+        big_tokens, big_offsets, copies = repeat_corpus(corpus.tokens, corpus.offsets, ns.big_words)
+        big = EncodedCorpus.from_arrays(big_tokens, big_offsets, corpus.vocab)
+        corpora[f"{ns.corpus.name} x{copies}"] = (big, corpus.raw_words * copies)
     keep_share = kept_fraction(corpus.vocab.counts, ns.sample)
     peak = result["device"].get("peak_bytes_per_sec")
     rows: list[dict[str, Any]] = []
@@ -531,7 +533,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
     result["speed"] = rows
     # Quality: each GPU kernel and CPU hogbatch per seed, on the shared corpus.
     quality: dict[str, dict[int, Any]] = {}
-    for dim in ns.quality_dims:
+    for dim in [] if ns.no_quality else ns.quality_dims:
         for seed in ns.seeds:
             for algo in ns.algos:
                 try:
@@ -601,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quality-epochs", type=int, default=5)
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     ap.add_argument("--big-words", type=int, default=100_000_000,
-                    help="the repeated corpus holds at least this many words (100M)")
+                    help="the repeated corpus holds at least this many words (100M; 0: no repeated corpus)")
     ap.add_argument("--threads-per-block", nargs="+", type=int, default=None,
                     help="sweep these block sizes (default: parvec's choice per dim)")
     ap.add_argument("--reductions", nargs="+", default=["tree", "shuffle"], choices=("tree", "shuffle"))
@@ -610,6 +612,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-tests", action="store_true", help="skip the hardware equivalence tests")
     ap.add_argument("--no-cpu", action="store_true", help="skip CPU hogbatch")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch SGNS")
+    ap.add_argument("--no-quality", action="store_true", help="speed only: skip the quality runs")
+    ap.add_argument("--no-loss", action="store_true",
+                    help="the GPU kernels skip the loss (compute_loss=False): what the loss costs in words/s")
     ap.add_argument("--ptx", action="store_true",
                     help="compile the kernels for sm_90 (NVVM + ptxas, no GPU needed) and report their resources")
     ap.add_argument("--only", nargs="+", default=None, metavar="ALGO:REDUCTION",
