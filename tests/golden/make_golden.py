@@ -8,7 +8,15 @@ vectors (with their shape and sums, to tell a changed bit from a changed algorit
 
 Bits depend on the machine code, so both runs compile for one fixed target (``GOLDEN_ENV``):
 ``NUMBA_CPU_NAME=generic`` (x86-64's baseline instruction set; the same code on every x86-64 CPU) with their own
-numba cache, and numpy without its AVX2/AVX-512 kernels.  The corpus, the graph and every parameter are fixed.
+numba cache, numpy without its AVX2/AVX-512 kernels, and OpenBLAS (scipy's, which numba's ``np.dot`` calls: PAR's
+repulsion) on one thread with its Haswell kernels (``OPENBLAS_CORETYPE``; left alone, OpenBLAS picks SkylakeX,
+Cooperlake or Zen kernels by the CPU, and their sgemm sums in another order).  The corpus, the graph and every
+parameter are fixed.
+
+The modes whose arithmetic goes through BLAS (``BLAS_MODES``) also depend on the OpenBLAS build, which scipy's
+version decides: the script records the BLAS it ran (``"blas"``), trains those modes twice (``"MODE#2/in"``: the
+same bits run to run), and ``--arrays DIR`` saves their vectors (``tests/golden/MODE.npz``), against which the test
+checks a tolerance where the BLAS differs from the recorded one.
 
 Example:
     python tests/golden/make_golden.py /tmp/vectors.json classic hogbatch
@@ -98,6 +106,8 @@ MODES: dict[str, Callable[[Path], tuple[np.ndarray, np.ndarray]]] = {
     "sharded_s1": lambda p: _cluster(p, "sharded"),
 }
 CLUSTER_MODES = ("replicas_local1", "sharded_s1")
+# Modes whose vectors go through BLAS (numba's np.dot -> scipy's OpenBLAS): PAR's repulsion products.
+BLAS_MODES = ("par",)
 
 
 def _cluster(path: Path, mode: str) -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +127,8 @@ def _cluster(path: Path, mode: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train_modes(modes: list[str]) -> dict[str, np.ndarray]:
-    """Train each of ``modes`` and return ``{"MODE/in": w_in, "MODE/out": w_out}``.
+    """Train each of ``modes`` and return ``{"MODE/in": w_in, "MODE/out": w_out}``; a mode of ``BLAS_MODES`` is
+    trained twice, the second run as ``"MODE#2/in"`` and ``"MODE#2/out"``.
 
     Example:
         >>> sorted(train_modes(["classic"]))  # doctest: +SKIP
@@ -127,13 +138,28 @@ def train_modes(modes: list[str]) -> dict[str, np.ndarray]:
     with tempfile.TemporaryDirectory(prefix="parvec-golden-") as tmp:
         path = corpus_file(tmp)
         for mode in modes:
-            w_in, w_out = MODES[mode](path)
-            out[f"{mode}/in"], out[f"{mode}/out"] = w_in, w_out
+            for name in (mode, f"{mode}#2") if mode in BLAS_MODES else (mode,):
+                w_in, w_out = MODES[mode](path)
+                out[f"{name}/in"], out[f"{name}/out"] = w_in, w_out
     return out
 
 
-GOLDEN_ENV = {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "",
-              "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"}
+def blas_in_use() -> dict[str, str]:
+    """The BLAS libraries this process loaded (threadpoolctl): ``{file stem: "API VERSION ARCHITECTURE"}``.
+
+    Example:
+        >>> isinstance(blas_in_use(), dict)
+        True
+    """
+    import scipy.linalg  # noqa: F401 - loads scipy's OpenBLAS, the one numba's np.dot calls
+    from threadpoolctl import threadpool_info
+
+    return {Path(i["filepath"]).name.split("-")[0]: f"{i['internal_api']} {i.get('version')} {i.get('architecture')}"
+            for i in threadpool_info() if i.get("user_api") == "blas"}
+
+
+GOLDEN_ENV = {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "", "OPENBLAS_CORETYPE": "Haswell",
+              "OPENBLAS_NUM_THREADS": "1", "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"}
 
 
 def fingerprint(w: np.ndarray) -> dict[str, object]:
@@ -149,14 +175,16 @@ def fingerprint(w: np.ndarray) -> dict[str, object]:
 
 
 def run_golden(target: str | os.PathLike[str], modes: list[str], cache_dir: str | os.PathLike[str],
-               timeout: float = 900) -> dict[str, dict[str, object]]:
-    """Run this script in a fresh process with ``GOLDEN_ENV`` and return the fingerprints it wrote.
+               timeout: float = 900, arrays: str | os.PathLike[str] | None = None) -> dict[str, dict[str, object]]:
+    """Run this script in a fresh process with ``GOLDEN_ENV`` and return the fingerprints it wrote (and, with
+    ``arrays``, the vectors of its ``BLAS_MODES`` as ``arrays/MODE.npz``).
 
     Example:
         >>> run_golden("/tmp/g.json", ["classic"], "/tmp/numba-golden")  # doctest: +SKIP
     """
     env = os.environ | GOLDEN_ENV | {"NUMBA_CACHE_DIR": str(cache_dir)}
-    subprocess.run([sys.executable, __file__, str(target), *modes], env=env, check=True, timeout=timeout)
+    extra = ["--arrays", str(arrays)] if arrays is not None else []
+    subprocess.run([sys.executable, __file__, str(target), *modes, *extra], env=env, check=True, timeout=timeout)
     return json.loads(Path(target).read_text(encoding="utf-8"))
 
 
@@ -164,12 +192,22 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
+    arrays = None
+    if "--arrays" in argv:
+        at = argv.index("--arrays")
+        arrays, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
     target, modes = Path(argv[0]), argv[1:] or list(MODES)
     if any(os.environ.get(k) != v for k, v in GOLDEN_ENV.items()):
-        run_golden(target, modes, tempfile.mkdtemp(prefix="parvec-golden-numba-"))
+        run_golden(target, modes, tempfile.mkdtemp(prefix="parvec-golden-numba-"), arrays=arrays)
         return 0
     os.environ.setdefault("PARVEC_CACHE_DIR", tempfile.mkdtemp(prefix="parvec-golden-cache-"))
-    prints = {k: fingerprint(v) for k, v in train_modes(modes).items()}
+    trained = train_modes(modes)
+    prints: dict[str, object] = {k: fingerprint(v) for k, v in trained.items()}
+    prints["blas"] = blas_in_use()
+    if arrays is not None:
+        arrays.mkdir(parents=True, exist_ok=True)
+        for mode in (m for m in modes if m in BLAS_MODES):
+            np.savez_compressed(arrays / f"{mode}.npz", **{side: trained[f"{mode}/{side}"] for side in ("in", "out")})
     Path(target).write_text(json.dumps(prints, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {len(modes)} modes to {target}", file=sys.stderr)
     return 0
