@@ -59,9 +59,12 @@ def _flag(action: argparse.Action) -> str:
 
 def _help(action: argparse.Action) -> str:
     text = action.help or ""
-    if "%(" in text:
+    if "%" in text:  # as argparse expands a help string: %(default)s and the like, and %% for a percent sign
+        params = {**vars(action), "prog": "parvec"}
+        if action.choices is not None:
+            params["choices"] = ", ".join(str(c) for c in action.choices)
         try:
-            text = text % {**vars(action), "prog": "parvec"}
+            text = text % params
         except (KeyError, TypeError, ValueError):
             pass
     default = action.default
