@@ -259,18 +259,21 @@ def cpu_model() -> str:
 
 
 def machine_line(m: dict[str, Any]) -> str:
-    """One line naming a :func:`machine`: CPU, logical CPUs, ISA, GPUs.
+    """One line naming a :func:`machine`: CPU (with its family and model numbers where lscpu gives them), logical
+    CPUs, ISA, GPUs.
 
     Example:
-        >>> machine_line({"cpu_model": "AMD EPYC 9R14", "logical_cpus": 2, "isa_level": "AVX-512", "gpus": []})
-        'AMD EPYC 9R14, 2 logical CPUs, AVX-512; no GPU'
+        >>> machine_line({"cpu_model": "AMD EPYC", "cpu_family": "25", "model": "17", "logical_cpus": 2,
+        ...               "isa_level": "AVX-512", "gpus": []})
+        'AMD EPYC (family 25 model 17), 2 logical CPUs, AVX-512; no GPU'
         >>> machine_line({"cpu_model": "Xeon", "logical_cpus": 16, "isa_level": "AVX2",
         ...               "gpus": [{"name": "NVIDIA H200", "memory": "143771 MiB", "driver": "570"}]})
         'Xeon, 16 logical CPUs, AVX2; GPU: NVIDIA H200 (143771 MiB)'
     """
     gpu = "; ".join(f"{g['name']} ({g['memory']})" for g in m.get("gpus", []))
-    return (f"{m.get('cpu_model', '?')}, {m.get('logical_cpus', '?')} logical CPUs, {m.get('isa_level', '-')}; "
-            + (f"GPU: {gpu}" if gpu else "no GPU"))
+    family = f" (family {m['cpu_family']} model {m['model']})" if m.get("cpu_family") and m.get("model") else ""
+    return (f"{m.get('cpu_model', '?')}{family}, {m.get('logical_cpus', '?')} logical CPUs, "
+            f"{m.get('isa_level', '-')}; " + (f"GPU: {gpu}" if gpu else "no GPU"))
 
 
 # ------------------------------------------------------------------------------------------------ the output
