@@ -119,7 +119,7 @@ def markdown(parser: argparse.ArgumentParser | None = None) -> str:
              "Generated from `parvec`'s argument parsers when the site is built: every sub-command and every flag "
              "of this version. `parvec COMMAND --help` prints the same. A command line that starts with a "
              "word2vec.c flag (`parvec -train corpus.txt -output vectors.bin ...`) is `parvec train`.", "",
-             "```text", parser.format_usage().strip(), "```", "", "| | |", "| --- | --- |",
+             "```text", parser.format_usage().strip(), "```", "", "| flag | what it does |", "| --- | --- |",
              *_rows([a for a in parser._actions if a.option_strings]), "",
              "| command | what it does |", "| --- | --- |",
              *(f"| [`{n}`](#parvec-{n}) | {_cell(summaries.get(n))} |" for n in subs), ""]
