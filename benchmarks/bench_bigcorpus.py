@@ -1,4 +1,4 @@
-"""A corpus bigger than memory (issue 16): count, encode and train one epoch with peak RSS measured per step.
+"""A corpus bigger than memory: count, encode and train one epoch with peak RSS measured per step.
 
 Not a CI test: the full bar generates a >= 1-billion-token corpus (~6 GB of text) by repeating the shared
 Wikipedia corpus (``../shared/data/corpus/enwiki2015_text8style_100M.txt.xz``, 16.9M tokens) into a scratch
@@ -38,8 +38,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+import harness
+from harness import DEFAULT_CORPUS as DEFAULT_SOURCE
+
 BLOCK = 1 << 24
 
 
@@ -162,7 +163,7 @@ def run_step(a: argparse.Namespace, step: str, limit: int | None = None) -> dict
            "--threads", str(a.threads), "--min-count", str(a.min_count), "--limit-kind", a.limit_kind]
     if limit:
         cmd += ["--limit", str(limit)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=harness.child_env())
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if not lines:
         return {"ok": False, "error": f"exit {proc.returncode}: {proc.stderr[-800:]}"}
@@ -204,7 +205,7 @@ def main() -> None:
     a.corpus = str(scratch / f"corpus_{a.tokens}.txt")
     a.cache = str(scratch / "cache")
     print(f"parvec bench_bigcorpus: {a.tokens:,} tokens in {scratch}; load {os.getloadavg()}; "
-          f"{os.cpu_count()} CPUs", flush=True)
+          f"{harness.machine_line(harness.machine())}", flush=True)
     results: dict = {"tokens": a.tokens, "load_at_start": os.getloadavg(), "steps": {}, "limited": {}}
     token_bytes = a.tokens * 4
     bar = int(1.5 * 2**30)
@@ -242,7 +243,7 @@ def main() -> None:
     print(f"bar (every step's peak RSS < 1.5 GB): {'met' if ok else 'NOT met'}; limited run: "
           f"{'succeeded' if limited_ok else 'skipped' if limited_ok is None else 'FAILED'}; load {os.getloadavg()}")
     if a.json:
-        Path(a.json).write_text(json.dumps(results, indent=1))
+        harness.write_json(a.json, "bench_bigcorpus", results)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""CBOW benchmark: parvec's CBOW kernels vs gensim ``sg=0``, in one run, on the same data (issue 15).
+"""CBOW benchmark: parvec's CBOW kernels vs gensim ``sg=0``, in one run, on the same data.
 
 Systems: ``cbow-classic`` (parvec ``algo="classic", sg=False``: word2vec.c's loop), ``cbow-fast``
 (parvec ``algo="hogbatch", sg=False``: the batched kernel), ``gensim-cbow`` (gensim ``sg=0`` in
@@ -24,13 +24,12 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_words import DEFAULT_CORPUS, REPO, SCORE_DIGITS, SCORE_NAMES, _scores, fmt_quality, prepare_corpus  # noqa: E402
+import harness
+from bench_words import DEFAULT_CORPUS, SCORE_DIGITS, SCORE_NAMES, _scores, fmt_quality, prepare_corpus
 
 PARVEC = {"cbow-classic": "classic", "cbow-fast": "hogbatch"}
 SYSTEMS = ("cbow-classic", "cbow-fast", "gensim-cbow")
@@ -38,7 +37,6 @@ SYSTEMS = ("cbow-classic", "cbow-fast", "gensim-cbow")
 
 def run_one(args: argparse.Namespace) -> dict:
     """Train one system once (in this process) and return its measurements."""
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.evaluation import default_eval_paths, evaluate
     from parvec.keyedvectors import KeyedVectors
 
@@ -104,10 +102,7 @@ def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Na
         cmd += ["--extra", ns.extra]
     if ns.alpha is not None:
         cmd += ["--alpha", str(ns.alpha)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
-    if out.returncode != 0:
-        raise RuntimeError(f"{system} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return harness.run_child(cmd, system)
 
 
 def main() -> None:
@@ -142,7 +137,6 @@ def main() -> None:
         print(json.dumps(run_one(ns)))
         return
     corpus = prepare_corpus(ns.corpus, ns.work)
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.trainer import Trainer
@@ -182,11 +176,8 @@ def main() -> None:
                           f"(alpha {res['config'].get('alpha')}, load {res['load1']:.1f})", file=sys.stderr,
                           flush=True)
                     if ns.out:  # rewritten after every run, so a long run's figures survive an interruption
-                        ns.out.parent.mkdir(parents=True, exist_ok=True)
-                        tmp = ns.out.with_suffix(".tmp")
-                        tmp.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs},
-                                                  indent=1))
-                        os.replace(tmp, ns.out)
+                        harness.write_json(ns.out, "bench_cbow", {"args": {k: str(v) for k, v in vars(ns).items()},
+                                                                  "runs": runs})
     load.append(os.getloadavg()[0])
     alpha_txt = ns.alpha if ns.alpha is not None else "parvec 0.05, gensim 0.025 (defaults)"
     lines = [f"Corpus {ns.corpus.name}; CBOW (mean), dim {ns.dim}, window {ns.window}, negative {ns.negative}, "
@@ -224,11 +215,10 @@ def main() -> None:
                     lines.append(f"- {name}: " + "; ".join(f"{n} {a - b:+.{p}f}" for n, a, b, p in
                                                           zip(SCORE_NAMES, m, ref, SCORE_DIGITS, strict=True)))
     table = "\n".join(lines)
-    print(table)
+    print(f"Machine: {harness.machine_line(harness.machine())}\n\n{table}")
     if ns.out:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
-                                      "table": table}, indent=1))
+        harness.write_json(ns.out, "bench_cbow", {"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
+                                                  "table": table})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Both cluster modes on a shaped network, beside the time model's prediction (issue 23, item 3).
+"""Both cluster modes on a shaped network, beside the time model's prediction.
 
 The benchmark makes its own network namespace (``ip netns``), brings its loopback up, and shapes that loopback
 with ``tc`` (a token bucket, ``tbf``, at 10 Gb/s, 1 Gb/s, ... ; no shaping for the reference run).  Every
@@ -21,10 +21,10 @@ The time model (the functions below; docs/distributed.md, "A shaped network"):
   k)`` (the bottleneck bound), ``bytes`` every shard's requests and replies as the clients counted them.  The
   table also gives the pessimistic bound of a closed queueing network with exponential service times (exact
   mean-value analysis, :func:`mva_time`: ``k`` minibatches, each ``Z = T0 x k / minibatches`` away from the
-  link, then holding it for ``bytes per minibatch / R``); the measured time lies between the two.  The first
-  version of this benchmark predicted with the queueing model alone: 27% above the measured time at 1 Gb/s,
-  outside the 25% the issue allows, because the transfers are of fixed size (not exponential) and the CPU is
-  less contended while the link is slow.
+  link, then holding it for ``bytes per minibatch / R``); the measured time lies between the two.  The
+  queueing model alone overestimates (27% above the measured time at 1 Gb/s, beyond the 25% the model must
+  hold to), because the transfers are of fixed size (not exponential) and the CPU is less contended while the
+  link is slow.
 
 A shaped loopback is one shared medium: all traffic of all processes shares one rate ``R`` (a real cluster
 has a full-duplex link per node).  The projections (``--project``) therefore use the same formulas with a
@@ -51,9 +51,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine_ab import DEFAULT_CORPUS, cpu_model, slice_corpus  # noqa: E402
+import harness
+from harness import DEFAULT_CORPUS, slice_corpus
 
 MODES: dict[str, list[str]] = {
     "replicas 2 x 1 thread": ["--cluster", "local:2", "--threads", "1"],
@@ -134,7 +133,6 @@ def mva_time(calls: int, k: int, think_s: float, link_s: float) -> float:
 
 def run_syncs(report: dict[str, Any]) -> list[tuple[int, bool]]:
     """A replicas run's syncs in order, from its report: (rows, whether it ran while the next part trained)."""
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.distributed.replicas import overlapped_syncs, sync_plan
 
     cl = report["cluster"]
@@ -205,7 +203,7 @@ class Namespace:
         """``cmd`` inside the namespace, in its own process group, killed with it after ``timeout_s``."""
         proc = subprocess.Popen(["ip", "netns", "exec", self.name, *cmd], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
+                                env=harness.child_env())
         try:
             out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -290,8 +288,8 @@ def measure(a: argparse.Namespace) -> dict[str, Any]:
                           flush=True)
     finally:
         ns.close()
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "tokens": a.tokens, "epochs": a.epochs, "dim": a.dim,
-            "links": links, "runs": runs}
+    return {"cpu": harness.machine()["cpu_model"], "cores": os.cpu_count(), "tokens": a.tokens,
+            "epochs": a.epochs, "dim": a.dim, "links": links, "runs": runs}
 
 
 def compare(result: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -344,7 +342,6 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
     dot products and its adjust (whose rows may have left the cache by then)."""
     import numpy as np
 
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus
     from parvec.distributed import shard_core as SC
@@ -394,7 +391,6 @@ def project_replicas(nodes: int, node_words_s: float, rate: float, latency_s: fl
     """A replicas run of ``nodes`` nodes, each training ``node_words_s`` alone, links of ``rate`` bytes/s per
     node and ``latency_s`` one way: its words/s and efficiency (words/s over nodes x node_words_s);
     ``overlap``: the smaller syncs run beside the next part (the default), else every sync blocks."""
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.distributed.replicas import overlap_rows_cap, overlapped_syncs, sync_plan, traffic_model
     m = traffic_model(vocab, dim, nodes, words, 1, sync_words=sync_words, min_sync_words=min_sync_words)
     per_node_bytes = m["bytes"] / nodes  # what each node receives (and sends) over the epoch
@@ -546,7 +542,7 @@ def main() -> None:
     print()
     print(projections(a))
     if a.out and not a.from_json:
-        a.out.write_text(json.dumps(result, indent=1))
+        harness.write_json(a.out, "bench_cluster_net", result)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine_ab import DEFAULT_CORPUS, DEMO_CORPUS, cpu_model, slice_corpus  # noqa: E402
+import harness
+from harness import corpus_or_demo, slice_corpus
 
 SYSTEMS: dict[str, list[str]] = {
     "one process, 1 thread": ["--threads", "1"],
@@ -33,7 +32,7 @@ SYSTEMS: dict[str, list[str]] = {
     "replicas local:2 x 1 thread": ["--cluster", "local:2", "--threads", "1"],
     "sharded 2 shards x 1 client": ["--cluster", "local:2", "--mode", "sharded", "--shards", "2", "--clients", "1",
                                     "--threads", "1"],
-    # the default on local:N since session 7: one shard whose calls train each minibatch whole (fused calls)
+    # the sharded default on local:N: one shard whose calls train each minibatch whole (fused calls)
     "sharded, the default (1 shard x 2 clients, fused calls)": ["--cluster", "local:2", "--mode", "sharded"],
 }
 BASELINE = {"replicas local:1 x 1 thread": "one process, 1 thread"}  # else: 2 threads in all
@@ -45,7 +44,7 @@ def run_system(name: str, corpus: Path, work: Path, common: list[str]) -> dict[s
         report = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(Path(tmp) / "v.npy"), "--report",
                str(report), "--no-progress", *common, *SYSTEMS[name]]
-        out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
+        out = subprocess.run(cmd, capture_output=True, text=True, env=harness.child_env())
         if out.returncode != 0:
             raise SystemExit(f"{name} failed ({out.returncode}): {out.stderr[-2000:]}")
         rep = json.loads(report.read_text(encoding="utf-8"))
@@ -86,10 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench-cost")
     ap.add_argument("--out", type=Path)
     ns = ap.parse_args(argv)
-    source = ns.corpus or (DEFAULT_CORPUS if DEFAULT_CORPUS.exists() else DEMO_CORPUS)
+    source = corpus_or_demo(ns.corpus)
     corpus = slice_corpus(source, ns.tokens, ns.work)
     common = ["--dim", str(ns.dim), "--epochs", str(ns.epochs), "--min-count", "5", "--no-cache", "--seed", "1"]
-    model = cpu_model()
+    model = harness.machine_line(harness.machine())
     runs = []
     for rnd in range(ns.rounds):
         order = ns.systems if rnd % 2 == 0 else ns.systems[::-1]
@@ -99,11 +98,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {rnd} {name}: {r['words_per_sec'] / 1e6:.3f}M words/s, "
                   f"{r['cpu_seconds']:.2f} CPU s over {r['cpu_processes']} processes", file=sys.stderr, flush=True)
     text = table(runs)
-    print(f"CPU: {model} ({os.cpu_count()} logical); {corpus.name}; dim {ns.dim}, {ns.epochs} epoch(s), "
+    print(f"Machine: {model}; {corpus.name}; dim {ns.dim}, {ns.epochs} epoch(s), "
           f"{ns.rounds} rounds\n\n{text}")
     if ns.out:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps({"cpu": model, "runs": runs, "table": text}, indent=1), encoding="utf-8")
+        harness.write_json(ns.out, "bench_cost", {"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
+                                                  "table": text})
     return 0
 
 

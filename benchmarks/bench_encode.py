@@ -13,6 +13,7 @@ load average (speed is claimed from here, not from tests).
 
     python benchmarks/bench_encode.py --tokens 5000000 --repeats 3
     python benchmarks/bench_encode.py --profile count     # cProfile of one step, top functions
+    python benchmarks/bench_encode.py --out bench_out/encode.json   # the table and each step's times as JSON
 """
 
 from __future__ import annotations
@@ -26,15 +27,13 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine_ab import slice_corpus  # noqa: E402
-
-CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+import harness
+from harness import DEFAULT_CORPUS as CORPUS
+from harness import REPO, slice_corpus
 
 
 def make_slice(a: argparse.Namespace) -> Path:
-    """The first ``a.tokens`` tokens of the corpus, 10,000 a line (bench_engine_ab.slice_corpus)."""
+    """The first ``a.tokens`` tokens of the corpus, 10,000 a line (harness.slice_corpus)."""
     return slice_corpus(Path(a.corpus), a.tokens, Path(a.work), line_tokens=10000)
 
 
@@ -48,8 +47,8 @@ def main() -> int:
     ap.add_argument("--steps", nargs="+", default=names, choices=names)
     ap.add_argument("--profile", choices=names, default=None,
                     help="cProfile one run of this step and print the top functions")
+    ap.add_argument("--out", default=None, help="write the table and each step's times as JSON here")
     a = ap.parse_args()
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.corpus import EncodedCorpus, IdLookup, ReadOptions, TextSentences, TokenBlocks, count_text
     from parvec.vocab import count_words
 
@@ -92,7 +91,7 @@ def main() -> int:
         prof.runcall(steps[a.profile])
         pstats.Stats(prof).sort_stats("tottime").print_stats(12)
         return 0
-    rows = []
+    rows, results = [], []
     for name in a.steps:
         times, cpu, n = [], [], 0
         for _ in range(a.repeats):
@@ -101,13 +100,18 @@ def main() -> int:
             times.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
         med, med_cpu = statistics.median(times), statistics.median(cpu)
+        results.append({"step": name, "tokens": n, "seconds": times, "cpu_seconds": cpu})
         rows.append(f"| {name} | {n:,} | {med:.2f} | {n / med / 1e6:.2f} | {med_cpu:.2f} | {n / med_cpu / 1e6:.2f} |")
     load = os.getloadavg()
-    print(f"{path} ({a.tokens:,} tokens, vocabulary {len(vocab):,} at min-count 5); {a.repeats} repeats; load "
-          f"average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
-    print("| step | tokens | wall s (median) | M tokens / wall s | CPU s (median) | M tokens / CPU s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    print("\n".join(rows))
+    table = "\n".join([
+        f"{path} ({a.tokens:,} tokens, vocabulary {len(vocab):,} at min-count 5); {a.repeats} repeats; load "
+        f"average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; {harness.machine_line(harness.machine())}",
+        "| step | tokens | wall s (median) | M tokens / wall s | CPU s (median) | M tokens / CPU s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |", *rows])
+    print(table)
+    if a.out:
+        harness.write_json(a.out, "bench_encode", {"args": vars(a), "corpus": str(path), "vocab_size": len(vocab),
+                                                   "steps": results, "table": table})
     return 0
 
 

@@ -1,5 +1,5 @@
 """Interleaved A/B of the CPU trainer's speed: this checkout against an earlier commit (default c9b23cc, the
-code before the run engine of issue 22), in one run, on the same data.
+last commit before the run engine), in one run, on the same data.
 
     python benchmarks/bench_engine_ab.py --rounds 5 --out bench_out/engine_ab.json
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import os
 import statistics
 import subprocess
@@ -24,9 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
-DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+import harness
+from harness import REPO, corpus_or_demo, slice_corpus
 
 CHILD = r"""
 import hashlib, json, sys
@@ -45,47 +43,6 @@ print(json.dumps({"words_per_sec": corpus.raw_words * cfg.epochs / stats.seconds
 """
 
 
-def slice_corpus(source: Path, tokens: int, work: Path, line_tokens: int = 1000) -> Path:
-    """The first ``tokens`` tokens of ``source`` (xz or text), ``line_tokens`` a line, written once under
-    ``work`` (read in 4 MiB blocks until there are enough; a word cut at a block's end is rare: a slice, not a
-    reproduction).  Shared by the benchmarks that train on part of the corpus.
-
-    Example:
-        >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "c.txt").write_text("a b c d e")
-        9
-        >>> slice_corpus(d / "c.txt", 3, d, line_tokens=2).read_text()
-        'a b\\nc\\n'
-    """
-    work.mkdir(parents=True, exist_ok=True)
-    out = work / f"{source.name.removesuffix('.xz')}.{tokens}.{line_tokens}.txt"
-    if out.exists():
-        return out
-    opener = lzma.open if source.suffix == ".xz" else open
-    words: list[str] = []
-    with opener(source, "rt", encoding="utf-8") as f:
-        while len(words) < tokens:
-            block = f.read(1 << 22)
-            if not block:
-                break
-            words.extend(block.split())
-    words = words[:tokens]
-    tmp = out.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for i in range(0, len(words), line_tokens):
-            f.write(" ".join(words[i : i + line_tokens]) + "\n")
-    os.replace(tmp, out)
-    return out
-
-
-def cpu_model() -> str:
-    """The CPU's model name as ``lscpu`` gives it ("?" without lscpu)."""
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    except OSError:
-        return "?"
-    return next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("Model name")), "?")
-
-
 def base_checkout(rev: str, work: Path) -> Path:
     """A detached worktree of ``rev`` under ``work`` (made once)."""
     path = work / f"base-{rev}"
@@ -97,12 +54,11 @@ def base_checkout(rev: str, work: Path) -> Path:
 
 def measure(src: Path, args: dict[str, Any]) -> dict[str, Any]:
     """One timed run of the trainer whose code is under ``src`` (a subprocess)."""
-    env = dict(os.environ, PYTHONPATH=str(src), PYTHONHASHSEED="0")
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], capture_output=True, text=True, env=env,
-                         cwd=str(src.parent))
-    if out.returncode != 0:
-        raise SystemExit(f"run failed ({src}): {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        return harness.run_child([sys.executable, "-c", CHILD, json.dumps(args)], f"run ({src})",
+                                 env=harness.child_env(src, PYTHONHASHSEED="0"), cwd=src.parent)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def summarize(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
@@ -151,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench-ab")
     ap.add_argument("--out", type=Path)
     ns = ap.parse_args(argv)
-    source = ns.corpus or (DEFAULT_CORPUS if DEFAULT_CORPUS.exists() else DEMO_CORPUS)
+    source = corpus_or_demo(ns.corpus)
     corpus = slice_corpus(source, ns.tokens, ns.work)
     srcs = {"base": base_checkout(ns.base, ns.work) / "src", "new": REPO / "src"}
-    model = cpu_model()
+    model = harness.machine_line(harness.machine())
     print(f"CPU: {model}; corpus: {corpus.name}; base {ns.base} vs this checkout", file=sys.stderr, flush=True)
     runs: list[dict[str, Any]] = []
     for rnd in range(ns.rounds):
@@ -173,9 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CPU: {model}; {corpus.name}; dim {ns.dim}, {ns.epochs} epoch(s), {ns.rounds} interleaved rounds\n")
     print(table)
     if ns.out:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps({"cpu": model, "base": ns.base, "corpus": str(corpus), "runs": runs,
-                                      "summary": rows, "table": table}, indent=1), encoding="utf-8")
+        harness.write_json(ns.out, "bench_engine_ab", {"base": ns.base, "corpus": str(corpus), "runs": runs,
+                                                       "summary": rows, "table": table})
     return 0
 
 

@@ -45,8 +45,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "graphs"
+import harness
+
+DATA = harness.SHARED_DATA / "graphs"
 GRAPHS = {
     "blogcatalog": ("blogcatalog/blogcatalog.edgelist", "blogcatalog/blogcatalog.labels"),
     "ppi": ("ppi/ppi.edgelist", "ppi/ppi.labels"),
@@ -177,7 +178,6 @@ def read_speed(a: argparse.Namespace) -> int:
     """``--read-only``: median read times of parvec's two edge-list paths and PecanPy's reader."""
     import statistics
 
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.graph.graph_io import read_graph
 
     readers = {"parvec (string IDs)": lambda path: read_graph(path),
@@ -223,21 +223,19 @@ def read_speed(a: argparse.Namespace) -> int:
                         f"{med_cpu:.3f} | {med_cpu / base_cpu:.2f} |")
             results.append({"graph": graph, "reader": name, "seconds": ts, "cpu_seconds": cpu[name]})
     load = os.getloadavg()
-    print(f"edge-list reading, {a.repeats} repeats; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
-          f"{os.cpu_count()} CPUs")
+    print(f"edge-list reading, {a.repeats} repeats; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+          f"{harness.machine_line(harness.machine())}")
     print("| graph | reader | median s | min s | max s | time / parvec string IDs | CPU s (median) | CPU / parvec "
           "string IDs |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps({"load_average": load, "results": results}, indent=2))
+        harness.write_json(a.out, "bench_graphs", {"read_only": True, "results": results})
     return 0
 
 
 def worker(a: argparse.Namespace) -> None:
     """Run one system once in this process and print one JSON line."""
-    sys.path.insert(0, str(REPO / "src"))
     edges_rel, labels_rel = GRAPHS[a.graph]
     edges, labels = Path(a.data) / edges_rel, Path(a.data) / labels_rel
     start = time.perf_counter()
@@ -373,7 +371,6 @@ def main() -> int:
         worker(a)
         return 0
     if a.algos is None:
-        sys.path.insert(0, str(REPO / "src"))
         from parvec.config import DEFAULT_ALGO
         from parvec.errors import ParvecError
         from parvec.kernels import get_algorithm
@@ -387,7 +384,7 @@ def main() -> int:
     settings = [tuple(float(x) for x in s.split(",")) for s in a.pq]
     small = [tuple(float(x) for x in s.split(",")) for s in a.pq_small] if a.pq_small else settings
     results: list[dict] = []
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), PYTHONHASHSEED="0")
+    env = harness.child_env(PYTHONHASHSEED="0")
     for rep in range(a.repeats):
         for graph in a.graphs:
             for p, q in settings if graph == "blogcatalog" else small:
@@ -409,14 +406,12 @@ def main() -> int:
                               f"micro-F1 {r['micro_f1_mean']:.3f} ({time.perf_counter() - t:.0f}s)",
                               file=sys.stderr, flush=True)  # fmt: skip
     md = table(results)
-    print(md)
+    print(f"Machine: {harness.machine_line(harness.machine())}\n\n{md}")
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         settings_out = {k: getattr(a, k) for k in ("dim", "walk_length", "num_walks", "window", "epochs", "seed",
                                                    "sample", "algos", "eval_repeats", "threads", "graphs",
                                                    "pq")}  # fmt: skip
-        with open(a.out, "w") as f:
-            json.dump({"settings": settings_out, "results": results, "table": md}, f, indent=2)
+        harness.write_json(a.out, "bench_graphs", {"settings": settings_out, "results": results, "table": md})
     return 0
 
 

@@ -4,7 +4,7 @@ Every measurement runs in its own subprocess; systems are interleaved so machine
 Speed is raw corpus words x epochs / training seconds (reading and vocabulary excluded), and also per
 CPU second of the training process (``cpu_words_per_sec``: steadier than wall time on a shared machine).
 Quality is WS-353 and SimLex-999 Spearman and Google analogy (3CosAdd, top 30k words) by
-:mod:`benchmarks.bench_words`'s evaluator, over ``--quality-seeds``.  gensim runs ``corpus_file`` mode;
+``bench_words.py``'s evaluator, over ``--quality-seeds``.  gensim runs ``corpus_file`` mode;
 compare quality at 1 worker (gensim's corpus_file mode with N workers decays the learning rate over
 only 1/N of each epoch).
 
@@ -23,14 +23,13 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_words import DEFAULT_CORPUS, REPO, SCORE_DIGITS, SCORE_NAMES, _scores, fmt_quality, prepare_corpus  # noqa: E402
+import harness
+from bench_words import DEFAULT_CORPUS, SCORE_DIGITS, SCORE_NAMES, _scores, fmt_quality, prepare_corpus
 
 SYSTEMS = ("parvec", "gensim-file")
 ALPHA = {"sg": 0.025, "cbow": 0.05}
@@ -38,7 +37,6 @@ ALPHA = {"sg": 0.025, "cbow": 0.05}
 
 def run_one(args: argparse.Namespace) -> dict:
     """Train one system in one mode once (in this process) and return its measurements."""
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.evaluation import default_eval_paths, evaluate
     from parvec.keyedvectors import KeyedVectors
 
@@ -103,11 +101,7 @@ def spawn(system: str, mode: str, threads: int, epochs: int, quality: bool, seed
            "--cache-dir", str(ns.work / "cache")]
     if quality:
         cmd.append("--quality")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        raise RuntimeError(f"{system} {mode} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return harness.run_child(cmd, f"{system} {mode}")
 
 
 def summary(runs: list[dict], ns: argparse.Namespace) -> str:
@@ -187,7 +181,6 @@ def main() -> None:
         print(json.dumps(run_one(ns)))
         return
     corpus = prepare_corpus(ns.corpus, ns.work)
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.corpus import EncodedCorpus, ReadOptions
 
     # Fill parvec's corpus cache once, untimed (each run also compiles before its clock starts).
@@ -201,11 +194,8 @@ def main() -> None:
               f"(cpu {res['cpu_words_per_sec'] / 1e6:.3f}M words/s, load {res['load_avg'][0]:.1f})",
               file=sys.stderr, flush=True)
         if ns.out:
-            ns.out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = ns.out.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
-                                       "table": summary(runs, ns)}, indent=1))
-            os.replace(tmp, ns.out)
+            harness.write_json(ns.out, "bench_hs", {"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
+                                                    "table": summary(runs, ns)})
 
     def speed_runs() -> None:
         for _ in range(ns.rounds):
@@ -230,7 +220,7 @@ def main() -> None:
     else:
         speed_runs()
         quality_runs()
-    print(summary(runs, ns))
+    print(f"Machine: {harness.machine_line(harness.machine())}\n\n{summary(runs, ns)}")
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_words import DEFAULT_CORPUS, SCORE_DIGITS, _scores  # noqa: E402
+import harness
+from bench_words import DEFAULT_CORPUS, SCORE_DIGITS, _scores
+from harness import REPO
 
 VARIANTS = {
     # name: (kind, replicas, threads, alpha_scale, min_sync_words)
@@ -63,7 +63,6 @@ def lo_bytes() -> int | None:
 
 def run_one(ns: argparse.Namespace) -> dict:
     """Train one variant once in this process; print its measurements as one JSON line."""
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.keyedvectors import KeyedVectors
@@ -139,7 +138,7 @@ def spawn_pair(epochs: int, ns: argparse.Namespace) -> dict:
            "--seed", "1", "--corpus", str(ns.corpus), "--cache-dir", str(ns.work / "cache"), "--dim", str(ns.dim),
            "--window", str(ns.window), "--negative", str(ns.negative), "--sample", str(ns.sample),
            "--min-count", str(ns.min_count), "--start-at", str(time.time() + 45)]  # reading + JIT fit in 45 s
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env = harness.child_env()
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for _ in range(2)]
     outs = [p.communicate() for p in procs]
@@ -164,7 +163,7 @@ def spawn(variant: str, epochs: int, seed: int, quality: bool, ns: argparse.Name
            "--min-sync-words", str(ns.min_sync_words)]
     if quality:
         cmd.append("--quality")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
+    env = harness.child_env()
     for attempt in range(3):  # a loaded machine can time Ray's start out: try again, and say so
         out = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if out.returncode == 0:
@@ -231,7 +230,8 @@ def main() -> None:
     quality: dict[str, dict[int, dict]] = {v: {} for v in ns.quality_variants}
 
     def results_so_far() -> dict:
-        return {"corpus": str(ns.corpus), "cpu": _cpu(), "load_average_at_start": load0,
+        return {"corpus": str(ns.corpus), "cpu": harness.machine_line(harness.machine()),
+                "load_average_at_start": load0,
                "load_average_at_end": os.getloadavg(),
                "params": {k: getattr(ns, k) for k in ("dim", "window", "negative", "sample", "min_count",
                                                       "sync_words", "min_sync_words", "speed_epochs",
@@ -240,8 +240,7 @@ def main() -> None:
 
     def save() -> None:  # after every run, so a run that dies keeps what it measured
         if ns.out:
-            ns.out.parent.mkdir(parents=True, exist_ok=True)
-            ns.out.write_text(json.dumps(results_so_far(), indent=1))
+            harness.write_json(ns.out, "bench_replicas", results_so_far())
 
     for r in range(ns.rounds):
         print(f"speed round {r + 1}/{ns.rounds}", file=sys.stderr, flush=True)
@@ -256,16 +255,6 @@ def main() -> None:
     results = results_so_far()
     print(tables(results))
     save()
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores"
 
 
 def tables(res: dict) -> str:

@@ -15,15 +15,13 @@ Reading and encoding are excluded (the corpus is encoded once, before any clock)
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+import harness
+from harness import DEFAULT_CORPUS
 
 
 def main() -> None:
@@ -72,13 +70,15 @@ def main() -> None:
     share = statistics.median(x["recorder_seconds"] / x["seconds"] for x in on)
     wps_on = statistics.median(x["words_per_sec"] for x in on)
     wps_off = statistics.median(x["words_per_sec"] for x in off)
-    print(f"\n{ns.algo}, {ns.threads} threads, {ns.epochs} epoch(s), {enc.n_tokens:,} tokens, {ns.rounds} rounds")
+    print(f"\nMachine: {harness.machine_line(harness.machine())}")
+    print(f"{ns.algo}, {ns.threads} threads, {ns.epochs} epoch(s), {enc.n_tokens:,} tokens, {ns.rounds} rounds")
     print(f"time inside the recorder: {share:.5%} of training (median over rounds)")
     print(f"words/s with the recorder {wps_on / 1e6:.3f}M, without {wps_off / 1e6:.3f}M "
           f"(ratio {wps_on / wps_off:.3f}; spread of rounds: "
           f"{min(x['words_per_sec'] for x in rows) / 1e6:.3f}-{max(x['words_per_sec'] for x in rows) / 1e6:.3f}M)")
     if ns.out:
-        ns.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": rows}, indent=1))
+        harness.write_json(ns.out, "bench_report_overhead", {"args": {k: str(v) for k, v in vars(ns).items()},
+                                                             "runs": rows, "recorder_share": share})
 
 
 if __name__ == "__main__":

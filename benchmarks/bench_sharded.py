@@ -30,14 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+import bench_words  # (the corpus preparation, the one-process runs and the evaluation)
+import harness
+from bench_engine_ab import base_checkout
+from harness import DEMO_CORPUS, REPO, slice_corpus
 
-import bench_words  # noqa: E402  (the corpus preparation, the one-process runs and the evaluation)
-from bench_engine_ab import cpu_model  # noqa: E402
-
-ENV = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
+ENV = harness.child_env()
 
 
 def _load() -> str:
@@ -45,7 +43,7 @@ def _load() -> str:
 
 
 def _cpu() -> str:
-    return f"{cpu_model()}, {os.cpu_count()} cores"
+    return harness.machine_line(harness.machine())
 
 
 def _run(cmd: list[str], limit_data: int | None = None) -> dict:
@@ -335,7 +333,7 @@ def memory(ns: argparse.Namespace) -> dict:
     size = (out_dir / "sharded.bin").stat().st_size if (out_dir / "sharded.bin").exists() else None
     result = {"one_process": one, "sharded": sharded, "report": rep, "output_bytes": size,
               "one_process_cap_bytes": one_cap, "shard_memory_bytes": parse_bytes(ns.shard_memory, "--shard-memory"),
-              "load_average": _load(), "cpu": _cpu()}
+              "load_average_at_end": _load(), "cpu": _cpu()}
     if rep:
         v, d, s = rep["vocab_size"], ns.dim, ns.shards_one
         lines = [f"Zipf corpus {ns.corpus} ({rep['corpus_words']:,} tokens), vocabulary {v:,}, dim {d}: the model is "
@@ -362,15 +360,15 @@ TWO_SHARDS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2"]
 
 def _one_shard(clients: int, threads: int, calls: str = "split") -> list[str]:
     """One shard, ``clients`` x ``threads``, float16 on the wire, ``calls`` (split: partial dot products out and
-    coefficients back, what every one-shard system measured until session 7; fused: the default since)."""
+    coefficients back; fused: the shard trains each minibatch whole, the default with one shard)."""
     return ["--cluster", "local:2", "--mode", "sharded", "--shards", "1", "--clients", str(clients), "--threads",
             str(threads), "--wire-floats", "float16", "--shard-calls", calls]
 
 
 SPEED_SYSTEMS: dict[str, list[str]] = {
     "one process, 2 threads": ["--threads", "2"],
-    # "the default" and "2 x" systems: 2 shards, the default until session 6 (1 shard on local:N since), given so
-    # that each name stays what it measured
+    # "the default" and "2 x" systems: 2 shards, given explicitly (the default on local:N is now 1 shard), so that
+    # each name stays what it measured
     "sharded, the default (2 shards, 2 clients x 1 thread since 57d5d15; 2 x 2 threads before)": [
         *TWO_SHARDS],
     "sharded 2 x (2 clients x 2 threads)": [*TWO_SHARDS, "--clients", "2",
@@ -401,7 +399,7 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
     # so the shard and the client can both be busy, without a second client process
     "sharded 1 x (1 client x 2 threads), float16 wire": _one_shard(1, 2),
     "sharded 1 x (1 client x 3 threads), float16 wire": _one_shard(1, 3),
-    # fused calls (session 7, the default with one shard): the shard holds every column, so it trains each
+    # fused calls (the default with one shard): the shard holds every column, so it trains each
     # minibatch whole in one call (hogbatch's batches); no partial sums out, no coefficients back
     "sharded 1 x (1 client x 2 threads), fused calls": _one_shard(1, 2, "fused"),
     "sharded 1 x (2 clients x 1 thread), fused calls": _one_shard(2, 1, "fused"),
@@ -416,7 +414,7 @@ def _speed_one(name: str, src: Path, corpus: Path, ns: argparse.Namespace) -> di
         cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(Path(tmp) / "v.npy"), "--report",
                str(report), "--no-progress", "--no-cache", "--epochs", "1", "--sample", str(ns.sample), "--dim",
                str(ns.dim), "--seed", "1", *SPEED_SYSTEMS[name]]
-        out = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, PYTHONPATH=str(src / "src")))
+        out = subprocess.run(cmd, capture_output=True, text=True, env=harness.child_env(src / "src"))
         if out.returncode != 0:
             raise RuntimeError(f"{name} ({src}) failed: {out.stderr[-2000:]}")
         rep = json.loads(report.read_text())
@@ -427,8 +425,6 @@ def _speed_one(name: str, src: Path, corpus: Path, ns: argparse.Namespace) -> di
 
 def speed(ns: argparse.Namespace) -> dict:
     """Interleaved rounds: one process beside the sharded configurations, at this tree and at ``--base``."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_engine_ab import base_checkout, slice_corpus
     corpus = slice_corpus(ns.corpus, ns.tokens, ns.work)
     trees = {"this tree": REPO}
     if ns.base:
@@ -471,11 +467,11 @@ def main() -> None:
     ap.add_argument("--wire-floats", choices=("float32", "float16"), default="float16", help="quality: sharded runs' "
                     "--wire-floats (float16, parvec's default)")
     ap.add_argument("--shard-calls", choices=("fused", "split"), default="split", help="quality: sharded runs' "
-                    "--shard-calls (split, what every quality run measured until session 7; fused: one shard only)")
+                    "--shard-calls (split; fused: one shard only)")
     ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
     ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")
-    ap.add_argument("--minibatch-corpus", type=Path, default=REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz")
+    ap.add_argument("--minibatch-corpus", type=Path, default=DEMO_CORPUS)
     ap.add_argument("--dims", type=int, nargs="+", default=[100, 300, 1000])
     ap.add_argument("--shards", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--shards-one", type=int, default=2, help=argparse.SUPPRESS)
@@ -516,7 +512,7 @@ def main() -> None:
             ns.epochs = 1
         if ns.sample == 1e-4 and "--sample" not in sys.argv:
             ns.sample = 1e-3
-    if ns.what == "quality" and "--shards-one" not in sys.argv:  # given, it was overridden here until session 7
+    if ns.what == "quality" and "--shards-one" not in sys.argv:  # --shards-one, when given, wins
         ns.shards_one = 2 if ns.shards == [2, 4] else ns.shards[0]
     if ns.what == "minibatch" and "--seeds" not in sys.argv:
         ns.seeds = [1]
@@ -524,10 +520,9 @@ def main() -> None:
         ns.tokens = 4_000_000
     result = {"network": network, "quality": quality, "memory": memory, "minibatch": minibatch,
               "speed": speed}[ns.what](ns)
-    result.update(command=" ".join(sys.argv), cpu=_cpu())
     print(result.get("table", ""))
     if ns.out:
-        ns.out.write_text(json.dumps(result, indent=1, default=str))
+        harness.write_json(ns.out, f"bench_sharded {ns.what}", result)
 
 
 if __name__ == "__main__":

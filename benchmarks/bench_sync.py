@@ -17,16 +17,13 @@ time at 1/10/100 Gb/s for 2-64 replicas on 1B- and 100B-word corpora, from
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+import harness
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
@@ -141,8 +138,7 @@ def main() -> None:
     ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
              configure_logging=False)
     n = 2
-    results: dict = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-                     "vocab": args.vocab, "dim": args.dim, "replicas": n, "repeats": args.repeats, "routes": {}}
+    results: dict = {"vocab": args.vocab, "dim": args.dim, "replicas": n, "repeats": args.repeats, "routes": {}}
     try:
         if "refs" in args.routes:
             board = ray.remote(num_cpus=0)(_Board).remote(n, 120.0, [])
@@ -172,7 +168,7 @@ def main() -> None:
     finally:
         ray.shutdown()
     print(f"sync of the top rows of two {args.vocab} x {args.dim} float32 matrices, {n} replicas on this machine "
-          f"({os.cpu_count()} cores); slower replica per sync, median (range) over {args.repeats}")
+          f"({harness.machine_line(harness.machine())}); slower replica per sync, median (range) over {args.repeats}")
     print("| route | rows | ms per sync (median, range) | MB received per replica |")
     print("| --- | --- | --- | --- |")
     for route, per_rows in results["routes"].items():
@@ -180,8 +176,7 @@ def main() -> None:
             print(f"| {route} | {rows:,} | {s['median_s'] * 1e3:.2f} ({s['min_s'] * 1e3:.2f}-{s['max_s'] * 1e3:.2f}) | "
                   f"{s['bytes_received_per_replica'] / 1e6:.2f} |")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(results, indent=1))
+        harness.write_json(args.out, "bench_sync", results)
 
 
 if __name__ == "__main__":

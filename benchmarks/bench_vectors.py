@@ -22,7 +22,6 @@ from benchmarks; the tests check the results).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -30,8 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-QUESTIONS = REPO.parent / "shared" / "data" / "eval" / "questions-words.txt"
+import harness
+
+QUESTIONS = harness.SHARED_DATA / "eval" / "questions-words.txt"
 
 
 def vectors_for(a: argparse.Namespace):
@@ -162,7 +162,6 @@ def main() -> int:
     ap.add_argument("--systems", nargs="+", default=["parvec", "gensim"], choices=["parvec", "gensim"])
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     a = ap.parse_args()
-    sys.path.insert(0, str(REPO / "src"))
     results = {}
     for name in a.only:
         results[name] = BENCHES[name](a)
@@ -171,7 +170,8 @@ def main() -> int:
                 results[name][system]["cpu_seconds"] = CPU_SECONDS[:a.repeats]
                 del CPU_SECONDS[:a.repeats]
     load = os.getloadavg()
-    print(f"{a.repeats} repeats; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{a.repeats} repeats; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+          f"{harness.machine_line(harness.machine())}")
     print("| operation | system | median s | min s | max s | CPU s (median) | gensim / parvec (wall; CPU) | check |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in results.values():
@@ -187,8 +187,7 @@ def main() -> int:
                       f"{statistics.median(r[name]['cpu_seconds']):.3f} | {ratio if name == 'parvec' else ''} | "
                       f"{r[name]['note']} |")
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps({"settings": vars(a), "load_average": load, "results": results}, indent=1))
+        harness.write_json(a.out, "bench_vectors", {"settings": vars(a), "results": results})
     return 0
 
 

@@ -20,39 +20,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+import harness
+from harness import DEFAULT_CORPUS, REPO, prepare_corpus  # noqa: F401  (REPO, prepare_corpus: other scripts')
+
 PARVEC_ALGOS = ("classic", "hogbatch", "par")
-
-
-def prepare_corpus(xz_path: Path, work: Path, line_tokens: int = 10000) -> Path:
-    """Decompress once into lines of ``line_tokens`` tokens (gensim corpus_file needs lines <= 10k)."""
-    work.mkdir(parents=True, exist_ok=True)
-    out = work / f"{xz_path.name.removesuffix('.xz')}.{line_tokens}.txt"
-    if out.exists():
-        return out
-    with lzma.open(xz_path, "rt", encoding="utf-8") if xz_path.suffix == ".xz" else open(xz_path) as f:
-        words = f.read().split()
-    tmp = out.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for i in range(0, len(words), line_tokens):
-            f.write(" ".join(words[i : i + line_tokens]) + "\n")
-    os.replace(tmp, out)
-    return out
 
 
 def run_one(args: argparse.Namespace) -> dict:
     """Train one system once (in this process) and return its measurements."""
-    sys.path.insert(0, str(REPO / "src"))
     from parvec.evaluation import default_eval_paths, evaluate
     from parvec.keyedvectors import KeyedVectors
 
@@ -125,11 +107,7 @@ def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Na
         cmd.append("--quality")
     if extra:
         cmd += ["--extra", extra]
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        raise RuntimeError(f"{system} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return harness.run_child(cmd, system)
 
 
 SCORE_NAMES = ("WS-353", "SimLex-999", "analogy")
@@ -207,7 +185,6 @@ def main() -> None:
         return
     corpus = prepare_corpus(ns.corpus, ns.work)
     if any(s in PARVEC_ALGOS for s in ns.systems):  # fill parvec's corpus cache once, untimed
-        sys.path.insert(0, str(REPO / "src"))
         from parvec.corpus import EncodedCorpus, ReadOptions
 
         enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=ns.min_count), cache_dir=ns.work / "cache")
@@ -271,11 +248,10 @@ def main() -> None:
     if len(seeds) > 1:
         lines += ["", seed_table(per_seed, seeds)]
     table = "\n".join(lines)
-    print(table)
+    print(f"Machine: {harness.machine_line(harness.machine())}\n\n{table}")
     if ns.out:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
-                                      "table": table}, indent=1))
+        harness.write_json(ns.out, "bench_words", {"args": {k: str(v) for k, v in vars(ns).items()}, "runs": runs,
+                                                   "table": table})
 
 
 if __name__ == "__main__":

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_cluster_net.py"
+from benchmark_modules import load
 
 
 @pytest.fixture(scope="module")
 def net():
-    sys.path.insert(0, str(BENCH.parent))
-    spec = importlib.util.spec_from_file_location("bench_cluster_net", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_cluster_net")
 
 
 def test_rates_in_tc_notation(net):

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_words.py"
+from benchmark_modules import load
 
 
 @pytest.fixture(scope="module")
 def bench_words():
-    spec = importlib.util.spec_from_file_location("bench_words", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_words")
 
 
 def _q(ws: float, simlex: float, analogy_percent: float) -> dict:

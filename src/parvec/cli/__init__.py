@@ -99,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="parvec",
         description="Fast word2vec (skip-gram, negative sampling) and node2vec/DeepWalk embeddings.",
     )
+    from parvec import __version__
+
+    parser.add_argument("--version", action="version", version=f"parvec {__version__}",
+                        help="print parvec's version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         try:
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     from parvec.cli.outputs import discard_open_plans, exit_code_for_stdout, tolerant_std_streams
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         # word2vec.c style: `parvec -train corpus.txt -output vec.txt ...` means `parvec train ...`
         argv = ["train", *argv]
     with tolerant_std_streams() as (stdout, _stderr), _signals_unwind():
