@@ -48,11 +48,14 @@ def test_changelog_has_a_section_for_this_version():
     assert re.search(rf"^## \[{re.escape(parvec.__version__)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
 
 
-def test_licence_file_is_mit_as_declared():
-    assert PYPROJECT["project"]["license"] == "MIT"
+def test_licences_are_declared_as_shipped():
+    # parvec's code is MIT; the Google analogy set it ships is Apache-2.0, whose text must travel with it
+    assert PYPROJECT["project"]["license"] == "MIT AND Apache-2.0"
     text = (REPO / "LICENSE").read_text(encoding="utf-8")
     assert text.startswith("MIT License") and "the parvec authors" in text
-    assert "LICENSE" in PYPROJECT["project"]["license-files"]
+    files = PYPROJECT["project"]["license-files"]
+    assert "LICENSE" in files and "src/parvec/data/LICENSE-Apache-2.0.txt" in files
+    assert all((REPO / f).is_file() for f in files)
 
 
 def test_package_data_covers_every_shipped_data_file():
