@@ -27,7 +27,7 @@ def test_hashes_are_the_byte_tokenisers_fnv1a():
     table.scan("\n".join(w for w in words if w).encode("utf-8"), insert=True)
     got = hash_words(words)
     assert [int(h) for h in got] == [fnv1a64(w) for w in words]
-    by_word = dict(zip(table.words(), table._hashes[: len(table)].tolist(), strict=True))
+    by_word = dict(zip(table.words(), table.arrays()[0].tolist(), strict=True))
     assert all(by_word[w] == fnv1a64(w) for w in words if w)
 
 
