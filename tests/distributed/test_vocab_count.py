@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from parvec.corpus import ReadOptions, TextSentences, byte_ranges, encode_sentences
-from parvec.corpus.hashencode import encode_range
+from parvec.distributed.hashed_encode import encode_ranges
 from parvec.distributed.vocab_count import (
     RangeCount,
     assign_ids,
@@ -160,15 +160,19 @@ def test_on_ray_the_vocabulary_is_the_one_process_one_and_the_driver_gets_small_
     lookup = ray_session.get(parts.lookup)
     assert not lookup.keys.flags.writeable
     to_new = np.asarray(lookup.lookup(hash_words(want.words)))
-    for a, b in byte_ranges(demo_slice, 3):
-        tokens, offsets, _ = encode_range(demo_slice, a, b, options, lookup)
+    out = demo_slice.parent / "hashed"
+    sizes = encode_ranges(ray_session, demo_slice, options, parts.ranges, parts.lookup, out)
+    assert [s[3] for s in sizes] == [c.fingerprint for c in parts.counted]  # the bytes counting read
+    from parvec.distributed.pipeline import encode_range as python_encode_range
+
+    for k, (a, b) in enumerate(parts.ranges):
         work = demo_slice.parent / f"one-{a}"
         work.mkdir(exist_ok=True)
-        from parvec.distributed.pipeline import encode_range as python_encode_range
-
         python_encode_range(str(demo_slice), a, b, options.__dict__, want, str(work), 0)
+        tokens = np.load(out / f"tokens_{k}.npy")
+        assert sizes[k][0] == len(tokens)
         assert np.array_equal(tokens, to_new[np.load(work / "tokens_0.npy")])
-        assert np.array_equal(offsets, np.load(work / "offsets_0.npy"))
+        assert np.array_equal(np.load(out / f"offsets_{k}.npy"), np.load(work / "offsets_0.npy"))
 
 
 def test_on_ray_a_vocabulary_no_word_reaches_is_refused(ray_session, tmp_path):
