@@ -48,8 +48,8 @@ from parvec.countclasses import CountClasses
 from parvec.errors import ParvecError
 from parvec.wordhash import WordLookup
 
-__all__ = ["RangeCount", "VocabParts", "assign_ids", "count_range", "count_vocabulary", "effective_min_count",
-           "id_bases", "join_lookup", "merge_parts", "part_of", "vocab_of_parts"]
+__all__ = ["RangeCount", "Reducer", "VocabParts", "assign_ids", "build_lookup", "count_range", "count_vocabulary",
+           "effective_min_count", "id_bases", "join_lookup", "map_range", "merge_parts", "part_of", "vocab_of_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -147,10 +147,11 @@ def count_range(path: str, start: int, end: int, options: dict[str, Any], reduce
 
 # --------------------------------------------------------------------------- reduce
 @nb.njit(cache=True, nogil=True)
-def _merge_sorted(order, hashes, counts, starts, lengths, arena, rep, merged, collide):  # pragma: no cover
+def _merge_sorted(order, hashes, counts, starts, lengths, arena, flags, rep, merged, collide):  # pragma: no cover
     """Walk the entries in hash order (``order``): entries of equal bytes are one word (its first entry is its
-    representative, its counts summed); distinct words of one hash are all marked ``collide``.  Fills
-    ``rep``/``merged``/``collide`` per word and returns the number of distinct words."""
+    representative, its counts summed); distinct words of one hash are all marked ``collide``, and so is a word
+    an entry of which was marked (``flags``: from an earlier merge).  Fills ``rep``/``merged``/``collide`` per
+    word and returns the number of distinct words."""
     n = len(order)
     n_words = 0
     i = 0
@@ -177,14 +178,40 @@ def _merge_sorted(order, hashes, counts, starts, lengths, arena, rep, merged, co
             if found < 0:
                 rep[n_words] = e
                 merged[n_words] = counts[e]
+                collide[n_words] = flags[e]
                 n_words += 1
             else:
                 merged[found] += counts[e]
+                collide[found] = collide[found] or flags[e]
         if n_words - first_word > 1:
             for w in range(first_word, n_words):
                 collide[w] = True
         i = j
     return n_words
+
+
+def _merge(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Parts (or earlier merges) of one reducer merged into distinct words sorted by hash, with their summed counts
+    and ``collide`` flags (distinct words of one hash)."""
+    def cat(key: str, dtype: Any) -> np.ndarray:
+        return np.concatenate([p[key] for p in parts]) if parts else np.zeros(0, dtype)
+
+    hashes, counts = cat("hashes", np.uint64), cat("counts", np.int64)
+    lengths, arena = cat("lengths", np.int32), cat("arena", np.uint8)
+    flags = np.concatenate([p.get("collide", np.zeros(len(p["hashes"]), np.bool_)) for p in parts]) if parts \
+        else np.zeros(0, np.bool_)
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths) > 1:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    order = np.argsort(hashes, kind="stable")
+    rep = np.empty(len(order), dtype=np.int64)
+    merged_counts = np.empty(len(order), dtype=np.int64)
+    collide = np.zeros(len(order), dtype=np.bool_)
+    n = _merge_sorted(order, hashes, counts, starts, lengths, arena, flags, rep, merged_counts, collide)
+    merged = _take(hashes, counts, starts, lengths, arena, rep[:n])
+    merged["counts"] = merged_counts[:n]  # the words' summed counts (not their first entry's)
+    merged["collide"] = collide[:n]
+    return merged
 
 
 def merge_parts(*parts: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -195,31 +222,107 @@ def merge_parts(*parts: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], d
     Example:
         >>> merged, summary = merge_parts(part_a, part_b)  # doctest: +SKIP
     """
-    hashes = np.concatenate([p["hashes"] for p in parts]) if parts else np.zeros(0, np.uint64)
-    counts = np.concatenate([p["counts"] for p in parts]) if parts else np.zeros(0, np.int64)
-    lengths = np.concatenate([p["lengths"] for p in parts]) if parts else np.zeros(0, np.int32)
-    arena = np.concatenate([p["arena"] for p in parts]) if parts else np.zeros(0, np.uint8)
-    starts = np.zeros(len(lengths), dtype=np.int64)
-    if len(lengths) > 1:
-        np.cumsum(lengths[:-1], out=starts[1:])
-    order = np.argsort(hashes, kind="stable")
-    rep = np.empty(len(order), dtype=np.int64)
-    merged_counts = np.empty(len(order), dtype=np.int64)
-    collide = np.zeros(len(order), dtype=np.bool_)
-    n = _merge_sorted(order, hashes, counts, starts, lengths, arena, rep, merged_counts, collide)
-    rep, merged_counts, collide = rep[:n], merged_counts[:n], collide[:n]
+    merged = _merge(list(parts))
+    collide = merged.pop("collide")
+    starts = np.zeros(len(merged["lengths"]), dtype=np.int64)
+    if len(starts) > 1:
+        np.cumsum(merged["lengths"][:-1], out=starts[1:])
     collisions: dict[int, list[str]] = {}
     for w in np.flatnonzero(collide).tolist():
-        e = int(rep[w])
-        word = arena[starts[e]: starts[e] + lengths[e]].tobytes().decode("utf-8", errors="replace")
-        collisions.setdefault(int(hashes[e]), []).append(word)
-    ok = ~collide
-    merged = _take(hashes, counts, starts, lengths, arena, rep[ok])
-    merged["counts"] = merged_counts[ok]  # the words' summed counts (not their first entry's)
+        word = merged["arena"][starts[w]: starts[w] + merged["lengths"][w]].tobytes()
+        collisions.setdefault(int(merged["hashes"][w]), []).append(word.decode("utf-8", errors="replace"))
+    if len(collisions):
+        kept = _take(merged["hashes"], merged["counts"], starts, merged["lengths"], merged["arena"],
+                     np.flatnonzero(~collide))
+        merged = kept
     values, sizes = np.unique(merged["counts"], return_counts=True)
     summary = {"values": values.astype(np.int64), "sizes": sizes.astype(np.int64),
                "collisions": sorted(collisions.items())}
     return merged, summary
+
+
+class Reducer:
+    """A Ray actor: reducer ``r``.  Mappers push their part ``r`` to it (:meth:`add`; merged as they come, so it
+    holds about its distinct words and one batch of parts); :meth:`finish` returns its histogram, :meth:`assign`
+    gives its kept words their ids, and it serves its parts of the lookup and of the word list.  Nothing it holds
+    passes through the driver.
+
+    Example:
+        >>> reducer = ray.remote(Reducer).remote()  # doctest: +SKIP
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()  # the ranges whose part arrived (a retried mapper's second push is ignored)
+        self.pending: list[dict[str, np.ndarray]] = []
+        self.pending_words = 0
+        self.merged: dict[str, np.ndarray] | None = None
+        self.words: dict[str, np.ndarray] | None = None
+
+    def add(self, k: int, part: dict[str, np.ndarray]) -> int:
+        """Take range ``k``'s part (once: a retried mapper pushes it again); merge when the parts waiting hold more
+        entries than the merged words."""
+        if k in self.seen:
+            return 0
+        self.seen.add(k)
+        self.pending.append(part)
+        self.pending_words += len(part["hashes"])
+        if self.pending_words > max(1 << 20, len(self.merged["hashes"]) if self.merged else 0):
+            self._merge_pending()
+        return len(part["hashes"])
+
+    def _merge_pending(self) -> None:
+        parts = ([self.merged] if self.merged is not None else []) + self.pending
+        self.merged = _merge(parts)
+        self.pending, self.pending_words = [], 0
+
+    def finish(self) -> dict[str, Any]:
+        """Merge what is left; the summary of :func:`merge_parts` (histogram, collisions)."""
+        self._merge_pending()
+        assert self.merged is not None
+        self.merged, summary = merge_parts(self.merged)
+        return summary
+
+    def assign(self, eff_min: int, base: dict[str, np.ndarray]) -> int:
+        """Ids for the kept words (:func:`assign_ids`); returns how many.  The merged counts are freed."""
+        assert self.merged is not None
+        (_, _), self.words = assign_ids(self.merged, eff_min, base)
+        self.merged = None
+        return len(self.words["ids"])
+
+    def lookup_part(self) -> tuple[np.ndarray, np.ndarray]:
+        """Its part of the hash lookup: ``(keys sorted, ids)``."""
+        assert self.words is not None
+        return self.words["hashes"], self.words["ids"]
+
+    def words_part(self) -> dict[str, np.ndarray]:
+        """Its part of the word list: ``ids``, ``counts``, ``lengths``, ``arena`` (and ``hashes``), in hash order."""
+        assert self.words is not None
+        return self.words
+
+
+def map_range(path: str, start: int, end: int, options: dict[str, Any], reducers: list[Any], k: int) -> RangeCount:
+    """Map task for range ``k``: :func:`count_range`, each part pushed to its reducer actor; returns the range's
+    figures.
+
+    Example:
+        >>> info = map_range("corpus.txt", 0, 1 << 20, {}, reducers, 0)  # doctest: +SKIP
+    """
+    import ray
+
+    *parts, info = count_range(path, start, end, options, len(reducers))
+    ray.get([r.add.remote(k, p) for r, p in zip(reducers, parts, strict=True)])
+    return info
+
+
+def build_lookup(reducers: list[Any]) -> WordLookup:
+    """Task: the hash lookup from the reducers' parts (fetched here, not through the driver).
+
+    Example:
+        >>> lookup_ref = ray.remote(build_lookup).remote(reducers)  # doctest: +SKIP
+    """
+    import ray
+
+    return join_lookup(*ray.get([r.lookup_part.remote() for r in reducers]))
 
 
 # --------------------------------------------------------------------------- ids
@@ -327,21 +430,20 @@ def join_lookup(*parts: tuple[np.ndarray, np.ndarray]) -> WordLookup:
 # --------------------------------------------------------------------------- the driver
 @dataclass
 class VocabParts:
-    """A vocabulary counted by :func:`count_vocabulary`, held by the reducers: the driver has only small tables.
-
-    ``lookup`` and ``words`` are Ray object references (the hash lookup; one word-list part per reducer, see
-    :func:`assign_ids`), ``classes`` the count classes (the sampling tables come from them:
-    :mod:`parvec.countclasses`), ``ranges`` each range's figures.
+    """A vocabulary counted by :func:`count_vocabulary`, held by its reducer actors: the driver has only small
+    tables.  ``lookup`` is an object reference to the hash lookup, ``reducers`` the actors (their word-list parts:
+    :meth:`Reducer.words_part`; :meth:`close` stops them), ``classes`` the count classes (the sampling tables come
+    from them: :mod:`parvec.countclasses`), ``ranges`` and ``counted`` each range and its figures.
 
     Example:
-        >>> parts.classes.n_words, len(parts.words), parts.min_count  # doctest: +SKIP
+        >>> parts.classes.n_words, len(parts.reducers), parts.min_count  # doctest: +SKIP
         (67955, 4, 5)
     """
 
     classes: CountClasses
     min_count: int
     lookup: Any
-    words: list[Any]
+    reducers: list[Any]
     ranges: list[tuple[int, int]]
     counted: list[RangeCount]
     collisions: list[tuple[int, list[str]]] = field(default_factory=list)
@@ -351,13 +453,19 @@ class VocabParts:
         """Tokens of the corpus (every word, kept or not)."""
         return sum(c.raw_words for c in self.counted)
 
+    def close(self, ray: Any) -> None:
+        """Stop the reducer actors (their word lists go with them; the lookup stays while referenced)."""
+        for r in self.reducers:
+            ray.kill(r)
+        self.reducers = []
+
 
 def count_vocabulary(ray: Any, path: str | os.PathLike[str], options: ReadOptions, n_ranges: int, reducers: int,
                      timeout_s: float = 300.0, timings: dict[str, float] | None = None) -> VocabParts:
-    """Steps 1-4 on Ray for a plain file: count its ``n_ranges`` byte ranges, merge on ``reducers`` reducers,
+    """Steps 1-4 on Ray for a plain file: count its ``n_ranges`` byte ranges, merge on ``reducers`` reducer actors,
     assign ids from the histograms and build the lookup (in the object store).  Raises :class:`ParvecError` for a
-    corpus without words or without a word that reaches the minimum count.  ``timings``, if given, gets each
-    step's seconds (``count_merge``, ``ids``, ``assign_lookup``).
+    corpus without words or without a word that reaches the minimum count (the reducers are then stopped).
+    ``timings``, if given, gets each step's seconds (``count_merge``, ``ids``, ``assign_lookup``).
 
     Example:
         >>> parts = count_vocabulary(ray, "corpus.txt", ReadOptions(min_count=5), 8, 4)  # doctest: +SKIP
@@ -368,35 +476,35 @@ def count_vocabulary(ray: Any, path: str | os.PathLike[str], options: ReadOption
     if not ranges:
         raise ParvecError(f"{path}: the input is empty")
     opts = dict(options.__dict__)
-    reducers = max(1, int(reducers))
-    mapper = ray.remote(num_cpus=1, max_retries=2, num_returns=reducers + 1)(count_range)
-    mapped = [mapper.remote(str(path), a, b, opts, reducers) for a, b in ranges]
-    merger = ray.remote(num_cpus=1, max_retries=2, num_returns=2)(merge_parts)
-    merged = [merger.remote(*[m[r] for m in mapped]) for r in range(reducers)]
-    counted = _get(ray, [m[reducers] for m in mapped], "counting words", timeout_s)
-    summaries = _get(ray, [m[1] for m in merged], "merging the counts", timeout_s)
-    del mapped  # the parts: the reducers hold them now
-    t1 = time.perf_counter()
-    raw = sum(c.raw_words for c in counted)
-    if raw == 0:
-        raise ParvecError(f"{path}: the corpus has no words")
-    classes, eff, bases = id_bases(summaries, options.min_count, options.max_final_vocab)
-    collisions = [c for s in summaries for c in s["collisions"]]
-    for h, words in collisions:
-        log.warning("%s: the words %s have the same 64-bit hash %#x and are left out of the vocabulary", path,
-                    ", ".join(repr(w) for w in words), h)
-    if classes.n_words == 0:
-        best = max((int(s["values"].max()) for s in summaries if len(s["values"])), default=0)
-        raise ParvecError(f"{path}: no word reaches min_count={options.min_count} (the most frequent word occurs "
-                          f"{best} times); lower --min-count")
-    t2 = time.perf_counter()
-    assigner = ray.remote(num_cpus=1, max_retries=2, num_returns=2)(assign_ids)
-    assigned = [assigner.remote(merged[r][0], eff, bases[r]) for r in range(reducers)]
-    lookup = ray.remote(num_cpus=1, max_retries=2)(join_lookup).remote(*[a[0] for a in assigned])
-    ray.wait([lookup], timeout=timeout_s * max(1, len(ranges)))
+    actors = [ray.remote(Reducer).options(num_cpus=0).remote() for _ in range(max(1, int(reducers)))]
+    try:
+        mapper = ray.remote(num_cpus=1, max_retries=2)(map_range)
+        counted = _get(ray, [mapper.remote(str(path), a, b, opts, actors, k) for k, (a, b) in enumerate(ranges)],
+                       "counting words", timeout_s)
+        summaries = _get(ray, [r.finish.remote() for r in actors], "merging the counts", timeout_s)
+        t1 = time.perf_counter()
+        if sum(c.raw_words for c in counted) == 0:
+            raise ParvecError(f"{path}: the corpus has no words")
+        classes, eff, bases = id_bases(summaries, options.min_count, options.max_final_vocab)
+        collisions = [c for s in summaries for c in s["collisions"]]
+        for h, words in collisions:
+            log.warning("%s: the words %s have the same 64-bit hash %#x and are left out of the vocabulary", path,
+                        ", ".join(repr(w) for w in words), h)
+        if classes.n_words == 0:
+            best = max((int(s["values"].max()) for s in summaries if len(s["values"])), default=0)
+            raise ParvecError(f"{path}: no word reaches min_count={options.min_count} (the most frequent word "
+                              f"occurs {best} times); lower --min-count")
+        t2 = time.perf_counter()
+        _get(ray, [r.assign.remote(eff, b) for r, b in zip(actors, bases, strict=True)], "assigning ids", timeout_s)
+        lookup = ray.remote(num_cpus=1, max_retries=2)(build_lookup).remote(actors)
+        ray.wait([lookup], timeout=timeout_s * max(1, len(actors)))
+    except BaseException:
+        for r in actors:
+            ray.kill(r)
+        raise
     if timings is not None:
         timings.update(count_merge=t1 - t0, ids=t2 - t1, assign_lookup=time.perf_counter() - t2)
-    return VocabParts(classes, eff, lookup, [a[1] for a in assigned], ranges, counted, collisions)
+    return VocabParts(classes, eff, lookup, actors, ranges, counted, collisions)
 
 
 def _get(ray: Any, refs: list[Any], what: str, timeout_s: float) -> list[Any]:
@@ -421,8 +529,8 @@ def vocab_of_parts(ray: Any, parts: VocabParts) -> tuple[list[str], np.ndarray]:
     n = parts.classes.n_words
     words: list[str] = [""] * n
     counts = np.zeros(n, dtype=np.int64)
-    for ref in parts.words:
-        w = ray.get(ref)
+    for reducer in parts.reducers:
+        w = ray.get(reducer.words_part.remote())
         text = w["arena"].tobytes()
         pos = 0
         for i, length in zip(w["ids"].tolist(), w["lengths"].tolist(), strict=True):
