@@ -34,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,12 +75,23 @@ def _workers() -> list[int]:
 
 
 class Meter:
-    """Peak RSS per step of the driver and of the Ray workers, from VmHWM reset before each step."""
+    """Peak RSS per step of the driver and of the Ray workers: VmHWM reset before each step, and sampled every
+    0.2 s during it (a worker that exits within the step, such as today's encoder actors, is caught by the
+    samples).  A worker that starts within the step grows from the RSS of an idle worker (``idle``)."""
 
     def __init__(self) -> None:
         self.steps: dict[str, dict] = {}
+        self.idle = 0
         self._t0 = 0.0
         self._base: dict[int, int] = {}
+        self._peaks: dict[int, int] = {}
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def _sample(self, stop: threading.Event) -> None:
+        while not stop.wait(0.2):
+            for pid in _workers():
+                self._peaks[pid] = max(self._peaks.get(pid, 0), _status(pid, "VmHWM:"))
 
     def start(self) -> None:
         pids = [os.getpid(), *_workers()]
@@ -90,23 +102,33 @@ class Meter:
             except OSError:
                 pass
         self._base = {pid: _status(pid, "VmRSS:") for pid in pids}
+        self._peaks = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(self._stop,), daemon=True)
+        self._thread.start()
         self._t0 = time.perf_counter()
 
     def stop(self, name: str) -> dict:
         seconds = time.perf_counter() - self._t0
+        assert self._stop is not None and self._thread is not None
+        self._stop.set()
+        self._thread.join()
+        for pid in _workers():
+            self._peaks[pid] = max(self._peaks.get(pid, 0), _status(pid, "VmHWM:"))
         me = os.getpid()
-        workers = _workers()
         driver_peak = _status(me, "VmHWM:")
-        w = [(pid, _status(pid, "VmHWM:"), self._base.get(pid, 0)) for pid in workers]
+        w = [(pid, p, self._base.get(pid, self.idle)) for pid, p in self._peaks.items()]
         row = {"seconds": seconds, "driver_peak": driver_peak, "driver_growth": driver_peak - self._base[me],
                "worker_peak_max": max((p for _, p, _ in w), default=0),
-               "worker_growth_max": max((p - b for _, p, b in w), default=0), "workers": len(w)}
+               "worker_growth_max": max((p - b for _, p, b in w), default=0), "workers": len(w),
+               "idle_worker_rss": self.idle}
         self.steps[name] = row
         return row
 
 
-def _warm_up(ray) -> None:
-    """Start the workers (one per CPU) with the modules the steps import, so their start is not in a step."""
+def _warm_up(ray) -> int:
+    """Start the workers (one per CPU) with the modules the steps import, so their start is not in a step;
+    returns an idle worker's RSS."""
 
     def load() -> int:
         import parvec.corpus.hashencode  # noqa: F401
@@ -117,7 +139,8 @@ def _warm_up(ray) -> None:
         return os.getpid()
 
     task = ray.remote(num_cpus=1)(load)
-    ray.get([task.remote() for _ in range(4)])
+    pids = set(ray.get([task.remote() for _ in range(4)]))
+    return min(_status(pid, "VmRSS:") for pid in pids)
 
 
 def _n_ranges(ray, path: Path) -> int:
@@ -181,7 +204,7 @@ def run_one(ns: argparse.Namespace) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     meter = Meter()
     with Cluster("local:2").session() as ray:
-        _warm_up(ray)
+        meter.idle = _warm_up(ray)
         fn = run_today if ns.pipeline == "today" else run_new
         result = fn(ray, path, ns.min_count, work, meter)
     import shutil
