@@ -1,14 +1,18 @@
 """The vocabulary as a map-reduce on Ray (Ordentlich et al. section 6.1.1): no process holds every word.
 
-1. **Map** (:func:`count_range`, one Ray task per byte range): the byte tokeniser counts the range
-   (:class:`parvec.corpus.textscan.WordTable`: FNV-1a hashes, counts, the words' bytes in one arena) and cuts
-   the words into ``R`` parts by the top 32 bits of their hash (part ``r`` holds the hashes whose top 32 bits are
-   in ``[ceil(r 2^32 / R), ceil((r+1) 2^32 / R))``), each part numpy arrays in the object store.
-2. **Reduce** (:func:`merge_parts`, one task per reducer): reducer ``r`` merges part ``r`` of every range (sorted by
-   hash, equal hashes compared byte by byte), so it holds every distinct word of its hash range with its count,
-   and returns a *histogram* (count value -> words) to the driver.  Two distinct words of one hash (a 64-bit
-   collision) are left out of the vocabulary, named in :attr:`VocabParts.collisions` (the hashed lookup could not
-   tell them apart; :mod:`parvec.wordhash` gives the odds).
+1. **Map** (:func:`map_range`, one Ray task per byte range): the byte tokeniser counts the range
+   (:func:`count_range`: :class:`parvec.corpus.textscan.WordTable`'s FNV-1a hashes, counts and the words' bytes in
+   one arena) and cuts the words into ``R`` parts by the top 32 bits of their hash (part ``r`` holds the hashes
+   whose top 32 bits are in ``[ceil(r 2^32 / R), ceil((r+1) 2^32 / R))``), numpy arrays pushed straight to the
+   reducer actors (:meth:`Reducer.add`, once per range: a retried mapper's second push is ignored).  Ray hands an
+   object under the cluster's inline limit (``max_direct_call_object_size``, 8 MiB in parvec's local Ray) to its
+   caller, so parts *returned* by the tasks would all have passed through the driver.
+2. **Reduce** (:class:`Reducer`, one Ray actor per reducer): reducer ``r`` merges part ``r`` of every range as they
+   come (sorted by hash, equal hashes compared byte by byte), so it holds every distinct word of its hash range
+   with its count, and returns a *histogram* (count value -> words) to the driver (:meth:`Reducer.finish`).  Two
+   distinct words of one hash (a 64-bit collision) are left out of the vocabulary, named in
+   :attr:`VocabParts.collisions` (the hashed lookup could not tell them apart; :mod:`parvec.wordhash` gives the
+   odds).
 3. **Ids** (driver, :func:`id_bases`): from the histograms alone (per reducer and per count value, a number of
    words: a few thousand entries each) the driver finds the effective minimum count (``min_count``, raised for
    ``max_final_vocab`` as gensim does), the count classes (:class:`parvec.countclasses.CountClasses`) and each
@@ -16,13 +20,15 @@
    the reducer's list sorted by hash), which is **ties by the 64-bit FNV-1a hash of the word's bytes**,
    whatever the number of ranges or reducers.  (One process orders ties by first occurrence in the text; the
    words, their counts and each count's set of words are the same.)
-4. **Parts** (:func:`assign_ids`, one task per reducer): each reducer gives its kept words their ids and makes its
-   part of the hash -> id lookup (:class:`parvec.wordhash.WordLookup`; the parts hold consecutive hash ranges,
-   so their concatenation is sorted: :func:`join_lookup`) and of the word list (ids, lengths, bytes).
+4. **Parts** (:meth:`Reducer.assign`, :func:`assign_ids`): each reducer gives its kept words their ids and keeps
+   its part of the word list (ids, counts, bytes: :meth:`Reducer.words_part`); a task (:func:`build_lookup`) joins
+   the reducers' parts of the hash -> id lookup (:class:`parvec.wordhash.WordLookup`; consecutive hash ranges,
+   so their concatenation is sorted) into one object in the object store.
 
-The driver receives only the histograms, the ranges' figures and the collisions: its memory does not grow
+The driver receives only the ranges' figures, the histograms and the collisions: its memory does not grow
 with the vocabulary.  ``max_vocab_size`` prunes each range on its own (word2vec.c's rule on the range's counts)
-before it is cut into parts.
+before it is cut into parts.  The same steps run in one process from the pure functions (:func:`count_range`,
+:func:`merge_parts`, :func:`id_bases`, :func:`assign_ids`, :func:`join_lookup`).
 
 Example:
     >>> parts = count_vocabulary(ray, "corpus.txt", ReadOptions(min_count=5), n_ranges=8, reducers=4)  # doctest: +SKIP
