@@ -113,6 +113,20 @@ class WordTable:
         """How often each word was scanned with ``insert`` (a view, in id order)."""
         return self._counts[: len(self)]
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The words as arrays, in id order (views): ``(FNV-1a hashes uint64, counts int64, starts int64,
+        lengths int32, arena uint8)``, word ``i``'s bytes being ``arena[starts[i] : starts[i] + lengths[i]]``.
+
+        Example:
+            >>> t = WordTable(); _ = t.scan(b"ab c ab", insert=True)
+            >>> hashes, counts, starts, lengths, arena = t.arrays()
+            >>> counts.tolist(), starts.tolist(), lengths.tolist(), arena.tobytes()
+            ([2, 1], [0, 2], [2, 1], b'abc')
+        """
+        n = len(self)
+        return (self._hashes[:n], self._counts[:n], self._starts[:n], self._lengths[:n],
+                self._arena[: int(self._state[1])])
+
     @classmethod
     def of_words(cls, words: list[str]) -> tuple[WordTable, np.ndarray]:
         """A table of ``words`` (a vocabulary) and ``table id -> index in words`` (int32).

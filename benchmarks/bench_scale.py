@@ -1,0 +1,365 @@
+"""Vocabulary counting and encoding at scale: today's sharded pipeline steps against the map-reduce vocabulary and
+the hashed lookup, on synthetic Zipf corpora of millions of distinct words, each in a fresh local Ray.
+
+    python benchmarks/bench_scale.py run --words 1000000 4000000 16000000 --min-count 1 2 \\
+        --pipelines today new --work /tmp/parvec-scale --out /tmp/parvec-scale/scale.json
+    python benchmarks/bench_scale.py raydata --corpus /tmp/parvec-scale/zipf1000000.txt
+
+``run``: for each vocabulary size ``V`` a corpus of ``2 V`` tokens (``benchmarks/make_zipf_corpus.py --words V
+--extra V``: every word once, then Zipf draws, 1000 words a line; written once under ``--work``), then for each
+``--min-count`` and pipeline one subprocess that starts ``Cluster("local:2")`` and runs
+
+- ``today``: :func:`parvec.distributed.pipeline.count_and_encode` (tasks count ranges into Python dicts, the
+  driver merges them into a :class:`parvec.vocab.Vocab`, one encoder actor per CPU builds a dict and encodes),
+  split into ``count`` and ``encode`` at the moment the driver finishes the vocabulary;
+- ``new``: :func:`parvec.distributed.vocab_count.count_vocabulary` (``count_merge``: mappers and reducers up to
+  the histograms; ``ids``: the driver's id assignment; ``assign_lookup``: the reducers' ids and the joined
+  lookup), the sampling tables from the count classes (``tables``), and
+  :func:`parvec.distributed.hashed_encode.encode_ranges` (``encode``).
+
+Memory per step: the peak RSS (``VmHWM``, reset before each step through ``/proc/PID/clear_refs``) of the driver
+and of every Ray worker process, less each one's RSS before the step, and that per distinct and per kept word.
+Shared object-store pages a worker reads count in its RSS.
+
+``raydata``: the count-and-merge step by plain Ray tasks (as in ``new``) against Ray Data (``map_batches`` of
+ranges into Arrow tables of (word bytes, count), ``groupby("word").sum("count")``, then the histogram of the
+counts), on one corpus.  Needs ``pyarrow`` and ``pandas`` (not parvec dependencies; e.g. ``pip install --target
+DIR pyarrow pandas`` and ``PYTHONPATH=DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+_RANGE_BYTES = 64 << 20
+
+
+# --------------------------------------------------------------------------- process memory
+def _status(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _workers() -> list[int]:
+    """The Ray worker processes (tasks and actors) started under this driver: its descendants that Ray names
+    ``ray::...`` (its own agents left out)."""
+    import psutil
+
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            name = (p.cmdline() or [""])[0]
+        except psutil.Error:
+            continue
+        if name.startswith("ray::") and not name.endswith("Agent"):
+            out.append(p.pid)
+    return out
+
+
+class Meter:
+    """Peak RSS per step of the driver and of the Ray workers: VmHWM reset before each step, and sampled every
+    0.2 s during it (a worker that exits within the step, such as today's encoder actors, is caught by the
+    samples).  A worker that starts within the step grows from the RSS of an idle worker (``idle``)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, dict] = {}
+        self.idle = 0
+        self._t0 = 0.0
+        self._base: dict[int, int] = {}
+        self._peaks: dict[int, int] = {}
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def _sample(self, stop: threading.Event) -> None:
+        while not stop.wait(0.2):
+            for pid in _workers():
+                self._peaks[pid] = max(self._peaks.get(pid, 0), _status(pid, "VmHWM:"))
+
+    def start(self) -> None:
+        pids = [os.getpid(), *_workers()]
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        self._base = {pid: _status(pid, "VmRSS:") for pid in pids}
+        self._peaks = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(self._stop,), daemon=True)
+        self._thread.start()
+        self._t0 = time.perf_counter()
+
+    def stop(self, name: str) -> dict:
+        seconds = time.perf_counter() - self._t0
+        assert self._stop is not None and self._thread is not None
+        self._stop.set()
+        self._thread.join()
+        for pid in _workers():
+            self._peaks[pid] = max(self._peaks.get(pid, 0), _status(pid, "VmHWM:"))
+        me = os.getpid()
+        driver_peak = _status(me, "VmHWM:")
+        w = [(pid, p, self._base.get(pid, self.idle)) for pid, p in self._peaks.items()]
+        row = {"seconds": seconds, "driver_peak": driver_peak, "driver_growth": driver_peak - self._base[me],
+               "worker_peak_max": max((p for _, p, _ in w), default=0),
+               "worker_growth_max": max((p - b for _, p, b in w), default=0), "workers": len(w),
+               "idle_worker_rss": self.idle}
+        self.steps[name] = row
+        return row
+
+
+def _warm_up(ray) -> int:
+    """Start the workers (one per CPU) with the modules the steps import, so their start is not in a step;
+    returns an idle worker's RSS."""
+
+    def load() -> int:
+        import parvec.corpus.hashencode  # noqa: F401
+        import parvec.distributed.pipeline  # noqa: F401
+        import parvec.distributed.vocab_count  # noqa: F401
+
+        time.sleep(0.5)
+        return os.getpid()
+
+    task = ray.remote(num_cpus=1)(load)
+    pids = set(ray.get([task.remote() for _ in range(4)]))
+    return min(_status(pid, "VmRSS:") for pid in pids)
+
+
+def _n_ranges(ray, path: Path) -> int:
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return max(2 * cpus, -(-os.path.getsize(path) // _RANGE_BYTES))
+
+
+# --------------------------------------------------------------------------- one measurement
+def run_today(ray, path: Path, min_count: int, work: Path, meter: Meter) -> dict:
+    import parvec.distributed.pipeline as pipeline
+    from parvec.corpus import ReadOptions
+
+    original = pipeline.VocabCounter
+
+    class Timed(original):  # type: ignore[misc, valid-type]
+        def finish(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            vocab = super().finish(*args, **kwargs)
+            meter.stop("count")
+            meter.start()
+            return vocab
+
+    pipeline.VocabCounter = Timed  # type: ignore[misc]
+    meter.start()
+    enc = pipeline.count_and_encode(ray, path, ReadOptions(min_count=min_count), work, _n_ranges(ray, path))
+    meter.stop("encode")
+    pipeline.VocabCounter = original  # type: ignore[misc]
+    return {"kept": len(enc["vocab"]), "tokens": enc["tokens"], "raw_words": enc["raw_words"]}
+
+
+def run_new(ray, path: Path, min_count: int, work: Path, meter: Meter) -> dict:
+    from parvec.corpus import ReadOptions
+    from parvec.countclasses import keep_head, noise_tables
+    from parvec.distributed.hashed_encode import encode_ranges
+    from parvec.distributed.vocab_count import count_vocabulary
+
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    options = ReadOptions(min_count=min_count)
+    timings: dict[str, float] = {}
+    meter.start()
+    parts = count_vocabulary(ray, path, options, _n_ranges(ray, path), reducers=cpus, timings=timings)
+    meter.stop("count")
+    meter.start()
+    prob, ranges = noise_tables(parts.classes)
+    head = keep_head(parts.classes, 1e-3)
+    meter.stop("tables")
+    lookup_bytes = ray.get(ray.remote(lambda t: t.nbytes).remote(parts.lookup))
+    parts.close(ray)
+    meter.start()
+    sizes = encode_ranges(ray, path, options, parts.ranges, parts.lookup, work / "encoded")
+    meter.stop("encode")
+    return {"kept": parts.classes.n_words, "tokens": sum(s[0] for s in sizes), "raw_words": parts.raw_words,
+            "count_steps": timings, "classes": parts.classes.n_classes, "lookup_bytes": int(lookup_bytes),
+            "noise_table_bytes": int(prob.nbytes + ranges.nbytes), "keep_head_bytes": int(head.nbytes)}
+
+
+def run_one(ns: argparse.Namespace) -> dict:
+    from parvec.distributed.cluster import Cluster
+
+    path = Path(ns.corpus)
+    work = Path(ns.work) / f"work-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    meter = Meter()
+    with Cluster("local:2").session() as ray:
+        meter.idle = _warm_up(ray)
+        fn = run_today if ns.pipeline == "today" else run_new
+        result = fn(ray, path, ns.min_count, work, meter)
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    result.update(pipeline=ns.pipeline, min_count=ns.min_count, distinct=ns.distinct, steps=meter.steps)
+    for row in meter.steps.values():
+        for key in ("driver_growth", "worker_growth_max"):
+            row[key + "_per_distinct_word"] = row[key] / ns.distinct
+            row[key + "_per_kept_word"] = row[key] / max(1, result["kept"])
+    return result
+
+
+# --------------------------------------------------------------------------- corpora and the table
+def make_corpus(words: int, work: Path) -> Path:
+    from make_zipf_corpus import write_corpus, zipf_tokens
+
+    path = work / f"zipf{words}.txt"
+    if not path.exists():
+        t0 = time.perf_counter()
+        write_corpus(str(path), zipf_tokens(words, words, 1.0, 1), 1000)
+        print(f"# {path}: {os.path.getsize(path) / 2**20:.0f} MiB in {time.perf_counter() - t0:.0f} s", flush=True)
+    return path
+
+
+def run(ns: argparse.Namespace) -> list[dict]:
+    work = Path(ns.work)
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for words in ns.words:
+        path = make_corpus(words, work)
+        for min_count in ns.min_count:
+            for pipeline in ns.pipelines:
+                cmd = [sys.executable, __file__, "run-one", "--pipeline", pipeline, "--corpus", str(path),
+                       "--min-count", str(min_count), "--distinct", str(words), "--work", str(work)]
+                env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=ns.timeout)
+                if out.returncode != 0:
+                    row = {"pipeline": pipeline, "distinct": words, "min_count": min_count,
+                           "error": out.stderr[-2000:]}
+                else:
+                    row = json.loads(out.stdout.strip().splitlines()[-1])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if ns.out:
+                    Path(ns.out).write_text(json.dumps(rows, indent=1))
+    print(table(rows))
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| distinct words | min count | pipeline | step | seconds | driver peak MiB (growth B/distinct word) | "
+             "largest worker peak MiB (growth B/distinct word) |", "|" + " --- |" * 7]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['distinct']:,} | {r['min_count']} | {r['pipeline']} | failed | | | |")
+            continue
+        for step, s in r["steps"].items():
+            lines.append(f"| {r['distinct']:,} | {r['min_count']} | {r['pipeline']} | {step} | {s['seconds']:.1f} | "
+                         f"{s['driver_peak'] / 2**20:.0f} ({s['driver_growth_per_distinct_word']:.1f}) | "
+                         f"{s['worker_peak_max'] / 2**20:.0f} ({s['worker_growth_max_per_distinct_word']:.1f}) |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- Ray Data against plain tasks
+def raydata(ns: argparse.Namespace) -> dict:
+    import pyarrow as pa
+    import ray.data
+
+    from parvec.corpus import ReadOptions, byte_ranges
+    from parvec.distributed.cluster import Cluster
+    from parvec.distributed.vocab_count import count_vocabulary
+
+    path = Path(ns.corpus)
+    options = ReadOptions(min_count=1)
+
+    def count_batch(batch: dict) -> pa.Table:
+        from parvec.corpus import RangeSentences
+        from parvec.corpus.textscan import WordTable, normalise
+
+        tables = []
+        for a, b in zip(batch["start"].tolist(), batch["end"].tolist(), strict=True):
+            reader = RangeSentences(path, a, b, options)
+            t = WordTable()
+            for name, block, where, at_end in reader.blocks():
+                if not at_end:
+                    t.scan(normalise(block, False, lambda x, w=where, n=name, r=reader: r.decode(x, w, n)),
+                           insert=True)
+            _, counts, starts, lengths, arena = t.arrays()
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            # The words' bytes are already contiguous in first-seen order (starts == offsets[:-1]).
+            assert np.array_equal(starts, offsets[:-1])
+            words = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(lengths),
+                                                     [None, pa.py_buffer(offsets), pa.py_buffer(arena.copy())])
+            tables.append(pa.table({"word": words, "count": pa.array(counts.copy())}))
+        return pa.concat_tables(tables)
+
+    out: dict = {"corpus": str(path)}
+    with Cluster("local:2").session() as ray:
+        _warm_up(ray)
+        n = _n_ranges(ray, path)
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        for _ in range(ns.rounds):
+            timings: dict[str, float] = {}
+            t0 = time.perf_counter()
+            parts = count_vocabulary(ray, path, options, n, reducers=cpus, timings=timings)
+            out.setdefault("tasks_count_merge_s", []).append(timings["count_merge"])
+            out.setdefault("tasks_total_s", []).append(time.perf_counter() - t0)
+            out["tasks_words"] = parts.classes.n_words
+            parts.close(ray)
+            del parts
+            t0 = time.perf_counter()
+            ranges = byte_ranges(path, n)
+            ds = ray.data.from_items([{"start": a, "end": b} for a, b in ranges], override_num_blocks=len(ranges))
+            counted = ds.map_batches(count_batch, batch_size=1, batch_format="numpy")
+            grouped = counted.groupby("word").sum("count").materialize()
+            t1 = time.perf_counter()
+            hist = grouped.groupby("sum(count)").count().to_pandas()
+            t2 = time.perf_counter()
+            out.setdefault("raydata_count_merge_s", []).append(t1 - t0)
+            out.setdefault("raydata_histogram_s", []).append(t2 - t1)
+            out["raydata_words"] = int(hist["count()"].sum())
+            del grouped
+            print(json.dumps(out), flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--words", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000])
+    r.add_argument("--min-count", type=int, nargs="+", default=[1, 2])
+    r.add_argument("--pipelines", nargs="+", choices=("today", "new"), default=["today", "new"])
+    r.add_argument("--work", default="/tmp/parvec-scale")
+    r.add_argument("--out", default="")
+    r.add_argument("--timeout", type=float, default=3600)
+    o = sub.add_parser("run-one")
+    o.add_argument("--pipeline", choices=("today", "new"), required=True)
+    o.add_argument("--corpus", required=True)
+    o.add_argument("--min-count", type=int, default=1)
+    o.add_argument("--distinct", type=int, required=True)
+    o.add_argument("--work", default="/tmp/parvec-scale")
+    d = sub.add_parser("raydata")
+    d.add_argument("--corpus", required=True)
+    d.add_argument("--rounds", type=int, default=2)
+    ns = ap.parse_args()
+    if ns.cmd == "run":
+        run(ns)
+    elif ns.cmd == "run-one":
+        print(json.dumps(run_one(ns)))
+    else:
+        print(json.dumps(raydata(ns)))
+
+
+if __name__ == "__main__":
+    main()
