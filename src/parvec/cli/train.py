@@ -182,11 +182,16 @@ def cluster_from_args(args: argparse.Namespace) -> Any:
             if getattr(args, flag, None) is not None:
                 raise ParvecError(f"--{flag} needs --cluster (e.g. --cluster local:2)")
         return None
+    from parvec.cli.flags import explicit_flags
     from parvec.distributed.cluster import Cluster
 
+    # --threads given: the threads of each replica (or sharded client), honoured or refused when they do not fit
+    # the cluster's CPUs; left out, parvec fits them (parvec.distributed.replicas.replica_threads).
+    threads = args.threads if "threads" in explicit_flags(args) or getattr(args, "threads_restored", False) else None
     return Cluster(args.cluster, mode=args.cluster_mode, replicas=args.replicas, shards=args.shards,
-                   clients=args.clients, sync_words=args.sync_words, min_sync_words=args.min_sync_words,
-                   full_sync_times=args.full_sync_times, sync_overlap=getattr(args, "sync_overlap", True),
+                   clients=args.clients, threads_per_actor=threads, sync_words=args.sync_words,
+                   min_sync_words=args.min_sync_words, full_sync_times=args.full_sync_times,
+                   sync_overlap=getattr(args, "sync_overlap", True),
                    alpha_scale=getattr(args, "replica_alpha_scale", "linear"))
 
 
@@ -539,13 +544,7 @@ def run_train(args: argparse.Namespace) -> int:
 def _run_train(args: argparse.Namespace) -> int:
     defaults_line = resolve_defaults(args)  # refuses a training file named both ways
     if getattr(args, "cluster", None):
-        # What the cluster's mode cannot train (parvec.capabilities), before reading; after the defaults, since
-        # word2vec.c's -train FILE means CBOW.
-        from parvec import capabilities
-
-        capabilities.check_placement(getattr(args, "device", "cpu"), args.cluster)
-        capabilities.check(args.cluster_mode, cbow=bool(args.cbow), hs=bool(args.hs),
-                           mid_epoch_checkpoints=args.checkpoint_every is not None)
+        _check_mode(args)
     inputs = list(args.input or [])
     source: Any = args.train_file or (inputs[0] if len(inputs) == 1 else inputs or None)
     if isinstance(source, list) and "-" in source:
@@ -580,6 +579,14 @@ def _run_train(args: argparse.Namespace) -> int:
         if not args.checkpoint_dir and not args.resume:
             raise ParvecError("--checkpoint-every needs --checkpoint-dir DIR (where the checkpoints go)")
     resumed = _prepare_resume(args) if args.resume else None
+    if getattr(args, "cluster", None):  # given, or a resumed checkpoint's
+        from parvec.config import TrainConfig
+        from parvec.distributed import check_cpus
+
+        if args.resume:
+            _check_mode(args)  # the resumed checkpoint's cluster, with the flags given now
+        # More replicas x threads (or shards and clients) than local:N has CPUs: refused before Ray starts.
+        check_cpus(cluster_from_args(args), TrainConfig(threads=args.threads))
     if getattr(args, "device", "cpu") == "cuda":  # before reading the corpus: say now if there is no GPU
         from parvec.config import TrainConfig
         from parvec.gpu import require_device
@@ -607,6 +614,16 @@ def _run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_mode(args: argparse.Namespace) -> None:
+    # What the cluster's mode cannot train (parvec.capabilities), before reading; after the defaults, since
+    # word2vec.c's -train FILE means CBOW.
+    from parvec import capabilities
+
+    capabilities.check_placement(getattr(args, "device", "cpu"), args.cluster)
+    capabilities.check(args.cluster_mode, cbow=bool(args.cbow), hs=bool(args.hs),
+                       mid_epoch_checkpoints=args.checkpoint_every is not None)
+
+
 # Flags a resumed run takes from its checkpoint: given with another value, they are refused.
 _SAVED_FLAGS = {
     "dim": ("--dim", lambda m: m.config.dim), "window": ("--window", lambda m: m.config.window),
@@ -624,13 +641,112 @@ _SAVED_FLAGS = {
     "lowercase": ("--lowercase", lambda m: m.read_options.lowercase),
     "unicode_errors": ("--unicode-errors", lambda m: m.read_options.unicode_errors),
 }
+# Where a resumed run trains (model.json's "cluster", parvec.distributed.cluster_record): flag, record key, and
+# whether another value is refused ("saved": it decides what is trained and where a mid-epoch position is) or
+# overrides ("where": another cluster to run on, other clients or a memory cap).
+_CLUSTER_FLAGS = {
+    "cluster": ("--cluster", "spec", "where"),
+    "cluster_mode": ("--mode", "mode", "saved"),
+    "replicas": ("--replicas", "replicas", "saved"),
+    "sync_words": ("--sync-words", "sync_words", "saved"),
+    "min_sync_words": ("--min-sync-words", "min_sync_words", "saved"),
+    "full_sync_times": ("--full-sync-times", "full_sync_times", "saved"),
+    "sync_overlap": ("--sync-overlap", "sync_overlap", "saved"),
+    "replica_alpha_scale": ("--replica-alpha-scale", "alpha_scale", "saved"),
+    "shards": ("--shards", "shards", "saved"),
+    "clients": ("--clients", "clients", "where"),
+    "minibatch_words": ("--minibatch-words", "minibatch_words", "saved"),
+    "minibatch_formation": ("--minibatch-formation", "minibatch_formation", "saved"),
+    "negatives_per": ("--negatives-per", "negatives_per", "saved"),
+    "wire_floats": ("--wire-floats", "wire_floats", "saved"),
+    "shard_calls": ("--shard-calls", "shard_calls", "saved"),
+}
+_REPLICAS_ONLY = ("replicas", "sync_words", "min_sync_words", "full_sync_times", "sync_overlap",
+                  "replica_alpha_scale")
+_SHARDED_ONLY = ("shards", "clients", "minibatch_words", "minibatch_formation", "negatives_per", "wire_floats",
+                 "shard_calls")
+
+
+def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, recorded: bool,
+                    given: set[str]) -> tuple[list[str], list[str]]:
+    """Set the cluster flags of a resumed run from its checkpoint's record (``model.json``'s ``cluster``; None: it
+    trained in this process) where they were left out.  Returns ``(conflicts, lines)``: the flags given with a value
+    the checkpoint cannot resume with (each with the checkpoint's value, for the one refusal), and the lines to
+    print.  A checkpoint that recorded nothing (``recorded`` False: written before parvec recorded it) keeps the
+    flags as given.
+
+    Example:
+        >>> ns = argparse.Namespace(cluster=None, cluster_mode="replicas", replicas=None, threads=1)
+        >>> restore_cluster(ns, {"spec": "local:2", "mode": "replicas", "replicas": 2}, True, set())[0]
+        []
+        >>> ns.cluster, ns.replicas
+        ('local:2', 2)
+    """
+    if not recorded:
+        return [], []
+    from parvec.distributed import describe_record
+
+    if record is None:
+        if getattr(args, "cluster", None):
+            return [f"--cluster {args.cluster} (the checkpoint was trained in this process, without --cluster: its "
+                    "position and learning rate are this process's)"], []
+        return [], []
+    conflicts: list[str] = []
+    mode = record.get("mode")
+    for dest, (flag, key, kind) in _CLUSTER_FLAGS.items():
+        if (dest in _REPLICAS_ONLY and mode != "replicas") or (dest in _SHARDED_ONLY and mode != "sharded"):
+            continue
+        saved = record.get(key)
+        if dest in given and getattr(args, dest, None) != saved and kind == "saved":
+            conflicts.append(f"{flag} {getattr(args, dest)} (the checkpoint has {saved}: {describe_record(record)})")
+        elif dest not in given:
+            setattr(args, dest, saved)
+    lines = []
+    if "cluster" in given and args.cluster != record.get("spec"):
+        lines.append(f"--cluster {args.cluster}: the run goes on there (the checkpoint trained on --cluster "
+                     f"{record.get('spec')}; its --mode and {'--replicas' if mode == 'replicas' else '--shards'} "
+                     "are kept)")
+    elif "cluster" not in given:
+        lines.append(f"cluster: {describe_record(record)}, as the checkpoint was trained (give --cluster SPEC to run "
+                     "it elsewhere with the same mode)")
+    per = record.get("threads_per_actor")
+    if per is not None and "threads" not in given:
+        args.threads = int(per)
+        args.threads_restored = True  # cluster_from_args: the threads of each replica or client, as before
+    if mode == "sharded" and record.get("shard_memory_bytes") is not None and "shard_memory" not in given:
+        args.shard_memory = str(record["shard_memory_bytes"])
+    return conflicts, lines
+
+
+def _refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: set[str],
+                        more: list[str]) -> None:
+    # The training flags given with another value than the checkpoint's (and ``more`` from the cluster's), in
+    # one refusal naming each with the checkpoint's value.
+    conflicts = []
+    for dest, (flag, saved) in _SAVED_FLAGS.items():
+        if dest in given and getattr(args, dest) != saved(model):
+            value = getattr(args, dest)
+            shown = "off" if dest == "compute_loss" else value
+            conflicts.append(f"{flag} {shown} (the checkpoint has {saved(model)})")
+    conflicts += more
+    if conflicts:
+        raise ParvecError(f"cannot resume {path} with different training flags: {'; '.join(conflicts)}; a resumed "
+                          "run keeps its saved flags (leave these out), or start a new run without --resume")
+
+
 def _prepare_resume(args: argparse.Namespace) -> Any:
     # Before any output is reserved: load the checkpoint (the latest one when --resume names a checkpoint
-    # directory), refuse flags that contradict it, and take its threads, checkpoint directory and interval.
-    from parvec.checkpoints import EPOCH_END
+    # directory), refuse flags that contradict it, and take its cluster, threads, checkpoint directory and
+    # interval.  A sharded run's checkpoint goes to parvec.cli.sharded (its model is on the shards).
+    from parvec import model_io
+    from parvec.checkpoints import EPOCH_END, find_for_resume
     from parvec.cli.flags import explicit_flags
     from parvec.word2vec import load_for_resume
 
+    if (model_io.read_meta(find_for_resume(args.resume)[0]) or {}).get("sharded") is not None:
+        from parvec.cli.sharded import prepare_resume
+
+        return prepare_resume(args)
     model, path, note = load_for_resume(args.resume)
     if model.graph_run is not None:
         raise ParvecError(model.graph_run_refusal(path))
@@ -638,15 +754,10 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     if note:
         print(note, file=sys.stderr)
     given = explicit_flags(args)
-    conflicts = []
-    for dest, (flag, saved) in _SAVED_FLAGS.items():
-        if dest in given and getattr(args, dest) != saved(model):
-            value = getattr(args, dest)
-            shown = "off" if dest == "compute_loss" else value
-            conflicts.append(f"{flag} {shown} (the checkpoint has {saved(model)})")
-    if conflicts:
-        raise ParvecError(f"cannot resume {path} with different training flags: {'; '.join(conflicts)}; a resumed "
-                          "run keeps its saved flags (leave these out), or start a new run without --resume")
+    more, cluster_lines = restore_cluster(args, model.saved_cluster, model.saved_cluster_recorded, given)
+    _refuse_saved_flags(args, model, path, given, more)
+    for line in cluster_lines:
+        print(line, file=sys.stderr)
     begun = model.epochs_trained + (1 if model.position is not None else 0)
     if "epochs" in given and args.epochs != model.config.epochs:
         if args.epochs < max(begun, 1):
@@ -664,6 +775,7 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
         model.config.threads = args.threads
     else:
         print(f"threads: {model.config.threads}, as the checkpoint was trained (--threads overrides)", file=sys.stderr)
+        args.threads = model.config.threads
     if not args.checkpoint_dir and (path.name == EPOCH_END or path.name.startswith("mid-e")):
         args.checkpoint_dir = str(path.parent)
         print(f"checkpoints continue in {path.parent} (--checkpoint-dir overrides)", file=sys.stderr)
@@ -674,10 +786,10 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     return model, resume_epochs
 
 
-def describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
+def describe_resume(model: Any, path: str, words_per_epoch: int, units: str = "chunks") -> list[str]:
     """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
     what is lost (the training after it, written so long ago) and redone.  ``train`` and the graph commands
-    print them.
+    print them (a sharded run's position counts ``units`` of work).
 
     Example:
         >>> describe_resume(Word2Vec.load("ck/checkpoint"), "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
@@ -688,7 +800,7 @@ def describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
     e = model.config.epochs
     if model.position is not None:
         pos = model.position
-        where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} chunks ({pos.words_done:,} of "
+        where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} {units} ({pos.words_done:,} of "
                  f"{words_per_epoch:,} words) done")
     else:
         where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
@@ -720,12 +832,15 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
     if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
         # Column-sharded parameter servers: count, encode, train and export on Ray without ever holding the
         # model in this process (parvec.cli.sharded over parvec.distributed.pipeline).
-        from parvec.cli.sharded import refuse_flags, train_sharded
+        from parvec.cli.sharded import ShardedResume, refuse_flags, train_sharded
 
+        if args.resume and not isinstance(resumed, ShardedResume):
+            raise ParvecError(f"--resume {args.resume} is not a sharded run's checkpoint: resume it without --mode "
+                              "sharded (it trains where it was trained)")
         if isinstance(source, list):
             raise ParvecError("--mode sharded reads one input file: concatenate the inputs first")
         refuse_flags(args)  # before the cluster is made from the flags
-        return train_sharded(args, cluster_from_args(args), source, binary, cache_dir, out)
+        return train_sharded(args, cluster_from_args(args), source, binary, cache_dir, out, resumed)
     done: list[str] = []
     t0 = time.perf_counter()
     model, encoded, resume_epochs = _read_corpus(args, source, cache_dir, resumed)
