@@ -553,25 +553,34 @@ def _sharded_arrays(path: Path, sharded: dict[str, Any], n: int, dim: int,
         raise CheckpointError(f"{path / MODEL_JSON}: incomplete or damaged description of the shards ({exc})") from None
     w_in = np.empty((n, dim), dtype=np.float32) if arrays else None
     w_out = np.empty((n, dim), dtype=np.float32) if arrays else None
-    for f, where in zip(sharded["files"], shard_file_paths(path, sharded), strict=True):
-        lo, hi = (int(x) for x in f["columns"])
-        for key, whole in (("in", w_in), ("out", w_out)):
-            file = where / f"{key}.npy"
-            expect = {"shape": [n, hi - lo], "dtype": "float32", "crc32": f["crc32"][key]}
-            if whole is None:
-                try:
-                    with open(file, "rb") as fh:
-                        shape, fortran, dtype = _npy_header(fh)
-                except FileNotFoundError:
-                    raise CheckpointError(f"{file}: missing (the shard's snapshot that {path} names is gone)") from None
-                except (OSError, ValueError) as exc:
-                    raise CheckpointError(f"{file}: truncated or damaged array ({exc})") from None
-                if list(shape) != expect["shape"] or str(dtype) != "float32" or fortran:
-                    raise CheckpointError(f"{file}: shape {tuple(shape)} {dtype}, but {path / MODEL_JSON} recorded "
-                                          f"{expect['shape']} float32")
-            else:
-                whole[:, lo:hi] = _read_array(file, "r", expect)
+    for s, (f, where) in enumerate(zip(sharded["files"], shard_file_paths(path, sharded), strict=True)):
+        try:
+            _read_shard(path, f, where, n, w_in, w_out)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{path}: shard {s}'s snapshot: {exc}") from None
     return w_in, w_out
+
+
+def _read_shard(path: Path, f: dict[str, Any], where: Path, n: int, w_in: np.ndarray | None,
+                w_out: np.ndarray | None) -> None:
+    # One shard's files: present with the recorded shape, or (w_in given) read into its columns, CRC-32 checked.
+    lo, hi = (int(x) for x in f["columns"])
+    for key, whole in (("in", w_in), ("out", w_out)):
+        file = where / f"{key}.npy"
+        expect = {"shape": [n, hi - lo], "dtype": "float32", "crc32": f["crc32"][key]}
+        if whole is not None:
+            whole[:, lo:hi] = _read_array(file, "r", expect)
+            continue
+        try:
+            with open(file, "rb") as fh:
+                shape, fortran, dtype = _npy_header(fh)
+        except FileNotFoundError:
+            raise CheckpointError(f"{file}: missing (the shard's snapshot is gone)") from None
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{file}: truncated or damaged array ({exc})") from None
+        if list(shape) != expect["shape"] or str(dtype) != "float32" or fortran:
+            raise CheckpointError(f"{file}: shape {tuple(shape)} {dtype}, but {path / MODEL_JSON} recorded "
+                                  f"{expect['shape']} float32")
 
 
 def what_is_there(path: str | os.PathLike[str]) -> str:
