@@ -284,6 +284,17 @@ def test_a_checkpoint_records_where_it_trained_and_resume_refuses_another_place(
         last = err.strip().splitlines()[-1]
         assert code == 2 and last.startswith(f"parvec: error: cannot resume {replicas} with different training "
                                              "flags: ") and message in last, last
+    # A checkpoint that records no cluster (written before it was recorded) is not a sharded run's: --mode sharded
+    # cannot resume it (refused before Ray starts).
+    unrecorded = tmp_path / "unrecorded-ck"
+    shutil.copytree(newest.path, unrecorded)
+    meta.pop("cluster")
+    (unrecorded / "model.json").write_text(json.dumps(meta))
+    code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", unrecorded,
+                        "--cluster", "local:2", "--mode", "sharded"], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"parvec: error: --resume {unrecorded} is not a sharded run's checkpoint: resume it without --mode sharded "
+        "(it trains where it was trained)")
     from parvec.distributed import cluster_from_record
 
     model = Word2Vec.load(replicas)

@@ -139,6 +139,11 @@ def test_a_sharded_run_killed_with_sigkill_resumes_bit_for_bit_without_repeating
     (snap / "out.npy").write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=f"{snap / 'out.npy'}: the array's checksum does not match"):
         Word2Vec.load(damaged)
+    code, _, err = run(["train", corpus, "-o", tmp_path / "d.npy", "--no-cache", "--resume", damaged], capsys)
+    assert code == 2 and (f"shard 1 of 2 cannot read snapshot {meta['sharded']['snapshot']['id']} ({snap}): "
+                          "out.npy: its data does not match the CRC-32 the checkpoint recorded (the file was altered "
+                          "or damaged)") in err.strip().splitlines()[-1], err[-2000:]
+    assert not (tmp_path / "d.npy").exists()
 
 
 @pytest.mark.ray
