@@ -829,14 +829,18 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
                      out: dict[str, Any], resumed: Any = None) -> list[str]:
     # Reads, trains and writes every output into its reserved temporary; returns the lines to print
     # once run_train has renamed them into place.
-    if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
-        # Column-sharded parameter servers: count, encode, train and export on Ray without ever holding the
-        # model in this process (parvec.cli.sharded over parvec.distributed.pipeline).
-        from parvec.cli.sharded import ShardedResume, refuse_flags, train_sharded
-
-        if args.resume and not isinstance(resumed, ShardedResume):
+    pipeline = bool(getattr(args, "cluster", None)) and getattr(args, "cluster_mode", None) == "sharded"
+    if pipeline and args.resume and isinstance(resumed, tuple):  # a checkpoint holding the whole model
+        model = resumed[0]
+        if not (model.saved_cluster_recorded and (model.saved_cluster or {}).get("mode") == "sharded"):
             raise ParvecError(f"--resume {args.resume} is not a sharded run's checkpoint: resume it without --mode "
                               "sharded (it trains where it was trained)")
+        pipeline = False  # Word2Vec(cluster=Cluster(mode="sharded"))'s checkpoint: it resumes as it trained
+    if pipeline:
+        # Column-sharded parameter servers: count, encode, train and export on Ray without ever holding the
+        # model in this process (parvec.cli.sharded over parvec.distributed.pipeline).
+        from parvec.cli.sharded import refuse_flags, train_sharded
+
         if isinstance(source, list):
             raise ParvecError("--mode sharded reads one input file: concatenate the inputs first")
         refuse_flags(args)  # before the cluster is made from the flags
@@ -875,9 +879,7 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
         model.checkpoint_dir = args.checkpoint_dir
         model.checkpoint_every = args.checkpoint_every
         model.on_checkpoint_error = args.on_checkpoint_error
-        resumed_cluster = cluster_from_args(args)
-        if resumed_cluster is not None:  # a run may be resumed on a cluster (or a different one)
-            model.cluster = resumed_cluster
+        model.cluster = _resumed_cluster(args, model)
         # Counted afresh (the cache serves it): train(resume=True) refuses a corpus whose vocabulary or token
         # count differs from the checkpoint's.
         encoded = model.encode(corpus_file=source)
@@ -910,6 +912,26 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
               + (f"; {unseen:,} of its words never occur in the corpus and keep their random initial "
                  "vectors (as word2vec.c)" if unseen else ""), file=sys.stderr)
     return model, encoded, None
+
+
+def _resumed_cluster(args: argparse.Namespace, model: Any) -> Any:
+    # Where a resumed model trains: the cluster its checkpoint recorded, with what may change given now (another
+    # --cluster SPEC, --threads per actor, --clients; _prepare_resume refused the rest); a checkpoint that recorded
+    # nothing trains where the flags say.
+    if not model.saved_cluster_recorded or model.saved_cluster is None:
+        return cluster_from_args(args)
+    import dataclasses
+
+    from parvec.cli.flags import explicit_flags
+    from parvec.distributed import cluster_from_record
+
+    given = explicit_flags(args)
+    changes: dict[str, Any] = {"spec": args.cluster}
+    if "threads" in given:
+        changes["threads_per_actor"] = args.threads
+    if "clients" in given and model.saved_cluster.get("mode") == "sharded":
+        changes["clients"] = args.clients
+    return dataclasses.replace(cluster_from_record(model.saved_cluster), **changes)
 
 
 def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, model: Any, encoded: Any,

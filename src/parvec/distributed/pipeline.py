@@ -12,7 +12,10 @@ without ever holding the model in one process.
    ``tokens_K.npy``/``offsets_K.npy`` in the work directory, which the clients memory-map.  A line that a
    range boundary cuts becomes two sentences (a few window pairs at each boundary; the ranges are many MB).
 3. **Training** (:class:`parvec.distributed.sharded.ShardedRun`): the shards generate their columns of
-   word2vec.c's initial vectors themselves, the clients train the encoded ranges.
+   word2vec.c's initial vectors themselves, the clients train the encoded ranges.  With a checkpoint directory
+   every consistent snapshot of the shards is checkpointed there (:class:`ShardCheckpoints`); a resumed run
+   reads the input again in the checkpoint's byte ranges, checks it (:func:`check_resume_input`) and has the
+   shards restore the checkpoint's snapshot (:func:`resume_snapshot`).
 4. **Export.**  Row blocks assembled from the shards' column blocks are streamed into a ``.npy`` in the work
    directory (never the whole matrix in memory); the outputs are then written from its memory map by
    :mod:`parvec.formats` (word2vec text/binary, ``.npy`` + vocabulary + counts), atomically.

@@ -29,6 +29,11 @@
 - **Memory.** ``Cluster.shard_memory_bytes`` caps each shard process's data segment (RLIMIT_DATA, set in
   the actor before it allocates); a shard whose columns do not fit stops the run before training with a
   clear error.
+- **Checkpoints and resume.**  Each complete snapshot goes to ``on_snapshot`` (the CLI's
+  :class:`parvec.distributed.pipeline.ShardCheckpoints` writes it as a checkpoint naming every shard's files, with
+  their CRC-32s); a run started with ``resume=`` (such a checkpoint's record) has every shard restore those files
+  instead of generating its initial columns, and trains on from the snapshot's place (its epoch; the units of it
+  done are not trained again): with one client thread, bit for bit the run that was not interrupted.
 
 :class:`ShardedDriver` is the driver the :class:`~parvec.word2vec.Word2Vec` API uses (the model fits in
 the driver there: it is sent to the shards at the start and gathered back into ``w_in``/``w_out``);
