@@ -59,8 +59,6 @@ def train_sharded(args: argparse.Namespace, cluster: Any, source: str, binary: b
     done: list[str] = []
     name = "standard input" if source == "-" else source
     ck_dir = Path(args.checkpoint_dir) if args.checkpoint_dir else None
-    if ck_dir is not None and resumed is None:
-        clear_sharded_checkpoints(ck_dir)  # a new run's shards start their snapshots afresh there
     ck_report: dict[str, Any] = {}
     with work_directory(cache_dir) as work:
         with cluster.session() as ray:
@@ -79,6 +77,8 @@ def train_sharded(args: argparse.Namespace, cluster: Any, source: str, binary: b
             schedule = _schedule(config, enc, snap, resumed)
             writer = None
             if ck_dir is not None:
+                if resumed is None:  # a new run's shards start their snapshots afresh: older checkpoints would
+                    clear_sharded_checkpoints(ck_dir)  # name removed files
                 run_id = resumed.saved.run_id if resumed is not None and resumed.saved.run_id else uuid.uuid4().hex
                 writer = ShardCheckpoints(ck_dir, config, enc, options, cluster, run_id,
                                           on_error=args.on_checkpoint_error, report=ck_report, schedule=schedule)
