@@ -126,9 +126,9 @@ class ShardedResume:
 def prepare_resume(args: argparse.Namespace) -> ShardedResume:
     """``--resume`` of a sharded run's checkpoint (:class:`parvec.distributed.pipeline.ShardCheckpoints`), before
     any output is reserved: read it (the latest in a checkpoint directory; a damaged one names the previous intact
-    one), refuse flags that contradict it (as :func:`parvec.cli.train._prepare_resume` does for the other modes),
-    and take its training flags, read options, cluster (``--cluster``, ``--mode sharded``, ``--shards``, clients,
-    minibatch settings) and checkpoint directory for those left out, saying so.
+    one), refuse flags that contradict it (as ``parvec train --resume`` does for the other modes:
+    :mod:`parvec.cli.resume`), and take its training flags, read options, cluster (``--cluster``, ``--mode
+    sharded``, ``--shards``, clients, minibatch settings) and checkpoint directory for those left out, saying so.
 
     Example:
         >>> resumed = prepare_resume(args)  # doctest: +SKIP
@@ -140,7 +140,7 @@ def prepare_resume(args: argparse.Namespace) -> ShardedResume:
     from parvec import model_io
     from parvec.checkpoints import load_for_resume
     from parvec.cli.flags import explicit_flags
-    from parvec.cli.train import _SAVED_FLAGS, _refuse_saved_flags, restore_cluster
+    from parvec.cli.resume import SAVED_FLAGS, refuse_saved_flags, restore_cluster
     from parvec.corpus import ReadOptions
 
     saved, path, note = load_for_resume(args.resume, lambda p, _mmap: model_io.load(p, arrays=False))
@@ -152,8 +152,8 @@ def prepare_resume(args: argparse.Namespace) -> ShardedResume:
     given = explicit_flags(args)
     view = SimpleNamespace(config=saved.config, read_options=ReadOptions(**saved.read_options))
     more, lines = restore_cluster(args, saved.cluster, saved.cluster_recorded, given)
-    _refuse_saved_flags(args, view, path, given, more)
-    for dest, (_flag, value) in _SAVED_FLAGS.items():
+    refuse_saved_flags(args, view, path, given, more)
+    for dest, (_flag, value) in SAVED_FLAGS.items():
         if dest not in given:
             setattr(args, dest, value(view))
     for line in lines:
@@ -199,10 +199,10 @@ def _schedule(config: Any, enc: dict[str, Any], snap: dict[str, Any] | None, res
 
 
 def _resume_lines(resumed: ShardedResume, run: Any) -> list[str]:
-    # Where the run resumes and what is lost (parvec.cli.train.describe_resume's lines, in units).
+    # Where the run resumes and what is lost (parvec.cli.resume.describe_resume's lines, in units).
     from types import SimpleNamespace
 
-    from parvec.cli.train import describe_resume
+    from parvec.cli.resume import describe_resume
 
     saved = resumed.saved
     model = SimpleNamespace(config=saved.config, position=saved.position, epochs_trained=saved.epochs_trained,
