@@ -1,5 +1,6 @@
-"""Mid-epoch checkpoints and exact resume (issue 16): a run killed with SIGKILL finishes bit for bit; every
-damaged checkpoint, other corpus and conflicting flag is refused with a named error; the last two kept."""
+"""Mid-epoch checkpoints and exact resume: a run killed with SIGKILL finishes bit for bit; every damaged
+checkpoint, other corpus and conflicting flag (the cluster's too) is refused with a named error; the last two
+kept; a directory that is no checkpoint is named with what it holds."""
 
 from __future__ import annotations
 
@@ -252,3 +253,76 @@ def test_checkpoint_every_needs_a_directory(corpus, tmp_path, capsys):
         code, _, err = run([command, tmp_path / "g.txt", "-o", tmp_path / "e.txt", "--checkpoint-every", "1m"],
                            capsys)
         assert code == 2 and "--checkpoint-every needs --checkpoint-dir" in err  # tests/test_graph_checkpoints.py
+
+
+# ---------------------------------------------------------------------- where the run trained; not a checkpoint
+def test_a_checkpoint_records_where_it_trained_and_resume_refuses_another_place(checkpointed, corpus, tmp_path,
+                                                                               capsys):
+    newest = list_checkpoints(checkpointed[0])[-2]
+    assert json.loads((newest.path / "model.json").read_text())["cluster"] is None  # this process
+    code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", newest.path,
+                        "--cluster", "local:2"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert ("--cluster local:2 (the checkpoint was trained in this process, without --cluster: its position and "
+            "learning rate are this process's)") in err.strip().splitlines()[-1]
+    # A replicas run's checkpoint (its record as a replicas run writes it): another --replicas or --mode is refused
+    # in one line naming both values, before Ray starts.
+    replicas = tmp_path / "replicas-ck"
+    shutil.copytree(newest.path, replicas)
+    meta = json.loads((replicas / "model.json").read_text())
+    meta["cluster"] = {"spec": "local:2", "mode": "replicas", "replicas": 2, "threads_per_actor": 1,
+                       "sync_words": 200000, "min_sync_words": 1024, "full_sync_times": 0, "sync_overlap": True,
+                       "alpha_scale": "linear"}
+    (replicas / "model.json").write_text(json.dumps(meta))
+    for flags, message in ((["--replicas", 4], "--replicas 4 (the checkpoint has 2: --cluster local:2 --mode "
+                                               "replicas --replicas 2 --threads 1)"),
+                           (["--mode", "sharded"], "--mode sharded (the checkpoint has replicas: --cluster local:2"),
+                           (["--cluster", "local:2", "--sync-words", 5000], "--sync-words 5000 (the checkpoint has "
+                                                                            "200000")):
+        code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", replicas, *flags],
+                           capsys)
+        last = err.strip().splitlines()[-1]
+        assert code == 2 and last.startswith(f"parvec: error: cannot resume {replicas} with different training "
+                                             "flags: ") and message in last, last
+    # A checkpoint that records no cluster (written before it was recorded) is not a sharded run's: --mode sharded
+    # cannot resume it (refused before Ray starts).
+    unrecorded = tmp_path / "unrecorded-ck"
+    shutil.copytree(newest.path, unrecorded)
+    meta.pop("cluster")
+    (unrecorded / "model.json").write_text(json.dumps(meta))
+    code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", unrecorded,
+                        "--cluster", "local:2", "--mode", "sharded"], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"parvec: error: --resume {unrecorded} is not a sharded run's checkpoint: resume it without --mode sharded "
+        "(it trains where it was trained)")
+    from parvec.distributed import cluster_from_record
+
+    model = Word2Vec.load(replicas)
+    assert model.saved_cluster["replicas"] == 2 and model.cluster is None  # loaded: trains nowhere until asked
+    model.cluster = cluster_from_record(model.saved_cluster | {"replicas": 1})
+    with pytest.raises(ParvecError, match=r"replicas 1 \(the checkpoint's 2\)"):
+        model.train(corpus_file=corpus, resume=True)
+
+
+def test_resume_of_a_directory_that_is_no_checkpoint_says_what_it_holds(corpus, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    files = tmp_path / "files"
+    (files / "sub").mkdir(parents=True)
+    (files / "notes.txt").write_text("x")
+    # What a sharded run left before sharded runs wrote checkpoints: the shards' snapshots and their manifest only.
+    old = tmp_path / "ckS"
+    for s in range(2):
+        snap = old / "shards" / f"shard-{s}-of-2" / "snap-3"
+        snap.mkdir(parents=True)
+        np.save(snap / "in.npy", np.zeros((3, 4), np.float32))
+    (old / "shards" / "manifest.json").write_text("{}")
+    for where, holds in ((tmp_path / "nowhere", "there is no such file or directory"),
+                         (empty, "the directory is empty"),
+                         (files, "it holds notes.txt, sub/"),
+                         (old, "it holds a sharded run's shard snapshots (shard-0-of-2/snap-3, shard-1-of-2/snap-3 "
+                               f"in {old / 'shards'}) but no checkpoint naming them")):
+        code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", where], capsys)
+        last = err.strip().splitlines()[-1]
+        assert code == 2 and last.startswith(f"parvec: error: {where}: not a parvec model directory (no model.json): "
+                                             f"{holds}"), last

@@ -6,6 +6,10 @@ A checkpoint directory (``--checkpoint-dir DIR``, ``Word2Vec(checkpoint_dir=DIR)
 - ``DIR/mid-eEEEE-cCCCCCCCCC``: mid-epoch checkpoints (``checkpoint_every``), the model after the first
   ``CCCCCCCCC`` chunks of epoch ``EEEE`` (counted from 1); only the last two of a run are kept.
 
+A column-sharded run (``parvec train --mode sharded``) writes the same directories, whose ``model.json`` names the
+shards' snapshots (``DIR/shards/shard-S-of-N/snap-K``) instead of holding the arrays; the shards keep only their
+newest snapshots, so only the run's newest checkpoint is kept (``Checkpointer(..., only_latest=True)``).
+
 Each is a model directory (:mod:`parvec.model_io`) written to a temporary directory and renamed into
 place, so a killed run leaves either the old or the new one, never half of one.  Its ``model.json`` holds
 the run's identity (``run_id``), the exact ``position`` to resume from, when it was written, and a CRC-32
@@ -117,17 +121,23 @@ def latest_checkpoint(directory: str | Path) -> Path | None:
     return same[-1].path
 
 
-def prune_mid_checkpoints(directory: str | Path, run_id: str, keep: int = 2) -> list[Path]:
+def prune_mid_checkpoints(directory: str | Path, run_id: str, keep: int = 2, but: Path | None = None) -> list[Path]:
     """Remove all but the last ``keep`` mid-epoch checkpoints of run ``run_id`` (epoch-end checkpoints and
-    other runs' checkpoints stay); returns what was removed.
+    other runs' checkpoints stay); returns what was removed.  With ``but`` (the checkpoint just written) and
+    ``keep=0``, every other checkpoint of the run goes, the epoch-end one too (a sharded run's).
 
     Example:
         >>> prune_mid_checkpoints("no/such/dir", "r")
         []
     """
-    mids = [f for f in list_checkpoints(directory, run_id) if f.path.name != EPOCH_END]
+    found = list_checkpoints(directory, run_id)
+    if but is not None and keep == 0:
+        old = [f for f in found if f.path.name != but.name]
+    else:
+        mids = [f for f in found if f.path.name != EPOCH_END]
+        old = mids[: max(0, len(mids) - keep)]
     removed = []
-    for f in mids[: max(0, len(mids) - keep)]:
+    for f in old:
         shutil.rmtree(f.path, ignore_errors=True)
         removed.append(f.path)
     return removed
@@ -160,6 +170,26 @@ def previous_checkpoint(path: str | Path,
     return None
 
 
+def find_for_resume(path: str | Path) -> tuple[Path, str | None]:
+    """What ``--resume path`` reads: ``path`` itself, or the latest checkpoint in it when it is a checkpoint
+    directory; returns ``(that path, a note to show or None)`` without reading the model.
+
+    Example:
+        >>> find_for_resume("no/such/dir")
+        (PosixPath('no/such/dir'), None)
+    """
+    path = Path(path)
+    note = None
+    if path.is_dir() and not (path / model_io.MODEL_JSON).exists():
+        latest = latest_checkpoint(path)
+        if latest is not None:
+            note = f"--resume {path}: its latest checkpoint is {latest}"
+            if (path / EPOCH_END).is_dir() and model_io.read_meta(path / EPOCH_END) is None:
+                note += f" ({path / EPOCH_END} has no readable model.json and was passed over)"
+            path = latest
+    return path, note
+
+
 def load_for_resume(path: str | Path, load: Callable[[Path, str | None], T],
                     mmap: str | None = None) -> tuple[T, Path, str | None]:
     """Load the model or checkpoint to resume with ``load(path, mmap)``: ``path`` itself, or the latest checkpoint
@@ -173,15 +203,7 @@ def load_for_resume(path: str | Path, load: Callable[[Path, str | None], T],
         >>> where.name, saved.position.chunks_done  # doctest: +SKIP
         ('mid-e0002-c000000040', 40)
     """
-    path = Path(path)
-    note = None
-    if path.is_dir() and not (path / model_io.MODEL_JSON).exists():
-        latest = latest_checkpoint(path)
-        if latest is not None:
-            note = f"--resume {path}: its latest checkpoint is {latest}"
-            if (path / EPOCH_END).is_dir() and model_io.read_meta(path / EPOCH_END) is None:
-                note += f" ({path / EPOCH_END} has no readable model.json and was passed over)"
-            path = latest
+    path, note = find_for_resume(path)
     try:
         return load(path, mmap), path, note
     except CheckpointError as exc:
@@ -203,6 +225,8 @@ class Checkpointer:
     resume from it, ``"continue"`` logs a warning and training goes on (the next checkpoint tries again).
     ``report`` (a dict) counts the checkpoints written and failed and their seconds; ``on_saved(path, position,
     seconds)`` is called after each (the CLI prints a line; a report's time series pauses its clock).
+    ``only_latest`` removes the run's other checkpoints (the epoch-end one too) after each one written: a sharded
+    run's checkpoints name shard snapshots that the shards remove once newer ones are checkpointed.
 
     Example:
         >>> ck = Checkpointer("ck", lambda pos, epochs: saved_model, run_id="r1")  # doctest: +SKIP
@@ -212,7 +236,8 @@ class Checkpointer:
 
     def __init__(self, directory: str | Path, describe: Callable[[Position | None, int], model_io.SavedModel],
                  run_id: str, on_error: str = "stop", report: dict[str, Any] | None = None,
-                 on_saved: Callable[[Path, Position | None, float], None] | None = None) -> None:
+                 on_saved: Callable[[Path, Position | None, float], None] | None = None,
+                 only_latest: bool = False) -> None:
         if on_error not in ("stop", "continue"):
             raise ParvecError(f"on_checkpoint_error must be 'stop' or 'continue', got {on_error!r}")
         self.directory = Path(directory)
@@ -224,16 +249,24 @@ class Checkpointer:
             self.report.setdefault(key, 0)
         self.report.setdefault("checkpoint_seconds", 0.0)
         self.on_saved = on_saved
+        self.only_latest = only_latest
 
-    def mid_epoch(self, position: Position) -> None:
-        """A mid-epoch checkpoint at ``position`` (the engine calls it with every unit handed out trained)."""
+    def mid_epoch(self, position: Position) -> bool:
+        """A mid-epoch checkpoint at ``position`` (the engine calls it with every unit handed out trained); False
+        when it could not be written and training goes on."""
         path = self.directory / mid_name(position.epoch, position.chunks_done)
-        if self._save(path, position, position.epoch):
-            prune_mid_checkpoints(self.directory, self.run_id)
+        saved = self._save(path, position, position.epoch)
+        if saved:
+            prune_mid_checkpoints(self.directory, self.run_id, keep=0 if self.only_latest else 2, but=path)
+        return saved
 
     def epoch_end(self, epochs_trained: int) -> bool:
         """The checkpoint after ``epochs_trained`` epochs; False when it could not be written and training goes on."""
-        return self._save(self.directory / EPOCH_END, None, epochs_trained)
+        path = self.directory / EPOCH_END
+        saved = self._save(path, None, epochs_trained)
+        if saved and self.only_latest:
+            prune_mid_checkpoints(self.directory, self.run_id, keep=0, but=path)
+        return saved
 
     def _save(self, path: Path, position: Position | None, epochs_trained: int) -> bool:
         t0 = time.perf_counter()

@@ -11,11 +11,22 @@ file                what it holds
 ``vocab.json``      ``{"words": [...], "counts": [...]}`` in index order (:meth:`parvec.vocab.Vocab.to_json`)
 ==================  ==================================================================================
 
+A checkpoint of a column-sharded run (``parvec train --mode sharded --checkpoint-dir DIR``) has no
+``vectors.npy``/``syn1neg.npy``: no process holds the whole model, so each shard wrote its own columns as a
+snapshot (``DIR/shards/shard-S-of-N/snap-K/in.npy``, ``out.npy``; :class:`parvec.distributed.sharded.ShardActor`)
+and ``model.json``'s ``sharded`` names them: ``files`` (per shard: its snapshot ``directory``, relative to the
+model directory, its ``columns``, ``shape`` and the CRC-32 of each file), the ``snapshot`` record (id, epoch,
+units done, the epoch's figures) and the ``input`` it was trained on (byte ranges and their CRC-32s).
+:func:`load` assembles the matrices from the shards' files (checking their CRC-32s); ``load(..., arrays=False)``
+reads the rest and checks that the files are there, the way a resumed sharded run reads it.
+
 ``model.json``: ``format`` (``"parvec-word2vec"``), ``version`` (1), ``config``
 (:meth:`parvec.config.TrainConfig.to_dict`), ``read_options``, ``epochs_trained``, ``corpus_words``,
 ``raw_words``, ``corpus_count``, ``kind`` (``"model"`` or ``"mid-epoch checkpoint"``), ``position`` (a mid-epoch
 checkpoint's place in its epoch: :class:`parvec.engine.Position`), ``run_id``, ``saved_at``,
-``checkpoint_every``, ``schedule_anchor``, ``arrays`` (each array's shape, dtype and CRC-32),
+``checkpoint_every``, ``schedule_anchor``, ``cluster`` (where the run trained: the Ray cluster's spec, mode,
+replicas or shards and clients, threads, sync and minibatch settings; null for this process or a GPU: a
+resumed run trains there again), ``arrays`` (each array's shape, dtype and CRC-32),
 ``vocab_crc32`` (of ``vocab.json``'s bytes), and where they apply ``graph_run`` (a node2vec/DeepWalk run: its
 graph's SHA-256, the walk parameters, the walk stream's CRC-32) and ``huffman_fingerprint`` (the tree the
 model was trained with: it is rebuilt from the counts on load, as word2vec.c's ``CreateBinaryTree``, and must
@@ -60,7 +71,7 @@ from parvec.vocab import Vocab
 
 __all__ = [
     "MODEL_FORMAT", "MODEL_JSON", "MODEL_VERSION", "SYN1", "SYN1NEG", "VECTORS", "VOCAB_JSON", "SavedModel",
-    "array_crc32", "errors_named", "load", "read_meta", "save",
+    "array_crc32", "errors_named", "load", "read_meta", "save", "shard_file_paths", "what_is_there",
 ]
 
 MODEL_FORMAT = "parvec-word2vec"
@@ -82,7 +93,10 @@ class SavedModel:
 
     ``read_options`` are :class:`parvec.corpus.ReadOptions`' fields; ``position`` is set for a mid-epoch
     checkpoint; ``saved_at`` is when it was written (``time.time()``, set by :func:`save`); ``graph_run`` is a
-    node2vec/DeepWalk run's record.
+    node2vec/DeepWalk run's record; ``cluster`` where it trained (:func:`parvec.distributed.cluster_record`;
+    None: this process or a GPU; ``cluster_recorded`` is False for a directory written before it was recorded);
+    ``sharded`` a column-sharded run's checkpoint (module docstring), whose ``vectors`` and ``syn1neg`` are None
+    when read with ``arrays=False``.
 
     Example:
         >>> from parvec.config import TrainConfig
@@ -94,8 +108,8 @@ class SavedModel:
 
     config: TrainConfig
     vocab: Vocab
-    vectors: np.ndarray
-    syn1neg: np.ndarray
+    vectors: np.ndarray | None
+    syn1neg: np.ndarray | None
     syn1: np.ndarray | None = None
     read_options: Mapping[str, Any] | None = None
     epochs_trained: int = 0
@@ -108,6 +122,9 @@ class SavedModel:
     checkpoint_every: str | None = None
     schedule_anchor: tuple[float, float] | None = None
     graph_run: dict[str, Any] | None = None
+    cluster: dict[str, Any] | None = None
+    cluster_recorded: bool = True
+    sharded: dict[str, Any] | None = None
 
     @property
     def kind(self) -> str:
@@ -130,7 +147,7 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
     """
     path = Path(path)
     files = dict(move_files or {})
-    arrays = _arrays(model)
+    arrays = _arrays(model) if model.sharded is None else {}  # a sharded checkpoint's arrays are the shards' files
     unknown = set(files) - set(arrays)
     if unknown:
         raise ValueError(f"move_files: {sorted(unknown)} are not arrays of this model")
@@ -190,6 +207,9 @@ def _arrays(model: SavedModel) -> dict[str, np.ndarray]:
 def _check_shapes(model: SavedModel) -> None:
     # A directory that load would refuse is never written.
     n, dim = len(model.vocab), model.config.dim
+    if model.sharded is not None:
+        _check_sharded(model.sharded, n, dim)
+        return
     want = {VECTORS: (n, dim), SYN1NEG: (n, dim), SYN1: (n - 1, dim)}
     for name, a in _arrays(model).items():
         if tuple(a.shape) != want[name]:
@@ -218,6 +238,10 @@ def _describe(model: SavedModel, sums: dict[str, dict[str, Any]], vocab_bytes: b
         # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked at load
         "vocab_crc32": zlib.crc32(vocab_bytes) & 0xFFFFFFFF,
     }
+    if model.cluster_recorded:  # a directory read without it (written before it was recorded) stays so
+        meta["cluster"] = model.cluster
+    if model.sharded is not None:
+        meta["sharded"] = model.sharded
     if model.graph_run is not None:
         meta["graph_run"] = model.graph_run
     if model.syn1 is not None:
@@ -343,12 +367,13 @@ def errors_named(path: str | os.PathLike[str]) -> Iterator[None]:
         raise ParvecError(f"{path}: damaged or incomplete parvec model ({type(exc).__name__}: {exc})"[:600]) from None
 
 
-def load(path: str | os.PathLike[str], mmap: str | None = None) -> SavedModel:
+def load(path: str | os.PathLike[str], mmap: str | None = None, arrays: bool = True) -> SavedModel:
     """Read the model directory at ``path``, checking everything: a missing or truncated array, unreadable or
     incomplete JSON, a checksum that does not match ``model.json``, shapes that do not fit the vocabulary, a
     mid-epoch checkpoint without a valid position raise :class:`parvec.errors.CheckpointError` naming the file;
-    a directory that is no model (or a gensim pickle) a :class:`ParvecError` saying so.  ``mmap`` (``"r"``)
-    memory-maps the arrays.
+    a directory that is no model (or a gensim pickle) a :class:`ParvecError` saying what it holds.  ``mmap``
+    (``"r"``) memory-maps the arrays.  ``arrays=False`` leaves ``vectors`` and ``syn1neg`` None (a sharded run's
+    checkpoint: only checks that the shards' files are there, with the shapes it records).
 
     Example:
         >>> load("model.parvec").vocab.words[:2]  # doctest: +SKIP
@@ -357,16 +382,16 @@ def load(path: str | os.PathLike[str], mmap: str | None = None) -> SavedModel:
     path = Path(path)
     refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
     with errors_named(path):
-        saved = _load_dir(path, mmap)
+        saved = _load_dir(path, mmap, arrays)
     return saved
 
 
-def _load_dir(path: Path, mmap: str | None) -> SavedModel:
+def _load_dir(path: Path, mmap: str | None, arrays: bool = True) -> SavedModel:
     meta_path = path / MODEL_JSON
     if not meta_path.exists():
         if path.is_dir() and any((path / name).exists() for name in (VECTORS, SYN1NEG, VOCAB_JSON)):
             raise CheckpointError(f"{meta_path}: missing (the model directory is incomplete)")
-        raise ParvecError(f"{path}: not a parvec model directory (no model.json)")
+        raise ParvecError(f"{path}: not a parvec model directory (no model.json): {what_is_there(path)}")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -388,13 +413,20 @@ def _load_dir(path: Path, mmap: str | None) -> SavedModel:
         raise CheckpointError(f"{path / VOCAB_JSON}: missing or damaged vocabulary: "
                               f"{getattr(exc, 'strerror', None) or exc}") from None
     sums = meta.get("arrays") if isinstance(meta.get("arrays"), dict) else {}
-    w_in, w_out = (_read_array(path / name, mmap, sums.get(name)) for name in (VECTORS, SYN1NEG))
-    if w_in.shape != (len(vocab), config.dim) or w_out.shape != w_in.shape:
-        raise CheckpointError(f"{path}: array shapes {w_in.shape} and {w_out.shape} do not match the vocabulary "
-                              f"({len(vocab)} words) and dimension ({config.dim})")
-    if w_in.dtype != np.float32 or w_out.dtype != np.float32:
-        raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
-    syn1 = _load_syn1(path, meta, vocab, config.dim, mmap, sums.get(SYN1)) if config.hs else None
+    if fields["sharded"] is not None:
+        w_in, w_out = _sharded_arrays(path, fields["sharded"], len(vocab), config.dim, arrays)
+    elif not arrays:
+        w_in = w_out = None
+    else:
+        w_in, w_out = (_read_array(path / name, mmap, sums.get(name)) for name in (VECTORS, SYN1NEG))
+    if w_in is not None and w_out is not None:
+        if w_in.shape != (len(vocab), config.dim) or w_out.shape != w_in.shape:
+            raise CheckpointError(f"{path}: array shapes {w_in.shape} and {w_out.shape} do not match the vocabulary "
+                                  f"({len(vocab)} words) and dimension ({config.dim})")
+        if w_in.dtype != np.float32 or w_out.dtype != np.float32:
+            raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
+        w_in, w_out = np.ascontiguousarray(w_in), np.ascontiguousarray(w_out)
+    syn1 = _load_syn1(path, meta, vocab, config.dim, mmap, sums.get(SYN1)) if config.hs and arrays else None
     position = None
     if str(meta.get("kind", "")).startswith("mid-epoch"):
         try:
@@ -404,8 +436,7 @@ def _load_dir(path: Path, mmap: str | None) -> SavedModel:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise CheckpointError(f"{meta_path}: a mid-epoch checkpoint without a valid position ({what})") from None
-    return SavedModel(vocab=vocab, vectors=np.ascontiguousarray(w_in), syn1neg=np.ascontiguousarray(w_out),
-                      syn1=syn1, position=position, **fields)
+    return SavedModel(vocab=vocab, vectors=w_in, syn1neg=w_out, syn1=syn1, position=position, **fields)
 
 
 def _fields(meta: dict[str, Any]) -> dict[str, Any]:
@@ -419,6 +450,12 @@ def _fields(meta: dict[str, Any]) -> dict[str, Any]:
     if graph_run is not None and not isinstance(graph_run, dict):
         raise ValueError("graph_run must be an object")
     every = meta.get("checkpoint_every")
+    cluster = meta.get("cluster")
+    if cluster is not None and not isinstance(cluster, dict):
+        raise ValueError("cluster must be an object or null")
+    sharded = meta.get("sharded")
+    if sharded is not None and not isinstance(sharded, dict):
+        raise ValueError("sharded must be an object")
     return {
         "config": config,
         "read_options": options,
@@ -431,6 +468,9 @@ def _fields(meta: dict[str, Any]) -> dict[str, Any]:
         "checkpoint_every": None if every is None else str(every),
         "schedule_anchor": (float(anchor[0]), float(anchor[1])) if anchor else None,
         "graph_run": graph_run,
+        "cluster": cluster,
+        "cluster_recorded": "cluster" in meta,
+        "sharded": sharded,
     }
 
 
@@ -471,3 +511,104 @@ def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
             raise CheckpointError(f"{path}: the array's checksum does not match model.json (the file was altered "
                                   "or damaged)")
     return a
+
+
+# ---------------------------------------------------------------------- a sharded run's checkpoint
+def _check_sharded(sharded: Mapping[str, Any], n: int, dim: int) -> None:
+    # model.json's "sharded": every column of the model in exactly one shard's files, each (n, width) float32.
+    files = sharded.get("files")
+    if not isinstance(files, list) or not files:
+        raise ValueError("sharded.files must name each shard's snapshot")
+    at = 0
+    for s, f in enumerate(files):
+        lo, hi = (int(x) for x in f["columns"])
+        if lo != at or hi <= lo or list(f["shape"]) != [n, hi - lo] or set(f["crc32"]) != {"in", "out"}:
+            raise ValueError(f"sharded.files[{s}]: columns {lo}..{hi - 1} and shape {f['shape']} do not continue the "
+                             f"columns before ({at}) for {n} words")
+        if not isinstance(f.get("directory"), str):
+            raise ValueError(f"sharded.files[{s}]: no directory")
+        at = hi
+    if at != dim:
+        raise ValueError(f"sharded.files cover {at} of {dim} columns")
+
+
+def shard_file_paths(path: str | os.PathLike[str], sharded: Mapping[str, Any]) -> list[Path]:
+    """The snapshot directory of each shard that a sharded checkpoint at ``path`` names (its ``directory``
+    entries are relative to ``path``).
+
+    Example:
+        >>> shard_file_paths("ck/checkpoint", {"files": [{"directory": "../shards/shard-0-of-1/snap-3"}]})
+        [PosixPath('ck/shards/shard-0-of-1/snap-3')]
+    """
+    return [Path(os.path.normpath(Path(path) / f["directory"])) for f in sharded["files"]]
+
+
+def _sharded_arrays(path: Path, sharded: dict[str, Any], n: int, dim: int,
+                    arrays: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+    # The shards' files: checked to be there with their shapes; with ``arrays``, assembled column block by column
+    # block into whole matrices, each file's CRC-32 checked.
+    try:
+        _check_sharded(sharded, n, dim)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"{path / MODEL_JSON}: incomplete or damaged description of the shards ({exc})") from None
+    w_in = np.empty((n, dim), dtype=np.float32) if arrays else None
+    w_out = np.empty((n, dim), dtype=np.float32) if arrays else None
+    for s, (f, where) in enumerate(zip(sharded["files"], shard_file_paths(path, sharded), strict=True)):
+        try:
+            _read_shard(path, f, where, n, w_in, w_out)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{path}: shard {s}'s snapshot: {exc}") from None
+    return w_in, w_out
+
+
+def _read_shard(path: Path, f: dict[str, Any], where: Path, n: int, w_in: np.ndarray | None,
+                w_out: np.ndarray | None) -> None:
+    # One shard's files: present with the recorded shape, or (w_in given) read into its columns, CRC-32 checked.
+    lo, hi = (int(x) for x in f["columns"])
+    for key, whole in (("in", w_in), ("out", w_out)):
+        file = where / f"{key}.npy"
+        expect = {"shape": [n, hi - lo], "dtype": "float32", "crc32": f["crc32"][key]}
+        if whole is not None:
+            whole[:, lo:hi] = _read_array(file, "r", expect)
+            continue
+        try:
+            with open(file, "rb") as fh:
+                shape, fortran, dtype = _npy_header(fh)
+        except FileNotFoundError:
+            raise CheckpointError(f"{file}: missing (the shard's snapshot is gone)") from None
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{file}: truncated or damaged array ({exc})") from None
+        if list(shape) != expect["shape"] or str(dtype) != "float32" or fortran:
+            raise CheckpointError(f"{file}: shape {tuple(shape)} {dtype}, but {path / MODEL_JSON} recorded "
+                                  f"{expect['shape']} float32")
+
+
+def what_is_there(path: str | os.PathLike[str]) -> str:
+    """What ``path`` holds, in words, for a message about a directory that is not a model: nothing, a file, an
+    empty directory, a sharded run's snapshots without a checkpoint, or its first entries.
+
+    Example:
+        >>> what_is_there("no/such/dir")
+        'there is no such file or directory'
+    """
+    path = Path(path)
+    if not path.exists():
+        return "there is no such file or directory"
+    if not path.is_dir():
+        return "it is a file, not a directory"
+    try:
+        entries = sorted(path.iterdir(), key=lambda p: p.name)
+    except OSError as exc:
+        return f"it cannot be listed ({exc.strerror or exc})"
+    if not entries:
+        return "the directory is empty"
+    shards = path / "shards"
+    if shards.is_dir() and any(p.name.startswith("shard-") for p in shards.iterdir()):
+        snaps = sorted(f"{p.parent.name}/{p.name}" for p in shards.glob("shard-*/snap-*"))
+        return (f"it holds a sharded run's shard snapshots ({', '.join(snaps[:4])}{', ...' if len(snaps) > 4 else ''}"
+                f" in {shards}) but no checkpoint naming them ({path}/checkpoint or {path}/mid-*, with a model.json): "
+                "the run stopped before its first checkpoint, or was written by a parvec that did not checkpoint "
+                "sharded runs; train it again")
+    shown = [p.name + ("/" if p.is_dir() else "") for p in entries[:5]]
+    more = f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+    return f"it holds {', '.join(shown)}{more}"

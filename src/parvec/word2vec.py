@@ -122,6 +122,11 @@ class Word2Vec:
         ).validate()
         # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
         self.cluster = None
+        self.workers_given = workers is not None  # a cluster's replicas say so when they must run fewer threads
+        # Where a loaded model or checkpoint was trained (model.json's "cluster"; None: this process) and whether
+        # its model.json said: train(resume=True) trains there again (parvec.distributed.cluster_record).
+        self.saved_cluster: dict[str, Any] | None = None
+        self.saved_cluster_recorded = False
         if cluster is not None:
             from parvec.distributed.cluster import as_cluster
 
@@ -472,6 +477,8 @@ class Word2Vec:
             self.config.compute_loss = bool(compute_loss)
         if resume and self.graph_run is not None:
             raise ParvecError(self.graph_run_refusal())
+        if resume:
+            self._resume_cluster()
         if resume:  # counted afresh: a resumed run must see the corpus the checkpoint was trained on
             encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
             self._check_resume_corpus(encoded)
@@ -647,8 +654,46 @@ class Word2Vec:
             corpus_words=self.corpus_words, raw_words=self.raw_words, corpus_count=self.corpus_count,
             position=position, run_id=self.run_id,
             checkpoint_every=None if self.checkpoint_every is None else str(self.checkpoint_every),
-            schedule_anchor=self.schedule_anchor, graph_run=self.graph_run,
+            schedule_anchor=self.schedule_anchor, graph_run=self.graph_run, cluster=self._cluster_record(),
         )
+
+    def _cluster_record(self) -> dict[str, Any] | None:
+        # Where this model trains, for model.json (None: this process; parvec.distributed.cluster_record).
+        if self.cluster is None:
+            return None
+        from parvec.distributed import cluster_record
+
+        return cluster_record(self.cluster)
+
+    def _resume_cluster(self) -> None:
+        # train(resume=True): a checkpoint trained on a cluster trains there again (its recorded cluster, when
+        # self.cluster was left None); one set that cannot continue it (another mode, replicas, shards or sync
+        # settings, or a cluster for a checkpoint of this process) is refused, naming both.
+        if not self.saved_cluster_recorded:
+            return
+        from parvec.distributed import cluster_from_record, cluster_record, describe_record
+
+        saved = self.saved_cluster
+        if self.cluster is None:
+            if saved is not None:
+                self.cluster = cluster_from_record(saved)
+                log.info("resuming on %s, as the checkpoint was trained", describe_record(saved))
+            return
+        mine = cluster_record(self.cluster)
+        assert mine is not None
+        if saved is None:
+            raise ParvecError(f"cannot resume on {describe_record(mine)}: the checkpoint was trained in this process "
+                              "(its position and learning rate are this process's); resume it with cluster=None")
+        keys = ("mode", "replicas", "sync_words", "min_sync_words", "full_sync_times", "sync_overlap", "alpha_scale")
+        if saved.get("mode") == "sharded":
+            keys = ("mode", "shards", "minibatch_words", "minibatch_formation", "negatives_per", "wire_floats",
+                    "shard_calls")
+        differ = [f"{k} {mine.get(k)!r} (the checkpoint's {saved.get(k)!r})" for k in keys
+                  if mine.get(k) != saved.get(k)]
+        if differ:
+            raise ParvecError(f"cannot resume on this cluster: {'; '.join(differ)}; the checkpoint was trained on "
+                              f"{describe_record(saved)}: resume it with the same mode and settings (leave "
+                              "model.cluster as loaded)")
 
     def _check_resume_corpus(self, encoded: EncodedCorpus) -> None:
         # The checkpoint's vocabulary and token count are the corpus's fingerprint.
@@ -714,6 +759,7 @@ class Word2Vec:
 
             driver = make_driver(self.cluster, *args)
             driver.read_options = self.read_options  # how a node that cannot see the cache re-reads the input
+            driver.workers_given = self.workers_given  # workers given and lowered to fit the CPUs: said
             return driver
         if self.config.device == "cuda":
             from parvec.gpu import make_driver as make_gpu_driver
@@ -740,6 +786,9 @@ class Word2Vec:
         directory (``checkpoint_dir``).  A damaged one (missing or truncated ``.npy``, unreadable JSON, a
         checksum or position that does not match) raises :class:`parvec.errors.CheckpointError` naming the
         file and the previous intact checkpoint beside it, if any.
+
+        The cluster it was trained on (``saved_cluster``) is where ``train(resume=True)`` trains again; a sharded
+        run's checkpoint (``parvec train --mode sharded``) is assembled from its shards' column files.
 
         Example:
             >>> model = Word2Vec.load("model.parvec")  # doctest: +SKIP
@@ -781,6 +830,9 @@ class Word2Vec:
         model.schedule_anchor = saved.schedule_anchor
         model.saved_checkpoint_every = saved.checkpoint_every
         model.graph_run = saved.graph_run
+        model.saved_cluster = saved.cluster
+        model.saved_cluster_recorded = saved.cluster_recorded
+        model.workers_given = False
         model.vocab = saved.vocab
         model._set_vectors(saved.vectors, saved.syn1neg, saved.syn1)
         model.position = saved.position

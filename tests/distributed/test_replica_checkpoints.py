@@ -4,6 +4,8 @@ that wrote it (1 thread per replica, checkpoints every N words: the same parts i
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from test_replicas import topic_precision, topic_sentences
@@ -69,20 +71,55 @@ def test_replicas_resume_from_a_mid_epoch_checkpoint_is_bit_identical(checkpoint
         assert stats.pairs_per_epoch[-1] == full.stats.pairs_per_epoch[-1]
 
 
-@pytest.mark.ray
-def test_cli_resume_of_a_replicas_run_writes_the_same_file(ray_session, tmp_path):
+CLUSTER = ["--cluster", "local:2", "--threads", "1", "--sync-words", "3000", "--min-sync-words", "8", "--no-cache"]
+
+
+@pytest.fixture(scope="module")
+def cli_checkpointed(ray_session, tmp_path_factory):
+    """A CLI replicas run checkpointed mid-epoch every 12k words: (corpus, checkpoint directory, output)."""
     from parvec.cli import main
 
+    tmp_path = tmp_path_factory.mktemp("cli_replica_ck")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(" ".join(s) for s in topic_sentences(4000, seed=5)) + "\n", encoding="utf-8")
     ck = tmp_path / "ck"
-    cluster = ["--cluster", "local:2", "--threads", "1", "--sync-words", "3000", "--min-sync-words", "8", "--no-cache"]
     full = tmp_path / "full.txt"
     assert main(["train", str(corpus), "-o", str(full), "--dim", "16", "--min-count", "1", "--epochs", "2",
-                 "--seed", "7", "--checkpoint-dir", str(ck), "--checkpoint-every", "12k", *cluster]) == 0
+                 "--seed", "7", "--checkpoint-dir", str(ck), "--checkpoint-every", "12k", *CLUSTER]) == 0
+    return corpus, ck, full
+
+
+@pytest.mark.ray
+def test_cli_resume_of_a_replicas_run_writes_the_same_file(cli_checkpointed, tmp_path):
+    from parvec.cli import main
+
+    corpus, ck, full = cli_checkpointed
     mids = sorted((f for f in list_checkpoints(ck) if f.chunks_done), key=lambda f: (f.epoch, f.chunks_done))
     assert mids, "no mid-epoch checkpoint"
     resumed = tmp_path / "resumed.txt"
     # --checkpoint-every defaults to the checkpoint's (12k): the same parts get their full syncs
-    assert main(["train", str(corpus), "-o", str(resumed), "--resume", str(mids[-1].path), *cluster]) == 0
+    assert main(["train", str(corpus), "-o", str(resumed), "--resume", str(mids[-1].path), *CLUSTER]) == 0
+    assert resumed.read_bytes() == full.read_bytes()
+
+
+@pytest.mark.ray
+def test_cli_resume_of_a_replicas_run_without_its_cluster_flags_trains_there_again(cli_checkpointed, tmp_path,
+                                                                                   capsys):
+    # Left out, --cluster local:2 (2 replicas, 1 thread each) and the sync settings are the checkpoint's: its
+    # position counts the replicas' parts (resumed in this process, it was refused with a false "the corpus does
+    # not match the checkpoint").
+    from parvec.cli import main
+
+    corpus, ck, full = cli_checkpointed
+    mid = [f for f in list_checkpoints(ck) if f.chunks_done][-1]
+    meta = json.loads((mid.path / "model.json").read_text())
+    assert meta["cluster"]["spec"] == "local:2" and meta["cluster"]["replicas"] == 2
+    assert meta["cluster"]["threads_per_actor"] == 1 and meta["cluster"]["sync_words"] == 3000
+    capsys.readouterr()
+    resumed = tmp_path / "resumed.txt"
+    assert main(["train", str(corpus), "-o", str(resumed), "--no-cache", "--resume", str(mid.path)]) == 0
+    err = capsys.readouterr().err
+    assert ("cluster: --cluster local:2 --mode replicas --replicas 2 --threads 1, as the checkpoint was trained"
+            in err), err[-3000:]
+    assert "2 replicas x 1 thread" in err and "does not match the checkpoint" not in err
     assert resumed.read_bytes() == full.read_bytes()

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from parvec.cli.outputs import OutputPlan, check_paths
+from parvec.cli.resume import describe_resume, refuse_saved_flags, restore_cluster
 from parvec.config import (
     ALL_ALGORITHMS,
     CBOW_ALGORITHMS,
@@ -182,11 +183,16 @@ def cluster_from_args(args: argparse.Namespace) -> Any:
             if getattr(args, flag, None) is not None:
                 raise ParvecError(f"--{flag} needs --cluster (e.g. --cluster local:2)")
         return None
+    from parvec.cli.flags import explicit_flags
     from parvec.distributed.cluster import Cluster
 
+    # --threads given: the threads of each replica (or sharded client), honoured or refused when they do not fit
+    # the cluster's CPUs; left out, parvec fits them (parvec.distributed.replicas.replica_threads).
+    threads = args.threads if "threads" in explicit_flags(args) or getattr(args, "threads_restored", False) else None
     return Cluster(args.cluster, mode=args.cluster_mode, replicas=args.replicas, shards=args.shards,
-                   clients=args.clients, sync_words=args.sync_words, min_sync_words=args.min_sync_words,
-                   full_sync_times=args.full_sync_times, sync_overlap=getattr(args, "sync_overlap", True),
+                   clients=args.clients, threads_per_actor=threads, sync_words=args.sync_words,
+                   min_sync_words=args.min_sync_words, full_sync_times=args.full_sync_times,
+                   sync_overlap=getattr(args, "sync_overlap", True),
                    alpha_scale=getattr(args, "replica_alpha_scale", "linear"))
 
 
@@ -539,13 +545,7 @@ def run_train(args: argparse.Namespace) -> int:
 def _run_train(args: argparse.Namespace) -> int:
     defaults_line = resolve_defaults(args)  # refuses a training file named both ways
     if getattr(args, "cluster", None):
-        # What the cluster's mode cannot train (parvec.capabilities), before reading; after the defaults, since
-        # word2vec.c's -train FILE means CBOW.
-        from parvec import capabilities
-
-        capabilities.check_placement(getattr(args, "device", "cpu"), args.cluster)
-        capabilities.check(args.cluster_mode, cbow=bool(args.cbow), hs=bool(args.hs),
-                           mid_epoch_checkpoints=args.checkpoint_every is not None)
+        _check_mode(args)
     inputs = list(args.input or [])
     source: Any = args.train_file or (inputs[0] if len(inputs) == 1 else inputs or None)
     if isinstance(source, list) and "-" in source:
@@ -580,6 +580,14 @@ def _run_train(args: argparse.Namespace) -> int:
         if not args.checkpoint_dir and not args.resume:
             raise ParvecError("--checkpoint-every needs --checkpoint-dir DIR (where the checkpoints go)")
     resumed = _prepare_resume(args) if args.resume else None
+    if getattr(args, "cluster", None):  # given, or a resumed checkpoint's
+        from parvec.config import TrainConfig
+        from parvec.distributed import check_cpus
+
+        if args.resume:
+            _check_mode(args)  # the resumed checkpoint's cluster, with the flags given now
+        # More replicas x threads (or shards and clients) than local:N has CPUs: refused before Ray starts.
+        check_cpus(cluster_from_args(args), TrainConfig(threads=args.threads))
     if getattr(args, "device", "cpu") == "cuda":  # before reading the corpus: say now if there is no GPU
         from parvec.config import TrainConfig
         from parvec.gpu import require_device
@@ -607,30 +615,29 @@ def _run_train(args: argparse.Namespace) -> int:
     return 0
 
 
-# Flags a resumed run takes from its checkpoint: given with another value, they are refused.
-_SAVED_FLAGS = {
-    "dim": ("--dim", lambda m: m.config.dim), "window": ("--window", lambda m: m.config.window),
-    "negative": ("--negative", lambda m: m.config.negative), "sample": ("--sample", lambda m: m.config.sample),
-    "alpha": ("--alpha", lambda m: m.config.alpha), "min_alpha": ("--min-alpha", lambda m: m.config.min_alpha),
-    "seed": ("--seed", lambda m: m.config.seed), "algo": ("--algo", lambda m: m.config.algo),
-    "batch_size": ("--batch-size", lambda m: m.config.batch_size),
-    "par_batch": ("--par-batch", lambda m: m.config.par_batch),
-    "compute_loss": ("--no-loss", lambda m: m.config.compute_loss),
-    "max_sentence_length": ("--max-sentence-length", lambda m: m.config.max_sentence_length),
-    "device": ("--device", lambda m: m.config.device),
-    "min_count": ("--min-count", lambda m: m.read_options.min_count),
-    "max_vocab_size": ("--max-vocab-size", lambda m: m.read_options.max_vocab_size),
-    "max_final_vocab": ("--max-final-vocab", lambda m: m.read_options.max_final_vocab),
-    "lowercase": ("--lowercase", lambda m: m.read_options.lowercase),
-    "unicode_errors": ("--unicode-errors", lambda m: m.read_options.unicode_errors),
-}
+def _check_mode(args: argparse.Namespace) -> None:
+    # What the cluster's mode cannot train (parvec.capabilities), before reading; after the defaults, since
+    # word2vec.c's -train FILE means CBOW.
+    from parvec import capabilities
+
+    capabilities.check_placement(getattr(args, "device", "cpu"), args.cluster)
+    capabilities.check(args.cluster_mode, cbow=bool(args.cbow), hs=bool(args.hs),
+                       mid_epoch_checkpoints=args.checkpoint_every is not None)
+
+
 def _prepare_resume(args: argparse.Namespace) -> Any:
     # Before any output is reserved: load the checkpoint (the latest one when --resume names a checkpoint
-    # directory), refuse flags that contradict it, and take its threads, checkpoint directory and interval.
-    from parvec.checkpoints import EPOCH_END
+    # directory), refuse flags that contradict it, and take its cluster, threads, checkpoint directory and
+    # interval.  A sharded run's checkpoint goes to parvec.cli.sharded (its model is on the shards).
+    from parvec import model_io
+    from parvec.checkpoints import EPOCH_END, find_for_resume
     from parvec.cli.flags import explicit_flags
     from parvec.word2vec import load_for_resume
 
+    if (model_io.read_meta(find_for_resume(args.resume)[0]) or {}).get("sharded") is not None:
+        from parvec.cli.sharded import prepare_resume
+
+        return prepare_resume(args)
     model, path, note = load_for_resume(args.resume)
     if model.graph_run is not None:
         raise ParvecError(model.graph_run_refusal(path))
@@ -638,15 +645,10 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     if note:
         print(note, file=sys.stderr)
     given = explicit_flags(args)
-    conflicts = []
-    for dest, (flag, saved) in _SAVED_FLAGS.items():
-        if dest in given and getattr(args, dest) != saved(model):
-            value = getattr(args, dest)
-            shown = "off" if dest == "compute_loss" else value
-            conflicts.append(f"{flag} {shown} (the checkpoint has {saved(model)})")
-    if conflicts:
-        raise ParvecError(f"cannot resume {path} with different training flags: {'; '.join(conflicts)}; a resumed "
-                          "run keeps its saved flags (leave these out), or start a new run without --resume")
+    more, cluster_lines = restore_cluster(args, model.saved_cluster, model.saved_cluster_recorded, given)
+    refuse_saved_flags(args, model, path, given, more)
+    for line in cluster_lines:
+        print(line, file=sys.stderr)
     begun = model.epochs_trained + (1 if model.position is not None else 0)
     if "epochs" in given and args.epochs != model.config.epochs:
         if args.epochs < max(begun, 1):
@@ -664,6 +666,7 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
         model.config.threads = args.threads
     else:
         print(f"threads: {model.config.threads}, as the checkpoint was trained (--threads overrides)", file=sys.stderr)
+        args.threads = model.config.threads
     if not args.checkpoint_dir and (path.name == EPOCH_END or path.name.startswith("mid-e")):
         args.checkpoint_dir = str(path.parent)
         print(f"checkpoints continue in {path.parent} (--checkpoint-dir overrides)", file=sys.stderr)
@@ -672,34 +675,6 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
         print(f"mid-epoch checkpoints every {args.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
     return model, resume_epochs
-
-
-def describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
-    """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
-    what is lost (the training after it, written so long ago) and redone.  ``train`` and the graph commands
-    print them.
-
-    Example:
-        >>> describe_resume(Word2Vec.load("ck/checkpoint"), "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
-        'resuming ck/checkpoint: 2 of 5 epochs done'
-    """
-    import time as _time
-
-    e = model.config.epochs
-    if model.position is not None:
-        pos = model.position
-        where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} chunks ({pos.words_done:,} of "
-                 f"{words_per_epoch:,} words) done")
-    else:
-        where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
-    lines = [where]
-    if model.saved_at is not None and (model.position is not None or Path(path).name == "checkpoint"):
-        age = max(0.0, _time.time() - model.saved_at)
-        every = f"; checkpoints every {model.saved_checkpoint_every}" if model.saved_checkpoint_every else ""
-        lines.append(f"lost: the training after this checkpoint, written {age:.1f} s ago at "
-                     f"{_time.strftime('%Y-%m-%d %H:%M:%S', _time.localtime(model.saved_at))} (saved_at "
-                     f"{model.saved_at:.3f}){every}, is redone")
-    return lines
 
 
 def print_checkpoint(path: Path, pos: Any, seconds: float) -> None:
@@ -717,7 +692,14 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
                      out: dict[str, Any], resumed: Any = None) -> list[str]:
     # Reads, trains and writes every output into its reserved temporary; returns the lines to print
     # once run_train has renamed them into place.
-    if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
+    pipeline = bool(getattr(args, "cluster", None)) and getattr(args, "cluster_mode", None) == "sharded"
+    if pipeline and args.resume and isinstance(resumed, tuple):  # a checkpoint holding the whole model
+        model = resumed[0]
+        if not (model.saved_cluster_recorded and (model.saved_cluster or {}).get("mode") == "sharded"):
+            raise ParvecError(f"--resume {args.resume} is not a sharded run's checkpoint: resume it without --mode "
+                              "sharded (it trains where it was trained)")
+        pipeline = False  # Word2Vec(cluster=Cluster(mode="sharded"))'s checkpoint: it resumes as it trained
+    if pipeline:
         # Column-sharded parameter servers: count, encode, train and export on Ray without ever holding the
         # model in this process (parvec.cli.sharded over parvec.distributed.pipeline).
         from parvec.cli.sharded import refuse_flags, train_sharded
@@ -725,7 +707,7 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         if isinstance(source, list):
             raise ParvecError("--mode sharded reads one input file: concatenate the inputs first")
         refuse_flags(args)  # before the cluster is made from the flags
-        return train_sharded(args, cluster_from_args(args), source, binary, cache_dir, out)
+        return train_sharded(args, cluster_from_args(args), source, binary, cache_dir, out, resumed)
     done: list[str] = []
     t0 = time.perf_counter()
     model, encoded, resume_epochs = _read_corpus(args, source, cache_dir, resumed)
@@ -760,9 +742,7 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
         model.checkpoint_dir = args.checkpoint_dir
         model.checkpoint_every = args.checkpoint_every
         model.on_checkpoint_error = args.on_checkpoint_error
-        resumed_cluster = cluster_from_args(args)
-        if resumed_cluster is not None:  # a run may be resumed on a cluster (or a different one)
-            model.cluster = resumed_cluster
+        model.cluster = _resumed_cluster(args, model)
         # Counted afresh (the cache serves it): train(resume=True) refuses a corpus whose vocabulary or token
         # count differs from the checkpoint's.
         encoded = model.encode(corpus_file=source)
@@ -795,6 +775,26 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
               + (f"; {unseen:,} of its words never occur in the corpus and keep their random initial "
                  "vectors (as word2vec.c)" if unseen else ""), file=sys.stderr)
     return model, encoded, None
+
+
+def _resumed_cluster(args: argparse.Namespace, model: Any) -> Any:
+    # Where a resumed model trains: the cluster its checkpoint recorded, with what may change given now (another
+    # --cluster SPEC, --threads per actor, --clients; _prepare_resume refused the rest); a checkpoint that recorded
+    # nothing trains where the flags say.
+    if not model.saved_cluster_recorded or model.saved_cluster is None:
+        return cluster_from_args(args)
+    import dataclasses
+
+    from parvec.cli.flags import explicit_flags
+    from parvec.distributed import cluster_from_record
+
+    given = explicit_flags(args)
+    changes: dict[str, Any] = {"spec": args.cluster}
+    if "threads" in given:
+        changes["threads_per_actor"] = args.threads
+    if "clients" in given and model.saved_cluster.get("mode") == "sharded":
+        changes["clients"] = args.clients
+    return dataclasses.replace(cluster_from_record(model.saved_cluster), **changes)
 
 
 def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, model: Any, encoded: Any,

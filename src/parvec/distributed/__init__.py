@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,8 @@ from parvec.capabilities import check_config
 from parvec.config import TrainConfig
 from parvec.distributed.cluster import Cluster, as_cluster, import_ray
 
-__all__ = ["Cluster", "as_cluster", "import_ray", "make_driver"]
+__all__ = ["Cluster", "as_cluster", "check_cpus", "cluster_from_record", "cluster_record", "describe_record",
+           "import_ray", "make_driver"]
 
 
 def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
@@ -48,3 +50,84 @@ def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in:
     from parvec.distributed.sharded import ShardedDriver
 
     return ShardedDriver(cluster, config, counts, w_in, w_out)
+
+
+def check_cpus(cluster: Cluster, config: TrainConfig) -> None:
+    """Refuse, before Ray starts, what ``cluster`` cannot run on the CPUs of ``local:N`` (every core for
+    ``local``): more replicas x threads than CPUs (:func:`parvec.distributed.replicas.replica_threads`), or far
+    more shards and clients than CPUs (:func:`parvec.distributed.sharded.actor_budget`).  A cluster joined
+    (``auto``, ``ray://``) is checked once Ray reports its CPUs.  Never imports Ray.
+
+    Example:
+        >>> check_cpus(Cluster("local:2", mode="sharded", shards=50, clients=4), TrainConfig())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        parvec.errors.ParvecError: --shards 50 --clients 4 start 54 Ray actors ...
+    """
+    if not cluster.is_local:
+        return
+    from parvec.config import default_threads
+
+    cpus = cluster.local_cpus or default_threads()
+    if cluster.mode == "replicas":
+        from parvec.distributed.replicas import replica_threads
+
+        replica_threads(cluster, config, cpus)
+    else:
+        from parvec.distributed.sharded import actor_budget
+
+        actor_budget(cluster.shards or 1, cluster.clients or 2, cpus)  # sharded.resolve's defaults on local:N
+
+
+# Cluster fields a checkpoint does not record: where the run's own snapshots go (the resumed run's --checkpoint-dir
+# decides) and the test-only options.
+_NOT_RECORDED = ("checkpoint_dir", "options")
+
+
+def cluster_record(cluster: Cluster | None) -> dict[str, Any] | None:
+    """What a checkpoint records of where its run trained (``model.json``'s ``cluster``): every setting of the
+    :class:`Cluster` (spec, mode, replicas, shards, clients, threads per actor, the sync and minibatch settings),
+    or None for a run in this process (or on a GPU).  A resumed run trains there again
+    (:func:`cluster_from_record`).
+
+    Example:
+        >>> r = cluster_record(Cluster("local:2")); r["spec"], r["mode"], r["replicas"]
+        ('local:2', 'replicas', 2)
+    """
+    if cluster is None:
+        return None
+    return {f.name: getattr(cluster, f.name) for f in dataclasses.fields(cluster) if f.name not in _NOT_RECORDED}
+
+
+def cluster_from_record(record: dict[str, Any] | None) -> Cluster | None:
+    """The :class:`Cluster` a checkpoint recorded (None: a run in this process); keys it does not know are
+    ignored (a checkpoint of another parvec version).
+
+    Example:
+        >>> cluster_from_record({"spec": "local:2", "mode": "replicas", "replicas": 2}).replicas
+        2
+    """
+    if record is None:
+        return None
+    known = {f.name for f in dataclasses.fields(Cluster)} - set(_NOT_RECORDED)
+    return Cluster(**{k: v for k, v in record.items() if k in known})
+
+
+def describe_record(record: dict[str, Any] | None) -> str:
+    """A checkpoint's place of training, in flags: ``--cluster local:2 --mode replicas --replicas 2``, or "this
+    process (no --cluster)".
+
+    Example:
+        >>> describe_record({"spec": "local:2", "mode": "sharded", "shards": 2, "clients": 1,
+        ...                  "threads_per_actor": None})
+        '--cluster local:2 --mode sharded --shards 2 --clients 1'
+        >>> describe_record(None)
+        'this process (no --cluster)'
+    """
+    if record is None:
+        return "this process (no --cluster)"
+    words = [f"--cluster {record.get('spec')}", f"--mode {record.get('mode')}"]
+    keys = ("replicas",) if record.get("mode") == "replicas" else ("shards", "clients")
+    for key in (*keys, "threads_per_actor"):
+        if record.get(key) is not None:
+            words.append(f"--{'threads' if key == 'threads_per_actor' else key} {record[key]}")
+    return " ".join(words)

@@ -28,7 +28,7 @@ own peak RSS instead counts the object store's shared pages once per process tha
 reads as 5.6 GiB that way).
 
 The settings come from where the run resolves them (:func:`parvec.distributed.sharded.resolve` for shards,
-clients and threads; :meth:`parvec.distributed.replicas.ReplicaTrainer._threads` and
+clients and threads; :func:`parvec.distributed.replicas.replica_threads` and
 :func:`parvec.distributed.replicas.shard_chunks` for the replicas' threads and shares), so the estimate sizes
 the run that would start.  A cluster parvec joins (``auto``, ``ray://``) has only the driver here: Ray's
 figures for the other nodes (``ray.nodes()``) are the memory a node offered the scheduler when it started,
@@ -48,7 +48,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -296,15 +295,6 @@ def _local_cpus(cluster: Cluster) -> int:
     return cluster.local_cpus or default_threads()
 
 
-class _Cpus:
-    # What ReplicaTrainer._threads reads of Ray (ray.cluster_resources()), for a local Ray not started yet.
-    def __init__(self, cpus: int) -> None:
-        self.cpus = cpus
-
-    def cluster_resources(self) -> dict[str, float]:
-        return {"CPU": float(self.cpus)}
-
-
 def replica_threads(cluster: Cluster, config: TrainConfig) -> int:
     """Threads per replica, by the replicas driver's own rule (a local Ray has ``N`` CPUs for ``local:N``).
 
@@ -312,13 +302,12 @@ def replica_threads(cluster: Cluster, config: TrainConfig) -> int:
         >>> replica_threads(Cluster("local:2"), TrainConfig(threads=2))
         1
     """
-    from parvec.distributed.replicas import ReplicaTrainer
+    from parvec.distributed.replicas import replica_threads as rule
 
     n = int(cluster.replicas or 1)
     if not cluster.is_local:
         return int(cluster.threads_per_actor or config.threads)
-    probe = SimpleNamespace(cluster=cluster, config=config)
-    return int(ReplicaTrainer._threads(probe, _Cpus(_local_cpus(cluster)), n))  # type: ignore[arg-type]
+    return rule(cluster, config, _local_cpus(cluster), n)[0]
 
 
 def ray_running() -> bool:

@@ -12,7 +12,10 @@ without ever holding the model in one process.
    ``tokens_K.npy``/``offsets_K.npy`` in the work directory, which the clients memory-map.  A line that a
    range boundary cuts becomes two sentences (a few window pairs at each boundary; the ranges are many MB).
 3. **Training** (:class:`parvec.distributed.sharded.ShardedRun`): the shards generate their columns of
-   word2vec.c's initial vectors themselves, the clients train the encoded ranges.
+   word2vec.c's initial vectors themselves, the clients train the encoded ranges.  With a checkpoint directory
+   every consistent snapshot of the shards is checkpointed there (:class:`ShardCheckpoints`); a resumed run
+   reads the input again in the checkpoint's byte ranges, checks it (:func:`check_resume_input`) and has the
+   shards restore the checkpoint's snapshot (:func:`resume_snapshot`).
 4. **Export.**  Row blocks assembled from the shards' column blocks are streamed into a ``.npy`` in the work
    directory (never the whole matrix in memory); the outputs are then written from its memory map by
    :mod:`parvec.formats` (word2vec text/binary, ``.npy`` + vocabulary + counts), atomically.
@@ -200,7 +203,9 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
     if n_tokens == 0:
         raise ParvecError(f"{path}: no token of the corpus is in the vocabulary")
     return {"vocab": vocab, "parts": parts, "part_offsets": offsets, "raw_words": raw_words, "tokens": n_tokens,
-            "sentences": sum(s[1] for s in sizes), "ranges": len(ranges)}
+            "sentences": sum(s[1] for s in sizes), "ranges": len(ranges),
+            # (bytes, CRC-32) each range read: the input's identity, which a resumed run's input must match
+            "fingerprints": [list(fp) if fp is not None else None for _raw, fp in read]}
 
 
 def _get_all(ray: Any, refs: list[Any], what: str, timeout_s: float) -> list[Any]:
@@ -335,10 +340,12 @@ def work_directory(cache_dir: str | os.PathLike[str] | None) -> Iterator[Path]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def encode_input(ray: Any, source: str, options: ReadOptions, work: Path, timeout_s: float = 300.0) -> dict[str, Any]:
+def encode_input(ray: Any, source: str, options: ReadOptions, work: Path, timeout_s: float = 300.0,
+                 n_ranges: int | None = None) -> dict[str, Any]:
     """Steps 1 and 2 for ``source`` (a file, or ``-`` for standard input): a plain copy in ``work`` where byte
     ranges cannot cut it (:func:`plain_input`), then :func:`count_and_encode` over at least two ranges per CPU of
-    the cluster and at most 64 MiB each.
+    the cluster and at most 64 MiB each (``n_ranges``: that many, a resumed run's checkpoint's: a line a range
+    boundary cuts becomes two sentences, so other ranges would be another corpus).
 
     Example:
         >>> enc = encode_input(ray, "corpus.txt.xz", ReadOptions(min_count=5), Path("work"))  # doctest: +SKIP
@@ -346,16 +353,19 @@ def encode_input(ray: Any, source: str, options: ReadOptions, work: Path, timeou
         (71290, 4)
     """
     path = plain_input(source, work)
-    cpus = int(ray.cluster_resources().get("CPU", 1))
-    n_ranges = max(2 * cpus, -(-os.path.getsize(path) // _RANGE_BYTES))
+    if n_ranges is None:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        n_ranges = max(2 * cpus, -(-os.path.getsize(path) // _RANGE_BYTES))
     return count_and_encode(ray, path, options, work, n_ranges, timeout_s)
 
 
 @contextlib.contextmanager
-def sharded_run(ray: Any, cluster: Any, config: Any, encoded: dict[str, Any],
-                checkpoint_dir: Path | None = None) -> Iterator[Any]:
+def sharded_run(ray: Any, cluster: Any, config: Any, encoded: dict[str, Any], checkpoint_dir: Path | None = None,
+                resume: dict[str, Any] | None = None, on_snapshot: Any = None) -> Iterator[Any]:
     """Step 3's :class:`parvec.distributed.sharded.ShardedRun` on the encoded ranges of :func:`encode_input`
-    (the shards generate their own initial columns), closed (its actors stopped) when the block ends.
+    (the shards generate their own initial columns, or restore ``resume``, a checkpoint's snapshot:
+    :func:`resume_snapshot`), closed (its actors stopped) when the block ends.  ``on_snapshot``: a
+    :class:`ShardCheckpoints` that checkpoints every complete snapshot.
 
     Example:
         >>> with sharded_run(ray, cluster, config, enc) as run:  # doctest: +SKIP
@@ -365,30 +375,172 @@ def sharded_run(ray: Any, cluster: Any, config: Any, encoded: dict[str, Any],
     from parvec.distributed.sharded import ShardedRun
 
     run = ShardedRun(ray, cluster, config, encoded["vocab"].counts, encoded["parts"], encoded["part_offsets"],
-                     checkpoint_dir=checkpoint_dir)
+                     checkpoint_dir=checkpoint_dir, resume=resume, on_snapshot=on_snapshot)
     try:
         yield run
     finally:
         run.close()
 
 
-def train_run(run: Any, run_log: Any = None) -> Any:
+def train_run(run: Any, run_log: Any = None, start_epoch: int = 0, resume_at: Any = None,
+              schedule: Any = None) -> Any:
     """Step 3: train ``run`` for its epochs; ``run_log`` (a :class:`parvec.runlog.RunLog`, or None) gets the
-    progress samples and one record per epoch (its words, loss, seconds and the learning rate at its end).
+    progress samples and one record per epoch (its words, loss, seconds and the learning rate at its end).  A
+    resumed run starts at ``start_epoch`` (the checkpoint's), at ``resume_at`` in it (a mid-epoch checkpoint's
+    :class:`parvec.engine.Position`), with ``schedule`` (the checkpoint's learning rate; default the run's).
 
     Example:
         >>> stats = train_run(run, RunLog(interval_s=2.0))  # doctest: +SKIP
         >>> stats.epochs, len(stats.loss_per_epoch)  # doctest: +SKIP
         (5, 5)
     """
-    if run_log is None:
-        return run.train(on_epoch_end=None)
+    from parvec.schedule import Schedule
+
     config = run.config
+    schedule = schedule if schedule is not None else Schedule.of(config, run.words_per_epoch)
+    if run_log is None:
+        return run.train(epochs=schedule.epochs, start_epoch=start_epoch, resume_at=resume_at, schedule=schedule)
     run.on_progress = run_log.progress
 
     def epoch_end(epoch: int, stats: Any) -> None:
         run_log.epoch_end(epoch=epoch, words=stats.words_per_epoch[-1], loss=stats.loss_per_epoch[-1],
-                          seconds=stats.seconds,
-                          lr=config.alpha - (config.alpha - config.final_alpha) * (epoch + 1) / config.epochs)
+                          seconds=stats.seconds, lr=schedule.epoch_end_alpha(epoch))
 
-    return run.train(on_epoch_end=epoch_end)
+    return run.train(epochs=schedule.epochs, start_epoch=start_epoch, on_epoch_end=epoch_end, resume_at=resume_at,
+                     schedule=schedule)
+
+
+# --------------------------------------------------------------------------- checkpoints and resume
+class ShardCheckpoints:
+    """A sharded run's checkpoints in its checkpoint directory (``--checkpoint-dir DIR``), the layout of every
+    parvec checkpoint (:mod:`parvec.checkpoints`): ``DIR/checkpoint`` at an epoch's end, ``DIR/mid-eE-cU`` at a
+    snapshot inside an epoch (``U`` units done), each a model directory (:mod:`parvec.model_io`) holding
+    ``model.json`` and ``vocab.json``.  The matrices stay where the shards wrote them (``DIR/shards/shard-S-of-N/
+    snap-K``, each shard its own columns: the driver never holds the model); ``model.json``'s ``sharded`` names
+    those snapshot directories with the CRC-32 of each file, the snapshot's place (epoch, units done, the epochs'
+    figures) and the input's identity (its byte ranges' CRC-32s), and ``cluster`` the shards, clients and
+    minibatch settings.  Only the newest checkpoint is kept: the shards keep the snapshot it names and remove
+    older ones.
+
+    It is the :class:`parvec.distributed.sharded.ShardedRun`'s ``on_snapshot``: called after every complete
+    snapshot, it writes the checkpoint through a :class:`parvec.checkpoints.Checkpointer` (a full disk: as
+    ``on_error`` says) and returns whether it did.
+
+    Example:
+        >>> ck = ShardCheckpoints(Path("ck"), config, enc, options, cluster, run_id="r1")  # doctest: +SKIP
+        >>> with sharded_run(ray, cluster, config, enc, Path("ck/shards"), on_snapshot=ck) as run:  # doctest: +SKIP
+        ...     stats = train_run(run)
+    """
+
+    def __init__(self, directory: Path, config: Any, encoded: dict[str, Any], options: ReadOptions, cluster: Any,
+                 run_id: str, on_error: str = "stop", report: dict[str, Any] | None = None, on_saved: Any = None,
+                 schedule: Any = None) -> None:
+        from parvec.checkpoints import Checkpointer
+        from parvec.distributed import cluster_record
+        from parvec.distributed.sharded import resolve
+
+        self.directory = Path(directory)
+        self.config, self.encoded, self.options, self.schedule = config, encoded, options, schedule
+        settings = resolve(cluster, config)
+        self.record = cluster_record(cluster) or {}
+        self.record.update(shards=settings["shards"], clients=settings["clients"])  # as run, defaults filled in
+        self.settings = settings
+        self.run_id = run_id
+        self.checkpointer = Checkpointer(self.directory, self._describe, run_id, on_error=on_error, report=report,
+                                         on_saved=on_saved, only_latest=True)
+        self._snap: dict[str, Any] = {}
+
+    def __call__(self, snap: dict[str, Any]) -> bool:
+        from parvec.distributed.sharded import snapshot_position
+
+        self._snap = snap
+        position = snapshot_position(snap, self.schedule)
+        if position is None:  # an epoch's end (epoch: the epochs done)
+            return self.checkpointer.epoch_end(int(snap["epoch"]))
+        return self.checkpointer.mid_epoch(position)
+
+    def _describe(self, position: Any, epochs_trained: int) -> Any:
+        from parvec import model_io
+
+        snap, enc = self._snap, self.encoded
+        inside = self.directory / "checkpoint"  # every checkpoint is a directory in self.directory
+        files = [dict(f, directory=os.path.relpath(f["directory"], inside)) for f in snap["files"]]
+        state = {k: snap[k] for k in ("id", "epoch", "units_done", "words_done", "total", "epochs", "units",
+                                      "units_crc32", "words_per_epoch", "time")}
+        sharded = {"files": files, "snapshot": state, "settings": self.settings,
+                   "input": {"ranges": enc["ranges"], "fingerprints": enc.get("fingerprints"),
+                             "tokens": enc["tokens"], "sentences": enc["sentences"], "raw_words": enc["raw_words"]}}
+        schedule = self.schedule
+        return model_io.SavedModel(
+            config=self.config, vocab=enc["vocab"], vectors=None, syn1neg=None, read_options=self.options.__dict__,
+            epochs_trained=epochs_trained, corpus_words=enc["tokens"], raw_words=enc["raw_words"],
+            corpus_count=enc["sentences"], position=position, run_id=self.run_id,
+            schedule_anchor=schedule.anchor if schedule is not None else None, cluster=self.record,
+            sharded=sharded)
+
+
+def clear_sharded_checkpoints(directory: Path) -> list[Path]:
+    """Remove the sharded runs' checkpoints in ``directory`` (a new sharded run there: its shards start their
+    snapshots afresh, so the old ones would name removed files); returns what was removed.
+
+    Example:
+        >>> clear_sharded_checkpoints(Path("no/such/dir"))
+        []
+    """
+    from parvec.checkpoints import list_checkpoints
+
+    removed = []
+    for found in list_checkpoints(directory):
+        if found.meta is not None and found.meta.get("sharded") is not None:
+            shutil.rmtree(found.path, ignore_errors=True)
+            removed.append(found.path)
+    return removed
+
+
+def resume_snapshot(saved: Any, path: Path) -> dict[str, Any]:
+    """The snapshot record a :class:`parvec.distributed.sharded.ShardedRun` resumes from (its ``resume=``), from
+    a sharded checkpoint read by :func:`parvec.model_io.load` (``arrays=False``) at ``path``: each shard's snapshot
+    directory made absolute, the units still to train.
+
+    Example:
+        >>> saved = model_io.load("ck/checkpoint", arrays=False)  # doctest: +SKIP
+        >>> snap = resume_snapshot(saved, Path("ck/checkpoint"))  # doctest: +SKIP
+        >>> snap["epoch"], snap["units_done"]  # doctest: +SKIP
+        (2, 0)
+    """
+    from parvec.model_io import shard_file_paths
+
+    sharded = saved.sharded
+    snap = dict(sharded["snapshot"])
+    snap["files"] = [dict(f, directory=str(d.resolve()))
+                     for f, d in zip(sharded["files"], shard_file_paths(path, sharded), strict=True)]
+    snap["queue"] = list(range(int(snap["units_done"]), int(snap["units"])))
+    snap["shards"] = len(snap["files"])
+    return snap
+
+
+def check_resume_input(saved: Any, path: Path, encoded: dict[str, Any], source: str) -> None:
+    """Refuse an input that is not the one a sharded checkpoint at ``path`` was trained on: its byte ranges read
+    other bytes (CRC-32s), or it gives another vocabulary (words and counts) or token count; the message names the
+    first difference.
+
+    Example:
+        >>> check_resume_input(saved, Path("ck/checkpoint"), enc, "corpus.txt")  # doctest: +SKIP
+    """
+    was = saved.sharded.get("input", {})
+    name = "standard input" if source == "-" else source
+    head = f"cannot resume {path}: {name} is not the input the checkpoint was trained on"
+    got = encoded.get("fingerprints")
+    if was.get("fingerprints") is not None and got is not None and got != was["fingerprints"]:
+        k = next((k for k, (a, b) in enumerate(zip(got, was["fingerprints"], strict=False)) if a != b),
+                 min(len(got), len(was["fingerprints"])))
+        raise ParvecError(f"{head} (its byte range {k + 1} of {len(got)} reads other bytes than the checkpoint's, "
+                          "CRC-32); give the same input file")
+    mine, theirs = saved.vocab, encoded["vocab"]
+    if mine.words != theirs.words or not np.array_equal(mine.counts, theirs.counts):
+        raise ParvecError(f"{head} (its vocabulary has {len(theirs):,} words, the checkpoint's {len(mine):,}, or "
+                          "other counts); give the same input, --min-count, --max-vocab-size, --max-final-vocab and "
+                          "--lowercase")
+    if saved.corpus_words and encoded["tokens"] != saved.corpus_words:
+        raise ParvecError(f"{head} (it has {encoded['tokens']:,} in-vocabulary tokens, the checkpoint's "
+                          f"{saved.corpus_words:,}); give the same input")

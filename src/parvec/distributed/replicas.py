@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from parvec.config import TrainConfig
+from parvec.config import TrainConfig, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions, load_encoded, save_encoded
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.collectives import Board, SyncAborted, make_collective
@@ -641,6 +641,51 @@ def _encode_range(rank: int, n: int, config: TrainConfig, data: dict[str, Any]) 
     return tokens, split_long_sentences(offsets, config.max_sentence_length)
 
 
+def replica_threads(cluster: Cluster, config: TrainConfig, cpus: int, n: int | None = None,
+                    workers_given: bool = False) -> tuple[int, str | None]:
+    """Threads per replica on a Ray cluster of ``cpus`` CPUs (0: unknown), and a line to print when an explicit
+    count was lowered (else None).
+
+    Each replica is a Ray actor that asks Ray for its threads as CPUs, so replicas x threads above the CPUs would
+    wait for free CPUs forever: that is refused.  ``cluster.threads_per_actor`` (``--threads`` given with
+    ``--cluster``, or ``Cluster(threads_per_actor=...)``) is honoured or refused, naming what fits; left out,
+    ``config.threads`` is fitted to the CPUs (``cpus // n``, at least 1): silently for the default, with the line
+    when ``workers_given`` (``Word2Vec(workers=...)`` given explicitly).
+
+    Example:
+        >>> replica_threads(Cluster("local:2"), TrainConfig(threads=2), 2)
+        (1, None)
+        >>> replica_threads(Cluster("local:2", threads_per_actor=2), TrainConfig(), 2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        parvec.errors.ParvecError: --replicas 2 x --threads 2 need 4 CPUs but the Ray cluster has 2: ...
+        >>> print(replica_threads(Cluster("local:2", replicas=1), TrainConfig(threads=3), 2, workers_given=True)[1])
+        parvec: note: 1 replica x 2 threads: workers=3 (--threads 3) lowered to fit the Ray cluster's 2 CPUs
+    """
+    n = int(n or cluster.replicas or 1)
+    explicit = cluster.threads_per_actor
+    if explicit is not None:
+        per = int(explicit)
+    elif cpus:
+        per = max(1, min(int(config.threads), cpus // n if cpus >= n else 1))
+    else:  # a cluster that reports no CPUs (Ray Client before a node joined): nothing to fit to
+        per = int(config.threads)
+    if cpus and per * n > cpus:
+        if n > cpus:
+            fits = f"--replicas {cpus} or fewer (at 1 thread each)"
+        else:
+            fits = (f"--threads {cpus // n}{' or fewer' if cpus // n > 1 else ''} with {n} replica"
+                    f"{'s' if n != 1 else ''} (or leave --threads out: parvec then fits the threads to the CPUs)")
+        raise ParvecError(f"--replicas {n} x --threads {per} need {per * n} CPUs but the Ray cluster has {cpus}: "
+                          "each replica is a Ray actor that asks for its threads as CPUs, so Ray would wait for free "
+                          f"CPUs forever; use replicas x threads <= {cpus}: {fits}; or a larger cluster")
+    note = None
+    if explicit is None and workers_given and per < config.threads:
+        note = (f"parvec: note: {n} replica{'s' if n != 1 else ''} x {per} thread{'s' if per != 1 else ''}: "
+                f"workers={config.threads} (--threads {config.threads}) lowered to fit the Ray cluster's {cpus} "
+                "CPUs")
+    return per, note
+
+
 # ---------------------------------------------------------------------- the driver
 class ReplicaDriver:
     """The ``replicas`` cluster driver: a :class:`parvec.engine.Driver` whose epoch is every replica's share of
@@ -672,6 +717,8 @@ class ReplicaDriver:
         self._stack: contextlib.ExitStack | None = None
         self.on_progress: Any = None  # when it runs itself (ReplicaTrainer): a report's time series
         self.stats = TrainStats()
+        # config.threads was given explicitly (Word2Vec(workers=...)): lowering it to fit the CPUs is said
+        self.workers_given = False
 
     @property
     def label(self) -> str:
@@ -702,6 +749,8 @@ class ReplicaDriver:
         corpus, cfg = self.corpus, self.config
         n = int(self.cluster.replicas or 1)
         self._scale = alpha_factor(self.cluster.alpha_scale, n)
+        if self.cluster.is_local:  # too many replicas or threads for local:N's CPUs: refused before Ray starts
+            replica_threads(self.cluster, cfg, self.cluster.local_cpus or default_threads(), n)
         self._stack = stack = contextlib.ExitStack()
         try:
             t_ray = time.perf_counter()
@@ -879,13 +928,10 @@ class ReplicaDriver:
         }
 
     def _threads(self, ray: Any, n: int) -> int:
-        cpus = int(ray.cluster_resources().get("CPU", 0))
-        per = self.cluster.threads_per_actor or max(1, min(self.config.threads, cpus // n if cpus >= n else 1))
-        if cpus and per * n > cpus:
-            raise ParvecError(f"--replicas {n} x --threads {per} need {per * n} CPUs but the Ray cluster has {cpus}: "
-                              "each replica is a Ray actor that asks for its threads as CPUs, so Ray would wait for "
-                              f"free CPUs forever; use replicas x threads <= {cpus} (--threads sets the threads per "
-                              "replica), or a larger cluster")
+        per, note = replica_threads(self.cluster, self.config, int(ray.cluster_resources().get("CPU", 0)), n,
+                                    workers_given=self.workers_given)
+        if note:
+            print(note, file=sys.stderr, flush=True)
         return per
 
     def _data_spec(self, corpus: EncodedCorpus, n: int) -> tuple[dict[str, Any], str | None]:

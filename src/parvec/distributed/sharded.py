@@ -29,6 +29,11 @@
 - **Memory.** ``Cluster.shard_memory_bytes`` caps each shard process's data segment (RLIMIT_DATA, set in
   the actor before it allocates); a shard whose columns do not fit stops the run before training with a
   clear error.
+- **Checkpoints and resume.**  Each complete snapshot goes to ``on_snapshot`` (the CLI's
+  :class:`parvec.distributed.pipeline.ShardCheckpoints` writes it as a checkpoint naming every shard's files, with
+  their CRC-32s); a run started with ``resume=`` (such a checkpoint's record) has every shard restore those files
+  instead of generating its initial columns, and trains on from the snapshot's place (its epoch; the units of it
+  done are not trained again): with one client thread, bit for bit the run that was not interrupted.
 
 :class:`ShardedDriver` is the driver the :class:`~parvec.word2vec.Word2Vec` API uses (the model fits in
 the driver there: it is sent to the shards at the start and gathered back into ``w_in``/``w_out``);
@@ -48,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -79,11 +85,12 @@ from parvec.distributed.shard_core import (
     unpack_train_call,
     vm_data_bytes,
 )
-from parvec.engine import EpochContext, EpochResult, RunEngine, SelfRunning, TrainStats
+from parvec.engine import EpochContext, EpochResult, Position, RunEngine, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.fileio import fsync_dir, output_file, write_array, write_reason
 from parvec.kernels import sharded as K
 from parvec.memory import peak_memory_bytes
+from parvec.model_io import array_crc32
 from parvec.schedule import Schedule
 from parvec.trainer import split_long_sentences
 
@@ -341,8 +348,9 @@ class ShardActor:
         what = f"{self.what} (columns {lo}..{hi - 1} of {spec['dim']})"
         self.restarted = was_restarted()
         self.restart_info = {"pid": os.getpid(), "time": time.time()} if self.restarted else None
-        # Restarted: nothing to serve until the driver restores a snapshot (the initial model included).
-        self.needs_restore = bool(self.restarted)
+        # Restarted, or resuming a checkpoint: nothing to serve until the driver restores a snapshot (the initial
+        # model included).
+        self.needs_restore = bool(self.restarted or spec.get("resume"))
         self.base = (Path(spec["checkpoint_dir"]) / f"shard-{self.index}-of-{spec['shards']}"
                      if spec.get("checkpoint_dir") else None)
         try:
@@ -363,7 +371,7 @@ class ShardActor:
                         "or a higher --shard-memory")
             self.w_in = np.empty((n, width), dtype=np.float32)
             self.w_out = np.zeros((n, width), dtype=np.float32)
-            if not self.restarted:
+            if not self.restarted and not spec.get("resume"):
                 self._initial(fresh=True)
                 if self.base is not None:  # a new run never sees another run's snapshots
                     if self.base.is_dir():
@@ -422,11 +430,12 @@ class ShardActor:
             self.fenced = True
         return os.getpid()
 
-    def snapshot(self, snap_id: int, keep: int | None) -> dict[str, Any]:
+    def snapshot(self, snap_id: int, keep: int | Sequence[int | None] | None) -> dict[str, Any]:
         """Write this shard's columns as snapshot ``snap_id`` (``in.npy``, ``out.npy``, ``meta.json``) into
         ``snap-ID.partial``, then rename it to ``snap-ID``; snapshots other than ``keep`` (the newest complete
-        one) are removed first, so a shard keeps at most two.  The arrays are streamed to the files (no copy).
-        Returns the seconds and bytes written."""
+        one, and the one the newest checkpoint names when that is older) are removed first, so a shard keeps at
+        most two or three.  The arrays are streamed to the files (no copy).  Returns the seconds and bytes
+        written, the directory and each file's CRC-32 (what a checkpoint records and a resume checks)."""
         self._check()
         if self.base is None:
             raise ParvecError(f"{self.what}: no snapshot directory")
@@ -441,17 +450,20 @@ class ShardActor:
                 partial = self.base / f"snap-{snap_id}.partial"
                 try:
                     self.base.mkdir(parents=True, exist_ok=True)
+                    kept = {f"snap-{k}" for k in (keep if isinstance(keep, list | tuple) else [keep]) if k is not None}
                     for old in self.base.iterdir():
-                        if old.name.startswith("snap-") and old.name != f"snap-{keep}":
+                        if old.name.startswith("snap-") and old.name not in kept:
                             shutil.rmtree(old) if old.is_dir() else old.unlink()
                     partial.mkdir()
+                    crcs = {}
                     for key, w in (("in", self.w_in), ("out", self.w_out)):
                         with output_file(partial / f"{key}.npy") as f:
                             write_array(f, w)  # streamed from the array in blocks: no copy; ENOSPC is named
                             f.flush()
                             os.fsync(f.fileno())
+                        crcs[key] = array_crc32(w)
                     meta = {"shard": self.index, "shards": self.spec["shards"], "snapshot": snap_id,
-                            "shape": list(self.w_in.shape), "time": time.time()}
+                            "shape": list(self.w_in.shape), "time": time.time(), "crc32": crcs}
                     (partial / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
                     os.rename(partial, final)
                     fsync_dir(self.base)
@@ -464,11 +476,15 @@ class ShardActor:
         seconds = time.perf_counter() - t0
         self.snapshots += 1
         self.snapshot_seconds += seconds
-        return {"seconds": seconds, "bytes": 2 * self.w_in.nbytes, "pid": os.getpid()}
+        return {"seconds": seconds, "bytes": 2 * self.w_in.nbytes, "pid": os.getpid(), "directory": str(final),
+                "shape": list(self.w_in.shape), "crc32": crcs}
 
-    def restore(self, snap_id: int | None) -> dict[str, Any]:
+    def restore(self, snap_id: int | None, where: str | None = None,
+                crc32: dict[str, int] | None = None) -> dict[str, Any]:
         """Overwrite the columns with snapshot ``snap_id`` (None: the model the run started from), read row
-        block by row block into the arrays in place, and serve again."""
+        block by row block into the arrays in place, and serve again.  ``where`` is the snapshot's directory when
+        it is not this run's own (a resumed run's, in the checkpoint it resumes); ``crc32`` the CRC-32 of each
+        file's data (``in``, ``out``) the checkpoint recorded: a file that does not match is refused."""
         self._check()
         t0 = time.perf_counter()
         with self._state_lock:
@@ -478,14 +494,19 @@ class ShardActor:
             if snap_id is None:
                 self._initial()
             else:
-                where = self.base / f"snap-{snap_id}" if self.base is not None else None
+                at = Path(where) if where else self.base / f"snap-{snap_id}" if self.base is not None else None
                 try:
-                    if where is None:
+                    if at is None:
                         raise FileNotFoundError("no snapshot directory")
                     for key, w in (("in", self.w_in), ("out", self.w_out)):
-                        _read_npy_into(where / f"{key}.npy", w)
+                        got = _read_npy_into(at / f"{key}.npy", w)
+                        if crc32 is not None and got != crc32.get(key):
+                            raise ValueError(f"{key}.npy: its data does not match the CRC-32 the checkpoint recorded "
+                                             "(the file was altered or damaged)")
                 except (OSError, ValueError) as exc:
-                    raise ParvecError(f"{self.what} cannot read snapshot {snap_id} ({where}): {exc}") from None
+                    with self._cv:  # nothing valid to serve: the driver ends the run
+                        self.needs_restore = True
+                    raise ParvecError(f"{self.what} cannot read snapshot {snap_id} ({at}): {exc}") from None
             with self._cv:
                 self.needs_restore = False
                 self.fenced = False
@@ -598,9 +619,10 @@ class ShardActor:
             return f"MemoryError: {exc}"
 
 
-def _read_npy_into(path: Path, out: np.ndarray) -> None:
+def _read_npy_into(path: Path, out: np.ndarray) -> int:
     """Read a C-order ``.npy`` of ``out``'s shape and dtype straight into ``out`` (a C-contiguous array), row
-    block by row block: no second copy of the array and no memory map resident beside it.
+    block by row block: no second copy of the array and no memory map resident beside it.  Returns the CRC-32 of
+    the data read (:func:`parvec.model_io.array_crc32` of ``out``).
 
     Example:
         >>> _read_npy_into(Path("snap-3/in.npy"), w_in)  # doctest: +SKIP
@@ -614,11 +636,14 @@ def _read_npy_into(path: Path, out: np.ndarray) -> None:
                              f"expected {out.dtype} {out.shape}")
         flat = out.reshape(-1).view(np.uint8)
         step = max(1, _COPY_BYTES)
+        crc = 0
         for at in range(0, flat.nbytes, step):
             chunk = memoryview(flat[at:at + step])
             got = f.readinto(chunk)
             if got != len(chunk):
                 raise ValueError(f"{path.name} is truncated: {at + (got or 0):,} of {flat.nbytes:,} bytes of data")
+            crc = zlib.crc32(chunk, crc)
+    return crc & 0xFFFFFFFF
 
 
 def was_restarted() -> bool:
@@ -795,6 +820,60 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
+def units_crc32(units: Sequence[Unit]) -> int:
+    """The CRC-32 of a run's units (part, sentences, words of each, in order): a resumed run must cut its corpus
+    into the same units, or the checkpoint's position (units done) would name other words.
+
+    Example:
+        >>> units_crc32([Unit(0, 0, 2, 0, 0, 6)]) == units_crc32([Unit(0, 0, 2, 0, 0, 6)])
+        True
+    """
+    table = np.array([(u.part, u.s_lo, u.s_hi, u.words) for u in units], dtype=np.int64).reshape(-1, 4)
+    return zlib.crc32(table.tobytes()) & 0xFFFFFFFF
+
+
+def _check_resume(snap: dict[str, Any], shards: int, n_words: int, dim: int, units: Sequence[Unit],
+                  crc: int) -> None:
+    """Refuse a snapshot record that this run cannot continue (another shard count, vocabulary, dimension or cut
+    of the corpus into units), naming what differs."""
+    files = snap.get("files") or []
+    if snap.get("id") is None or len(files) != shards:
+        raise ParvecError(f"the checkpoint's snapshot holds {len(files)} shards' columns but this run has {shards} "
+                          "shards: resume with the checkpoint's --shards")
+    for s, f in enumerate(files):
+        lo, hi = K.column_range(s, shards, dim)
+        if list(f.get("shape", [])) != [n_words, hi - lo]:
+            raise ParvecError(f"the checkpoint's snapshot of shard {s} holds columns of shape {f.get('shape')}, but "
+                              f"this run's shard {s} holds {n_words} words x columns {lo}..{hi - 1}")
+    if snap.get("units") != len(units) or snap.get("units_crc32") != crc:
+        raise ParvecError(f"the corpus is cut into other units of work than the checkpoint's ({len(units)} units, the "
+                          f"checkpoint's {snap.get('units')}): give the same input, the same --max-sentence-length "
+                          "and the checkpoint's byte ranges")
+
+
+def snapshot_position(snap: dict[str, Any], schedule: Schedule | None = None) -> Position | None:
+    """A mid-epoch snapshot record's place as a :class:`parvec.engine.Position` (units for chunks), None for one
+    at an epoch's start; ``schedule`` gives the learning rate there (informational).
+
+    Example:
+        >>> snapshot_position({"epoch": 0, "units_done": 0}) is None
+        True
+    """
+    if not snap.get("units_done"):
+        return None
+    epoch = int(snap["epoch"])
+    figures = list(snap.get("epochs", []))[:epoch]
+    if len(figures) != epoch:
+        raise ParvecError(f"the snapshot in epoch {epoch + 1} has the figures of {len(figures)} earlier epochs")
+    total = snap["total"]
+    words_done = int(snap["words_done"])
+    alpha = schedule.alpha_at(schedule.position(epoch, words_done)) if schedule is not None else 0.0
+    return Position(epoch, int(snap["units_done"]), words_done,
+                    [int(f["words"]) for f in figures] + [int(total["words"])],
+                    [int(f["pairs"]) for f in figures] + [int(total["pairs"])],
+                    [float(f["loss"]) for f in figures] + [float(total["loss"])], alpha)
+
+
 class ShardedRun:
     """One sharded training run on a Ray session: shards, clients, units, epochs, snapshots and faults,
     gathering, the report.
@@ -804,7 +883,14 @@ class ShardedRun:
     initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep their
     snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the end,
     otherwise), each on its own node's disk; the driver writes ``manifest.json`` there once a snapshot is
-    complete.
+    complete, then calls ``on_snapshot(snapshot)`` (the record :meth:`snapshot_record` describes), which returns
+    True when it saved a checkpoint naming it (:class:`parvec.distributed.pipeline.ShardCheckpoints`): the shards
+    then keep that snapshot until a newer one is checkpointed.
+
+    ``resume`` is such a record read back from a checkpoint (its ``files`` name each shard's snapshot directory
+    and the CRC-32 of its files): the shards start from it instead of the initial vectors, and training goes on
+    from its place (:meth:`train` with ``start_epoch`` its epoch; the units it had done are not trained again).
+    The corpus must cut into the same units (``units_crc32``), else the run is refused.
 
     Example:
         >>> with cluster.session() as ray:  # doctest: +SKIP
@@ -814,7 +900,8 @@ class ShardedRun:
 
     def __init__(self, ray: Any, cluster: Cluster, config: TrainConfig, counts: np.ndarray, parts: list[Any],
                  part_offsets: Sequence[np.ndarray], init: tuple[np.ndarray, np.ndarray] | None = None,
-                 checkpoint_dir: str | os.PathLike[str] | None = None) -> None:
+                 checkpoint_dir: str | os.PathLike[str] | None = None, resume: dict[str, Any] | None = None,
+                 on_snapshot: Callable[[dict[str, Any]], bool] | None = None) -> None:
         self.ray = ray
         self.cluster = cluster
         self.config = config.validate()
@@ -830,10 +917,11 @@ class ShardedRun:
             checkpoint_dir = cluster.checkpoint_dir
         if checkpoint_dir is None:
             checkpoint_dir = self._temp_checkpoints = tempfile.mkdtemp(prefix="parvec-shard-checkpoints-")
-        self.checkpoint_dir = Path(checkpoint_dir)
+        self.checkpoint_dir = Path(checkpoint_dir).absolute()  # the shards' processes may run elsewhere
         try:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            (self.checkpoint_dir / "manifest.json").unlink(missing_ok=True)  # a new run starts from no snapshot
+            if resume is None:  # a new run starts from no snapshot
+                (self.checkpoint_dir / "manifest.json").unlink(missing_ok=True)
         except OSError as exc:
             raise ParvecError(f"{self.checkpoint_dir}: cannot hold the shards' snapshots: "
                               f"{exc.strerror or exc}") from None
@@ -843,6 +931,9 @@ class ShardedRun:
         self.words_per_epoch = sum(u.words for u in units)
         if self.words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+        self.units_crc32 = units_crc32(units)
+        if resume is not None:
+            _check_resume(resume, self.settings["shards"], self.n_words, self.config.dim, units, self.units_crc32)
         self.shard_infos: list[dict[str, Any]] = []
         self.totals = UnitStats(acks=[0] * self.settings["shards"])
         self.requeued_units = 0  # units trained again after a fault (they were done or in flight since the snapshot)
@@ -853,17 +944,27 @@ class ShardedRun:
         self.snapshot_log: list[dict[str, Any]] = []
         self.on_progress: Callable[..., None] | None = None
         self.position = (-1, 0)  # (epoch, units of it done): where the run is, for progress and tests
+        self.on_snapshot = on_snapshot
+        # Finished epochs' figures (words, pairs, summed loss), kept in every snapshot: a resumed run's report.
+        self.epoch_figures: list[dict[str, Any]] = []
         self._snapshot: dict[str, Any] = self._initial_snapshot(0)
         self._snap_seq = 1
+        self._checkpointed: int | None = None  # the snapshot the newest checkpoint names (kept by the shards)
+        if resume is not None:
+            self._snapshot = copy.deepcopy(resume)
+            self._snap_seq = int(resume["id"]) + 1
+            self._checkpointed = int(resume["id"])
+            self.epoch_figures = list(resume.get("epochs", []))
         self._at_snapshot = True  # the shards hold exactly the newest complete snapshot (no unit since)
         try:
-            self._start(counts, parts, init)
+            self._start(counts, parts, init, resume is not None)
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------ start and stop
-    def _start(self, counts: np.ndarray, parts: list[Any], init: tuple[np.ndarray, np.ndarray] | None) -> None:
+    def _start(self, counts: np.ndarray, parts: list[Any], init: tuple[np.ndarray, np.ndarray] | None,
+               resuming: bool = False) -> None:
         ray, cfg, st = self.ray, self.config, self.settings
         S, C, T = st["shards"], st["clients"], st["threads"]
         cpus = cluster_cpus(ray)
@@ -899,7 +1000,8 @@ class ShardedRun:
                     "window": cfg.window, "negative": cfg.negative, "seed": cfg.seed,
                     "checkpoint_dir": str(self.checkpoint_dir), "memory_cap": st["shard_memory_bytes"],
                     "holder": f"parvec-sharded-{run_id}", "timeout_s": self.timeout_s,
-                    "in_flight": st["clients"] * st["threads"], "negatives_per": st["negatives_per"]}
+                    "in_flight": st["clients"] * st["threads"], "negatives_per": st["negatives_per"],
+                    "resume": resuming}
             # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)
             self.shards.append(shard_cls.options(
                 num_cpus=0, max_concurrency=C * T + 4, max_restarts=st["max_restarts"], max_task_retries=0,
@@ -925,9 +1027,10 @@ class ShardedRun:
             if info["error"]:
                 self.close()
                 raise ParvecError(info["error"])
-            if restarted or info["needs_restore"]:
-                self._call_through_restarts(h, "restore", (None,), f"shard {s} of {S}", deadline)
-                self._start_fault("shard", s)
+            if restarted or info["needs_restore"]:  # a resumed run's shards restore its checkpoint's snapshot here
+                self._call_through_restarts(h, "restore", self._restore_args(s), f"shard {s} of {S}", deadline)
+                if restarted or not resuming:
+                    self._start_fault("shard", s)
             infos.append(info)
         self.shard_infos = infos
         self._shard_pids = [i["pid"] for i in infos]
@@ -979,7 +1082,7 @@ class ShardedRun:
         for s, h in enumerate(self.shards):
             info, _ = self._call_through_restarts(h, "info", (), f"shard {s} of {S}", deadline)
             if info["needs_restore"]:
-                self._call_through_restarts(h, "restore", (None,), f"shard {s} of {S}", deadline)
+                self._call_through_restarts(h, "restore", self._restore_args(s), f"shard {s} of {S}", deadline)
                 self._start_fault("shard", s)
                 self._shard_pids[s] = info["pid"]
 
@@ -1035,33 +1138,68 @@ class ShardedRun:
 
     # ------------------------------------------------------------ training
     def train(self, epochs: int | None = None, start_epoch: int = 0,
-              on_epoch_end: Callable[[int, TrainStats], None] | None = None) -> TrainStats:
+              on_epoch_end: Callable[[int, TrainStats], None] | None = None, resume_at: Any = None,
+              schedule: Schedule | None = None) -> TrainStats:
         """Train epochs ``start_epoch .. epochs-1`` through the run engine (:mod:`parvec.engine`);
-        ``on_epoch_end(epoch, stats)`` after each (the shards then hold the snapshot of that epoch's end).
+        ``on_epoch_end(epoch, stats)`` after each (the shards then hold the snapshot of that epoch's end).  A
+        resumed run (``resume=``) passes its snapshot's epoch and, from a mid-epoch snapshot, its
+        :class:`parvec.engine.Position` (``resume_at``: :meth:`resume_position`); ``schedule`` is the learning
+        rate's (default: linear over ``epochs`` of this corpus).
 
         Example:
             >>> stats = run.train(epochs=5)  # doctest: +SKIP
         """
         cfg = self.config
         epochs = cfg.epochs if epochs is None else epochs
-        engine = RunEngine(ShardedRunDriver(self), cfg, Schedule.of(cfg, self.words_per_epoch, epochs),
-                           epochs=epochs, start_epoch=start_epoch, on_epoch_end=on_epoch_end,
-                           on_progress=self.on_progress)
+        schedule = schedule if schedule is not None else Schedule.of(cfg, self.words_per_epoch, epochs)
+        engine = RunEngine(ShardedRunDriver(self), cfg, schedule, epochs=epochs, start_epoch=start_epoch,
+                           resume_at=resume_at, on_epoch_end=on_epoch_end, on_progress=self.on_progress)
         self.stats = engine.run()
         return self.stats
+
+    def resume_position(self, schedule: Schedule | None = None) -> Position | None:
+        """Where the newest complete snapshot stands as a :class:`parvec.engine.Position` (its epoch, the units
+        and words of it done, every epoch's figures up to it): what a checkpoint records and a resumed run's
+        engine continues from; None at an epoch's start (nothing of the epoch done).
+
+        Example:
+            >>> run.resume_position().chunks_done  # doctest: +SKIP
+            12
+        """
+        return snapshot_position(self._snapshot, schedule)
 
     def begin(self, start_epoch: int) -> None:
         """Before the first epoch of a call: what the shards hold now is the model the run started from, or
         (after an earlier call) the newest snapshot."""
         self._start_epoch = start_epoch
-        self._snapshot = self._initial_snapshot(start_epoch, self._snapshot["id"])
+        snap = self._snapshot
+        if snap["epoch"] != start_epoch or snap["units_done"] == 0:  # a resumed snapshot in start_epoch stays
+            self._snapshot = self._initial_snapshot(start_epoch, snap["id"], snap.get("files"))
         self._last_snapshot_t = time.monotonic()
 
-    def _initial_snapshot(self, epoch: int, snap_id: int | None = None) -> dict[str, Any]:
+    def _initial_snapshot(self, epoch: int, snap_id: int | None = None,
+                          files: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         # The state at the start of ``epoch``: snapshot None is the model the run starts from, which every shard
-        # regenerates (nothing on disk); after an earlier train(), the newest snapshot (its end).
-        return {"id": snap_id, "epoch": epoch, "units_done": 0, "queue": [u.index for u in self.units],
-                "total": UnitStats(acks=[0] * self.settings["shards"]).to_dict(), "time": time.time()}
+        # regenerates (nothing on disk); after an earlier train() (or resumed), the newest snapshot (its end).
+        snap = {"id": snap_id, "epoch": epoch, "units_done": 0, "words_done": 0, "queue": [u.index for u in self.units],
+                "total": UnitStats(acks=[0] * self.settings["shards"]).to_dict(), "epochs": list(self.epoch_figures),
+                "time": time.time()}
+        if files is not None:
+            snap["files"] = files
+        return snap
+
+    def _restore_args(self, s: int) -> tuple[Any, ...]:
+        # What shard s restores the newest complete snapshot from: its id, its directory and the files' CRC-32s.
+        snap = self._snapshot
+        files = snap.get("files")
+        if snap["id"] is None or not files:
+            return (snap["id"],)
+        return (snap["id"], files[s]["directory"], files[s]["crc32"])
+
+    def _restore_all(self, what: str) -> list[Any]:
+        # Every shard restores the newest complete snapshot (a resumed run's start).
+        return self._await_shards([h.restore.remote(*self._restore_args(s)) for s, h in enumerate(self.shards)],
+                                  what)
 
     def _submit(self, c: int, unit: Unit, epoch: int, schedule: Schedule) -> Any:
         return self.clients[c].train_unit.remote(
@@ -1086,8 +1224,10 @@ class ShardedRun:
             interrupted: list[Unit] = []  # units a fault stopped
             if not queue and not in_flight:  # the epoch's end: the snapshot the next epoch (or the export) starts from
                 try:
+                    figures = {"epoch": epoch + 1, "words": total.words, "pairs": total.pairs, "loss": total.loss}
                     self._take_snapshot(epoch + 1, collections.deque(self.units),
-                                        UnitStats(acks=[0] * len(self.shards)), draining_since)
+                                        UnitStats(acks=[0] * len(self.shards)), draining_since,
+                                        [*self.epoch_figures, figures])
                     return total
                 except _Fault as f:
                     fault = f
@@ -1186,17 +1326,25 @@ class ShardedRun:
         return out
 
     def _take_snapshot(self, epoch: int, queue: collections.deque[Unit], total: UnitStats,
-                       draining_since: float | None) -> None:
+                       draining_since: float | None, epochs: list[dict[str, Any]] | None = None) -> None:
         # Every shard writes its columns (no unit in flight: the state is one all shards agree on); the snapshot
-        # counts once all have answered and the manifest names it.
+        # counts once all have answered and the manifest names it.  ``epochs``: the finished epochs' figures,
+        # with this one's at an epoch's end.
         t0 = time.monotonic()
         snap_id = self._snap_seq
         self._snap_seq += 1
-        results = self._await_shards([h.snapshot.remote(snap_id, self._snapshot["id"]) for h in self.shards],
-                                     "writing a snapshot")
-        snap = {"id": snap_id, "epoch": epoch, "units_done": len(self.units) - len(queue),
-                "queue": [u.index for u in queue], "total": copy.deepcopy(total.to_dict()), "time": time.time(),
-                "shards": len(self.shards), "directory": str(self.checkpoint_dir)}
+        keep = [self._snapshot["id"], self._checkpointed]
+        results = self._await_shards([h.snapshot.remote(snap_id, keep) for h in self.shards], "writing a snapshot")
+        units_done = len(self.units) - len(queue)
+        snap = {"id": snap_id, "epoch": epoch, "units_done": units_done,
+                "words_done": self.units[units_done].base if queue else 0,
+                "queue": [u.index for u in queue], "total": copy.deepcopy(total.to_dict()),
+                "epochs": list(self.epoch_figures if epochs is None else epochs), "time": time.time(),
+                "shards": len(self.shards), "directory": str(self.checkpoint_dir),
+                "files": [{"directory": r["directory"], "shape": r["shape"], "crc32": r["crc32"],
+                           "columns": list(K.column_range(s, len(self.shards), self.config.dim))}
+                          for s, r in enumerate(results)],
+                "words_per_epoch": self.words_per_epoch, "units": len(self.units), "units_crc32": self.units_crc32}
         from parvec.fileio import atomic_output
 
         try:
@@ -1205,7 +1353,10 @@ class ShardedRun:
         except (OSError, ParvecError) as exc:
             raise ParvecError(f"{self.checkpoint_dir}: cannot write the snapshot manifest: {exc}") from None
         self._snapshot = snap
+        self.epoch_figures = list(snap["epochs"])
         self._at_snapshot = True
+        if self.on_snapshot is not None and self.on_snapshot(copy.deepcopy(snap)):
+            self._checkpointed = snap_id
         now = time.monotonic()
         self._last_snapshot_t = now
         self.snapshot_log.append({"epoch": epoch + 1 if snap["units_done"] else epoch, "units_done": snap["units_done"],
@@ -1256,8 +1407,7 @@ class ShardedRun:
                     self._shard_pids[s] = info["pid"]
             snap = self._snapshot
             try:
-                restored = self._await_shards([h.restore.remote(snap["id"]) for h in self.shards],
-                                              f"restoring {self._describe_snapshot(snap)}")
+                restored = self._restore_all(f"restoring {self._describe_snapshot(snap)}")
                 break
             except _Fault as again:  # another shard lost while restoring: bring it back and restore again
                 faults.append(again)
@@ -1467,10 +1617,18 @@ class ShardedRunDriver:
 
     def train_epoch(self, ctx: EpochContext) -> EpochResult:
         assert self.run is not None
+        carried = 0
+        if ctx.resume is not None:  # a resumed epoch: the run's snapshot holds its first units, done before
+            done = self.run._snapshot["units_done"] if self.run._snapshot["epoch"] == ctx.epoch else 0
+            if ctx.resume.units_done != done:
+                raise ParvecError(f"the resumed position is {ctx.resume.units_done} units into epoch {ctx.epoch + 1} "
+                                  f"but the shards' snapshot {done}")
+            carried = ctx.resume.words
         total = self.run.train_epoch(ctx)
         if self.gather_into is not None:
             self.run.gather(*self.gather_into)
-        return EpochResult(words=total.words, pairs=total.pairs, loss=total.loss)
+        # words: this call's (the units before a resumed snapshot were counted by the run that trained them)
+        return EpochResult(words=total.words - carried, pairs=total.pairs, loss=total.loss)
 
     def vectors_finite(self) -> bool:
         # The loss is checked by the engine; the vectors, when they are here.

@@ -1,0 +1,159 @@
+"""What ``--resume`` does with the command line, for every mode (``parvec train`` one process, replicas and
+sharded; the graph commands print :func:`describe_resume`'s lines too): the flags a resumed run takes from its
+checkpoint (:data:`SAVED_FLAGS`, refused with another value), the cluster it trained on (:func:`restore_cluster`:
+``model.json``'s ``cluster``, restored where the flags leave it out), and the lines that say where it resumes.
+
+Example:
+    >>> restore_cluster(argparse.Namespace(cluster="local:4"), None, True, {"cluster"})[0][0][:17]
+    '--cluster local:4'
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from parvec.errors import ParvecError
+
+# Flags a resumed run takes from its checkpoint: given with another value, they are refused.
+SAVED_FLAGS = {
+    "dim": ("--dim", lambda m: m.config.dim), "window": ("--window", lambda m: m.config.window),
+    "negative": ("--negative", lambda m: m.config.negative), "sample": ("--sample", lambda m: m.config.sample),
+    "alpha": ("--alpha", lambda m: m.config.alpha), "min_alpha": ("--min-alpha", lambda m: m.config.min_alpha),
+    "seed": ("--seed", lambda m: m.config.seed), "algo": ("--algo", lambda m: m.config.algo),
+    "batch_size": ("--batch-size", lambda m: m.config.batch_size),
+    "par_batch": ("--par-batch", lambda m: m.config.par_batch),
+    "compute_loss": ("--no-loss", lambda m: m.config.compute_loss),
+    "max_sentence_length": ("--max-sentence-length", lambda m: m.config.max_sentence_length),
+    "device": ("--device", lambda m: m.config.device),
+    "min_count": ("--min-count", lambda m: m.read_options.min_count),
+    "max_vocab_size": ("--max-vocab-size", lambda m: m.read_options.max_vocab_size),
+    "max_final_vocab": ("--max-final-vocab", lambda m: m.read_options.max_final_vocab),
+    "lowercase": ("--lowercase", lambda m: m.read_options.lowercase),
+    "unicode_errors": ("--unicode-errors", lambda m: m.read_options.unicode_errors),
+}
+# Where a resumed run trains (model.json's "cluster", parvec.distributed.cluster_record): flag, record key, and
+# whether another value is refused ("saved": it decides what is trained and where a mid-epoch position is) or
+# overrides ("where": another cluster to run on, other clients or a memory cap).
+_CLUSTER_FLAGS = {
+    "cluster": ("--cluster", "spec", "where"),
+    "cluster_mode": ("--mode", "mode", "saved"),
+    "replicas": ("--replicas", "replicas", "saved"),
+    "sync_words": ("--sync-words", "sync_words", "saved"),
+    "min_sync_words": ("--min-sync-words", "min_sync_words", "saved"),
+    "full_sync_times": ("--full-sync-times", "full_sync_times", "saved"),
+    "sync_overlap": ("--sync-overlap", "sync_overlap", "saved"),
+    "replica_alpha_scale": ("--replica-alpha-scale", "alpha_scale", "saved"),
+    "shards": ("--shards", "shards", "saved"),
+    "clients": ("--clients", "clients", "where"),
+    "minibatch_words": ("--minibatch-words", "minibatch_words", "saved"),
+    "minibatch_formation": ("--minibatch-formation", "minibatch_formation", "saved"),
+    "negatives_per": ("--negatives-per", "negatives_per", "saved"),
+    "wire_floats": ("--wire-floats", "wire_floats", "saved"),
+    "shard_calls": ("--shard-calls", "shard_calls", "saved"),
+}
+_REPLICAS_ONLY = ("replicas", "sync_words", "min_sync_words", "full_sync_times", "sync_overlap",
+                  "replica_alpha_scale")
+_SHARDED_ONLY = ("shards", "clients", "minibatch_words", "minibatch_formation", "negatives_per", "wire_floats",
+                 "shard_calls")
+
+
+def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, recorded: bool,
+                    given: set[str]) -> tuple[list[str], list[str]]:
+    """Set the cluster flags of a resumed run from its checkpoint's record (``model.json``'s ``cluster``; None: it
+    trained in this process) where they were left out.  Returns ``(conflicts, lines)``: the flags given with a value
+    the checkpoint cannot resume with (each with the checkpoint's value, for the one refusal), and the lines to
+    print.  A checkpoint that recorded nothing (``recorded`` False: written before parvec recorded it) keeps the
+    flags as given.
+
+    Example:
+        >>> ns = argparse.Namespace(cluster=None, cluster_mode="replicas", replicas=None, threads=1)
+        >>> restore_cluster(ns, {"spec": "local:2", "mode": "replicas", "replicas": 2}, True, set())[0]
+        []
+        >>> ns.cluster, ns.replicas
+        ('local:2', 2)
+    """
+    if not recorded:
+        return [], []
+    from parvec.distributed import describe_record
+
+    if record is None:
+        if getattr(args, "cluster", None):
+            return [f"--cluster {args.cluster} (the checkpoint was trained in this process, without --cluster: its "
+                    "position and learning rate are this process's)"], []
+        return [], []
+    conflicts: list[str] = []
+    mode = record.get("mode")
+    for dest, (flag, key, kind) in _CLUSTER_FLAGS.items():
+        if (dest in _REPLICAS_ONLY and mode != "replicas") or (dest in _SHARDED_ONLY and mode != "sharded"):
+            continue
+        saved = record.get(key)
+        if dest in given and getattr(args, dest, None) != saved and kind == "saved":
+            conflicts.append(f"{flag} {getattr(args, dest)} (the checkpoint has {saved}: {describe_record(record)})")
+        elif dest not in given:
+            setattr(args, dest, saved)
+    lines = []
+    if "cluster" in given and args.cluster != record.get("spec"):
+        lines.append(f"--cluster {args.cluster}: the run goes on there (the checkpoint trained on --cluster "
+                     f"{record.get('spec')}; its --mode and {'--replicas' if mode == 'replicas' else '--shards'} "
+                     "are kept)")
+    elif "cluster" not in given:
+        lines.append(f"cluster: {describe_record(record)}, as the checkpoint was trained (give --cluster SPEC to run "
+                     "it elsewhere with the same mode)")
+    per = record.get("threads_per_actor")
+    if per is not None and "threads" not in given:
+        args.threads = int(per)
+        args.threads_restored = True  # cluster_from_args: the threads of each replica or client, as before
+    if mode == "sharded" and record.get("shard_memory_bytes") is not None and "shard_memory" not in given:
+        args.shard_memory = str(record["shard_memory_bytes"])
+    return conflicts, lines
+
+
+def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: set[str], more: list[str]) -> None:
+    """Refuse, in one line naming each with the checkpoint's value, the training flags given (``given``:
+    :func:`parvec.cli.flags.explicit_flags`) with another value than ``model``'s (its ``config`` and
+    ``read_options``), and ``more`` (:func:`restore_cluster`'s conflicts).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> m = SimpleNamespace(config=SimpleNamespace(dim=16), read_options=None)
+        >>> refuse_saved_flags(argparse.Namespace(dim=16), m, Path("ck"), {"dim"}, [])
+    """
+    conflicts = []
+    for dest, (flag, saved) in SAVED_FLAGS.items():
+        if dest in given and getattr(args, dest) != saved(model):
+            value = getattr(args, dest)
+            shown = "off" if dest == "compute_loss" else value
+            conflicts.append(f"{flag} {shown} (the checkpoint has {saved(model)})")
+    conflicts += more
+    if conflicts:
+        raise ParvecError(f"cannot resume {path} with different training flags: {'; '.join(conflicts)}; a resumed "
+                          "run keeps its saved flags (leave these out), or start a new run without --resume")
+
+
+def describe_resume(model: Any, path: str, words_per_epoch: int, units: str = "chunks") -> list[str]:
+    """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
+    what is lost (the training after it, written so long ago) and redone.  ``train`` and the graph commands
+    print them (a sharded run's position counts ``units`` of work).
+
+    Example:
+        >>> describe_resume(Word2Vec.load("ck/checkpoint"), "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
+        'resuming ck/checkpoint: 2 of 5 epochs done'
+    """
+    e = model.config.epochs
+    if model.position is not None:
+        pos = model.position
+        where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} {units} ({pos.words_done:,} of "
+                 f"{words_per_epoch:,} words) done")
+    else:
+        where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
+    lines = [where]
+    if model.saved_at is not None and (model.position is not None or Path(path).name == "checkpoint"):
+        age = max(0.0, time.time() - model.saved_at)
+        every = f"; checkpoints every {model.saved_checkpoint_every}" if model.saved_checkpoint_every else ""
+        lines.append(f"lost: the training after this checkpoint, written {age:.1f} s ago at "
+                     f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(model.saved_at))} (saved_at "
+                     f"{model.saved_at:.3f}){every}, is redone")
+    return lines

@@ -1,0 +1,75 @@
+"""Cluster flags that depend only on the flags and the CPUs of ``local:N``: an explicit ``--threads`` per replica
+is honoured or refused (never lowered in silence), and every such refusal comes before the corpus is read and
+Ray starts.  No Ray here: ``Cluster.session`` fails the test if it is entered."""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import run
+
+from parvec.config import TrainConfig
+from parvec.distributed import Cluster, check_cpus
+from parvec.distributed.replicas import replica_threads
+from parvec.errors import ParvecError
+
+
+@pytest.fixture()
+def no_ray(monkeypatch):
+    """Entering a Ray session fails the test: what is refused must be refused before Ray starts."""
+    from parvec.distributed import cluster
+
+    def session(self):
+        raise AssertionError(f"Ray was started for --cluster {self.spec}; the refusal should have come first")
+
+    monkeypatch.setattr(cluster.Cluster, "session", session)
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 200, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    # 2 replicas x 2 threads ran as 2 x 1 without a word; 1 x 3 as 1 x 2
+    (["--replicas", "2", "--threads", "2"],
+     "--replicas 2 x --threads 2 need 4 CPUs but the Ray cluster has 2: each replica is a Ray actor that asks for "
+     "its threads as CPUs, so Ray would wait for free CPUs forever; use replicas x threads <= 2: --threads 1 with 2 "
+     "replicas (or leave --threads out: parvec then fits the threads to the CPUs); or a larger cluster"),
+    (["--replicas", "1", "--threads", "3"], "--replicas 1 x --threads 3 need 3 CPUs but the Ray cluster has 2"),
+    (["--replicas", "4", "--threads", "1"], "--replicas 4 x --threads 1 need 4 CPUs but the Ray cluster has 2: "),
+    (["--mode", "sharded", "--shards", "50", "--clients", "4"],
+     "--shards 50 --clients 4 start 54 Ray actors (every shard and client is a process) but the Ray cluster has 2 "
+     "CPUs"),
+])
+def test_what_local_n_cannot_run_is_refused_before_ray_starts(no_ray, corpus, tmp_path, capsys, flags, message):
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.txt", "--cluster", "local:2", "--min-count", "1",
+                        "--no-cache", *flags], capsys)
+    assert code == 2, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("parvec: error: ") and message in last, last
+    assert "words, vocabulary" not in err  # refused before the corpus was read
+    assert not (tmp_path / "v.txt").exists()
+
+
+def test_an_explicit_thread_count_per_replica_is_honoured_or_refused_and_the_default_fits():
+    # --threads given on the command line becomes Cluster.threads_per_actor: honoured when it fits ...
+    assert replica_threads(Cluster("local:4", replicas=2, threads_per_actor=2), TrainConfig(threads=1), 4) == (2, None)
+    # ... refused when it does not, naming what fits
+    with pytest.raises(ParvecError, match=r"--replicas 2 x --threads 2 need 4 CPUs .* --threads 1 with 2 replicas"):
+        replica_threads(Cluster("local:2", threads_per_actor=2), TrainConfig(), 2)
+    # Left out, the default is fitted to the CPUs in silence: all cores (2 here) over 2 replicas is 1 each.
+    assert replica_threads(Cluster("local:2"), TrainConfig(threads=2), 2) == (1, None)
+    # Python's workers=3 given explicitly and lowered to fit: said, with why.
+    per, note = replica_threads(Cluster("local:2", replicas=1), TrainConfig(threads=3), 2, workers_given=True)
+    assert per == 2 and note == ("parvec: note: 1 replica x 2 threads: workers=3 (--threads 3) lowered to fit the "
+                                 "Ray cluster's 2 CPUs")
+
+
+def test_check_cpus_never_starts_ray_and_passes_what_fits(no_ray):
+    check_cpus(Cluster("local:2"), TrainConfig(threads=2))  # the default: 2 replicas x 1 thread
+    check_cpus(Cluster("local:4", mode="sharded", shards=2, clients=2), TrainConfig())
+    check_cpus(Cluster("auto", replicas=8, threads_per_actor=8), TrainConfig())  # a joined cluster: checked on Ray
+    with pytest.raises(ParvecError, match="--replicas 3 x --threads 1 need 3 CPUs but the Ray cluster has 2"):
+        check_cpus(Cluster("local:2", replicas=3), TrainConfig(threads=1))
