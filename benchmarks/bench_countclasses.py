@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -28,11 +27,10 @@ import time
 import types
 from pathlib import Path
 
+import harness
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+REPO = harness.REPO
 
 
 def zipf_counts(vocab: int, extra_per_word: int = 4, seed: int = 1) -> np.ndarray:
@@ -162,7 +160,7 @@ def quality(ns: argparse.Namespace) -> list[dict]:
             cmd = [sys.executable, __file__, "run-one", "--tables", tables, "--seed", str(seed), "--epochs",
                    str(ns.epochs), "--threads", str(ns.threads), "--dim", str(ns.dim), "--corpus", str(corpus),
                    "--cache-dir", str(work / "cache"), "--sample", str(ns.sample), "--min-count", str(ns.min_count)]
-            env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+            env = harness.child_env()
             out = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 raise RuntimeError(out.stderr[-3000:])

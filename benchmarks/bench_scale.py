@@ -38,11 +38,10 @@ import threading
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+REPO = harness.REPO
 _RANGE_BYTES = 64 << 20
 
 
@@ -240,7 +239,7 @@ def run(ns: argparse.Namespace) -> list[dict]:
             for pipeline in ns.pipelines:
                 cmd = [sys.executable, __file__, "run-one", "--pipeline", pipeline, "--corpus", str(path),
                        "--min-count", str(min_count), "--distinct", str(words), "--work", str(work)]
-                env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
+                env = harness.child_env()
                 out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=ns.timeout)
                 if out.returncode != 0:
                     row = {"pipeline": pipeline, "distinct": words, "min_count": min_count,
@@ -250,7 +249,8 @@ def run(ns: argparse.Namespace) -> list[dict]:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 if ns.out:
-                    Path(ns.out).write_text(json.dumps(rows, indent=1))
+                    harness.write_json(ns.out, "bench_scale", {"args": {k: str(v) for k, v in vars(ns).items()},
+                                                               "runs": rows})
     print(table(rows))
     return rows
 
