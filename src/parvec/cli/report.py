@@ -22,7 +22,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="the HTML file to write (e.g. report.html)")
     p.add_argument("--words", nargs="+", default=None,
                    help="words to place in the PCA projection (default: the --top most frequent)")
-    p.add_argument("--top", type=int, default=40, help="how many frequent words to project without --words (40)")
+    p.add_argument("--top", type=int, default=40,
+                   help="how many frequent words to project without --words (%(default)s)")
     p.add_argument("--vectors", default=None,
                    help="vectors for the projection (default: the first run's output file)")
     p.set_defaults(func=run_report)
