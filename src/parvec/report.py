@@ -415,7 +415,7 @@ def write_report(
             figures.append(("node_classification", "Node classification", nc))
         vec_path, binary = (Path(vectors), None) if vectors else (None, None)
         if vec_path is None:
-            source = next((r for r in trained if r.data.get("output")), None)
+            source = next((r for r in trained if r.data.get("output") not in (None, "-")), None)  # -: stdout
             if source is not None:
                 vec_path, binary = Path(source.data["output"]), source.data.get("output_binary")
         if vec_path is not None and vec_path.exists():

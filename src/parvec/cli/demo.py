@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from parvec.capabilities import ALGORITHMS
-from parvec.cli.outputs import OutputPlan, Use, check_paths
+from parvec.cli.outputs import OutputPlan, Use, check_paths, is_stdout
 from parvec.cli.train import add_threads_argument
 from parvec.config import DEFAULT_ALGO
+from parvec.errors import ParvecError
 
 DEMO_WORDS = ("king", "france", "computer", "music", "three", "war", "paris", "water")
 DEMO_ANALOGIES = (("man", "king", "woman"), ("france", "paris", "germany"), ("big", "bigger", "small"))
@@ -48,6 +49,9 @@ def run_demo(args: argparse.Namespace) -> int:
     with OutputPlan() as plan:
         pending = None
         if args.output:
+            if is_stdout(args.output):
+                raise ParvecError("-o -: parvec demo prints its results on standard output; give a file name for "
+                                  "the vectors")
             check_paths([Use("the demo corpus", path)], [Use("-o", Path(args.output))])
             pending = plan.file("-o", args.output)  # an unwritable -o fails now, not after training
         _demo(args, path, pending)

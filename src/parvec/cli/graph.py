@@ -126,8 +126,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--output",
             required=True,
             metavar="EMB",
-            help="output: word2vec text keyed by node ID, or PREFIX.npy (+ .vocab.txt); every node gets a vector, "
-            "and nodes that never meet another in a walk keep their random initial one (a warning counts them)",
+            help="output: word2vec text keyed by node ID, or PREFIX.npy (+ .vocab.txt), or - for standard output "
+            "(the text format unless --binary); every node gets a vector, and nodes that never meet another in a walk "
+            "keep their random initial one (a warning counts them)",
         )
         p.add_argument("--binary", action="store_true", help="write word2vec binary instead of text")
         _add_walk_train(p, with_pq)
@@ -299,7 +300,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     is_npy = out.suffix.lower() == ".npy"
     # Before reading (parvec.cli.outputs): -o must not be the graph, and its temporary is made now, so an
     # unwritable path fails before the (long) walks and training; parvec's main removes it on failure.
-    from parvec.cli.outputs import OutputPlan, Use, check_paths, vector_outputs
+    from parvec.cli.outputs import OutputPlan, Use, check_paths, output_name, vector_outputs
 
     if args.checkpoint_every is not None:
         from parvec.engine import parse_interval
@@ -315,7 +316,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     outputs = vector_outputs("-o", out, npy=is_npy) + ([Use("--report", Path(args.report))] if args.report else [])
     check_paths(inputs, outputs)
     plan = OutputPlan()
-    pending = plan.file("-o", out, npy=is_npy)
+    pending = plan.file("-o", out, npy=is_npy, stdout=True, binary=args.binary)
     pending_report = plan.file("--report", args.report) if args.report else None
     if args.checkpoint_dir:
         plan.checkpoint_dir("--checkpoint-dir", args.checkpoint_dir, entry="checkpoint")
@@ -359,7 +360,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         print(
             f"parvec {args.command}: {graph.n_nodes} nodes, {graph.n_edges} edges; read {t_read:.2f}s, "
             f"walks {tm['walks']:.2f}s, training {tm['train']:.2f}s "
-            f"({model.train_stats.words_per_sec / 1e6:.2f}M words/s); wrote {out}",
+            f"({model.train_stats.words_per_sec / 1e6:.2f}M words/s); wrote {output_name(args.output)}",
             file=sys.stderr,
         )
     return 0
@@ -369,14 +370,14 @@ def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any,
                   t_read: float) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report, kind "graph"), plus the walk settings and, with labels,
     # micro/macro-F1 against the training fraction (scored after the peak memory of training is read).
-    from parvec.cli.run_report import checkpoints, resumed_from, run_report
+    from parvec.cli.run_report import absolute, checkpoints, resumed_from, run_report
 
     saved = model.resumed_from
     report = run_report(
         "graph", model.config.to_dict() | {
             "walk_length": model.spec.walk_length, "num_walks": model.spec.num_walks, "p": model.spec.p,
             "q": model.spec.q, "graph": args.graph, "command": args.command},
-        model.train_stats, read_seconds=t_read, device=model.config.device, output=str(out.resolve()),
+        model.train_stats, read_seconds=t_read, device=model.config.device, output=absolute(args.output),
         output_binary=bool(args.binary),
         checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
         resumed_from=None if saved is None else resumed_from(model.resumed_path, saved.saved_at, saved.position),

@@ -34,6 +34,9 @@ def run_report(args: argparse.Namespace) -> int:
     from parvec.errors import ParvecError
     from parvec.report import write_report
 
+    if args.output == "-":
+        raise ParvecError("-o -: the report is an HTML file with its PNGs in a folder beside it; it cannot go to "
+                          "standard output: give a file name (report.html)")
     if args.top < 2:
         raise ParvecError(f"--top must be at least 2, got {args.top}")
     files = write_report(args.runs, args.output, words=args.words, vectors=args.vectors, top=args.top)

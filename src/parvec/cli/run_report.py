@@ -215,12 +215,15 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
 
 
 def absolute(path: str | None) -> str | None:
-    """An output path as the report records it: absolute (symbolic links kept), None when not given.
+    """An output path as the report records it: absolute (symbolic links kept), ``-`` for standard output, None
+    when not given.
 
     Example:
-        >>> absolute(None) is None and absolute("/tmp/v.txt") == "/tmp/v.txt"
+        >>> absolute(None) is None and absolute("/tmp/v.txt") == "/tmp/v.txt" and absolute("-") == "-"
         True
     """
+    if path == "-":
+        return path
     return os.path.abspath(path) if path else None
 
 

@@ -198,12 +198,13 @@ def _print_snapshots(report: dict[str, Any], checkpoint_dir: Path | None) -> Non
 def _write_outputs(args: argparse.Namespace, out: dict[str, Any], enc: dict[str, Any], config: Any, options: Any,
                    epochs: int, vec_npy: Path, syn_npy: Path | None, binary: bool) -> list[str]:
     # -o from the exported vectors' memory map; --save-model moves the exported matrices into its directory.
+    from parvec.cli.outputs import output_name
     from parvec.distributed.pipeline import write_model_dir, write_vectors
 
     vocab, done = enc["vocab"], []
     if args.output:
         out["output"].write(lambda p: write_vectors(vec_npy, p, vocab, binary, args.output.endswith(".npy")))
-        done.append(f"wrote {len(vocab):,} vectors of {config.dim} to {args.output}")
+        done.append(f"wrote {len(vocab):,} vectors of {config.dim} to {output_name(args.output)}")
     if args.save_model:
         out["save_model"].write(lambda d: write_model_dir(d, vec_npy, syn_npy, vocab, config, options,
                                                           epochs, enc["tokens"], enc["raw_words"]))

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from parvec.cli.outputs import OutputPlan, check_paths
+from parvec.cli.outputs import OutputPlan, check_paths, output_name
 from parvec.config import (
     ALL_ALGORITHMS,
     CBOW_ALGORITHMS,
@@ -246,7 +246,8 @@ def register(subparsers: Any) -> None:
                    "are one corpus")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
-                   ".bin (with --binary), .npy (NumPy + vocab file)")
+                   ".bin (with --binary), .npy (NumPy + vocab file); - writes them to standard output (the text "
+                   "format unless --binary)")
     add_training_arguments(p)
     min_count = _STYLE_DEFAULTS["parvec"]["min_count"]
     p.add_argument("--min-count", "-min-count", dest="min_count", type=int, default=min_count,
@@ -629,7 +630,8 @@ def _run_train(args: argparse.Namespace) -> int:
     check_paths(train_inputs(args, source), train_outputs(args))
     with OutputPlan() as plan:
         out = {
-            "output": plan.file("-o", args.output, npy=args.output.endswith(".npy")) if args.output else None,
+            "output": plan.file("-o", args.output, npy=args.output.endswith(".npy"), stdout=True,
+                                binary=binary and not args.classes) if args.output else None,
             "report": plan.file("--report", args.report) if args.report else None,
             "save_vocab": plan.file("--save-vocab", args.save_vocab) if args.save_vocab else None,
             "save_model": plan.directory("--save-model", args.save_model) if args.save_model else None,
@@ -924,10 +926,11 @@ def _write_outputs(args: argparse.Namespace, out: dict[str, Any], model: Any, bi
     if args.output and args.classes:
         classes = word_classes(model.wv, args.classes, seed=args.seed)
         out["output"].write(lambda path: write_classes(path, model.wv.index_to_key, classes))
-        done.append(f"wrote the classes of {n:,} words ({args.classes} k-means classes) to {args.output}")
+        done.append(f"wrote the classes of {n:,} words ({args.classes} k-means classes) to "
+                    f"{output_name(args.output)}")
     elif args.output:
         out["output"].write(lambda path: save_vectors(model.wv, str(path), binary))
-        done.append(f"wrote {n:,} vectors of {model.config.dim} to {args.output}")
+        done.append(f"wrote {n:,} vectors of {model.config.dim} to {output_name(args.output)}")
     if args.save_model:
         out["save_model"].write(model.save)
         done.append(f"saved the model to {args.save_model}")
