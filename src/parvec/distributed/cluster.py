@@ -25,7 +25,10 @@ House rules kept here, once:
   driver's C++ handler is not installed (:func:`_start_settings`) and the process's own handlers come back.
 - A Ray that parvec starts is stopped with every process of it: ``ray.shutdown`` waits for the processes it
   started, then the workers and agents the raylet started that are still alive after a short grace are
-  killed (a raylet killed before it could stop them left its agents running for up to a minute).
+  killed (a raylet killed before it could stop them left its agents running for up to a minute).  When the
+  driver itself dies (``kill -9``, the OOM killer), Ray's fate-sharing SIGKILLs its GCS and raylet, whose
+  agents then lived 60-90 s; a watcher process (:mod:`parvec.distributed.reaper`) started with the Ray kills
+  every process carrying the run's ``PARVEC_LOCAL_RAY`` marker the moment the driver's pipe to it closes.
 - A Ray that parvec starts runs its workers at niceness 0, as a one-process run's threads (Ray's default is
   15: the replicas and shards would then yield the CPU to every other process on the machine, and ran at
   0.61x a two-thread process on a shared 2-core machine); ``RAY_worker_niceness`` set by the user wins.
@@ -41,6 +44,7 @@ import ipaddress
 import os
 import re
 import time
+import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -219,13 +223,23 @@ class Cluster:
             yield ray
             return
         ours: list[Any] = []  # the processes this process started with the local Ray
+        watcher: Any = None  # parvec.distributed.reaper's process: kills the local Ray if this process dies
         try:
             with deferred_signals():
                 before = {p.pid for p in _children()}
+                token = None
+                if self.is_local:
+                    from parvec.distributed import reaper
+
+                    token = uuid.uuid4().hex
+                    watcher = reaper.start(token)
+                    before.add(getattr(watcher, "pid", -1))
                 try:
-                    self._init(ray)
+                    self._init(ray, token)
                 finally:  # also after a start that failed half-way
                     ours = [p for p in _children() if p.pid not in before]
+                if watcher is not None:
+                    reaper.tell(watcher, _session_dir(ray), os.path.dirname(ray.__file__))
                 if self.is_local:
                     _check_loopback(ray, self.spec)
             yield ray
@@ -235,14 +249,20 @@ class Cluster:
                     processes = _with_descendants(ours)  # now, while the raylet still holds its workers
                     ray.shutdown(wait_for_processes=True)
                     _stop_processes(processes)
+                    _release(watcher)  # it kills whatever of this Ray is left, then exits
                 else:
                     ray.shutdown()  # a joined cluster is only disconnected
 
-    def _init(self, ray: Any) -> None:
-        """``ray.init`` for this spec; Ray's errors become one :class:`ParvecError` line."""
+    def _init(self, ray: Any, token: str | None = None) -> None:
+        """``ray.init`` for this spec; Ray's errors become one :class:`ParvecError` line.  ``token``: the marker
+        every process of a local Ray inherits (:mod:`parvec.distributed.reaper`)."""
+        from parvec.distributed.reaper import MARKER
+
         user_niceness = os.environ.get("RAY_worker_niceness")
         if self.is_local:
             os.environ["RAY_worker_niceness"] = user_niceness or "0"  # read by the raylet ray.init starts
+            if token is not None:
+                os.environ[MARKER] = token  # inherited by the GCS and raylet, and from the raylet by the rest
             kwargs: dict[str, Any] = {"address": "local", "num_cpus": self.local_cpus or _cpu_count(),
                                       "_node_ip_address": "127.0.0.1", "include_dashboard": False,
                                       "log_to_driver": True, "configure_logging": False,
@@ -267,6 +287,7 @@ class Cluster:
         finally:  # this process's environment as it was
             if user_niceness is None:
                 os.environ.pop("RAY_worker_niceness", None)
+            os.environ.pop(MARKER, None)
 
 
 @contextlib.contextmanager
@@ -422,6 +443,24 @@ def _stop_processes(processes: list[Any], grace_s: float = 5.0) -> None:
         alive = [p for p in alive if _running(p)]
         if alive:
             time.sleep(0.1)
+
+
+def _session_dir(ray: Any) -> str:
+    """The directory where the local Ray started in this process keeps its sockets and logs."""
+    try:
+        return str(ray._private.worker._global_node.get_session_dir_path())
+    except AttributeError:  # another Ray version: the watcher goes by the environment marker alone
+        return ""
+
+
+def _release(watcher: Any) -> None:
+    """Close the pipe to the watcher of a local Ray that has stopped; it kills what is left and exits."""
+    if watcher is None:
+        return
+    with contextlib.suppress(OSError):
+        watcher.stdin.close()
+    with contextlib.suppress(Exception):
+        watcher.wait(timeout=5)
 
 
 def _cpu_count() -> int:
