@@ -279,7 +279,8 @@ def _resumed(args: argparse.Namespace) -> Any:
         args.checkpoint_every = str(model.checkpoint_every)
         print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
-    for line in describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"])):
+    for line in describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"]),
+                                epochs=args.epochs if "epochs" in given else None):
         print(line, file=sys.stderr)
     return model
 
@@ -357,10 +358,11 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     plan.commit()
     if not args.quiet:
         tm = model.timings
+        trained = (f"training {tm['train']:.2f}s ({model.train_stats.words_per_sec / 1e6:.2f}M words/s)"
+                   if model.train_stats.epochs else "nothing left to train")  # a resumed run whose epochs were done
         print(
             f"parvec {args.command}: {graph.n_nodes} nodes, {graph.n_edges} edges; read {t_read:.2f}s, "
-            f"walks {tm['walks']:.2f}s, training {tm['train']:.2f}s "
-            f"({model.train_stats.words_per_sec / 1e6:.2f}M words/s); wrote {output_name(args.output)}",
+            f"walks {tm['walks']:.2f}s, {trained}; wrote {output_name(args.output)}",
             file=sys.stderr,
         )
     return 0

@@ -178,21 +178,23 @@ def _run_log(args: argparse.Namespace) -> Any:
 
 
 def _print_trained(stats: Any, report: dict[str, Any]) -> None:
-    from parvec.cli.run_report import cluster_summary, cpu_note
+    from parvec.cli.run_report import cluster_summary, count_phrase, cpu_note
 
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
-    print(f"trained {stats.words:,} words ({stats.epochs} epochs, {cluster_summary(report)}) in {stats.seconds:.1f} s: "
+    print(f"trained {stats.words:,} words ({count_phrase(stats.epochs, 'epoch')}, {cluster_summary(report)}) in "
+          f"{stats.seconds:.1f} s: "
           f"{stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; loss per epoch: {losses}", file=sys.stderr)
 
 
 def _print_snapshots(report: dict[str, Any], checkpoint_dir: Path | None) -> None:
+    from parvec.cli.run_report import count_phrase
+
     where = checkpoint_dir if checkpoint_dir is not None else "a temporary directory"
     faults = [f for f in report["faults"] if f["phase"] != "start"]
-    print(f"snapshots: {report['snapshots']} consistent snapshots of the shards (every epoch's end and "
-          f"every {report['snapshot_interval_s']:g} s) in {where}: {report['snapshot_seconds']:.1f} s "
-          f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {len(faults)} fault"
-          f"{'s' if len(faults) != 1 else ''} recovered, {report['words_retrained']:,} words retrained",
-          file=sys.stderr)
+    print(f"snapshots: {count_phrase(report['snapshots'], 'consistent snapshot')} of the shards (every epoch's end "
+          f"and every {report['snapshot_interval_s']:g} s) in {where}: {report['snapshot_seconds']:.1f} s "
+          f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {count_phrase(len(faults), 'fault')} "
+          f"recovered, {report['words_retrained']:,} words retrained", file=sys.stderr)
 
 
 def _write_outputs(args: argparse.Namespace, out: dict[str, Any], enc: dict[str, Any], config: Any, options: Any,

@@ -712,10 +712,11 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     return model, resume_epochs
 
 
-def describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
+def describe_resume(model: Any, path: str, words_per_epoch: int, epochs: int | None = None) -> list[str]:
     """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
-    what is lost (the training after it, written so long ago) and redone.  ``train`` and the graph commands
-    print them.
+    what is lost (the training after it, written so long ago) and redone; or, when the run's ``epochs`` (the
+    checkpoint's own unless ``--epochs`` gives more) are all done, that nothing is left to train.  ``train`` and
+    the graph commands print them.
 
     Example:
         >>> describe_resume(Word2Vec.load("ck/checkpoint"), "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
@@ -723,13 +724,16 @@ def describe_resume(model: Any, path: str, words_per_epoch: int) -> list[str]:
     """
     import time as _time
 
-    e = model.config.epochs
+    e = model.config.epochs if epochs is None else epochs
     if model.position is not None:
         pos = model.position
         where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} chunks ({pos.words_done:,} of "
                  f"{words_per_epoch:,} words) done")
     else:
         where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
+    if model.position is None and model.epochs_trained >= e:
+        return [f"{where}: nothing left to train (--epochs N above {model.epochs_trained} trains more); the outputs "
+                "are written from the checkpoint's vectors"]
     lines = [where]
     if model.saved_at is not None and (model.position is not None or Path(path).name == "checkpoint"):
         age = max(0.0, _time.time() - model.saved_at)
@@ -804,7 +808,7 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
         # Counted afresh (the cache serves it): train(resume=True) refuses a corpus whose vocabulary or token
         # count differs from the checkpoint's.
         encoded = model.encode(corpus_file=source)
-        for line in describe_resume(model, args.resume, encoded.n_tokens):
+        for line in describe_resume(model, args.resume, encoded.n_tokens, epochs=resume_epochs):
             print(line, file=sys.stderr)
         return model, encoded, resume_epochs
     model = Word2Vec(
@@ -905,14 +909,19 @@ def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: in
             scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in rec["scores"].items())
             print(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else format(rec['loss'], '.4f')}; "
                   f"{scores}", file=sys.stderr)
-    from parvec.cli.run_report import cpu_note
+    from parvec.cli.run_report import count_phrase, cpu_note
 
+    if stats.epochs == 0:  # a resumed run whose epochs were all done: describe_resume said so
+        print(f"nothing left to train (the checkpoint had done its {count_phrase(model.epochs_trained, 'epoch')}); "
+              "no training ran", file=sys.stderr)
+        return stats, resumed_from
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     ck = model.checkpoint_report
     n_ck = ck.get("mid_epoch_checkpoints", 0) + ck.get("epoch_end_checkpoints", 0)
-    ck_note = f" (of which {n_ck} checkpoints {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
+    ck_note = f" (of which {count_phrase(n_ck, 'checkpoint')} {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
     print(
-        f"trained {stats.words:,} words ({stats.epochs} epochs, {_how_ran(model.config, model.run_report)}) "
+        f"trained {stats.words:,} words ({count_phrase(stats.epochs, 'epoch')}, "
+        f"{_how_ran(model.config, model.run_report)}) "
         f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; "
         f"loss per epoch: {losses}",
         file=sys.stderr,

@@ -143,12 +143,13 @@ def _load(args: argparse.Namespace) -> KeyedVectors:
 
 
 def _check_word(kv: KeyedVectors, word: str, source: str) -> str:
-    if word in kv.key_to_index:
-        return word
+    # The word as the vectors hold it: the same text in another Unicode normal form counts (KeyedVectors).
+    if kv.has_index_for(word):
+        return kv.index_to_key[kv.get_index(word)]
     hint = ""
     for variant in (word.lower(), word.capitalize(), word.upper()):
-        if variant != word and variant in kv.key_to_index:
-            hint = f" (but {variant!r} is)"
+        if variant != word and kv.has_index_for(variant):
+            hint = f" (but {kv.index_to_key[kv.get_index(variant)]!r} is)"
             break
     raise ParvecError(f"word {word!r} is not in the vocabulary of {source}{hint}")
 
