@@ -91,3 +91,42 @@ def test_the_sharded_snapshot_line_counts_one_in_the_singular(capsys):
     err = capsys.readouterr().err
     assert err.startswith("snapshots: 1 consistent snapshot of the shards (every epoch's end and every 60 s)")
     assert "0 faults recovered" in err
+
+
+# ---------------------------------------------------------------------- said before a local Ray starts
+@pytest.fixture()
+def no_ray_start(monkeypatch):
+    """Starting Ray fails the test's run with a line of its own: what is said must come before."""
+    from parvec.distributed.cluster import Cluster
+    from parvec.errors import ParvecError
+
+    def session(self):
+        raise ParvecError("TEST: Ray would start here")
+
+    monkeypatch.setattr(Cluster, "session", session)
+
+
+def test_far_too_many_shards_for_a_local_ray_are_refused_before_it_starts(corpus, tmp_path, capsys, no_ray_start):
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.txt", "--cluster", "local:2", "--mode", "sharded",
+                        "--shards", 50, "--clients", 4, "--no-cache"], capsys)
+    assert code == 2 and "TEST: Ray would start here" not in err
+    assert err.strip().splitlines()[-1].startswith("parvec: error: --shards 50 --clients 4 start 54 Ray actors")
+    assert "2 CPUs" in err and "words, vocabulary" not in err  # before the corpus is read, too
+
+
+def test_a_local_ray_with_more_cpus_than_cores_is_warned_of_before_the_corpus_is_read(corpus, tmp_path, capsys,
+                                                                                     no_ray_start):
+    from parvec.config import default_threads
+
+    n = default_threads() * 2
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.txt", "--cluster", f"local:{n}", "--no-cache"], capsys)
+    assert code == 2 and "TEST: Ray would start here" in err
+    lines = err.splitlines()
+    warned = [i for i, line in enumerate(lines) if line.startswith(f"parvec: warning: --cluster local:{n} gives Ray "
+                                                                   f"{n} CPUs but this machine has {n // 2} core")]
+    read = [i for i, line in enumerate(lines) if "in-vocabulary tokens" in line]
+    assert len(warned) == 1 and read and warned[0] < read[0], err
+    assert f"--cluster local:{n // 2} matches it" in lines[warned[0]]
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.txt", "--cluster", f"local:{n // 2}", "--no-cache"],
+                       capsys)
+    assert "warning" not in err

@@ -160,10 +160,10 @@ def count_phrase(n: int, noun: str) -> str:
     """``n`` and ``noun``, plural unless ``n`` is 1.
 
     Example:
-        >>> count_phrase(1, "shard"), count_phrase(2, "client")
-        ('1 shard', '2 clients')
+        >>> count_phrase(1, "shard"), count_phrase(2, "client"), count_phrase(1200, "sync")
+        ('1 shard', '2 clients', '1,200 syncs')
     """
-    return f"{n} {noun}{'s' if n != 1 else ''}"
+    return f"{n:,} {noun}{'s' if n != 1 else ''}"
 
 
 def threads_phrase(n: int) -> str:
@@ -200,7 +200,7 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
     if report.get("mode") == "replicas":
         overlapped = f" ({report['syncs_overlapped']:,} overlapped)" if report.get("syncs_overlapped") else ""
         return (f"{report['replicas']} replicas x {threads_phrase(report['threads_per_replica'])}, "
-                f"{report['syncs']:,} syncs{overlapped}, {human(report['bytes_synced'])} synced")
+                f"{count_phrase(report['syncs'], 'sync')}{overlapped}, {human(report['bytes_synced'])} synced")
     if "shards" in report:
         clients = f"{count_phrase(report['clients'], 'client')} x {threads_phrase(report['client_threads'])}"
         text = f"sharded: {count_phrase(report['shards'], 'shard')}, {clients}"

@@ -43,6 +43,8 @@ import contextlib
 import ipaddress
 import os
 import re
+import signal
+import threading
 import time
 import uuid
 import warnings
@@ -169,6 +171,14 @@ class Cluster:
         self.local_cpus = int(local.group(1)) if local and local.group(1) else None
         if local and self.local_cpus == 0:
             raise ParvecError(f"--cluster {self.spec}: N must be at least 1")
+        cores = _cpu_count()
+        if self.local_cpus is not None and self.local_cpus > cores:  # said before anything is read or started
+            import logging
+
+            logging.getLogger("parvec.distributed").warning(
+                f"--cluster {self.spec} gives Ray {self.local_cpus} CPUs but this machine has {cores} core"
+                f"{'s' if cores != 1 else ''}: its actors (replicas, or shards and clients) will share them, each "
+                f"slower than on a core of its own, and Ray starts slower; --cluster local:{cores} matches it")
         if self.mode == "replicas" and self.replicas is None:
             if local is None:
                 raise ParvecError(f"--cluster {self.spec}: give the number of replicas (--replicas N)")
@@ -224,34 +234,41 @@ class Cluster:
             return
         ours: list[Any] = []  # the processes this process started with the local Ray
         watcher: Any = None  # parvec.distributed.reaper's process: kills the local Ray if this process dies
-        try:
-            with deferred_signals():
-                before = {p.pid for p in _children()}
-                token = None
-                if self.is_local:
-                    from parvec.distributed import reaper
+        stopping = False  # an error or a signal ends the session: the Ray goes without the grace of a normal end
+        with _quiet_console(ray):
+            try:
+                with deferred_signals():
+                    before = {p.pid for p in _children()}
+                    token = None
+                    if self.is_local:
+                        from parvec.distributed import reaper
 
-                    token = uuid.uuid4().hex
-                    watcher = reaper.start(token)
-                    before.add(getattr(watcher, "pid", -1))
+                        token = uuid.uuid4().hex
+                        watcher = reaper.start(token)
+                        before.add(getattr(watcher, "pid", -1))
                 try:
-                    self._init(ray, token)
-                finally:  # also after a start that failed half-way
+                    with _interruptible_start(ray):  # Ctrl-C stops the start at once (but inside the crash window)
+                        self._init(ray, token)
+                finally:  # also after a start that failed or was stopped half-way
                     ours = [p for p in _children() if p.pid not in before]
-                if watcher is not None:
-                    reaper.tell(watcher, _session_dir(ray), os.path.dirname(ray.__file__))
-                if self.is_local:
-                    _check_loopback(ray, self.spec)
-            yield ray
-        finally:
-            with deferred_signals():
-                if self.is_local:
-                    processes = _with_descendants(ours)  # now, while the raylet still holds its workers
-                    ray.shutdown(wait_for_processes=True)
-                    _stop_processes(processes)
-                    _release(watcher)  # it kills whatever of this Ray is left, then exits
-                else:
-                    ray.shutdown()  # a joined cluster is only disconnected
+                with deferred_signals():
+                    if watcher is not None:
+                        reaper.tell(watcher, _session_dir(ray), os.path.dirname(ray.__file__))
+                    if self.is_local:
+                        _check_loopback(ray, self.spec)
+                yield ray
+            except BaseException:
+                stopping = True
+                raise
+            finally:
+                with deferred_signals():
+                    if self.is_local:
+                        processes = _with_descendants(ours)  # now, while the raylet still holds its workers
+                        ray.shutdown(wait_for_processes=not stopping)
+                        _release(watcher)  # it kills whatever of this Ray is left, then exits
+                        _stop_processes(processes, grace_s=0.5 if stopping else 5.0)
+                    else:
+                        ray.shutdown()  # a joined cluster is only disconnected
 
     def _init(self, ray: Any, token: str | None = None) -> None:
         """``ray.init`` for this spec; Ray's errors become one :class:`ParvecError` line.  ``token``: the marker
@@ -319,6 +336,104 @@ def _start_settings(ray: Any, local: bool) -> Iterator[None]:
     finally:
         for name, value in saved.items():
             setattr(constants, name, value)
+
+
+@contextlib.contextmanager
+def _interruptible_start(ray: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM while ``ray.init`` runs: raised at once (the start stops there, and the session's
+    cleanup kills what it had started), except from the moment Ray builds its C++ core worker in this process
+    to the end of ``ray.init``, where they are held and raised right after: a signal in that window orphaned the
+    core worker, which crashed the process at exit (module docstring).  Holding the whole start made Ctrl-C
+    wait for it (5-10 s, more on a busy machine).  Handlers Ray installs meanwhile are dropped, as
+    :func:`deferred_signals` drops them.
+    """
+    raylet = getattr(ray, "_raylet", None)
+    real = getattr(raylet, "CoreWorker", None)
+    if threading.current_thread() is not threading.main_thread() or real is None:
+        with deferred_signals():  # no core worker to watch for: hold every signal, as before
+            yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous = {signum: handler for signum, handler in previous.items() if handler is not None}
+    held: list[int] = []
+    holding = [False]
+    set_handler = signal.signal
+
+    def on_signal(signum: int, frame: Any) -> None:
+        handler = previous[signum]
+        if holding[0] or not callable(handler):
+            held.append(signum)  # raised once ray.init is over (a default action, too, then)
+            return
+        handler(signum, frame)  # parvec's: KeyboardInterrupt (Ctrl-C) or Terminated (SIGTERM), here and now
+
+    def keep_handlers(signum: int, handler: Any) -> Any:
+        if signum in previous:  # ray.init's own SIGTERM handler (sys.exit): the process keeps its handlers
+            return previous[signum]
+        return set_handler(signum, handler)
+
+    def core_worker(*args: Any, **kwargs: Any) -> Any:
+        holding[0] = True  # from here to the end of ray.init a signal waits
+        return real(*args, **kwargs)
+
+    for signum in previous:
+        set_handler(signum, on_signal)
+    signal.signal = keep_handlers  # type: ignore[assignment]
+    raylet.CoreWorker = core_worker
+    try:
+        yield
+    finally:
+        raylet.CoreWorker = real
+        signal.signal = set_handler
+        for signum in previous:
+            set_handler(signum, previous[signum])
+        if held:
+            signal.raise_signal(signal.SIGTERM if signal.SIGTERM in held else signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _quiet_console(ray: Any) -> Iterator[None]:
+    """Ray's own console lines off for a session, so that parvec's lines are the only ones a user needs:
+
+    - Ray's Python loggers (``ray.*``) say only errors: not ``Token authentication is enabled for this Ray
+      cluster ...`` on every local start (token authentication stays on, Ray's default), nor its other notes;
+    - the messages the raylet publishes to the driver (``A worker died or was killed ...`` when a replica or
+      shard is lost, which parvec reports itself in one line) go to the ``parvec.ray`` logger at INFO level
+      instead of standard output, where they were printed in yellow (raw escape codes in a redirected stream,
+      and lines in the vectors of ``-o -``);
+    - lines the actors print reach standard error without colour codes when it is not a terminal
+      (``RAY_COLOR_PREFIX=0``, Ray's switch; a value the user set is kept).
+    """
+    import logging
+    import sys
+
+    ray_logger = logging.getLogger("ray")
+    level = ray_logger.level
+    ray_logger.setLevel(logging.ERROR)
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    printer = getattr(worker, "print_to_stdstream", None)
+    published = logging.getLogger("parvec.ray")
+
+    def print_to_stdstream(data: dict[str, Any], ignore_prefix: bool) -> None:
+        if data.get("pid") == "raylet" and not data.get("is_err"):
+            for line in data.get("lines", []):
+                published.info("Ray: %s", line)
+            return
+        printer(data, ignore_prefix)
+
+    if printer is not None:
+        worker.print_to_stdstream = print_to_stdstream  # what Ray's error listener calls for each message
+    color = os.environ.get("RAY_COLOR_PREFIX")
+    stream = sys.stderr
+    if color is None and not (stream is not None and stream.isatty()):
+        os.environ["RAY_COLOR_PREFIX"] = "0"
+    try:
+        yield
+    finally:
+        ray_logger.setLevel(level)
+        if printer is not None:
+            worker.print_to_stdstream = printer
+        if color is None:
+            os.environ.pop("RAY_COLOR_PREFIX", None)
 
 
 def _check_loopback(ray: Any, spec: str) -> None:
