@@ -176,6 +176,24 @@ def threads_phrase(n: int) -> str:
     return count_phrase(n, "thread")
 
 
+def cluster_block(cluster: dict[str, Any] | None, driver: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's ``cluster`` entry: the :class:`parvec.Cluster` as given (``to_dict()``), with what was left to
+    parvec filled in from the driver's figures as it ran (the shards, clients and their threads of a sharded
+    run, the replicas and their threads of a replicated one).
+
+    Example:
+        >>> cluster_block({"mode": "sharded", "shards": None, "clients": None, "threads_per_actor": None},
+        ...               {"shards": 1, "clients": 2, "client_threads": 1})
+        {'mode': 'sharded', 'shards': 1, 'clients': 2, 'threads_per_actor': 1}
+    """
+    if cluster is None:
+        return None
+    driver = driver or {}
+    ran = {"replicas": driver.get("replicas"), "shards": driver.get("shards"), "clients": driver.get("clients"),
+           "threads_per_actor": driver.get("threads_per_replica") or driver.get("client_threads")}
+    return dict(cluster) | {k: v for k, v in ran.items() if v is not None and cluster.get(k) is None}
+
+
 def cluster_summary(report: dict[str, Any]) -> str | None:
     """What a cluster run did, in words, from its driver's report (None for a run that was not one).
 

@@ -222,11 +222,12 @@ def _report(args: argparse.Namespace, source: str, binary: bool, cluster: Any, c
             enc: dict[str, Any], stats: Any, read_seconds: float, memory: Any, sharded: dict[str, Any],
             run_log: Any, export_seconds: float) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report), the pipeline's own, then the sharded run's figures and time series.
-    from parvec.cli.run_report import CorpusFigures, absolute, run_report, word_parameters
+    from parvec.cli.run_report import CorpusFigures, absolute, cluster_block, run_report, word_parameters
 
     return run_report(
         "words", word_parameters(config, options, source, algo="sharded"), stats, read_seconds=read_seconds,
-        device="cpu", output=absolute(args.output), output_binary=binary, cluster=cluster.to_dict(),
+        device="cpu", output=absolute(args.output), output_binary=binary,
+        cluster=cluster_block(cluster.to_dict(), sharded),
         checkpoints={"every": None, "dir": args.checkpoint_dir}, resumed_from=None,
         corpus=CorpusFigures(len(enc["vocab"]), enc["raw_words"], enc["tokens"], enc["sentences"]),
         extra={"cache_used": None, "byte_ranges": enc["ranges"], "export_seconds": export_seconds,

@@ -949,12 +949,19 @@ def _write_outputs(args: argparse.Namespace, out: dict[str, Any], model: Any, bi
 def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, encoded: Any, stats: Any,
             read_seconds: float, memory_estimate: Any, resumed_from: Any) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report), train's own, then the driver's figures and the time series.
-    from parvec.cli.run_report import CorpusFigures, absolute, checkpoints, run_report, word_parameters
+    from parvec.cli.run_report import (
+        CorpusFigures,
+        absolute,
+        checkpoints,
+        cluster_block,
+        run_report,
+        word_parameters,
+    )
 
     return run_report(
         "words", word_parameters(model.config, model.read_options, source), stats, read_seconds=read_seconds,
         device=model.config.device, output=absolute(args.output), output_binary=binary,
-        cluster=model.cluster.to_dict() if model.cluster is not None else None,
+        cluster=cluster_block(model.cluster.to_dict(), model.run_report) if model.cluster is not None else None,
         checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
         resumed_from=resumed_from,
         corpus=CorpusFigures(len(encoded.vocab), encoded.raw_words, encoded.n_tokens, encoded.n_sentences),
