@@ -16,10 +16,12 @@ House rules kept here, once:
   interface unless its single-machine mode is on (the mode macOS and Windows use,
   ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): :func:`_start_settings` turns that mode on for the start, and
   the session refuses to run on a Ray that did not take 127.0.0.1.  A user-given address is used as given.
-- SIGINT and SIGTERM are held while Ray starts and stops (:func:`deferred_signals`) and delivered right
-  after.  A Ctrl-C landing inside ``ray.init`` after Ray's C++ core worker was created, but before Python
-  held it, orphaned that core worker: nothing shut it down, and at exit Ray's C++ exit handler destroyed it
-  while its io thread still ran (``TaskManager::RecordMetrics`` on freed memory: SIGSEGV, exit -11).
+- SIGINT and SIGTERM stop Ray's start at once (:func:`_interruptible_start`), but are held from the moment
+  Ray creates its C++ core worker in this process to the end of ``ray.init``, and while Ray stops
+  (:func:`deferred_signals`), and delivered right after.  A Ctrl-C landing inside ``ray.init`` after Ray's C++
+  core worker was created, but before Python held it, orphaned that core worker: nothing shut it down, and at
+  exit Ray's C++ exit handler destroyed it while its io thread still ran (``TaskManager::RecordMetrics`` on
+  freed memory: SIGSEGV, exit -11).
   ``ray.init`` also sets SIGTERM handlers of its own (``sys.exit``, and a C++ failure-signal handler that
   printed ``*** SIGTERM received``, exited 1 and, at shutdown, left SIGTERM at its default action): the
   driver's C++ handler is not installed (:func:`_start_settings`) and the process's own handlers come back.
@@ -28,7 +30,9 @@ House rules kept here, once:
   killed (a raylet killed before it could stop them left its agents running for up to a minute).  When the
   driver itself dies (``kill -9``, the OOM killer), Ray's fate-sharing SIGKILLs its GCS and raylet, whose
   agents then lived 60-90 s; a watcher process (:mod:`parvec.distributed.reaper`) started with the Ray kills
-  every process carrying the run's ``PARVEC_LOCAL_RAY`` marker the moment the driver's pipe to it closes.
+  the Ray's processes (the run's ``PARVEC_LOCAL_RAY`` marker, or a file held in its session directory) the
+  moment the driver's pipe to it closes.  An interrupted or failed run's Ray is stopped without the grace.
+- Ray's console lines are off for a session (:func:`_quiet_console`): parvec's lines are the ones a user needs.
 - A Ray that parvec starts runs its workers at niceness 0, as a one-process run's threads (Ray's default is
   15: the replicas and shards would then yield the CPU to every other process on the machine, and ran at
   0.61x a two-thread process on a shared 2-core machine); ``RAY_worker_niceness`` set by the user wins.
@@ -220,8 +224,11 @@ class Cluster:
         """Enter Ray for one run and yield the ``ray`` module; stop only a Ray started here.
 
         A Ray started here (``local:N``) listens on 127.0.0.1 only and is stopped at the end with every
-        process of it; SIGINT and SIGTERM arriving while Ray starts or stops are delivered right after
-        (module docstring).  A joined cluster (``auto``, ``ray://``) is only disconnected.
+        process of it (and by its watcher, :mod:`parvec.distributed.reaper`, if this process dies first);
+        SIGINT and SIGTERM stop its start at once, but from the creation of Ray's core worker to the end of
+        ``ray.init`` and while Ray stops, where they are delivered right after (module docstring).  A joined
+        cluster (``auto``, ``ray://``) is only disconnected.  Ray's console lines are off for the session
+        (:func:`_quiet_console`).
 
         Example:
             >>> with Cluster("local:2").session() as ray:  # doctest: +SKIP
