@@ -38,7 +38,7 @@ def train_sharded(args: argparse.Namespace, cluster: Any, source: str, binary: b
     _sharded_flags(args, cluster)
     config = _config(args)
     settings = resolve(cluster, config)
-    if cluster.local_cpus is not None or cluster.spec == "local":  # its CPUs are known before Ray starts
+    if cluster.is_local:  # a local Ray's CPUs are known before it starts: far too many actors are refused now
         from parvec.config import default_threads
 
         actor_budget(settings["shards"], settings["clients"], cluster.local_cpus or default_threads())
