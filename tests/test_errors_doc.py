@@ -45,6 +45,9 @@ CASES = [
      "-o corpus.txt is the training corpus corpus.txt: refusing to overwrite an input; choose another path"),
     (["train", "corpus.txt", "-o", "/nonexistent/v.txt"],
      "-o /nonexistent/v.txt: cannot write: the directory /nonexistent does not exist"),
+    (["train", "corpus.txt", "-o", "v.txt", "--report", "-"],
+     "--report -: '-' (standard output) is only for the vectors of -o; give a file name (./- for a file named '-')"),
+    (["demo", "-o", "-"], "-o -: parvec demo prints its results on standard output; give a file name for the vectors"),
 ]
 
 

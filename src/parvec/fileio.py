@@ -48,6 +48,8 @@ from parvec.errors import ParvecError
 
 __all__ = [
     "READ_ERRORS",
+    "STALE_AFTER_S",
+    "TEMP_PREFIX",
     "fsync_dir",
     "STDIN",
     "PathLike",
@@ -58,7 +60,9 @@ __all__ = [
     "is_stream",
     "open_input",
     "output_file",
+    "remove_stale_temporaries",
     "save_array",
+    "temporary_prefix",
     "write_array",
     "write_failure",
     "write_reason",
@@ -80,6 +84,118 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+
+# ---------------------------------------------------------------------- temporary files beside an output
+# Every temporary file or directory parvec creates beside a target (atomic_output, the CLI's reserved outputs)
+# is named .parvec-PID@HOST-XXXXXXXX.<target name>[.tmp|.old]: a run killed with SIGKILL (or a power cut)
+# leaves it behind, and the owner in its name lets a later run writing the same target remove it once that
+# process is gone (remove_stale_temporaries).
+TEMP_PREFIX = ".parvec-"
+STALE_AFTER_S = 60.0  # a temporary left this long by a process that is gone is removed by the next write
+_TEMP_NAME = re.compile(r"^\.parvec-(\d+)@([A-Za-z0-9-]*)-[a-z0-9_]{8}\.(.+)$")
+
+
+def _host_tag() -> str:
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9-]", "", socket.gethostname())[:12] or "host"
+
+
+def temporary_prefix() -> str:
+    """The start of the name of every temporary file parvec creates beside a target: ``.parvec-PID@HOST-``
+    (then ``tempfile``'s eight random characters and ``.TARGET``).
+
+    Example:
+        >>> temporary_prefix().startswith(f".parvec-{os.getpid()}@")
+        True
+    """
+    return f"{TEMP_PREFIX}{os.getpid()}@{_host_tag()}-"
+
+
+def _temporary_of(name: str, target: str) -> tuple[int, str] | None:
+    """``(pid, host)`` of a parvec temporary named ``name`` made for ``target``: ``.parvec-PID@HOST-X.TARGET``,
+    with ``.tmp`` or ``.old`` after it, or an :func:`atomic_output` temporary of such a temporary; else None.
+
+    Example:
+        >>> _temporary_of(".parvec-42@h-abcd_123.v.txt", "v.txt"), _temporary_of(".parvec-42@h-abcd_123.w.txt", "v.txt")
+        ((42, 'h'), None)
+    """
+    m = _TEMP_NAME.match(name)
+    if m is None:
+        return None
+    owner, rest = (int(m.group(1)), m.group(2)), m.group(3)
+    for core in (rest, rest.removesuffix(".tmp") if rest.endswith(".tmp") else None,
+                 rest.removesuffix(".old") if rest.endswith(".old") else None):
+        if core is not None and (core == target or _temporary_of(core, target) is not None):
+            return owner
+    return None
+
+
+def _process_started_at(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch, from /proc), None if there is no such process.
+    Raises OSError where /proc cannot tell (another system)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    with open("/proc/stat", "rb") as f:
+        btime = next(int(line.split()[1]) for line in f if line.startswith(b"btime"))
+    return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: the start time, in ticks
+
+
+def _owner_gone(pid: int, host: str, modified: float) -> bool:
+    """Whether the process that made a temporary is gone: ``pid`` on this machine is not running, or runs a
+    process started after the file was last written (the number was reused).  Unknown is not gone."""
+    if host != _host_tag() or pid == os.getpid():
+        return False  # another machine's (a shared file system), or this process's own
+    try:
+        started = _process_started_at(pid)
+    except (OSError, ValueError, StopIteration, IndexError):
+        return False
+    return started is None or started > modified + 1.0  # btime has one-second resolution
+
+
+def remove_stale_temporaries(directory: PathLike, target: str, min_age_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the temporaries that killed parvec runs left in ``directory`` for the output named ``target``:
+    only parvec's (``.parvec-PID@HOST-XXXXXXXX.TARGET`` and the ``.tmp``/``.old`` ones made with them), only
+    those not written for ``min_age_s`` seconds, and only when the process named in them is gone from this
+    machine.  Returns what was removed; what cannot be removed is left.
+
+    Example:
+        >>> remove_stale_temporaries(tempfile.gettempdir(), "no-such-output.txt")
+        []
+    """
+    import shutil
+    import time
+
+    removed: list[Path] = []
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith(TEMP_PREFIX)]
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        owner = _temporary_of(entry.name, target)
+        if owner is None:
+            continue
+        try:
+            modified = entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if now - modified < min_age_s or not _owner_gone(*owner, modified):
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
 
 
 # ---------------------------------------------------------------------- writing files
@@ -196,7 +312,7 @@ def atomic_output(
 ) -> Iterator[IO[Any]]:
     """Open ``path`` for writing so that it only appears, complete, when the block succeeds.
 
-    Data goes to a temporary file in the same directory (``.NAME.XXXX.tmp``), which is flushed,
+    Data goes to a temporary file in the same directory (``.parvec-PID@HOST-XXXX.NAME.tmp``), which is flushed,
     fsynced and moved onto ``path`` with :func:`os.replace` when the ``with`` block ends without an
     exception.  On any exception (including ``KeyboardInterrupt``) the temporary file is removed and
     an existing ``path`` is left untouched.  ``mode`` is ``"wb"`` (bytes) or ``"w"``/``"wt"`` (text,
@@ -216,8 +332,9 @@ def atomic_output(
         raise ParvecError(f"{target}: cannot write: output directory {directory} {what}")
     if target.is_dir():
         raise ParvecError(f"{target}: cannot write: it is a directory")
+    remove_stale_temporaries(directory, target.name)  # what a killed run writing this target left
     try:
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=temporary_prefix(), suffix=f".{target.name}.tmp")
     except OSError as exc:
         raise write_failure(target, exc) from None
     tmp = Path(tmp_name)

@@ -1,5 +1,9 @@
 """``KeyedVectors``: a word -> vector mapping with gensim 4's query API.
 
+A key is found in any Unicode normal form: ``"cafe\u0301"`` (e and a combining accent, as macOS and some
+keyboards write it) finds ``"café"`` (precomposed, as most text is), and the other way round; the exact key
+wins when both are present.
+
 Rows are ordered as trained (descending word frequency), so ``restrict_vocab=N`` means "the N most
 frequent words".  Similarities use unit-normalised rows; the normalised copy is computed on first use
 and cached (:meth:`KeyedVectors.get_normed_vectors`).  Top-k selection uses ``argpartition``, so a
@@ -82,6 +86,7 @@ class KeyedVectors:
                 raise ValueError(f"counts must have shape ({len(vectors)},), got {counts.shape}")
         self.counts = counts
         self.vectors = vectors
+        self._nfc_index: tuple[int, dict[str, int]] | None = None  # _equivalent_index's table, built on demand
 
     # ------------------------------------------------------------------ basic mapping
     @property
@@ -125,6 +130,8 @@ class KeyedVectors:
             1
         """
         index = self.key_to_index.get(key) if isinstance(key, str) else None
+        if index is None and isinstance(key, str):
+            index = self._equivalent_index(key)
         if index is not None:
             return index
         if isinstance(key, Integral) and not isinstance(key, bool) and 0 <= int(key) < len(self):
@@ -142,8 +149,34 @@ class KeyedVectors:
             False
         """
         if isinstance(key, str):
-            return key in self.key_to_index
+            return key in self.key_to_index or self._equivalent_index(key) is not None
         return self.get_index(key, -1) >= 0 if isinstance(key, Integral) else False  # type: ignore[arg-type]
+
+    def _equivalent_index(self, key: str) -> int | None:
+        """The row of a key that is ``key`` in another Unicode normal form (``'cafe\\u0301'``, e, combining acute,
+        and ``'café'``, precomposed, are the same text): keys match as their NFC forms do, the exact key first.
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.eye(2, dtype=np.float32), ["café", "cafe"])._equivalent_index("cafe\u0301")
+            0
+        """
+        import unicodedata
+
+        nfc = unicodedata.normalize("NFC", key)
+        index = self.key_to_index.get(nfc)
+        if index is not None:
+            return index
+        # Keys stored in another form (decomposed text): their NFC forms, built at the first such miss (and again
+        # when keys were added); ASCII keys are their own NFC form and already looked up above.
+        table = self._nfc_index
+        if table is None or table[0] != len(self.index_to_key):
+            forms: dict[str, int] = {}
+            for i, k in enumerate(self.index_to_key):
+                if not k.isascii():
+                    forms.setdefault(unicodedata.normalize("NFC", k), i)
+            table = self._nfc_index = (len(self.index_to_key), forms)
+        return table[1].get(nfc)
 
     def get_vecattr(self, key: Key, attr: str) -> int:
         """A per-key attribute, as gensim's: ``"count"`` is the key's frequency in the training corpus.

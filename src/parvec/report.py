@@ -65,10 +65,17 @@ def _label(data: dict[str, Any], path: Path) -> str:
     p = data.get("parameters") or {}
     if not p:
         return path.stem
-    bits = [str(p.get("algo", "")), f"{p.get('threads', '?')}t", f"d{p.get('dim', '?')}"]
     cluster = data.get("cluster")
+    # Threads: a cluster run's per actor (what each replica or client ran), else the process's.
+    per_actor = ((cluster.get("threads_per_actor") if isinstance(cluster, dict) else None)
+                 or data.get("threads_per_replica") or data.get("client_threads"))
+    bits = [str(p.get("algo", "")), f"{per_actor or p.get('threads', '?')}t", f"d{p.get('dim', '?')}"]
     if isinstance(cluster, dict) and cluster.get("mode"):
-        bits.append(f"{cluster['mode']}×{cluster.get('replicas') or cluster.get('shards') or '?'}")
+        # How many replicas or shards: the cluster block's (as run), else the report's top level (the sharded
+        # driver's figures; older reports recorded the Cluster as given, where a default was None).
+        key = "shards" if cluster["mode"] == "sharded" else "replicas"
+        n = cluster.get(key) or data.get(key)
+        bits.append(f"{cluster['mode']}×{n if n else '?'}")
     if data.get("device") and data.get("device") != "cpu":
         bits.append(str(data["device"]))
     return " ".join(b for b in bits if b)
@@ -134,6 +141,26 @@ def _empty(ax, text: str) -> None:
     ax.set_yticks([])
 
 
+def loss_steps(timeline: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """The loss of a run's time series as steps: ``(edges, losses)``, the loss of sample i covering the words from
+    sample i-1's to its own (NaN where it has none); the first sample with a loss starts at word 0 when the series
+    has no sample before it.
+
+    Example:
+        >>> loss_steps([{"words": 0, "loss": None}, {"words": 100, "loss": 4.0}, {"words": 300, "loss": 3.0}])
+        ([0.0, 100.0, 300.0], [4.0, 3.0])
+    """
+    samples = [s for s in timeline if isinstance(s.get("words"), (int, float))]
+    if not samples:
+        return [0.0], []
+    edges = [float(samples[0]["words"]) if not _finite(samples[0].get("loss")) else 0.0]
+    losses: list[float] = []
+    for s in samples[1:] if not _finite(samples[0].get("loss")) else samples:
+        edges.append(float(s["words"]))
+        losses.append(float(s["loss"]) if _finite(s.get("loss")) else math.nan)
+    return edges, losses
+
+
 def figure_loss_lr(runs: Sequence[Run]) -> bytes:
     """Loss (per window of chunks, and per epoch as markers) and learning rate over words trained."""
     plt = _plt()
@@ -142,9 +169,11 @@ def figure_loss_lr(runs: Sequence[Run]) -> bytes:
     drawn = False
     for i, run in enumerate(runs):
         color = f"C{i % 10}"
-        pts = [(s["words"], s["loss"]) for s in run.timeline if _finite(s.get("loss"))]
-        if pts:
-            ax.plot(*zip(*pts, strict=True), color=color, lw=1.4, label=f"{run.label} loss")
+        edges, losses = loss_steps(run.timeline)
+        if any(math.isfinite(v) for v in losses):
+            # Each sample's loss is the mean over the words since the previous one: a step over that span, so the
+            # curve starts where training started, not one sampling interval in.
+            ax.stairs(losses, edges, color=color, lw=1.4, label=f"{run.label} loss", baseline=None)
             drawn = True
         words, ends = 0, []
         for e in run.epochs:
@@ -227,10 +256,59 @@ def figure_quality(runs: Sequence[Run]) -> bytes:
     return _png(fig)
 
 
+# Where a label may go around its point, in points: right, left, above, below, then the diagonals further out.
+_LABEL_SPOTS = [(dx, dy, ha) for r in (1.0, 2.0, 3.5) for dx, dy, ha in (
+    (4 * r, 2, "left"), (-4 * r, 2, "right"), (0, 5 * r, "center"), (0, -11 * r, "center"),
+    (4 * r, 5 * r, "left"), (-4 * r, 5 * r, "right"), (4 * r, -10 * r, "left"), (-4 * r, -10 * r, "right"))]
+
+
+def place_labels(ax: Any, xy: Any, words: Sequence[str], fontsize: float = 8) -> tuple[list[Any], list[str]]:
+    """Label the points ``xy`` (data coordinates) of ``ax`` with ``words``, in order, each at the first spot around
+    its point (:data:`_LABEL_SPOTS`) where it overlaps no label placed before, no point and stays in the axes; a
+    word with no free spot is left out.  Returns the labels drawn (matplotlib ``Annotation``) and the words left
+    out.
+
+    Example:
+        >>> texts, left_out = place_labels(ax, xy, ["king", "queen"])  # doctest: +SKIP
+    """
+    fig = ax.figure
+    fig.canvas.draw()  # the transforms and a renderer, for the labels' extents
+    renderer = fig.canvas.get_renderer()
+    from matplotlib.transforms import Bbox
+
+    points = ax.transData.transform(xy)
+    pad = fig.dpi / 72 * 3  # a point's marker, in pixels
+    taken = [Bbox.from_extents(x - pad, y - pad, x + pad, y + pad) for x, y in points]
+    area = ax.get_window_extent(renderer)
+    placed, left_out = [], []
+    for (px, py), word in zip(xy, words, strict=True):
+        text = ax.annotate(word, (px, py), xytext=(0, 0), textcoords="offset points", fontsize=fontsize)
+        for dx, dy, ha in _LABEL_SPOTS:
+            text.set_position((dx, dy))
+            text.set_horizontalalignment(ha)
+            box = text.get_window_extent(renderer)
+            inside = area.x0 <= box.x0 and box.x1 <= area.x1 and area.y0 <= box.y0 and box.y1 <= area.y1
+            if inside and not any(box.overlaps(other) for other in taken):
+                taken.append(box)
+                if abs(dx) > 4 or abs(dy) > 11:  # away from its point: a thin line leads to it
+                    text.remove()
+                    text = ax.annotate(word, (px, py), xytext=(dx, dy), textcoords="offset points", ha=ha,
+                                       fontsize=fontsize, arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.6",
+                                                                      "shrinkA": 0, "shrinkB": 2})
+                placed.append(text)
+                break
+        else:
+            text.remove()
+            left_out.append(word)
+    return placed, left_out
+
+
 def figure_projection(vectors: Any, words: Sequence[str] | None, top: int = 40) -> tuple[bytes, list[str]]:
     """A 2-D PCA projection of ``words`` (or the ``top`` most frequent) and the words not found.
 
-    ``vectors`` is a :class:`~parvec.keyedvectors.KeyedVectors`; its rows are in frequency order.
+    ``vectors`` is a :class:`~parvec.keyedvectors.KeyedVectors`; its rows are in frequency order.  The labels are
+    placed so that none overlaps another or a point (:func:`place_labels`); the title says how many were left
+    out where the points are too crowded.
     """
     import numpy as np
     from sklearn.decomposition import PCA
@@ -245,6 +323,7 @@ def figure_projection(vectors: Any, words: Sequence[str] | None, top: int = 40) 
         chosen = keys[:top]
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 6))
+    unlabelled: list[str] = []
     if len(chosen) < 2:
         _empty(ax, "fewer than two of the chosen words have vectors")
     else:
@@ -253,12 +332,13 @@ def figure_projection(vectors: Any, words: Sequence[str] | None, top: int = 40) 
         x = x / np.where(norms > 0, norms, 1.0)  # cosine geometry, as the queries use
         xy = PCA(n_components=2, random_state=0).fit_transform(x)
         ax.scatter(xy[:, 0], xy[:, 1], s=14, color="C0")
-        for (px, py), w in zip(xy, chosen, strict=True):
-            ax.annotate(w, (px, py), fontsize=8, xytext=(3, 2), textcoords="offset points")
+        ax.margins(0.12)  # room for the labels of the outermost points
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
         ax.grid(alpha=0.3)
-    ax.set_title(f"PCA of {len(chosen)} word vectors" + (" (most frequent)" if not words else ""))
+        _, unlabelled = place_labels(ax, xy, chosen)
+    note = f"; {len(unlabelled)} labels left out where points crowd" if unlabelled else ""
+    ax.set_title(f"PCA of {len(chosen)} word vectors" + (" (most frequent)" if not words else "") + note)
     return _png(fig), missing
 
 
@@ -323,6 +403,32 @@ def figure_benchmark(run: Run) -> bytes:
     ax.set_title(f"Speed: {run.label}")
     ax.grid(alpha=0.3, axis="y")
     return _png(fig)
+
+
+def _projection_sources(trained: Sequence[Run], vectors: str | os.PathLike[str] | None,
+                        notes: list[str]) -> list[tuple[Path, bool | None, list[str]]]:
+    """The vector files to project: ``--vectors``, else every run's output (one figure per file, with the labels
+    of the runs that wrote it); a run whose output is missing (or went to standard output) gets a note."""
+    if vectors is not None:
+        if not Path(vectors).exists():
+            raise ParvecError(f"--vectors {vectors}: no such file")
+        return [(Path(vectors), None, [])]
+    found: dict[str, tuple[Path, bool | None, list[str]]] = {}
+    for run in trained:
+        output = run.data.get("output")
+        if output in (None, "-"):  # none, or written to standard output
+            continue
+        path = Path(output)
+        if not path.exists():
+            notes.append(f"{run.label}: its vectors {path} are not there any more (give --vectors FILE)")
+            continue
+        key = os.path.realpath(path)
+        if key not in found:
+            found[key] = (path, run.data.get("output_binary"), [])
+        found[key][2].append(run.label)
+    if not found:
+        notes.append("no vectors file found for the projection (give --vectors FILE)")
+    return list(found.values())
 
 
 # ---------------------------------------------------------------------- HTML
@@ -413,23 +519,16 @@ def write_report(
         nc = figure_node_classification(trained)
         if nc is not None:
             figures.append(("node_classification", "Node classification", nc))
-        vec_path, binary = (Path(vectors), None) if vectors else (None, None)
-        if vec_path is None:
-            source = next((r for r in trained if r.data.get("output")), None)
-            if source is not None:
-                vec_path, binary = Path(source.data["output"]), source.data.get("output_binary")
-        if vec_path is not None and vec_path.exists():
+        for n, (vec_path, binary, owners) in enumerate(_projection_sources(trained, vectors, notes)):
             from parvec.keyedvectors import load_vectors
 
             kv = load_vectors(str(vec_path), binary=binary if vec_path.suffix != ".npy" else None)
             png, missing = figure_projection(kv, words, top=top)
-            figures.append(("projection", f"PCA projection ({vec_path.name})", png))
+            whose = f"{', '.join(owners)}: " if owners else ""  # the runs whose vectors these are
+            figures.append(("projection" if n == 0 else f"projection{n + 1}",
+                            f"PCA projection of {whose}{vec_path.name}", png))
             if missing:
                 notes.append(f"not in {vec_path.name}: {', '.join(missing)}")
-        elif vectors is not None:
-            raise ParvecError(f"--vectors {vectors}: no such file")
-        else:
-            notes.append("no vectors file found for the projection (give --vectors FILE)")
     for i, run in enumerate(benches):
         figures.append((f"benchmark{i + 1}" if len(benches) > 1 else "benchmark", f"Benchmark {run.label}",
                         figure_benchmark(run)))

@@ -1,8 +1,10 @@
 """A run's time series for ``--report``: what ``parvec report`` draws.
 
 The :class:`~parvec.trainer.Trainer` hands its running totals to :meth:`RunLog.progress` a few times a
-second (its progress loop already wakes every 0.25 s); the log keeps one sample every ``interval_s``
-seconds and one at every epoch's end.  A sample holds the words done, the words/s and the mean loss
+second (its progress loop already wakes every 0.25 s); the log keeps one sample at the start (the learning
+rate, nothing trained yet), the first one that has trained something (so a short run's loss curve starts at
+its start, not an interval in), then one every ``interval_s`` seconds and one at every epoch's end.  A sample
+holds the words done, the words/s and the mean loss
 *since the previous sample* (so a curve shows the loss of the current window of chunks, not the
 epoch's running mean), the learning rate, and the process's resident memory.  Keeping a sample costs
 a few sums over per-thread counters and one read of ``/proc/self/statm``: microseconds against seconds of
@@ -65,6 +67,7 @@ class RunLog:
         self._word_base = 0  # words of earlier train() calls, so several calls make one curve
         self._t_base = 0.0
         self._paused = 0.0  # seconds of this call spent outside training (evaluation between epochs)
+        self._trained_samples = 0  # samples of this call that trained something (the first is kept at once)
 
     def new_call(self) -> None:
         """Start a new ``train`` call: its counters restart at zero, the curves continue."""
@@ -73,16 +76,28 @@ class RunLog:
             self._t_base += float(self._last["t"])
         self._last = None
         self._paused = 0.0
+        self._trained_samples = 0
 
     def pause(self, seconds: float) -> None:
         """Take ``seconds`` spent outside training (an evaluation) off this call's clock."""
         self._paused += float(seconds)
 
     def progress(self, totals: dict[str, Any], force: bool = False) -> None:
-        """Offer the trainer's running totals; a sample is kept every ``interval_s`` seconds."""
+        """Offer the trainer's running totals; a sample is kept every ``interval_s`` seconds, and at once for the
+        first that trained something.
+
+        Example:
+            >>> log = RunLog(interval_s=2.0)
+            >>> log.progress({"t": 0.0, "words": 0, "pairs": 0, "loss_sum": 0.0, "lr": 0.025, "epoch": 0})
+            >>> log.progress({"t": 0.25, "words": 500, "pairs": 400, "loss_sum": 1600.0, "lr": 0.0249, "epoch": 0})
+            >>> log.progress({"t": 0.5, "words": 900, "pairs": 800, "loss_sum": 3000.0, "lr": 0.0248, "epoch": 0})
+            >>> [(s["t"], s["words"], s["loss"]) for s in log.timeline]
+            [(0.0, 0, None), (0.25, 500, 4.0)]
+        """
         totals = dict(totals, t=max(0.0, float(totals["t"]) - self._paused))
         last = self._last
-        if last is not None and not force and totals["t"] - last["t"] < self.interval_s:
+        first = self._trained_samples == 0 and totals["pairs"] > 0  # the loss from the start of training
+        if last is not None and not force and not first and totals["t"] - last["t"] < self.interval_s:
             return
         if last is not None and totals["words"] == last["words"]:
             return  # nothing trained since the last sample (the final call after the last one, a pause)
@@ -109,6 +124,7 @@ class RunLog:
             "rss_bytes": rss_bytes(),
         })
         self._last = dict(totals)
+        self._trained_samples += 1
 
     def epoch_end(self, epoch: int, words: int, loss: float | None, seconds: float | None, lr: float | None,
                   scores: dict[str, float | None] | None = None, eval_seconds: float | None = None) -> None:

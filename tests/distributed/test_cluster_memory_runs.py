@@ -59,7 +59,7 @@ def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, d
     err = capsys.readouterr().err
     assert code == 0, err
     # one shard by default on local:N (one machine), whose calls train each minibatch whole (fused calls)
-    assert re.search(r"^trained .*\(1 epochs, sharded: 1 shard, 2 clients x 1 thread, [\d,]+ minibatches of "
+    assert re.search(r"^trained .*\(1 epoch, sharded: 1 shard, 2 clients x 1 thread, [\d,]+ minibatches of "
                      r"8,192 input words \(fused calls: trained whole in the shard\), [\d.]+ [KMG]iB sent, "
                      r"[\d.]+ B received\)", err, re.M), err  # one loss (8 bytes) back per call
     assert re.search(r"^memory: .* shard [\d.]+ [KMG]iB .* 2 clients x ", err, re.M), err

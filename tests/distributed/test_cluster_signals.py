@@ -53,6 +53,33 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+# Ctrl-C the moment Ray's raylet has started, inside ray.init, before Ray builds this process's core worker.
+_AT_RAYLET_START = """
+import os, signal, sys
+import ray, ray._raylet
+import ray._private.services as services
+
+real_raylet, real_core_worker = services.start_raylet, ray._raylet.CoreWorker
+
+
+def start_raylet(*args, **kwargs):
+    started = real_raylet(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C while Ray starts
+    return started
+
+
+def core_worker(*args, **kwargs):
+    print("TEST: Ray's core worker was built", file=sys.stderr, flush=True)
+    return real_core_worker(*args, **kwargs)
+
+
+services.start_raylet, ray._raylet.CoreWorker = start_raylet, core_worker
+from parvec.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 class Run:
     """One ``parvec`` subprocess, its stderr read by a thread, its processes found by marker and tree."""
 
@@ -221,3 +248,20 @@ def test_a_signal_during_a_cluster_run_stops_it_cleanly(moment, sig, corpus, tmp
             run.proc.kill()
             run.proc.wait()
     _check_stopped(run, sig, code, lines, out)
+
+
+def test_ctrl_c_while_ray_starts_stops_the_start_at_once(corpus, tmp_path):
+    # A Ctrl-C while Ray started was held until ray.init was over (5-10 s, more on a busy machine): only the
+    # moments from the core worker's creation to ray.init's end need it held (the crash above).
+    pytest.importorskip("psutil")
+    out = tmp_path / "out"
+    out.mkdir()
+    run = Run(_argv(corpus, out, epochs=1), tmp_path, script=_AT_RAYLET_START)
+    try:
+        code = run.proc.wait(timeout=240)
+    except subprocess.TimeoutExpired:
+        run.proc.kill()
+        pytest.fail("the run did not end within 240 s")
+    run.reader.join(timeout=30)
+    assert "TEST: Ray's core worker was built" not in run.lines, "the start went on after the Ctrl-C"
+    _check_stopped(run, signal.SIGINT, code, run.lines, out)

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from parvec.capabilities import ALGORITHMS
-from parvec.cli.outputs import OutputPlan, Use, check_paths
-from parvec.cli.train import threads_arg
-from parvec.config import DEFAULT_ALGO, default_threads
+from parvec.cli.outputs import OutputPlan, Use, check_paths, is_stdout
+from parvec.cli.train import add_threads_argument
+from parvec.config import DEFAULT_ALGO
+from parvec.errors import ParvecError
 
 DEMO_WORDS = ("king", "france", "computer", "music", "three", "war", "paris", "water")
 DEMO_ANALOGIES = (("man", "king", "woman"), ("france", "paris", "germany"), ("big", "bigger", "small"))
@@ -32,12 +33,11 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("demo", help="train on the built-in corpus and show neighbours and scores",
                               description="Train on the shipped 2M-token English Wikipedia slice, then print "
                               "nearest neighbours, a few analogies and the evaluation scores.")
-    p.add_argument("--algo", choices=ALGORITHMS, default=DEFAULT_ALGO)
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--dim", type=int, default=100)
-    p.add_argument("--threads", type=threads_arg, default=default_threads(),
-                   help=f"worker threads, at least 1 (default: all cores, {default_threads()} here)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--algo", choices=ALGORITHMS, default=DEFAULT_ALGO, help="training algorithm (default %(default)s)")
+    p.add_argument("--epochs", type=int, default=5, help="passes over the corpus (%(default)s)")
+    p.add_argument("--dim", type=int, default=100, help="vector dimension (%(default)s)")
+    add_threads_argument(p)
+    p.add_argument("--seed", type=int, default=1, help="random seed (%(default)s)")
     p.add_argument("-o", "--output", help="also write the vectors here (word2vec text format); checked, and its "
                    "temporary file created, before training")
     p.set_defaults(func=run_demo)
@@ -49,6 +49,9 @@ def run_demo(args: argparse.Namespace) -> int:
     with OutputPlan() as plan:
         pending = None
         if args.output:
+            if is_stdout(args.output):
+                raise ParvecError("-o -: parvec demo prints its results on standard output; give a file name for "
+                                  "the vectors")
             check_paths([Use("the demo corpus", path)], [Use("-o", Path(args.output))])
             pending = plan.file("-o", args.output)  # an unwritable -o fails now, not after training
         _demo(args, path, pending)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from parvec.cli.train import add_threads_argument
 from parvec.errors import ParvecError
 
 _DELIMITERS = {"tab": "\t", "\\t": "\t", "space": " ", "comma": ",", "whitespace": None}
@@ -67,37 +68,39 @@ def _add_graph_input(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="node IDs are already 0..n-1 integers: faster all-numpy parsing",
     )
-    p.add_argument("--mat-variable", default="network", help="adjacency variable of a .mat file (default: network)")
+    p.add_argument("--mat-variable", default="network", help="adjacency variable of a .mat file (default: %(default)s)")
 
 
 def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     g = p.add_argument_group("walks")
-    g.add_argument("--walk-length", type=int, default=80, help="nodes per walk, at least 2 (default 80)")
-    g.add_argument("--num-walks", type=int, default=10, help="walks per node (default 10)")
+    g.add_argument("--walk-length", type=int, default=80, help="nodes per walk, at least 2 (default %(default)s)")
+    g.add_argument("--num-walks", type=int, default=10, help="walks per node (default %(default)s)")
     if with_pq:
-        g.add_argument("--p", type=float, default=1.0, help="return parameter (default 1)")
-        g.add_argument("--q", type=float, default=1.0, help="in-out parameter (default 1)")
+        g.add_argument("--p", type=float, default=1.0, help="return parameter (default %(default)g)")
+        g.add_argument("--q", type=float, default=1.0, help="in-out parameter (default %(default)g)")
     g.add_argument("--batch-walks", type=int, default=None, help="walks generated per batch (default: one round)")
     t = p.add_argument_group("training")
-    t.add_argument("--dimensions", type=int, default=128, help="vector size (default 128)")
-    t.add_argument("--window-size", type=int, default=10, help="context window (default 10)")
-    t.add_argument("--epochs", "--iter", type=int, default=1, help="epochs over the walks (default 1)")
-    t.add_argument("--negative", type=int, default=5, help="negative samples (default 5)")
+    t.add_argument("--dimensions", type=int, default=128, help="vector size (default %(default)s)")
+    t.add_argument("--window-size", type=int, default=10, help="context window (default %(default)s)")
+    t.add_argument("--epochs", "--iter", type=int, default=1, help="epochs over the walks (default %(default)s)")
+    t.add_argument("--negative", type=int, default=5, help="negative samples (default %(default)s)")
     t.add_argument("--sample", type=float, default=0.0,
-                   help="subsampling threshold (default 0: none, as SNAP's node2vec; gensim/PecanPy use 1e-3)")
-    t.add_argument("--alpha", type=float, default=0.025, help="initial learning rate (default 0.025)")
+                   help="subsampling threshold (default %(default)g: none, as SNAP's node2vec; gensim/PecanPy use "
+                   "1e-3)")
+    t.add_argument("--alpha", type=float, default=0.025, help="initial learning rate (default %(default)g)")
     t.add_argument("--algo", default=None, help="training algorithm: classic, hogbatch or par (default: parvec's)")
-    t.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
-    t.add_argument("--seed", type=int, default=1, help="random seed for walks and training (default 1)")
+    add_threads_argument(t)
+    t.add_argument("--seed", type=int, default=1, help="random seed for walks and training (default %(default)s)")
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     t.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cpu (default) or cuda: an NVIDIA GPU through numba-cuda (pip install 'parvec[gpu]')")
-    t.add_argument("--cluster", default=None, metavar="SPEC",
-                   help="train on Ray (as parvec train --cluster): not supported for graphs yet, refused")
+    # Not for graphs yet: hidden from --help, refused with the API's message when given (_refuse_cluster).
+    t.add_argument("--cluster", default=None, metavar="SPEC", help=argparse.SUPPRESS)
     r = p.add_argument_group("report")
     r.add_argument("--report", default=None, help="write a JSON report of the run (time series, loss, timings; "
                    "node classification with --labels); draw it with `parvec report`")
-    r.add_argument("--report-interval", type=float, default=2.0, help="seconds between time-series samples (2)")
+    r.add_argument("--report-interval", type=float, default=2.0,
+                   help="seconds between time-series samples (%(default)g)")
     r.add_argument("--labels", default=None, help="node labels: the report gets micro/macro-F1 against the "
                    "training fraction (10%%-90%%) after training")
     r.add_argument("--eval-every-epoch", action="store_true",
@@ -123,8 +126,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--output",
             required=True,
             metavar="EMB",
-            help="output: word2vec text keyed by node ID, or PREFIX.npy (+ .vocab.txt); every node gets a vector, "
-            "and nodes that never meet another in a walk keep their random initial one (a warning counts them)",
+            help="output: word2vec text keyed by node ID, or PREFIX.npy (+ .vocab.txt), or - for standard output "
+            "(the text format unless --binary); every node gets a vector, and nodes that never meet another in a walk "
+            "keep their random initial one (a warning counts them)",
         )
         p.add_argument("--binary", action="store_true", help="write word2vec binary instead of text")
         _add_walk_train(p, with_pq)
@@ -163,10 +167,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="comma-separated training fractions (default 0.1,0.2,...,0.9)",
     )
-    p.add_argument("--repeats", type=int, default=10, help="random splits per fraction (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
-    p.add_argument("--C", type=float, default=1.0, help="inverse regularisation of the classifier (default 1)")
-    p.add_argument("--workers", type=int, default=1, help="parallel one-vs-rest fits (default 1)")
+    p.add_argument("--repeats", type=int, default=10, help="random splits per fraction (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the splits (default %(default)s)")
+    p.add_argument("--C", type=float, default=1.0,
+                   help="inverse regularisation of the classifier (default %(default)g)")
+    p.add_argument("--workers", type=int, default=1, help="parallel one-vs-rest fits (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_cmd_node_eval)
 
@@ -183,9 +188,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--fraction",
         type=float,
         default=0.5,
-        help="fraction of edges to hide (default 0.5); edges needed to keep the graph connected are never hidden",
+        help="fraction of edges to hide (default %(default)g); edges needed to keep the graph connected are never "
+        "hidden",
     )
-    p.add_argument("--eval-seed", type=int, default=0, help="seed of the edge split and non-edges (default 0)")
+    p.add_argument("--eval-seed", type=int, default=0,
+                   help="seed of the edge split and non-edges (default %(default)s)")
     p.add_argument("--method", choices=("node2vec", "deepwalk"), default="node2vec")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_walk_train(p, True)
@@ -215,7 +222,7 @@ def _model(graph, args: argparse.Namespace):
         p = q = 1.0
     return (DeepWalk if deepwalk else Node2Vec)(
         graph, dimensions=args.dimensions, walk_length=args.walk_length, num_walks=args.num_walks,
-        window=args.window_size, p=p, q=q, epochs=args.epochs, workers=args.workers, seed=args.seed,
+        window=args.window_size, p=p, q=q, epochs=args.epochs, workers=args.threads, seed=args.seed,
         algo=args.algo, negative=args.negative, sample=args.sample, alpha=args.alpha,
         batch_walks=args.batch_walks, progress=None if not args.quiet else False,
         checkpoint_dir=getattr(args, "checkpoint_dir", None), checkpoint_every=getattr(args, "checkpoint_every", None),
@@ -240,7 +247,7 @@ def _resumed(args: argparse.Namespace) -> Any:
     # --directed); flags given with another value than the checkpoint's are refused, --workers and --epochs
     # applied and said, as `parvec train --resume` does.
     from parvec.cli.flags import explicit_flags
-    from parvec.cli.train import describe_resume
+    from parvec.cli.resume import describe_resume
     from parvec.graph.node2vec import DeepWalk, Node2Vec
 
     if getattr(args, "device", "cpu") != "cpu":
@@ -250,15 +257,15 @@ def _resumed(args: argparse.Namespace) -> Any:
     names = {param: flag for param, flag in _SAVED_GRAPH_FLAGS.values()}
     cls = DeepWalk if args.command == "deepwalk" else Node2Vec
     model = cls.from_checkpoint(
-        args.resume, args.graph, workers=args.workers if "workers" in given else None,
+        args.resume, args.graph, workers=args.threads if "threads" in given else None,
         epochs=args.epochs if "epochs" in given else None, checkpoint_dir=args.checkpoint_dir,
         checkpoint_every=args.checkpoint_every, progress=None if not args.quiet else False,
         delimiter=args.delimiter, implicit_ids=args.implicit_ids, flag_names=names,
         on_checkpoint_error=args.on_checkpoint_error, **expected)
     saved, where = model.resumed_from, model.resumed_path
     args.resume = where
-    if "workers" in given and model.saved_threads != args.workers:
-        print(f"--workers {args.workers} overrides the checkpoint's {model.saved_threads}", file=sys.stderr)
+    if "threads" in given and model.saved_threads != args.threads:
+        print(f"--workers {args.threads} overrides the checkpoint's {model.saved_threads}", file=sys.stderr)
     else:
         print(f"threads: {model.config.threads}, as the checkpoint was trained (--workers overrides)", file=sys.stderr)
     if "epochs" in given and saved.schedule_anchor is not None:
@@ -272,7 +279,8 @@ def _resumed(args: argparse.Namespace) -> Any:
         args.checkpoint_every = str(model.checkpoint_every)
         print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
-    for line in describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"])):
+    for line in describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"]),
+                                epochs=args.epochs if "epochs" in given else None):
         print(line, file=sys.stderr)
     return model
 
@@ -293,7 +301,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     is_npy = out.suffix.lower() == ".npy"
     # Before reading (parvec.cli.outputs): -o must not be the graph, and its temporary is made now, so an
     # unwritable path fails before the (long) walks and training; parvec's main removes it on failure.
-    from parvec.cli.outputs import OutputPlan, Use, check_paths, vector_outputs
+    from parvec.cli.outputs import OutputPlan, Use, check_paths, output_name, vector_outputs
 
     if args.checkpoint_every is not None:
         from parvec.engine import parse_interval
@@ -309,7 +317,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     outputs = vector_outputs("-o", out, npy=is_npy) + ([Use("--report", Path(args.report))] if args.report else [])
     check_paths(inputs, outputs)
     plan = OutputPlan()
-    pending = plan.file("-o", out, npy=is_npy)
+    pending = plan.file("-o", out, npy=is_npy, stdout=True, binary=args.binary)
     pending_report = plan.file("--report", args.report) if args.report else None
     if args.checkpoint_dir:
         plan.checkpoint_dir("--checkpoint-dir", args.checkpoint_dir, entry="checkpoint")
@@ -350,10 +358,11 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     plan.commit()
     if not args.quiet:
         tm = model.timings
+        trained = (f"training {tm['train']:.2f}s ({model.train_stats.words_per_sec / 1e6:.2f}M words/s)"
+                   if model.train_stats.epochs else "nothing left to train")  # a resumed run whose epochs were done
         print(
             f"parvec {args.command}: {graph.n_nodes} nodes, {graph.n_edges} edges; read {t_read:.2f}s, "
-            f"walks {tm['walks']:.2f}s, training {tm['train']:.2f}s "
-            f"({model.train_stats.words_per_sec / 1e6:.2f}M words/s); wrote {out}",
+            f"walks {tm['walks']:.2f}s, {trained}; wrote {output_name(args.output)}",
             file=sys.stderr,
         )
     return 0
@@ -363,14 +372,14 @@ def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any,
                   t_read: float) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report, kind "graph"), plus the walk settings and, with labels,
     # micro/macro-F1 against the training fraction (scored after the peak memory of training is read).
-    from parvec.cli.run_report import checkpoints, resumed_from, run_report
+    from parvec.cli.run_report import absolute, checkpoints, resumed_from, run_report
 
     saved = model.resumed_from
     report = run_report(
         "graph", model.config.to_dict() | {
             "walk_length": model.spec.walk_length, "num_walks": model.spec.num_walks, "p": model.spec.p,
             "q": model.spec.q, "graph": args.graph, "command": args.command},
-        model.train_stats, read_seconds=t_read, device=model.config.device, output=str(out.resolve()),
+        model.train_stats, read_seconds=t_read, device=model.config.device, output=absolute(args.output),
         output_binary=bool(args.binary),
         checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
         resumed_from=None if saved is None else resumed_from(model.resumed_path, saved.saved_at, saved.position),

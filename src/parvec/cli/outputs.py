@@ -12,6 +12,13 @@ Three things every command that writes files shares:
 * :class:`TolerantStream` wraps standard output and error: once a write fails (the reader of a pipe
   went away: ``parvec train ... 2>&1 | head -1``), further writes go nowhere instead of stopping the
   run, so training and the outputs proceed and the exit status says whether they were written.
+
+``-o -`` writes the vectors to standard output, as ``-`` reads standard input (word2vec text unless binary is
+asked for, which is refused when standard output is a terminal): they are written to a temporary file in
+``$TMPDIR`` and copied to standard output once the run succeeded, so a failed run prints no partial vectors.
+``-`` for any other output is refused (``./-`` names a file called ``-``).  A temporary that a killed run left
+beside an output is removed by the next run writing that output once its process is gone
+(:func:`parvec.fileio.remove_stale_temporaries`).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from parvec.errors import ParvecError
+from parvec.fileio import remove_stale_temporaries, temporary_prefix
 
 __all__ = [
     "OutputPlan",
@@ -41,7 +49,7 @@ __all__ = [
     "vector_outputs",
 ]
 
-_TMP_PREFIX = ".parvec-"
+STDOUT = "-"  # as an output name: standard output (-o - only)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
@@ -82,6 +90,32 @@ class Use:
         return f"{self.label} {self.given} ({'directory' if self.tree else 'file'} {self.path})"
 
 
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """Whether an output named ``path`` is standard output (``-``, not ``./-``).
+
+    Example:
+        >>> is_stdout("-"), is_stdout("./-"), is_stdout(None)
+        (True, False, False)
+    """
+    return path is not None and os.fspath(path) == STDOUT
+
+
+def output_name(path: str | os.PathLike[str] | None) -> str:
+    """How the console lines name an output: ``standard output`` for ``-``, else the path as given.
+
+    Example:
+        >>> output_name("-"), output_name("v.txt")
+        ('standard output', 'v.txt')
+    """
+    return "standard output" if is_stdout(path) else str(path)
+
+
+def _refuse_stdout(label: str, path: str | os.PathLike[str]) -> None:
+    if is_stdout(path):
+        raise ParvecError(f"{label} -: '-' (standard output) is only for the vectors of -o; give a file name "
+                          "(./- for a file named '-')")
+
+
 def vector_outputs(label: str, path: str | os.PathLike[str], npy: bool | None = None) -> list[Use]:
     """The files a vector output writes: one word2vec file, or a ``.npy`` with its ``.vocab.txt``/``.counts.npy``.
 
@@ -91,6 +125,8 @@ def vector_outputs(label: str, path: str | os.PathLike[str], npy: bool | None = 
     """
     from parvec.formats import npy_paths
 
+    if is_stdout(path):
+        return []  # nothing on disk: no input can be overwritten
     path = Path(path)
     if npy is None:
         npy = str(path).endswith(".npy")
@@ -239,13 +275,18 @@ class PendingFile(_Pending):
     """An output file whose temporary already exists beside its target (see :meth:`OutputPlan.file`)."""
 
     def __init__(self, label: str, path: str | os.PathLike[str], npy: bool = False) -> None:
+        from parvec.formats import npy_paths
+
+        _refuse_stdout(label, path)
         self.label, self.target, self.npy = label, Path(path), npy
         directory = _writable_dir(label, self.target)
         if self.target.is_dir():
             raise ParvecError(f"{label} {self.target}: cannot write: it is a directory")
+        for final in (npy_paths(self.target) if npy else (self.target,)):
+            remove_stale_temporaries(directory, final.name)  # what a killed run writing it left
         try:
             # The target's name ends the temporary's, so a writer choosing by extension (.gz, .npy) still can.
-            fd, name = tempfile.mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix="." + self.target.name)
+            fd, name = tempfile.mkstemp(dir=directory, prefix=temporary_prefix(), suffix="." + self.target.name)
         except OSError as exc:
             raise ParvecError(f"{label} {self.target}: cannot write in {directory}: {exc.strerror or exc}") from None
         os.close(fd)
@@ -288,6 +329,7 @@ class PendingDirectory(_Pending):
     """An output directory (a saved model) whose temporary directory already exists beside its target."""
 
     def __init__(self, label: str, path: str | os.PathLike[str]) -> None:
+        _refuse_stdout(label, path)
         self.label, self.target = label, Path(path)
         directory = _writable_dir(label, self.target)
         if self.target.exists() and not self.target.is_dir():
@@ -295,8 +337,9 @@ class PendingDirectory(_Pending):
         if self.target.is_dir() and not _is_model_dir(self.target):
             raise ParvecError(f"{label} {self.target}: exists and is not a parvec model directory (no model.json); "
                               "refusing to replace it: choose a new or empty directory")
+        remove_stale_temporaries(directory, self.target.name)
         try:
-            self.tmp = Path(tempfile.mkdtemp(dir=directory, prefix=_TMP_PREFIX, suffix="." + self.target.name))
+            self.tmp = Path(tempfile.mkdtemp(dir=directory, prefix=temporary_prefix(), suffix="." + self.target.name))
         except OSError as exc:
             raise ParvecError(f"{label} {self.target}: cannot write in {directory}: {exc.strerror or exc}") from None
 
@@ -307,7 +350,8 @@ class PendingDirectory(_Pending):
     def commit(self) -> None:
         old = None
         if self.target.exists():
-            old = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=_TMP_PREFIX, suffix=".old"))
+            old = Path(tempfile.mkdtemp(dir=self.target.parent, prefix=temporary_prefix(),
+                                        suffix=f".{self.target.name}.old"))
             os.replace(self.target, old / "x")
         os.replace(self.tmp, self.target)
         if old is not None:
@@ -315,6 +359,64 @@ class PendingDirectory(_Pending):
 
     def discard(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class PendingStdout(_Pending):
+    """``-o -``: the vectors, written to a temporary file in ``$TMPDIR`` during the run and copied to standard
+    output by :meth:`OutputPlan.commit` once every output is in place (a failed run prints no partial vectors).
+    Binary vectors to a terminal are refused before the run."""
+
+    def __init__(self, label: str, binary: bool = False) -> None:
+        self.label, self.target = label, Path(STDOUT)
+        stream = sys.stdout
+        if binary and stream is not None and stream.isatty():
+            raise ParvecError(f"{label} -: binary vectors would be written to a terminal: redirect standard output "
+                              "(> vectors.bin) or write the text format")
+        directory = Path(tempfile.gettempdir())
+        remove_stale_temporaries(directory, "stdout")
+        try:
+            fd, name = tempfile.mkstemp(dir=directory, prefix=temporary_prefix(), suffix=".stdout")
+        except OSError as exc:
+            raise ParvecError(f"{label} -: cannot stage the vectors in {directory} ($TMPDIR): "
+                              f"{exc.strerror or exc}") from None
+        os.close(fd)
+        self.tmp = Path(name)
+
+    def write(self, writer: Callable[[Path], Any]) -> None:
+        """Call ``writer(temporary path)``; copied to standard output by :meth:`OutputPlan.commit`."""
+        from parvec.fileio import WriteError
+
+        try:
+            self._write(writer, self.tmp)
+        except WriteError as exc:  # say where the vectors were staged: a full $TMPDIR is the likely cause
+            raise WriteError(f"{exc} (standard output's vectors are staged in {self.tmp.parent}: set TMPDIR to "
+                             "a directory with room)", exc.path, exc.errno, exc.reason) from None
+
+    def commit(self) -> None:
+        """Copy the staged vectors to standard output, then remove them.  A reader that left (EPIPE) or another
+        failure of standard output is recorded on the stream (exit 141, or 2 with a message: ``parvec.cli.main``)."""
+        try:
+            stream = sys.stdout
+            stream.flush()
+            raw = getattr(stream, "buffer", None)
+            with open(self.tmp, "rb") as f:
+                if raw is not None:
+                    shutil.copyfileobj(f, raw, 1 << 20)
+                    raw.flush()
+                else:  # a text-only stream (a test's capture): the text format
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        stream.write(block.decode("utf-8"))
+                    stream.flush()
+        except OSError as exc:
+            if not isinstance(stream, TolerantStream):
+                raise
+            stream._fail(exc)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.tmp.unlink()
 
 
 _OPEN_PLANS: list[OutputPlan] = []
@@ -381,12 +483,20 @@ class OutputPlan:
         with contextlib.suppress(ValueError):
             _OPEN_PLANS.remove(self)
 
-    def file(self, label: str, path: str | os.PathLike[str], npy: bool = False) -> PendingFile:
-        """Reserve an output file now (its temporary is created beside it); :class:`ParvecError` if it cannot be."""
+    def file(self, label: str, path: str | os.PathLike[str], npy: bool = False, stdout: bool = False,
+             binary: bool = False) -> PendingFile | PendingStdout:
+        """Reserve an output file now (its temporary is created beside it); :class:`ParvecError` if it cannot be.
+
+        With ``stdout=True`` the path ``-`` is standard output (:class:`PendingStdout`; ``binary``: binary vectors,
+        refused to a terminal); otherwise ``-`` is refused."""
         from parvec.interrupts import deferred_signals
 
         with deferred_signals():  # the temporary exists only once the plan knows it: a stop then removes it
-            pending = PendingFile(label, path, npy=npy)
+            pending: PendingFile | PendingStdout
+            if stdout and is_stdout(path):
+                pending = PendingStdout(label, binary=binary)
+            else:
+                pending = PendingFile(label, path, npy=npy)
             pending.plan = self
             self._pending.append(pending)
         return pending
@@ -414,6 +524,7 @@ class OutputPlan:
             parvec.errors.ParvecError: --checkpoint-dir no/such/parent/ck: the directory no/such/parent does not \
 exist (the checkpoint directory is created only inside an existing one)
         """
+        _refuse_stdout(label, path)
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise ParvecError(f"{label} {path}: exists and is not a directory")
@@ -428,7 +539,7 @@ exist (the checkpoint directory is created only inside an existing one)
                 raise ParvecError(f"{label} {path}: cannot create it in {parent}: {exc.strerror or exc}") from None
             self._made_dirs.append(path)
         try:
-            fd, probe = tempfile.mkstemp(dir=path, prefix=_TMP_PREFIX, suffix=".probe")
+            fd, probe = tempfile.mkstemp(dir=path, prefix=temporary_prefix(), suffix=".probe")
             os.close(fd)
             os.unlink(probe)
         except OSError as exc:
@@ -450,8 +561,11 @@ exist (the checkpoint directory is created only inside an existing one)
         from parvec.fileio import WriteError, write_reason
         from parvec.interrupts import deferred_signals
 
+        streamed = [p for p in self._pending if isinstance(p, PendingStdout)]
         with deferred_signals():
             for pending in self._pending:
+                if pending in streamed:
+                    continue
                 if pending.written:
                     try:
                         pending.commit()
@@ -462,7 +576,15 @@ exist (the checkpoint directory is created only inside an existing one)
                 else:
                     pending.discard()
             self.committed = True
-            _COMMITTED.extend(str(p.target) for p in self._pending if p.written)
+            _COMMITTED.extend(str(p.target) for p in self._pending if p.written and p not in streamed)
+        # Standard output last, outside the held signals (a slow reader must not make Ctrl-C wait): the files are
+        # in place; a stop while copying leaves the reader part of the vectors, as any stopped writer does.
+        for pending in streamed:
+            if pending.written:
+                pending.commit()
+                _COMMITTED.append("standard output")
+            else:
+                pending.discard()
 
     def discard(self) -> None:
         """Remove every temporary, and the directories made for this run that are still empty."""

@@ -22,7 +22,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="the HTML file to write (e.g. report.html)")
     p.add_argument("--words", nargs="+", default=None,
                    help="words to place in the PCA projection (default: the --top most frequent)")
-    p.add_argument("--top", type=int, default=40, help="how many frequent words to project without --words (40)")
+    p.add_argument("--top", type=int, default=40,
+                   help="how many frequent words to project without --words (%(default)s)")
     p.add_argument("--vectors", default=None,
                    help="vectors for the projection (default: the first run's output file)")
     p.set_defaults(func=run_report)
@@ -33,6 +34,9 @@ def run_report(args: argparse.Namespace) -> int:
     from parvec.errors import ParvecError
     from parvec.report import write_report
 
+    if args.output == "-":
+        raise ParvecError("-o -: the report is an HTML file with its PNGs in a folder beside it; it cannot go to "
+                          "standard output: give a file name (report.html)")
     if args.top < 2:
         raise ParvecError(f"--top must be at least 2, got {args.top}")
     files = write_report(args.runs, args.output, words=args.words, vectors=args.vectors, top=args.top)

@@ -133,22 +133,27 @@ def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: 
                           "run keeps its saved flags (leave these out), or start a new run without --resume")
 
 
-def describe_resume(model: Any, path: str, words_per_epoch: int, units: str = "chunks") -> list[str]:
+def describe_resume(model: Any, path: str, words_per_epoch: int, units: str = "chunks",
+                    epochs: int | None = None) -> list[str]:
     """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
-    what is lost (the training after it, written so long ago) and redone.  ``train`` and the graph commands
-    print them (a sharded run's position counts ``units`` of work).
+    what is lost (the training after it, written so long ago) and redone; or, when the run's ``epochs`` (the
+    checkpoint's own unless ``--epochs`` gives more) are all done, that nothing is left to train.  ``train`` and
+    the graph commands print them (a sharded run's position counts ``units`` of work).
 
     Example:
         >>> describe_resume(Word2Vec.load("ck/checkpoint"), "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
         'resuming ck/checkpoint: 2 of 5 epochs done'
     """
-    e = model.config.epochs
+    e = model.config.epochs if epochs is None else epochs
     if model.position is not None:
         pos = model.position
         where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} {units} ({pos.words_done:,} of "
                  f"{words_per_epoch:,} words) done")
     else:
         where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
+    if model.position is None and model.epochs_trained >= e:
+        return [f"{where}: nothing left to train (--epochs N above {model.epochs_trained} trains more); the outputs "
+                "are written from the checkpoint's vectors"]
     lines = [where]
     if model.saved_at is not None and (model.position is not None or Path(path).name == "checkpoint"):
         age = max(0.0, time.time() - model.saved_at)

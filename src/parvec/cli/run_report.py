@@ -160,10 +160,10 @@ def count_phrase(n: int, noun: str) -> str:
     """``n`` and ``noun``, plural unless ``n`` is 1.
 
     Example:
-        >>> count_phrase(1, "shard"), count_phrase(2, "client")
-        ('1 shard', '2 clients')
+        >>> count_phrase(1, "shard"), count_phrase(2, "client"), count_phrase(1200, "sync")
+        ('1 shard', '2 clients', '1,200 syncs')
     """
-    return f"{n} {noun}{'s' if n != 1 else ''}"
+    return f"{n:,} {noun}{'s' if n != 1 else ''}"
 
 
 def threads_phrase(n: int) -> str:
@@ -174,6 +174,24 @@ def threads_phrase(n: int) -> str:
         ('1 thread', '2 threads')
     """
     return count_phrase(n, "thread")
+
+
+def cluster_block(cluster: dict[str, Any] | None, driver: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's ``cluster`` entry: the :class:`parvec.Cluster` as given (``to_dict()``), with what was left to
+    parvec filled in from the driver's figures as it ran (the shards, clients and their threads of a sharded
+    run, the replicas and their threads of a replicated one).
+
+    Example:
+        >>> cluster_block({"mode": "sharded", "shards": None, "clients": None, "threads_per_actor": None},
+        ...               {"shards": 1, "clients": 2, "client_threads": 1})
+        {'mode': 'sharded', 'shards': 1, 'clients': 2, 'threads_per_actor': 1}
+    """
+    if cluster is None:
+        return None
+    driver = driver or {}
+    ran = {"replicas": driver.get("replicas"), "shards": driver.get("shards"), "clients": driver.get("clients"),
+           "threads_per_actor": driver.get("threads_per_replica") or driver.get("client_threads")}
+    return dict(cluster) | {k: v for k, v in ran.items() if v is not None and cluster.get(k) is None}
 
 
 def cluster_summary(report: dict[str, Any]) -> str | None:
@@ -200,7 +218,7 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
     if report.get("mode") == "replicas":
         overlapped = f" ({report['syncs_overlapped']:,} overlapped)" if report.get("syncs_overlapped") else ""
         return (f"{report['replicas']} replicas x {threads_phrase(report['threads_per_replica'])}, "
-                f"{report['syncs']:,} syncs{overlapped}, {human(report['bytes_synced'])} synced")
+                f"{count_phrase(report['syncs'], 'sync')}{overlapped}, {human(report['bytes_synced'])} synced")
     if "shards" in report:
         clients = f"{count_phrase(report['clients'], 'client')} x {threads_phrase(report['client_threads'])}"
         text = f"sharded: {count_phrase(report['shards'], 'shard')}, {clients}"
@@ -215,12 +233,15 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
 
 
 def absolute(path: str | None) -> str | None:
-    """An output path as the report records it: absolute (symbolic links kept), None when not given.
+    """An output path as the report records it: absolute (symbolic links kept), ``-`` for standard output, None
+    when not given.
 
     Example:
-        >>> absolute(None) is None and absolute("/tmp/v.txt") == "/tmp/v.txt"
+        >>> absolute(None) is None and absolute("/tmp/v.txt") == "/tmp/v.txt" and absolute("-") == "-"
         True
     """
+    if path == "-":
+        return path
     return os.path.abspath(path) if path else None
 
 

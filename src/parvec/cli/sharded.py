@@ -325,19 +325,21 @@ def _run_log(args: argparse.Namespace) -> Any:
 
 
 def _print_trained(stats: Any, report: dict[str, Any], epochs: int) -> None:
-    from parvec.cli.run_report import cluster_summary, cpu_note
+    from parvec.cli.run_report import cluster_summary, count_phrase, cpu_note
 
     if stats is None:  # a resumed checkpoint of the run's last epoch's end
         print(f"nothing left to train: the checkpoint holds all {epochs} epochs; the outputs are written from its "
               "snapshot", file=sys.stderr)
         return
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
-    print(f"trained {stats.words:,} words ({stats.epochs} epochs, {cluster_summary(report)}) in {stats.seconds:.1f} s: "
+    print(f"trained {stats.words:,} words ({count_phrase(stats.epochs, 'epoch')}, {cluster_summary(report)}) in "
+          f"{stats.seconds:.1f} s: "
           f"{stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; loss per epoch: {losses}", file=sys.stderr)
 
 
 def _print_snapshots(report: dict[str, Any], checkpoint_dir: Path | None, ck_report: dict[str, Any]) -> None:
-    n = report["snapshots"]
+    from parvec.cli.run_report import count_phrase
+
     where = checkpoint_dir / "shards" if checkpoint_dir is not None else "a temporary directory"
     faults = [f for f in report["faults"] if f["phase"] != "start"]
     kept = ""
@@ -348,23 +350,23 @@ def _print_snapshots(report: dict[str, Any], checkpoint_dir: Path | None, ck_rep
         kept = (f", the newest checkpointed as {latest} (--resume {checkpoint_dir} goes on from it)" if latest
                 else ", none checkpointed")
         if ck_report.get("failed_checkpoints"):
-            kept += f", {ck_report['failed_checkpoints']} checkpoint(s) not written"
-    print(f"snapshots: {n} consistent snapshot{'s' if n != 1 else ''} of the shards (every epoch's end and "
-          f"every {report['snapshot_interval_s']:g} s) in {where}{kept}: {report['snapshot_seconds']:.1f} s "
-          f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {len(faults)} fault"
-          f"{'s' if len(faults) != 1 else ''} recovered, {report['words_retrained']:,} words retrained",
-          file=sys.stderr)
+            kept += f", {count_phrase(ck_report['failed_checkpoints'], 'checkpoint')} not written"
+    print(f"snapshots: {count_phrase(report['snapshots'], 'consistent snapshot')} of the shards (every epoch's end "
+          f"and every {report['snapshot_interval_s']:g} s) in {where}{kept}: {report['snapshot_seconds']:.1f} s "
+          f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {count_phrase(len(faults), 'fault')} "
+          f"recovered, {report['words_retrained']:,} words retrained", file=sys.stderr)
 
 
 def _write_outputs(args: argparse.Namespace, out: dict[str, Any], enc: dict[str, Any], config: Any, options: Any,
                    epochs: int, vec_npy: Path, syn_npy: Path | None, binary: bool) -> list[str]:
     # -o from the exported vectors' memory map; --save-model moves the exported matrices into its directory.
+    from parvec.cli.outputs import output_name
     from parvec.distributed.pipeline import write_model_dir, write_vectors
 
     vocab, done = enc["vocab"], []
     if args.output:
         out["output"].write(lambda p: write_vectors(vec_npy, p, vocab, binary, args.output.endswith(".npy")))
-        done.append(f"wrote {len(vocab):,} vectors of {config.dim} to {args.output}")
+        done.append(f"wrote {len(vocab):,} vectors of {config.dim} to {output_name(args.output)}")
     if args.save_model:
         out["save_model"].write(lambda d: write_model_dir(d, vec_npy, syn_npy, vocab, config, options,
                                                           epochs, enc["tokens"], enc["raw_words"]))
@@ -377,11 +379,20 @@ def _report(args: argparse.Namespace, source: str, binary: bool, cluster: Any, c
             run_log: Any, export_seconds: float, resumed: ShardedResume | None = None,
             ck_report: dict[str, Any] | None = None) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report), the pipeline's own, then the sharded run's figures and time series.
-    from parvec.cli.run_report import CorpusFigures, absolute, checkpoints, resumed_from, run_report, word_parameters
+    from parvec.cli.run_report import (
+        CorpusFigures,
+        absolute,
+        checkpoints,
+        cluster_block,
+        resumed_from,
+        run_report,
+        word_parameters,
+    )
 
     return run_report(
         "words", word_parameters(config, options, source, algo="sharded"), stats, read_seconds=read_seconds,
-        device="cpu", output=absolute(args.output), output_binary=binary, cluster=cluster.to_dict(),
+        device="cpu", output=absolute(args.output), output_binary=binary,
+        cluster=cluster_block(cluster.to_dict(), sharded),
         checkpoints=checkpoints(ck_report or {}, None, args.checkpoint_dir),
         resumed_from=(resumed_from(str(resumed.path), resumed.saved.saved_at, resumed.saved.position)
                       if resumed is not None else None),

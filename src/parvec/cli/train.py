@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from parvec.cli.outputs import OutputPlan, check_paths
+from parvec.cli.outputs import OutputPlan, check_paths, output_name
 from parvec.cli.resume import describe_resume, refuse_saved_flags, restore_cluster
 from parvec.config import (
     ALL_ALGORITHMS,
@@ -44,6 +44,12 @@ from parvec.errors import ParvecError
 _CBOW_KERNELS = {"classic": "word2vec.c's loop", "hogbatch": "the fast batched CBOW kernel (about 2x faster, 5-6 "
                  "analogy points lower: README, CBOW)"}
 _OTHER_CBOW_ALGO = next(a for a in CBOW_ALGORITHMS if a != DEFAULT_CBOW_ALGO)
+# Defaults the help states that live in modules too heavy to import for --help (numba kernels, the sharded
+# driver): parvec.kernels.cbow_batch.DEFAULT_BATCH and parvec.distributed.sharded's constants.
+# tests/test_flag_defaults.py checks each against its source.
+CBOW_DEFAULT_BATCH = 8
+SHARDED_DEFAULTS = {"fused_minibatch_words": 8192, "in_flight_heavy": 4096, "in_flight_light": 1024,
+                    "in_flight_contiguous": 512, "light_subsampling": 1e-4, "min_minibatch_words": 16}
 
 
 def default_cache_dir() -> Path:
@@ -78,6 +84,24 @@ def threads_arg(text: str) -> int:
     return value
 
 
+THREADS_FLAGS = ("--threads", "--workers")  # every command that trains takes both spellings (dest "threads")
+
+
+def add_threads_argument(p: Any, note: str = "", word2vec_c: bool = False) -> None:
+    """Add ``--threads`` / ``--workers`` (one flag, dest ``threads``, the same help) to a command that trains;
+    ``note`` adds what the command does with it, ``word2vec_c`` word2vec.c's ``-threads`` spelling.
+
+    Example:
+        >>> p = argparse.ArgumentParser(); add_threads_argument(p)
+        >>> p.parse_args(["--workers", "3"]).threads, p.parse_args(["--threads", "2"]).threads
+        (3, 2)
+    """
+    flags = (THREADS_FLAGS[0], "-threads", THREADS_FLAGS[1]) if word2vec_c else THREADS_FLAGS
+    p.add_argument(*flags, dest="threads", type=threads_arg, default=default_threads(), metavar="N",
+                   help=f"worker threads, at least 1 (default: all cores, {default_threads()} here"
+                   + (f"; {note})" if note else ")"))
+
+
 def flag01(text: str) -> int:
     """A word2vec.c 0/1 flag's value (``-hs 1``).
 
@@ -92,29 +116,33 @@ def flag01(text: str) -> int:
 
 def add_training_arguments(p: argparse.ArgumentParser) -> None:
     """Flags shared by every command that trains word vectors (train; the graph commands add theirs)."""
-    p.add_argument("--dim", "-size", "--size", dest="dim", type=int, default=100, help="vector dimension (100)")
-    p.add_argument("--window", "-window", dest="window", type=int, default=5, help="max context window (5)")
-    p.add_argument("--negative", "-negative", dest="negative", type=int, default=5,
-                   help="negatives per pair (5; 0 with --hs: hierarchical softmax alone)")
-    p.add_argument("--sample", "-sample", dest="sample", type=float, default=1e-3,
-                   help="subsampling threshold of frequent words (1e-3; 0 = off)")
-    p.add_argument("--epochs", "-iter", "--iter", dest="epochs", type=int, default=5, help="passes over the corpus (5)")
+    # Left out, these take their style's default (resolve_defaults, _STYLE_DEFAULTS): the help shows parvec's.
+    d = _STYLE_DEFAULTS["parvec"]
+    p.add_argument("--dim", "-size", "--size", dest="dim", type=int, default=d["dim"],
+                   help=f"vector dimension ({d['dim']})")
+    p.add_argument("--window", "-window", dest="window", type=int, default=d["window"],
+                   help=f"max context window ({d['window']})")
+    p.add_argument("--negative", "-negative", dest="negative", type=int, default=d["negative"],
+                   help=f"negatives per pair ({d['negative']}; 0 with --hs: hierarchical softmax alone)")
+    p.add_argument("--sample", "-sample", dest="sample", type=float, default=d["sample"],
+                   help=f"subsampling threshold of frequent words ({_number(d['sample'])}; 0 = off)")
+    p.add_argument("--epochs", "-iter", "--iter", dest="epochs", type=int, default=d["epochs"],
+                   help=f"passes over the corpus ({d['epochs']})")
     p.add_argument("--alpha", "-alpha", dest="alpha", type=float, default=None,
                    help="starting learning rate (0.025 for skip-gram, 0.05 for CBOW, as word2vec.c)")
     p.add_argument("--min-alpha", dest="min_alpha", type=float, default=None,
                    help="final learning rate (alpha * 1e-4, as word2vec.c)")
-    p.add_argument("--threads", "-threads", "--workers", dest="threads", type=threads_arg, default=default_threads(),
-                   help=f"worker threads, at least 1 (default: all cores, {default_threads()} here; with --mode "
-                   "sharded: threads per client actor, default 1)")
-    p.add_argument("--seed", dest="seed", type=int, default=1, help="random seed (1)")
+    add_threads_argument(p, "with --mode sharded: threads per client actor, default 1", word2vec_c=True)
+    p.add_argument("--seed", dest="seed", type=int, default=1, help="random seed (%(default)s)")
     p.add_argument("--algo", choices=ALL_ALGORITHMS, default=None,
                    help=f"training algorithm ({DEFAULT_ALGO} on cpu, classic for CBOW, {DEFAULT_GPU_ALGO} on --device "
                    "cuda); classic = "
                    "word2vec.c's Hogwild SGNS; full-w2v runs on the GPU only, par on both")
     p.add_argument("--batch-size", dest="batch_size", type=int, default=0,
-                   help="hogbatch: context words sharing negatives (0 = 2*window+1)")
+                   help="hogbatch: words sharing one draw of negatives (%(default)s = the algorithm's own: "
+                   f"skip-gram, a window's 2*window+1 context words; CBOW, {CBOW_DEFAULT_BATCH} consecutive centers)")
     p.add_argument("--par-batch", dest="par_batch", type=int, default=24,
-                   help="par: repulsion minibatch size B (24; 0 = whole sentence)")
+                   help="par: repulsion minibatch size B (%(default)s; 0 = whole sentence)")
     p.add_argument("--no-loss", dest="compute_loss", action="store_false", help="do not compute the loss")
     p.add_argument("--progress", dest="progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar (default: when stderr is a terminal)")
@@ -125,7 +153,7 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help="train on Ray (pip install 'parvec[ray]'): local:N starts a local Ray with N CPUs, "
                    "ray://HOST:PORT or auto joins a running cluster")
     g.add_argument("--mode", dest="cluster_mode", choices=("replicas", "sharded"), default="replicas",
-                   help="replicas: data-parallel copies of the model with frequency-ranked sync (Ji et al.); "
+                   help="replicas (default): data-parallel copies of the model with frequency-ranked sync (Ji et al.); "
                    "sharded: column-sharded parameter servers for vocabularies too big for one machine "
                    "(Ordentlich et al.)")
     g.add_argument("--replicas", type=int, default=None, help="replica actors (default: N of local:N)")
@@ -134,10 +162,14 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: 1 on --cluster local:N, one machine; 2 on a cluster joined)")
     g.add_argument("--clients", type=int, default=None, help="sharded mode: client actors")
     g.add_argument("--minibatch-words", dest="minibatch_words", type=int, default=None,
-                   help="sharded mode: input words per minibatch, one shard call each (default: 4096 words in flight "
-                   "over all client threads with --sample 1e-4 or less, 1024 with more (the default 1e-3) or none, "
-                   "i.e. that / (clients x threads), at least 16; --minibatch-formation contiguous: 512 / (clients "
-                   "x threads), at most 256)")
+                   help="sharded mode: input words per minibatch, one shard call each (default: "
+                   f"{SHARDED_DEFAULTS['fused_minibatch_words']} with one shard and fused calls, the default on "
+                   "--cluster local:N; with several shards or --shard-calls split, "
+                   f"{SHARDED_DEFAULTS['in_flight_heavy']} words in flight over all client threads with --sample "
+                   f"{_number(SHARDED_DEFAULTS['light_subsampling'])} or less, {SHARDED_DEFAULTS['in_flight_light']} "
+                   f"with more (the default {_number(_STYLE_DEFAULTS['parvec']['sample'])}) or none, i.e. that / "
+                   f"(clients x threads), at least {SHARDED_DEFAULTS['min_minibatch_words']}; --minibatch-formation "
+                   f"contiguous: {SHARDED_DEFAULTS['in_flight_contiguous']} / (clients x threads), at most 256)")
     g.add_argument("--minibatch-formation", dest="minibatch_formation", choices=("interleaved", "contiguous"),
                    default="interleaved", help="sharded mode: interleaved (default: a minibatch's input words are "
                    "taken far apart in the corpus, the paper's interleaved formation; a burst of one word in a table "
@@ -158,17 +190,18 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
                    "do not fit stops the run before training")
     g.add_argument("--sync-words", dest="sync_words", type=int, default=200_000,
-                   help="replicas: average the hottest rows every this many trained words per replica (200000)")
+                   help="replicas: average the hottest rows every this many trained words per replica (%(default)s)")
     g.add_argument("--min-sync-words", dest="min_sync_words", type=int, default=1024,
-                   help="replicas: rows averaged at the smallest sync (1024); sync j averages 2^ctz(j) times that")
+                   help="replicas: rows averaged at the smallest sync (%(default)s); sync j averages 2^ctz(j) times "
+                   "that")
     g.add_argument("--full-sync-times", dest="full_sync_times", type=int, default=0,
-                   help="replicas: extra evenly spaced full-model syncs per epoch (0)")
+                   help="replicas: extra evenly spaced full-model syncs per epoch (%(default)s)")
     g.add_argument("--sync-overlap", dest="sync_overlap", action=argparse.BooleanOptionalAction, default=True,
                    help="replicas: run each sync of the hottest rows while the next part trains and apply it at that "
                    "part's end (default); --no-sync-overlap holds training until every sync ends (the paper's)")
     g.add_argument("--replica-alpha-scale", dest="replica_alpha_scale", choices=("none", "sqrt", "linear"),
                    default="linear", help="replicas: multiply the starting learning rate by 1, sqrt(N) or N for "
-                   "N replicas (linear; docs/distributed.md has the measurement)")
+                   "N replicas (%(default)s; docs/distributed.md has the measurement)")
 
 
 def cluster_from_args(args: argparse.Namespace) -> Any:
@@ -219,19 +252,22 @@ def register(subparsers: Any) -> None:
                    "are one corpus")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
-                   ".bin (with --binary), .npy (NumPy + vocab file)")
+                   ".bin (with --binary), .npy (NumPy + vocab file); - writes them to standard output (the text "
+                   "format unless --binary)")
     add_training_arguments(p)
-    p.add_argument("--min-count", "-min-count", dest="min_count", type=int, default=5,
-                   help="discard words seen fewer times (5)")
+    min_count = _STYLE_DEFAULTS["parvec"]["min_count"]
+    p.add_argument("--min-count", "-min-count", dest="min_count", type=int, default=min_count,
+                   help=f"discard words seen fewer times ({min_count})")
     p.add_argument("--max-vocab-size", dest="max_vocab_size", type=int, default=None,
                    help="prune rare words while counting to keep at most this many (bounded memory)")
     p.add_argument("--max-final-vocab", dest="max_final_vocab", type=int, default=None,
                    help="raise min-count so that at most this many words remain")
     p.add_argument("--max-sentence-length", dest="max_sentence_length", type=int, default=10000,
-                   help="split longer lines into pieces of this many tokens (10000)")
+                   help="split longer lines into pieces of this many tokens (%(default)s)")
     p.add_argument("--lowercase", action="store_true", help="lower-case the text")
     p.add_argument("--unicode-errors", dest="unicode_errors", choices=("strict", "replace", "ignore"),
-                   default="strict", help="what to do with invalid UTF-8 (strict = stop with an error)")
+                   default="strict", help="what to do with invalid UTF-8 (strict, the default: stop with an error "
+                   "naming the line; replace or ignore: read it anyway)")
     p.add_argument("--binary", "-binary", dest="binary", type=int, nargs="?", const=1, default=None,
                    help="write word2vec binary format (also -binary 1)")
     p.add_argument("--cache-dir", dest="cache_dir", default=None,
@@ -251,10 +287,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--report", dest="report", help="write a JSON report of the run to this file, with its time "
                    "series (words/s, loss, learning rate, memory); draw it with `parvec report`")
     p.add_argument("--report-interval", dest="report_interval", type=float, default=2.0,
-                   help="seconds between the report's time-series samples (2)")
+                   help="seconds between the report's time-series samples (%(default)g)")
     p.add_argument("--eval-every-epoch", dest="eval_every_epoch", action="store_true",
-                   help="score WS-353, SimLex-999 and the Google analogies after every epoch (files from "
-                   "$PARVEC_EVAL_DIR or shared/data/eval); the scores go into --report and on stderr")
+                   help="score WS-353, SimLex-999 and the Google analogies after every epoch, with the sets shipped "
+                   "with parvec (a copy in $PARVEC_EVAL_DIR or ../shared/data/eval is read first); the scores go "
+                   "into --report and on stderr")
     g = p.add_argument_group("word2vec.c's flags (with -train FILE every default is word2vec.c's; see above)")
     g.add_argument("-cbow", "--cbow", dest="cbow", type=_zero_one_arg, nargs="?", const=1, default=None,
                    metavar="{0,1}", help="1 (or --cbow alone): CBOW (gensim's sg=0), 0: skip-gram (default 1 with "
@@ -279,7 +316,7 @@ def register(subparsers: Any) -> None:
     g.add_argument("-classes", "--classes", dest="classes", type=int, default=0, metavar="K",
                    help="write 'word class' lines (k-means of the unit-length vectors into K classes, "
                    "scikit-learn's KMeans seeded by --seed) to the output instead of the vectors, as text whatever "
-                   "-binary says, as word2vec.c (0: vectors)")
+                   "-binary says, as word2vec.c (default 0: the vectors)")
     # Left out, these take the style's defaults (resolve_defaults): None marks "not given".
     p.set_defaults(func=run_train, dim=None, window=None, negative=None, sample=None, epochs=None, alpha=None,
                    min_count=None)
@@ -601,7 +638,8 @@ def _run_train(args: argparse.Namespace) -> int:
     check_paths(train_inputs(args, source), train_outputs(args))
     with OutputPlan() as plan:
         out = {
-            "output": plan.file("-o", args.output, npy=args.output.endswith(".npy")) if args.output else None,
+            "output": plan.file("-o", args.output, npy=args.output.endswith(".npy"), stdout=True,
+                                binary=binary and not args.classes) if args.output else None,
             "report": plan.file("--report", args.report) if args.report else None,
             "save_vocab": plan.file("--save-vocab", args.save_vocab) if args.save_vocab else None,
             "save_model": plan.directory("--save-model", args.save_model) if args.save_model else None,
@@ -746,7 +784,7 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
         # Counted afresh (the cache serves it): train(resume=True) refuses a corpus whose vocabulary or token
         # count differs from the checkpoint's.
         encoded = model.encode(corpus_file=source)
-        for line in describe_resume(model, args.resume, encoded.n_tokens):
+        for line in describe_resume(model, args.resume, encoded.n_tokens, epochs=resume_epochs):
             print(line, file=sys.stderr)
         return model, encoded, resume_epochs
     model = Word2Vec(
@@ -867,14 +905,19 @@ def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: in
             scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in rec["scores"].items())
             print(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else format(rec['loss'], '.4f')}; "
                   f"{scores}", file=sys.stderr)
-    from parvec.cli.run_report import cpu_note
+    from parvec.cli.run_report import count_phrase, cpu_note
 
+    if stats.epochs == 0:  # a resumed run whose epochs were all done: describe_resume said so
+        print(f"nothing left to train (the checkpoint had done its {count_phrase(model.epochs_trained, 'epoch')}); "
+              "no training ran", file=sys.stderr)
+        return stats, resumed_from
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     ck = model.checkpoint_report
     n_ck = ck.get("mid_epoch_checkpoints", 0) + ck.get("epoch_end_checkpoints", 0)
-    ck_note = f" (of which {n_ck} checkpoints {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
+    ck_note = f" (of which {count_phrase(n_ck, 'checkpoint')} {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
     print(
-        f"trained {stats.words:,} words ({stats.epochs} epochs, {_how_ran(model.config, model.run_report)}) "
+        f"trained {stats.words:,} words ({count_phrase(stats.epochs, 'epoch')}, "
+        f"{_how_ran(model.config, model.run_report)}) "
         f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; "
         f"loss per epoch: {losses}",
         file=sys.stderr,
@@ -888,10 +931,11 @@ def _write_outputs(args: argparse.Namespace, out: dict[str, Any], model: Any, bi
     if args.output and args.classes:
         classes = word_classes(model.wv, args.classes, seed=args.seed)
         out["output"].write(lambda path: write_classes(path, model.wv.index_to_key, classes))
-        done.append(f"wrote the classes of {n:,} words ({args.classes} k-means classes) to {args.output}")
+        done.append(f"wrote the classes of {n:,} words ({args.classes} k-means classes) to "
+                    f"{output_name(args.output)}")
     elif args.output:
         out["output"].write(lambda path: save_vectors(model.wv, str(path), binary))
-        done.append(f"wrote {n:,} vectors of {model.config.dim} to {args.output}")
+        done.append(f"wrote {n:,} vectors of {model.config.dim} to {output_name(args.output)}")
     if args.save_model:
         out["save_model"].write(model.save)
         done.append(f"saved the model to {args.save_model}")
@@ -901,12 +945,19 @@ def _write_outputs(args: argparse.Namespace, out: dict[str, Any], model: Any, bi
 def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, encoded: Any, stats: Any,
             read_seconds: float, memory_estimate: Any, resumed_from: Any) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report), train's own, then the driver's figures and the time series.
-    from parvec.cli.run_report import CorpusFigures, absolute, checkpoints, run_report, word_parameters
+    from parvec.cli.run_report import (
+        CorpusFigures,
+        absolute,
+        checkpoints,
+        cluster_block,
+        run_report,
+        word_parameters,
+    )
 
     return run_report(
         "words", word_parameters(model.config, model.read_options, source), stats, read_seconds=read_seconds,
         device=model.config.device, output=absolute(args.output), output_binary=binary,
-        cluster=model.cluster.to_dict() if model.cluster is not None else None,
+        cluster=cluster_block(model.cluster.to_dict(), model.run_report) if model.cluster is not None else None,
         checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
         resumed_from=resumed_from,
         corpus=CorpusFigures(len(encoded.vocab), encoded.raw_words, encoded.n_tokens, encoded.n_sentences),

@@ -63,7 +63,7 @@ def _add_vector_options(p: argparse.ArgumentParser) -> None:
         "--unicode-errors",
         choices=("strict", "replace", "ignore"),
         default="strict",
-        help="what to do with invalid UTF-8 in words (default: strict)",
+        help="what to do with invalid UTF-8 in words (default: %(default)s)",
     )
     p.add_argument(
         "--limit",
@@ -91,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_vector_options(p)
     p.add_argument("word", metavar="WORD")
-    p.add_argument("-k", type=_positive_int, default=10, help="how many words (default: 10)")
+    p.add_argument("-k", type=_positive_int, default=10, help="how many words (default: %(default)s)")
     p.set_defaults(func=run_similar)
 
     p = subparsers.add_parser(
@@ -104,15 +104,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     p.add_argument("c", metavar="C")
-    p.add_argument("-k", type=_positive_int, default=10, help="how many answers (default: 10)")
+    p.add_argument("-k", type=_positive_int, default=10, help="how many answers (default: %(default)s)")
     p.set_defaults(func=run_analogy)
 
     p = subparsers.add_parser(
         "eval",
         epilog=READING_RULES,
         help="WS-353, SimLex-999 and Google analogy scores",
-        description="Evaluate vectors on word-pair similarity and analogy files.  Without file options, "
-        f"{', '.join(EVAL_FILES.values())} are looked up in $PARVEC_EVAL_DIR and shared/data/eval.",
+        description="Evaluate vectors on word-pair similarity and analogy files.  Without --ws353, --simlex or "
+        "--analogies, all three "
+        "evaluation sets shipped with parvec are used (WS-353, SimLex-999 and Google's analogy questions; "
+        "parvec/data/README.md gives their sources and licences); a copy of "
+        f"{', '.join(EVAL_FILES.values())} in $PARVEC_EVAL_DIR or ../shared/data/eval is read first.",
     )
     _add_vector_options(p)
     p.add_argument("--ws353", metavar="FILE", help="WS-353 pair file (word1 word2 score)")
@@ -123,7 +126,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_positive_int,
         default=30000,
         metavar="N",
-        help="analogies search the N most frequent words (default: 30000)",
+        help="analogies search the N most frequent words (default: %(default)s)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run_eval)
@@ -140,12 +143,13 @@ def _load(args: argparse.Namespace) -> KeyedVectors:
 
 
 def _check_word(kv: KeyedVectors, word: str, source: str) -> str:
-    if word in kv.key_to_index:
-        return word
+    # The word as the vectors hold it: the same text in another Unicode normal form counts (KeyedVectors).
+    if kv.has_index_for(word):
+        return kv.index_to_key[kv.get_index(word)]
     hint = ""
     for variant in (word.lower(), word.capitalize(), word.upper()):
-        if variant != word and variant in kv.key_to_index:
-            hint = f" (but {variant!r} is)"
+        if variant != word and kv.has_index_for(variant):
+            hint = f" (but {kv.index_to_key[kv.get_index(variant)]!r} is)"
             break
     raise ParvecError(f"word {word!r} is not in the vocabulary of {source}{hint}")
 

@@ -16,16 +16,23 @@ House rules kept here, once:
   interface unless its single-machine mode is on (the mode macOS and Windows use,
   ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``): :func:`_start_settings` turns that mode on for the start, and
   the session refuses to run on a Ray that did not take 127.0.0.1.  A user-given address is used as given.
-- SIGINT and SIGTERM are held while Ray starts and stops (:func:`deferred_signals`) and delivered right
-  after.  A Ctrl-C landing inside ``ray.init`` after Ray's C++ core worker was created, but before Python
-  held it, orphaned that core worker: nothing shut it down, and at exit Ray's C++ exit handler destroyed it
-  while its io thread still ran (``TaskManager::RecordMetrics`` on freed memory: SIGSEGV, exit -11).
+- SIGINT and SIGTERM stop Ray's start at once (:func:`_interruptible_start`), but are held from the moment
+  Ray creates its C++ core worker in this process to the end of ``ray.init``, and while Ray stops
+  (:func:`deferred_signals`), and delivered right after.  A Ctrl-C landing inside ``ray.init`` after Ray's C++
+  core worker was created, but before Python held it, orphaned that core worker: nothing shut it down, and at
+  exit Ray's C++ exit handler destroyed it while its io thread still ran (``TaskManager::RecordMetrics`` on
+  freed memory: SIGSEGV, exit -11).
   ``ray.init`` also sets SIGTERM handlers of its own (``sys.exit``, and a C++ failure-signal handler that
   printed ``*** SIGTERM received``, exited 1 and, at shutdown, left SIGTERM at its default action): the
   driver's C++ handler is not installed (:func:`_start_settings`) and the process's own handlers come back.
 - A Ray that parvec starts is stopped with every process of it: ``ray.shutdown`` waits for the processes it
   started, then the workers and agents the raylet started that are still alive after a short grace are
-  killed (a raylet killed before it could stop them left its agents running for up to a minute).
+  killed (a raylet killed before it could stop them left its agents running for up to a minute).  When the
+  driver itself dies (``kill -9``, the OOM killer), Ray's fate-sharing SIGKILLs its GCS and raylet, whose
+  agents then lived 60-90 s; a watcher process (:mod:`parvec.distributed.reaper`) started with the Ray kills
+  the Ray's processes (the run's ``PARVEC_LOCAL_RAY`` marker, or a file held in its session directory) the
+  moment the driver's pipe to it closes.  An interrupted or failed run's Ray is stopped without the grace.
+- Ray's console lines are off for a session (:func:`_quiet_console`): parvec's lines are the ones a user needs.
 - A Ray that parvec starts runs its workers at niceness 0, as a one-process run's threads (Ray's default is
   15: the replicas and shards would then yield the CPU to every other process on the machine, and ran at
   0.61x a two-thread process on a shared 2-core machine); ``RAY_worker_niceness`` set by the user wins.
@@ -40,7 +47,10 @@ import contextlib
 import ipaddress
 import os
 import re
+import signal
+import threading
 import time
+import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -165,6 +175,14 @@ class Cluster:
         self.local_cpus = int(local.group(1)) if local and local.group(1) else None
         if local and self.local_cpus == 0:
             raise ParvecError(f"--cluster {self.spec}: N must be at least 1")
+        cores = _cpu_count()
+        if self.local_cpus is not None and self.local_cpus > cores:  # said before anything is read or started
+            import logging
+
+            logging.getLogger("parvec.distributed").warning(
+                f"--cluster {self.spec} gives Ray {self.local_cpus} CPUs but this machine has {cores} core"
+                f"{'s' if cores != 1 else ''}: its actors (replicas, or shards and clients) will share them, each "
+                f"slower than on a core of its own, and Ray starts slower; --cluster local:{cores} matches it")
         if self.mode == "replicas" and self.replicas is None:
             if local is None:
                 raise ParvecError(f"--cluster {self.spec}: give the number of replicas (--replicas N)")
@@ -206,8 +224,11 @@ class Cluster:
         """Enter Ray for one run and yield the ``ray`` module; stop only a Ray started here.
 
         A Ray started here (``local:N``) listens on 127.0.0.1 only and is stopped at the end with every
-        process of it; SIGINT and SIGTERM arriving while Ray starts or stops are delivered right after
-        (module docstring).  A joined cluster (``auto``, ``ray://``) is only disconnected.
+        process of it (and by its watcher, :mod:`parvec.distributed.reaper`, if this process dies first);
+        SIGINT and SIGTERM stop its start at once, but from the creation of Ray's core worker to the end of
+        ``ray.init`` and while Ray stops, where they are delivered right after (module docstring).  A joined
+        cluster (``auto``, ``ray://``) is only disconnected.  Ray's console lines are off for the session
+        (:func:`_quiet_console`).
 
         Example:
             >>> with Cluster("local:2").session() as ray:  # doctest: +SKIP
@@ -219,30 +240,53 @@ class Cluster:
             yield ray
             return
         ours: list[Any] = []  # the processes this process started with the local Ray
-        try:
-            with deferred_signals():
-                before = {p.pid for p in _children()}
-                try:
-                    self._init(ray)
-                finally:  # also after a start that failed half-way
-                    ours = [p for p in _children() if p.pid not in before]
-                if self.is_local:
-                    _check_loopback(ray, self.spec)
-            yield ray
-        finally:
-            with deferred_signals():
-                if self.is_local:
-                    processes = _with_descendants(ours)  # now, while the raylet still holds its workers
-                    ray.shutdown(wait_for_processes=True)
-                    _stop_processes(processes)
-                else:
-                    ray.shutdown()  # a joined cluster is only disconnected
+        watcher: Any = None  # parvec.distributed.reaper's process: kills the local Ray if this process dies
+        stopping = False  # an error or a signal ends the session: the Ray goes without the grace of a normal end
+        with _quiet_console(ray):
+            try:
+                with deferred_signals():
+                    before = {p.pid for p in _children()}
+                    token = None
+                    if self.is_local:
+                        from parvec.distributed import reaper
 
-    def _init(self, ray: Any) -> None:
-        """``ray.init`` for this spec; Ray's errors become one :class:`ParvecError` line."""
+                        token = uuid.uuid4().hex
+                        watcher = reaper.start(token)
+                        before.add(getattr(watcher, "pid", -1))
+                try:
+                    with _interruptible_start(ray):  # Ctrl-C stops the start at once (but inside the crash window)
+                        self._init(ray, token)
+                finally:  # also after a start that failed or was stopped half-way
+                    ours = [p for p in _children() if p.pid not in before]
+                with deferred_signals():
+                    if watcher is not None:
+                        reaper.tell(watcher, _session_dir(ray), os.path.dirname(ray.__file__))
+                    if self.is_local:
+                        _check_loopback(ray, self.spec)
+                yield ray
+            except BaseException:
+                stopping = True
+                raise
+            finally:
+                with deferred_signals():
+                    if self.is_local:
+                        processes = _with_descendants(ours)  # now, while the raylet still holds its workers
+                        ray.shutdown(wait_for_processes=not stopping)
+                        _release(watcher)  # it kills whatever of this Ray is left, then exits
+                        _stop_processes(processes, grace_s=0.5 if stopping else 5.0)
+                    else:
+                        ray.shutdown()  # a joined cluster is only disconnected
+
+    def _init(self, ray: Any, token: str | None = None) -> None:
+        """``ray.init`` for this spec; Ray's errors become one :class:`ParvecError` line.  ``token``: the marker
+        every process of a local Ray inherits (:mod:`parvec.distributed.reaper`)."""
+        from parvec.distributed.reaper import MARKER
+
         user_niceness = os.environ.get("RAY_worker_niceness")
         if self.is_local:
             os.environ["RAY_worker_niceness"] = user_niceness or "0"  # read by the raylet ray.init starts
+            if token is not None:
+                os.environ[MARKER] = token  # inherited by the GCS and raylet, and from the raylet by the rest
             kwargs: dict[str, Any] = {"address": "local", "num_cpus": self.local_cpus or _cpu_count(),
                                       "_node_ip_address": "127.0.0.1", "include_dashboard": False,
                                       "log_to_driver": True, "configure_logging": False,
@@ -267,6 +311,7 @@ class Cluster:
         finally:  # this process's environment as it was
             if user_niceness is None:
                 os.environ.pop("RAY_worker_niceness", None)
+            os.environ.pop(MARKER, None)
 
 
 @contextlib.contextmanager
@@ -298,6 +343,104 @@ def _start_settings(ray: Any, local: bool) -> Iterator[None]:
     finally:
         for name, value in saved.items():
             setattr(constants, name, value)
+
+
+@contextlib.contextmanager
+def _interruptible_start(ray: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM while ``ray.init`` runs: raised at once (the start stops there, and the session's
+    cleanup kills what it had started), except from the moment Ray builds its C++ core worker in this process
+    to the end of ``ray.init``, where they are held and raised right after: a signal in that window orphaned the
+    core worker, which crashed the process at exit (module docstring).  Holding the whole start made Ctrl-C
+    wait for it (5-10 s, more on a busy machine).  Handlers Ray installs meanwhile are dropped, as
+    :func:`deferred_signals` drops them.
+    """
+    raylet = getattr(ray, "_raylet", None)
+    real = getattr(raylet, "CoreWorker", None)
+    if threading.current_thread() is not threading.main_thread() or real is None:
+        with deferred_signals():  # no core worker to watch for: hold every signal, as before
+            yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous = {signum: handler for signum, handler in previous.items() if handler is not None}
+    held: list[int] = []
+    holding = [False]
+    set_handler = signal.signal
+
+    def on_signal(signum: int, frame: Any) -> None:
+        handler = previous[signum]
+        if holding[0] or not callable(handler):
+            held.append(signum)  # raised once ray.init is over (a default action, too, then)
+            return
+        handler(signum, frame)  # parvec's: KeyboardInterrupt (Ctrl-C) or Terminated (SIGTERM), here and now
+
+    def keep_handlers(signum: int, handler: Any) -> Any:
+        if signum in previous:  # ray.init's own SIGTERM handler (sys.exit): the process keeps its handlers
+            return previous[signum]
+        return set_handler(signum, handler)
+
+    def core_worker(*args: Any, **kwargs: Any) -> Any:
+        holding[0] = True  # from here to the end of ray.init a signal waits
+        return real(*args, **kwargs)
+
+    for signum in previous:
+        set_handler(signum, on_signal)
+    signal.signal = keep_handlers  # type: ignore[assignment]
+    raylet.CoreWorker = core_worker
+    try:
+        yield
+    finally:
+        raylet.CoreWorker = real
+        signal.signal = set_handler
+        for signum in previous:
+            set_handler(signum, previous[signum])
+        if held:
+            signal.raise_signal(signal.SIGTERM if signal.SIGTERM in held else signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _quiet_console(ray: Any) -> Iterator[None]:
+    """Ray's own console lines off for a session, so that parvec's lines are the only ones a user needs:
+
+    - Ray's Python loggers (``ray.*``) say only errors: not ``Token authentication is enabled for this Ray
+      cluster ...`` on every local start (token authentication stays on, Ray's default), nor its other notes;
+    - the messages the raylet publishes to the driver (``A worker died or was killed ...`` when a replica or
+      shard is lost, which parvec reports itself in one line) go to the ``parvec.ray`` logger at INFO level
+      instead of standard output, where they were printed in yellow (raw escape codes in a redirected stream,
+      and lines in the vectors of ``-o -``);
+    - lines the actors print reach standard error without colour codes when it is not a terminal
+      (``RAY_COLOR_PREFIX=0``, Ray's switch; a value the user set is kept).
+    """
+    import logging
+    import sys
+
+    ray_logger = logging.getLogger("ray")
+    level = ray_logger.level
+    ray_logger.setLevel(logging.ERROR)
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    printer = getattr(worker, "print_to_stdstream", None)
+    published = logging.getLogger("parvec.ray")
+
+    def print_to_stdstream(data: dict[str, Any], ignore_prefix: bool) -> None:
+        if data.get("pid") == "raylet" and not data.get("is_err"):
+            for line in data.get("lines", []):
+                published.info("Ray: %s", line)
+            return
+        printer(data, ignore_prefix)
+
+    if printer is not None:
+        worker.print_to_stdstream = print_to_stdstream  # what Ray's error listener calls for each message
+    color = os.environ.get("RAY_COLOR_PREFIX")
+    stream = sys.stderr
+    if color is None and not (stream is not None and stream.isatty()):
+        os.environ["RAY_COLOR_PREFIX"] = "0"
+    try:
+        yield
+    finally:
+        ray_logger.setLevel(level)
+        if printer is not None:
+            worker.print_to_stdstream = printer
+        if color is None:
+            os.environ.pop("RAY_COLOR_PREFIX", None)
 
 
 def _check_loopback(ray: Any, spec: str) -> None:
@@ -422,6 +565,24 @@ def _stop_processes(processes: list[Any], grace_s: float = 5.0) -> None:
         alive = [p for p in alive if _running(p)]
         if alive:
             time.sleep(0.1)
+
+
+def _session_dir(ray: Any) -> str:
+    """The directory where the local Ray started in this process keeps its sockets and logs."""
+    try:
+        return str(ray._private.worker._global_node.get_session_dir_path())
+    except AttributeError:  # another Ray version: the watcher goes by the environment marker alone
+        return ""
+
+
+def _release(watcher: Any) -> None:
+    """Close the pipe to the watcher of a local Ray that has stopped; it kills what is left and exits."""
+    if watcher is None:
+        return
+    with contextlib.suppress(OSError):
+        watcher.stdin.close()
+    with contextlib.suppress(Exception):
+        watcher.wait(timeout=5)
 
 
 def _cpu_count() -> int:

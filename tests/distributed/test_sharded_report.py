@@ -1,0 +1,33 @@
+"""The report of a ``--mode sharded`` run records the shards, clients and threads it ran with in its ``cluster``
+block (they were ``null`` there when left to parvec), and ``parvec report`` labels it ``sharded×N``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from parvec.cli import main
+from parvec.report import read_run
+
+pytestmark = pytest.mark.ray
+
+
+def test_a_sharded_runs_report_names_its_shards(ray_session, tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(80)]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(rng.choice(words, 20)) for _ in range(300)) + "\n")
+    report = tmp_path / "r.json"
+    assert main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--cluster", "local:2", "--mode", "sharded",
+                 "--dim", "8", "--epochs", "1", "--min-count", "1", "--no-cache", "--no-progress", "--report",
+                 str(report)]) == 0
+    capsys.readouterr()
+    data = json.loads(report.read_text())
+    cluster = data["cluster"]
+    assert cluster["shards"] == data["shards"] == 1  # left to parvec: one shard on local:N
+    assert cluster["clients"] == data["clients"] and cluster["threads_per_actor"] == data["client_threads"] == 1
+    assert read_run(report).label == "sharded 1t d8 sharded×1"
+    assert main(["report", str(report), "-o", str(tmp_path / "r.html")]) == 0
+    assert "sharded×1" in (tmp_path / "r.html").read_text() and "×?" not in (tmp_path / "r.html").read_text()
