@@ -87,7 +87,7 @@ def test_the_sharded_snapshot_line_counts_one_in_the_singular(capsys):
     from parvec.cli.sharded import _print_snapshots
 
     _print_snapshots({"faults": [], "snapshots": 1, "snapshot_interval_s": 60.0, "snapshot_seconds": 0.1,
-                      "snapshot_drain_seconds": 0.0, "words_retrained": 0}, None)
+                      "snapshot_drain_seconds": 0.0, "words_retrained": 0}, None, {})
     err = capsys.readouterr().err
     assert err.startswith("snapshots: 1 consistent snapshot of the shards (every epoch's end and every 60 s)")
     assert "0 faults recovered" in err

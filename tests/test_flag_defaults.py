@@ -186,7 +186,7 @@ def test_readme_and_docs_flag_tables_state_the_defaults_the_code_uses():
     also = {"--batch-size": {CBOW_DEFAULT_BATCH}}  # the README's CBOW table: CBOW hogbatch's batch
     effective = _effective_defaults()
     rows = 0
-    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
         for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
             if not line.startswith("|"):
                 continue

@@ -96,6 +96,9 @@ def import_ray() -> Any:
     return ray
 
 
+# The local:N specs above this machine's cores already warned of in this process.
+_OVERSUBSCRIBED: set[str] = set()
+
 @dataclass
 class Cluster:
     """Where and how a distributed run trains.
@@ -176,8 +179,11 @@ class Cluster:
         if local and self.local_cpus == 0:
             raise ParvecError(f"--cluster {self.spec}: N must be at least 1")
         cores = _cpu_count()
-        if self.local_cpus is not None and self.local_cpus > cores:  # said before anything is read or started
+        if self.local_cpus is not None and self.local_cpus > cores and self.spec not in _OVERSUBSCRIBED:
+            # said once, before anything is read or started (the CLI makes the same Cluster more than once)
             import logging
+
+            _OVERSUBSCRIBED.add(self.spec)
 
             logging.getLogger("parvec.distributed").warning(
                 f"--cluster {self.spec} gives Ray {self.local_cpus} CPUs but this machine has {cores} core"
