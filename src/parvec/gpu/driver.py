@@ -41,7 +41,7 @@ from numba import config as numba_config
 from numba import cuda
 
 from parvec.config import TrainConfig
-from parvec.engine import Diverged, EpochContext, EpochResult, SelfRunning, TrainStats
+from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.gpu import full_w2v, par_gpu
 from parvec.gpu.blocks import REDUCTIONS, threads_for
@@ -138,7 +138,7 @@ class _Slot:
     h_pairs: np.ndarray | None = None
 
 
-class GpuDriver(ModelTables):
+class GpuDriver(ModelTables, DriverBase):
     """Trains ``w_in``/``w_out`` on a CUDA GPU with ``config.algo`` ("full-w2v" or "par"): a
     :class:`parvec.engine.Driver` whose unit is a kernel launch (module docstring).
 
