@@ -109,6 +109,7 @@ class TrainConfig:
     @property
     def final_alpha(self) -> float:
         """The learning rate at the end of training."""
+        assert self.alpha is not None  # set by __post_init__
         return self.alpha * 1e-4 if self.min_alpha is None else self.min_alpha
 
     def validate(self) -> TrainConfig:
@@ -130,9 +131,10 @@ class TrainConfig:
                     raise ParvecError("negative must be a positive integer, got 0: negative sampling needs at "
                                       "least one noise word (negative=0 only with hierarchical softmax, hs=1)")
                 raise ParvecError(f"{name} must be a positive integer, got {value!r}")
-        if not self.alpha > 0:
-            raise ParvecError(f"alpha must be positive, got {self.alpha}")
-        if self.min_alpha is not None and not (0 <= self.min_alpha <= self.alpha):
+        alpha = self.alpha
+        if alpha is None or not alpha > 0:
+            raise ParvecError(f"alpha must be positive, got {alpha}")
+        if self.min_alpha is not None and not (0 <= self.min_alpha <= alpha):
             raise ParvecError(f"min_alpha must be in [0, alpha], got {self.min_alpha}")
         if self.sample < 0:
             raise ParvecError(f"sample must be >= 0, got {self.sample}")

@@ -343,7 +343,7 @@ class _Epoch:
         self.checkpoint_every = engine.checkpoint_every
 
     def alpha_at(self, words_before: float) -> float:
-        return self.engine.schedule.alpha_at(self.engine.schedule.position(self.epoch, words_before))
+        return self.engine.schedule.alpha_at(self.engine.schedule.position(self.epoch, 0) + words_before)
 
     def progress(self, words: int, pairs: int, loss: float) -> None:
         self.engine._progress(self.epoch, words, pairs, loss)
@@ -378,7 +378,7 @@ class RunEngine:
                  start_epoch: int = 0, resume_at: Position | None = None,
                  on_epoch_end: Callable[[int, TrainStats], None] | None = None,
                  checkpoint_every: tuple[str, float] | None = None,
-                 on_checkpoint: Callable[[Position], None] | None = None,
+                 on_checkpoint: Callable[[Position], object] | None = None,
                  on_progress: Callable[..., None] | None = None, require_pairs: bool = True,
                  progress_bar: bool | None = None) -> None:
         epochs = config.epochs if epochs is None else epochs

@@ -155,7 +155,7 @@ def epoch_scorer(wv: Any) -> Callable[[], dict[str, float | None]]:
     """
     from parvec.runlog import headline_scores
 
-    files = {k: str(v) for k, v in require_eval_paths().items()}
+    files: dict[str, Any] = {k: str(v) for k, v in require_eval_paths().items()}
 
     def score() -> dict[str, float | None]:
         wv.fill_norms(force=True)  # the vectors moved since the norms were cached

@@ -301,7 +301,7 @@ class Run:
             if options.on_checkpoint_saved is not None:
                 options.on_checkpoint_saved(path, position, seconds)
 
-        return Checkpointer(options.checkpoint_dir, self.describe, self.state.run_id or uuid.uuid4().hex,
+        return Checkpointer(Path(options.checkpoint_dir), self.describe, self.state.run_id or uuid.uuid4().hex,
                             on_error=options.on_checkpoint_error, report=self.state.checkpoint_report,
                             on_saved=saved)
 

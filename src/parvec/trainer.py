@@ -237,7 +237,7 @@ class CpuDriver(ModelTables, DriverBase):
     @property
     def label(self) -> str:
         """The progress bar's name: the kernel's."""
-        return getattr(self.algorithm, "kernel", self.config.algo)
+        return str(getattr(self.algorithm, "kernel", self.config.algo))
 
     def bind(self, make_parts: Callable[[int], Iterable[Part]], repeats: bool = False, chunk_index_base: int = 0,
              on_part_end: Callable[[int, int, tuple[int, int, float]], None] | None = None) -> CpuDriver:

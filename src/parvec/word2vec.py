@@ -518,14 +518,15 @@ def _schedule_words(encoded: EncodedCorpus, total_examples: int | None, total_wo
     return encoded.n_tokens
 
 
-def _grow_vocab(model: Word2Vec, sentences: Iterable[list[str]] | None, corpus_file: str | os.PathLike[str] | None,
+def _grow_vocab(model: Word2Vec, sentences: Iterable[list[str]] | None,
+                corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None,
                 corpus: EncodedCorpus | None) -> EncodedCorpus:
     # build_vocab(update=True): see its docstring for the rule.
     if model.vocab is None or model.wv is None or model.syn1neg is None:
         raise ParvecError("build_vocab(update=True) grows an existing vocabulary, and this model has none: "
                           "call build_vocab(...) without update first (gensim: \"You cannot do an online "
                           "vocabulary-update of a model which has no prior vocabulary\")")
-    if corpus_file is not None and os.fspath(corpus_file) == "-":
+    if isinstance(corpus_file, str | os.PathLike) and os.fspath(corpus_file) == "-":
         raise ParvecError("build_vocab(update=True) reads the corpus twice (count, then encode against the "
                           "grown vocabulary): standard input cannot be; save it to a file")
     fresh = model.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)  # its own min_count

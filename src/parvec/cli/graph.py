@@ -279,7 +279,7 @@ def _resumed(args: argparse.Namespace) -> Any:
         args.checkpoint_every = str(model.checkpoint_every)
         print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
-    assert saved is not None and saved.graph_run is not None
+    assert saved is not None and saved.graph_run is not None and where is not None
     for line in describe_resume(saved.config, model.state, where, int(saved.graph_run["walks"]["tokens"]),
                                 epochs=args.epochs if "epochs" in given else None):
         print(line, file=sys.stderr)

@@ -150,7 +150,7 @@ def prepare_resume(args: argparse.Namespace) -> ShardedResume:
     if note:
         print(note, file=sys.stderr)
     given = explicit_flags(args)
-    view = SimpleNamespace(config=saved.config, read_options=ReadOptions(**saved.read_options))
+    view = SimpleNamespace(config=saved.config, read_options=ReadOptions(**(saved.read_options or {})))
     more, lines = restore_cluster(args, saved.cluster, saved.cluster_recorded, given)
     refuse_saved_flags(args, view, path, given, more)
     for dest, (_flag, value) in SAVED_FLAGS.items():

@@ -335,7 +335,7 @@ def _zero_one_arg(text: str) -> int:
 
 
 # The defaults of the two styles; alpha is 0.05 for CBOW and 0.025 for skip-gram in both (word2vec.c's rule).
-_STYLE_DEFAULTS = {
+_STYLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "word2vec.c": {"cbow": 1, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,
                    "dim": 100, "binary": 0},
     "parvec": {"cbow": 0, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,

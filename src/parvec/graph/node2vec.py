@@ -138,7 +138,7 @@ class Node2Vec(KeptRun):
         algo: str | None = None,
         negative: int = 5,
         sample: float = 0.0,
-        alpha: float = 0.025,
+        alpha: float | None = 0.025,
         min_alpha: float | None = None,
         batch_walks: int | None = None,
         cache_walks_mb: float | None = None,
@@ -248,7 +248,7 @@ class Node2Vec(KeptRun):
         cached: list[tuple[np.ndarray, np.ndarray]] | None = [] if keep else None
         crc = 0
         for tokens, offsets in self._batches(None):
-            crc = zlib.crc32(memoryview(offsets).cast("B"), zlib.crc32(memoryview(tokens).cast("B"), crc))
+            crc = zlib.crc32(offsets.data.cast("B"), zlib.crc32(tokens.data.cast("B"), crc))
             count_nodes(tokens, n, counts)
             mark_paired(tokens, offsets, paired)
             if cached is not None:
