@@ -12,7 +12,7 @@ Example:
     >>> from parvec.config import TrainConfig
     >>> d = make_driver(TrainConfig(algo="classic", dim=4), np.array([3, 2, 1]))
     >>> d.mode, d.label, d.w_in.shape
-    ('cpu', 'sg_classic', (3, 4))
+    ('cpu', 'classic', (3, 4))
 """
 
 from __future__ import annotations
@@ -169,6 +169,7 @@ def resume_cluster(cluster: Any, state: RunState) -> Any:
     cluster for a checkpoint of this process) is refused, naming both.  Returns the cluster (None: this process).
 
     Example:
+        >>> from parvec.run import RunState
         >>> resume_cluster(None, RunState()) is None
         True
     """
