@@ -9,20 +9,22 @@ import time
 import pytest
 
 from parvec.config import TrainConfig
-from parvec.engine import EpochResult, NoPairs, RunEngine
+from parvec.engine import DriverBase, EpochResult, NoPairs, RunEngine
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 
 UNIT = 100  # words per unit of the scripted driver
 
 
-class Scripted:
+class Scripted(DriverBase):
     """Trains ``units`` units of UNIT words an epoch, 3 pairs and loss 1.5 each; asks for checkpoints at unit
-    boundaries as a real driver does; optional sleeps in prepare/finish and a non-finite loss in one epoch."""
+    boundaries as a real driver does; optional sleeps in prepare/finish and a non-finite loss in one epoch.  The
+    Driver members it does not word (error_label, divergence_hint, report) are DriverBase's defaults."""
 
     mode, label = "cpu", "scripted"
 
     def __init__(self, units: int = 5, pairs: int = 3, sleep_s: float = 0.0, bad_epoch: int | None = None):
+        self.config = TrainConfig()
         self.units, self.pair_count, self.sleep_s, self.bad_epoch = units, pairs, sleep_s, bad_epoch
         self.seen_resume: list = []
         self.finished = False

@@ -191,3 +191,31 @@ def test_deepwalk_threads_and_more_epochs_are_applied_and_said(graph, tmp_path, 
     assert Word2Vec.load(ck2 / EPOCH_END).epochs_trained == 3
     resumed = DeepWalk.from_checkpoint(ck2, graph)
     assert resumed.config.epochs == 3 and resumed.resumed_from.schedule_anchor is not None
+
+
+def test_a_graph_run_resumed_with_more_epochs_records_its_schedules_learning_rate(graph, tmp_path):
+    """The report's per-epoch learning rate of a resumed run whose epochs changed is its schedule's: the rate at
+    the checkpoint decaying to the final rate at the new end (the run engine's), not a fresh schedule's."""
+    from parvec.runlog import RunLog
+    from parvec.schedule import Schedule
+
+    ck, after_one = tmp_path / "ck", tmp_path / "after-one"
+    ck.mkdir()
+    model = Node2Vec(graph, checkpoint_dir=ck, **KW)
+
+    def keep_the_first(path, pos, seconds):
+        if pos is None and not after_one.exists():
+            shutil.copytree(path, after_one)
+
+    model.on_checkpoint_saved = keep_the_first
+    model.fit()
+    resumed = Node2Vec.from_checkpoint(after_one, graph, epochs=4)
+    resumed.run_log = RunLog(interval_s=60.0)
+    resumed.fit()
+    cfg = resumed.config
+    planned = Schedule(cfg.alpha, cfg.final_alpha, resumed.n_tokens, KW["epochs"])
+    schedule = planned.resumed_with(4, resumed.n_tokens)  # continued after epoch 1, to 4 epochs in all
+    records = resumed.run_log.epochs
+    assert [r["epoch"] for r in records] == [2, 3, 4]
+    assert [r["lr"] for r in records] == [schedule.epoch_end_alpha(e) for e in (1, 2, 3)]
+    assert records[0]["lr"] < planned.epoch_end_alpha(0) * 0.7  # below a fresh 4-epoch schedule's 0.0125

@@ -1,5 +1,6 @@
-"""The shape issue 22 asks for, checked from the source: no import circle between parvec's modules, and no function
-longer than 120 lines except the numba kernels (the CLI's and the private-names rules: test_cli_structure.py,
+"""parvec's shape, checked from the source: no import circle between parvec's modules, no function
+longer than 120 lines except the numba kernels, the front-end classes (Word2Vec, Node2Vec) within 450 lines, and
+no driver member probed with getattr/hasattr (the CLI's and the private-names rules: test_cli_structure.py,
 test_corpus_structure.py)."""
 
 from __future__ import annotations
@@ -119,3 +120,46 @@ def test_no_function_is_longer_than_120_lines_except_numba_kernels():
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(SRC.parent)}: {node.name} has {n} lines")
     assert long == []
+
+
+MAX_FRONT_END_LINES = 450  # Word2Vec and Node2Vec state what to run; the run layer (parvec.run) keeps it
+FRONT_ENDS = {"word2vec.py": "Word2Vec", "graph/node2vec.py": "Node2Vec"}
+
+
+def _class_lines(path: Path, name: str) -> int:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    return node.end_lineno - node.lineno + 1
+
+
+def test_the_front_end_classes_stay_under_450_lines():
+    sizes = {name: _class_lines(SRC / path, name) for path, name in FRONT_ENDS.items()}
+    assert all(n <= MAX_FRONT_END_LINES for n in sizes.values()), sizes
+
+
+# The run engine and the layers that hand it a driver reach the driver through the typed Driver protocol
+# (parvec.engine.Driver, defaults in DriverBase), never by probing for a member.
+NO_DRIVER_PROBING = ["engine.py", "word2vec.py", "run.py", "drivers.py", "graph/node2vec.py"]
+
+
+def _probes(path: Path, root: Path = SRC.parent) -> list[str]:
+    """The getattr/hasattr calls of a module whose object is a driver (a name or attribute mentioning one), and in
+    engine.py every getattr/hasattr (it holds only the driver and its own state)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            target = ast.unparse(node.args[0]) if node.args else ""
+            if path.name == "engine.py" or any(w in target.lower() for w in ("driver", "trainer")):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_driver_member_is_probed_with_getattr_or_hasattr():
+    assert [p for f in NO_DRIVER_PROBING for p in _probes(SRC / f)] == []
+
+
+def test_the_probing_check_finds_a_probe(tmp_path):
+    for name, source, n in (("engine.py", "getattr(self, 'x', None), hasattr(ctx, 'y')", 2),
+                            ("word2vec.py", "getattr(driver, 'report', None), getattr(cb, 'on_epoch_end', None)", 1)):
+        (tmp_path / name).write_text(f"def f(self, ctx, driver, cb):\n    return {source}\n")
+        assert len(_probes(tmp_path / name, tmp_path)) == n

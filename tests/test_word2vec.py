@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import parvec.word2vec as w2v_mod
+import parvec.drivers as drivers_mod
 from parvec import ParvecError, Word2Vec
 
 
@@ -64,6 +64,6 @@ def test_refusals_and_errors(tmp_path, monkeypatch):
         Word2Vec().train(sentences=[["a"]])
     with pytest.raises(ParvecError, match="not a parvec model"):
         Word2Vec.load(tmp_path)
-    monkeypatch.setattr(w2v_mod, "available_memory", lambda: 1000)
+    monkeypatch.setattr(drivers_mod, "available_memory", lambda: 1000)  # the memory check (parvec.drivers)
     with pytest.raises(ParvecError, match="GiB is available"):
         Word2Vec(sentences=topic_sentences(), min_count=1)

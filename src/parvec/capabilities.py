@@ -26,8 +26,9 @@ from typing import Any
 
 from parvec.errors import ParvecError
 
-__all__ = ["ALGORITHMS", "CAPABILITIES", "CBOW_ALGORITHMS", "FEATURES", "GPU_ALGORITHMS", "Capabilities", "check",
-           "check_config", "check_placement", "mode_of", "refusal"]
+__all__ = ["ALGORITHMS", "CAPABILITIES", "CBOW_ALGORITHMS", "FEATURES", "GPU_ALGORITHMS", "PIPELINE_REFUSES",
+           "Capabilities", "check", "check_config", "check_graph_checkpoints", "check_graph_resume", "check_placement",
+           "mode_of", "pipeline_refusal", "refusal"]
 
 ALGORITHMS = ("classic", "hogbatch", "par")  # the CPU algorithms (parvec.kernels)
 CBOW_ALGORITHMS = ("classic", "hogbatch")  # the CPU algorithms that train CBOW (sg=False): parvec.kernels
@@ -151,3 +152,61 @@ def check_config(config: Any, mode: str | None = None) -> None:
                           f"algo {config.algo!r} is not available on {cap.name}: choose one of "
                           f"{', '.join(cap.algorithms)}")
     check(mode, cbow=not config.sg, hs=bool(config.hs))
+    # What an algorithm trains, on every mode: CBOW (classic, hogbatch), hierarchical softmax (not par).
+    if not config.sg and not config.hs and config.algo not in CBOW_ALGORITHMS:
+        raise ParvecError(f"algo {config.algo!r} trains skip-gram only: for CBOW (sg=0, --cbow) choose "
+                          f"{' or '.join(CBOW_ALGORITHMS)} (classic, the default, is word2vec.c's loop; hogbatch runs "
+                          "the fast batched CBOW kernel)")
+    if config.hs and config.algo == "par":
+        raise ParvecError("hierarchical softmax (hs=1, -hs 1) is not implemented for algo 'par': use classic or "
+                          "hogbatch (both run word2vec.c's hierarchical-softmax loop)")
+
+
+def check_graph_checkpoints(device: str) -> None:
+    """Refuse checkpoints of a graph run anywhere but the CPU (its walks' chunks are the CPU driver's units).
+
+    Example:
+        >>> check_graph_checkpoints("cpu")
+    """
+    if device != "cpu":
+        raise ParvecError("checkpoints of graph runs (checkpoint_dir, --checkpoint-dir) work with the CPU trainer "
+                          "only, not with device='cuda'")
+
+
+def check_graph_resume(device: str) -> None:
+    """Refuse ``--resume`` of a graph run on another device than the CPU.
+
+    Example:
+        >>> check_graph_resume("cpu")
+    """
+    if device != "cpu":
+        raise ParvecError("--resume: graph runs resume on the CPU trainer only (leave out --device)")
+
+
+# What ``parvec train --mode sharded`` (the pipeline: the model never in one process, one input file) refuses:
+# flag -> why, after "FLAG is not available with --mode sharded".
+PIPELINE_REFUSES = {
+    "-read-vocab": "",
+    "-classes": "",
+    "--eval-every-epoch": " (the model is never in one process); use --mode replicas, or train without it",
+}
+
+
+def pipeline_refusal(flag: str) -> ParvecError:
+    """The refusal of a flag (a key of :data:`PIPELINE_REFUSES`) by ``parvec train --mode sharded``.
+
+    Example:
+        >>> str(pipeline_refusal("-classes"))
+        '-classes is not available with --mode sharded'
+    """
+    return ParvecError(f"{flag} is not available with --mode sharded{PIPELINE_REFUSES[flag]}")
+
+
+def sharded_input_refusal() -> ParvecError:
+    """``parvec train --mode sharded`` reads byte ranges of one file: several inputs are refused.
+
+    Example:
+        >>> str(sharded_input_refusal())[:35]
+        '--mode sharded reads one input file'
+    """
+    return ParvecError("--mode sharded reads one input file: concatenate the inputs first")

@@ -24,6 +24,7 @@ function that describes the model as a :class:`parvec.model_io.SavedModel`.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import time
@@ -93,6 +94,8 @@ def list_checkpoints(directory: str | Path, run_id: str | None = None) -> list[F
         if m:
             epoch, chunks = int(m.group(1)) - 1, int(m.group(2))
         else:
+            if meta is None:  # unreadable: no place in the order
+                continue
             try:
                 epoch, chunks = int(meta.get("epochs_trained", 0) or 0), 0
             except (AttributeError, TypeError, ValueError):  # unreadable or damaged: no place in the order
@@ -116,7 +119,8 @@ def latest_checkpoint(directory: str | Path) -> Path | None:
     readable = [f for f in found if f.meta is not None]
     if not found:
         return None
-    run = max(readable, key=lambda f: float(f.meta.get("saved_at") or 0.0)).meta.get("run_id") if readable else None
+    newest = max(readable, key=lambda f: float((f.meta or {}).get("saved_at") or 0.0)) if readable else None
+    run = (newest.meta or {}).get("run_id") if newest is not None else None
     same = [f for f in found if f.meta is None or f.meta.get("run_id") == run]
     return same[-1].path
 
@@ -170,7 +174,7 @@ def previous_checkpoint(path: str | Path,
     return None
 
 
-def find_for_resume(path: str | Path) -> tuple[Path, str | None]:
+def find_for_resume(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
     """What ``--resume path`` reads: ``path`` itself, or the latest checkpoint in it when it is a checkpoint
     directory; returns ``(that path, a note to show or None)`` without reading the model.
 
@@ -190,7 +194,7 @@ def find_for_resume(path: str | Path) -> tuple[Path, str | None]:
     return path, note
 
 
-def load_for_resume(path: str | Path, load: Callable[[Path, str | None], T],
+def load_for_resume(path: str | os.PathLike[str], load: Callable[[Path, str | None], T],
                     mmap: str | None = None) -> tuple[T, Path, str | None]:
     """Load the model or checkpoint to resume with ``load(path, mmap)``: ``path`` itself, or the latest checkpoint
     in it when it is a checkpoint directory.  Returns ``(what load returned, the path loaded, a note to show or

@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from parvec.capabilities import CBOW_ALGORITHMS, check_config
+from parvec.capabilities import check_config
 from parvec.errors import ParvecError
 
 DEFAULT_ALGO = "hogbatch"
@@ -109,6 +109,7 @@ class TrainConfig:
     @property
     def final_alpha(self) -> float:
         """The learning rate at the end of training."""
+        assert self.alpha is not None  # set by __post_init__
         return self.alpha * 1e-4 if self.min_alpha is None else self.min_alpha
 
     def validate(self) -> TrainConfig:
@@ -120,14 +121,7 @@ class TrainConfig:
         for name in ("sg", "hs", "cbow_mean"):
             if not isinstance(getattr(self, name), bool):
                 raise ParvecError(f"{name} must be True or False (1 or 0), got {getattr(self, name)!r}")
-        check_config(self)  # what the device runs: its algorithms, CBOW, hierarchical softmax (parvec.capabilities)
-        if not self.sg and not self.hs and self.algo not in CBOW_ALGORITHMS:
-            raise ParvecError(f"algo {self.algo!r} trains skip-gram only: for CBOW (sg=0, --cbow) choose "
-                              f"{' or '.join(CBOW_ALGORITHMS)} ({DEFAULT_CBOW_ALGO}, the default, is word2vec.c's "
-                              "loop; hogbatch runs the fast batched CBOW kernel)")
-        if self.hs and self.algo == "par":
-            raise ParvecError("hierarchical softmax (hs=1, -hs 1) is not implemented for algo 'par': use "
-                              "classic or hogbatch (both run word2vec.c's hierarchical-softmax loop)")
+        check_config(self)  # what the device and algorithm run: CBOW, hierarchical softmax (parvec.capabilities)
         for name in ("dim", "window", "negative", "epochs", "threads", "max_sentence_length", "chunk_words"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -137,9 +131,10 @@ class TrainConfig:
                     raise ParvecError("negative must be a positive integer, got 0: negative sampling needs at "
                                       "least one noise word (negative=0 only with hierarchical softmax, hs=1)")
                 raise ParvecError(f"{name} must be a positive integer, got {value!r}")
-        if not self.alpha > 0:
-            raise ParvecError(f"alpha must be positive, got {self.alpha}")
-        if self.min_alpha is not None and not (0 <= self.min_alpha <= self.alpha):
+        alpha = self.alpha
+        if alpha is None or not alpha > 0:
+            raise ParvecError(f"alpha must be positive, got {alpha}")
+        if self.min_alpha is not None and not (0 <= self.min_alpha <= alpha):
             raise ParvecError(f"min_alpha must be in [0, alpha], got {self.min_alpha}")
         if self.sample < 0:
             raise ParvecError(f"sample must be >= 0, got {self.sample}")

@@ -24,7 +24,7 @@ before (``resume``: the units to skip and the counters to continue from).
 Example:
     >>> from parvec.config import TrainConfig
     >>> from parvec.schedule import Schedule
-    >>> class Once:  # a driver that trains nothing but says it trained 10 words and 4 pairs
+    >>> class Once(DriverBase):  # a driver that trains nothing but says it trained 10 words and 4 pairs
     ...     mode, label = "cpu", "demo"
     ...     def prepare(self, start_epoch, epochs): pass
     ...     def train_epoch(self, ctx): return EpochResult(words=10, pairs=4, loss=2.0)
@@ -52,8 +52,8 @@ from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 from parvec.usage import cpu_by_role, cpu_seconds, cpu_snapshot
 
-__all__ = ["Diverged", "Driver", "EpochContext", "EpochResult", "NoPairs", "Position", "Resume", "RunEngine",
-           "SelfRunning", "TrainStats", "parse_interval"]
+__all__ = ["CorpusDriver", "Diverged", "Driver", "DriverBase", "EpochContext", "EpochResult", "NoPairs",
+           "PartsDriver", "Position", "Resume", "RunEngine", "SelfRunning", "TrainStats", "parse_interval"]
 
 
 # ---------------------------------------------------------------------------------------------- what a run did
@@ -251,12 +251,21 @@ class EpochContext(Protocol):
 class Driver(Protocol):
     """What trains a run's units: ``prepare`` (before the clock: compile, start actors, copy to a device),
     ``train_epoch`` (train this epoch's units; :class:`EpochResult`), ``vectors_finite`` (after an epoch),
-    ``finish`` (after the last epoch or an error: stop actors, free devices).  ``mode`` names the row of
-    :mod:`parvec.capabilities`, ``label`` the progress bar; optional ``error_label`` (default the algorithm) and
-    ``divergence_hint`` (what else to lower) word the divergence error."""
+    ``finish`` (after the last epoch or an error: stop actors, free devices), ``report`` (its figures for
+    ``--report``, read after the run).  ``mode`` names the row of :mod:`parvec.capabilities`, ``label`` the
+    progress bar; ``error_label`` and ``divergence_hint`` (what else to lower, or None) word the divergence error.
+    :class:`DriverBase` gives every member but the four methods of training a default."""
 
     mode: str
-    label: str
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def error_label(self) -> str: ...
+
+    @property
+    def divergence_hint(self) -> str | None: ...
 
     def prepare(self, start_epoch: int, epochs: int) -> None: ...
 
@@ -265,6 +274,61 @@ class Driver(Protocol):
     def vectors_finite(self) -> bool: ...
 
     def finish(self) -> None: ...
+
+    def report(self) -> dict[str, Any]: ...
+
+
+class CorpusDriver(Driver, Protocol):
+    """A :class:`Driver` over one model's arrays that trains an encoded corpus (``use_corpus``) or parts streamed
+    per epoch (``bind``): what :mod:`parvec.drivers` makes for ``Word2Vec`` and ``Node2Vec``."""
+
+    w_in: np.ndarray
+    w_out: np.ndarray
+
+    def use_corpus(self, corpus: Any) -> CorpusDriver: ...
+
+
+class PartsDriver(CorpusDriver, Protocol):
+    """A :class:`CorpusDriver` that also trains parts streamed per epoch (``bind(make_parts)``: graph walks)."""
+
+    def bind(self, make_parts: Callable[[int], Any], repeats: bool = False) -> PartsDriver: ...
+
+
+class DriverBase:
+    """The defaults of the :class:`Driver` members that a driver need not word itself: ``label`` and
+    ``error_label`` are the algorithm, no ``divergence_hint``, an empty ``report``; ``on_progress`` (a report's
+    time series) and ``require_pairs`` serve a driver that runs itself (:class:`SelfRunning`).
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> d = DriverBase(); d.config = TrainConfig(algo="classic")
+        >>> d.label, d.error_label, d.divergence_hint, d.report()
+        ('classic', 'classic', None, {})
+    """
+
+    mode: str = "cpu"
+    config: TrainConfig
+    on_progress: Callable[..., None] | None = None
+    require_pairs: bool = True
+
+    @property
+    def label(self) -> str:
+        """The progress bar's name."""
+        return str(self.config.algo)
+
+    @property
+    def error_label(self) -> str:
+        """How the divergence error names what trained."""
+        return str(self.config.algo)
+
+    @property
+    def divergence_hint(self) -> str | None:
+        """What else to lower when the run diverges (None: the engine's own hint)."""
+        return None
+
+    def report(self) -> dict[str, Any]:
+        """The driver's figures of the last run, for ``--report`` (none here)."""
+        return {}
 
 
 # ---------------------------------------------------------------------------------------------- the engine
@@ -279,7 +343,7 @@ class _Epoch:
         self.checkpoint_every = engine.checkpoint_every
 
     def alpha_at(self, words_before: float) -> float:
-        return self.engine.schedule.alpha_at(self.engine.schedule.position(self.epoch, words_before))
+        return self.engine.schedule.alpha_at(self.engine.schedule.position(self.epoch, 0) + words_before)
 
     def progress(self, words: int, pairs: int, loss: float) -> None:
         self.engine._progress(self.epoch, words, pairs, loss)
@@ -314,7 +378,7 @@ class RunEngine:
                  start_epoch: int = 0, resume_at: Position | None = None,
                  on_epoch_end: Callable[[int, TrainStats], None] | None = None,
                  checkpoint_every: tuple[str, float] | None = None,
-                 on_checkpoint: Callable[[Position], None] | None = None,
+                 on_checkpoint: Callable[[Position], object] | None = None,
                  on_progress: Callable[..., None] | None = None, require_pairs: bool = True,
                  progress_bar: bool | None = None) -> None:
         epochs = config.epochs if epochs is None else epochs
@@ -486,7 +550,7 @@ class RunEngine:
         todo = self.schedule.words_per_epoch * (self.epochs - self.start_epoch)
         todo -= self.resume_at.words_done if self.resume_at is not None else 0
         return tqdm(total=todo, unit="w", unit_scale=True, dynamic_ncols=True, file=sys.stderr,
-                    desc=getattr(self.driver, "label", self.config.algo), smoothing=0.1)
+                    desc=self.driver.label, smoothing=0.1)
 
     def _update_bar(self) -> None:
         bar = self._bar
@@ -504,15 +568,14 @@ class RunEngine:
         """A run whose loss or vectors are no longer finite: stop rather than hand back NaN vectors."""
         cfg = self.config
         hint = f"lower alpha (now {cfg.alpha})"
-        extra = getattr(self.driver, "divergence_hint", None)
+        extra = self.driver.divergence_hint
         if extra is not None:
             hint += f" or {extra}"
         elif cfg.algo == "par":
             b = "whole sentences" if cfg.par_batch == 0 else str(cfg.par_batch)
             hint += (f" or par_batch (now {b}; long lines put thousands of gradient terms on each shared"
                      " negative, keep it in the tens)")
-        name = getattr(self.driver, "error_label", cfg.algo)
-        return ParvecError(f"training diverged in epoch {epoch + 1} ({name}): {what}; {hint}")
+        return ParvecError(f"training diverged in epoch {epoch + 1} ({self.driver.error_label}): {what}; {hint}")
 
     def no_pairs(self, stats: TrainStats) -> NoPairs:
         """A run that trained no pair: say which of the two ways of missing one happened.  A pair needs two
@@ -529,6 +592,18 @@ class RunEngine:
                        f"words{longest}; lower --sample (0 turns it off) or --min-count, or use a larger corpus")
 
 
+class _RunsItself(Driver, Protocol):
+    # What SelfRunning needs of the driver it is mixed into.
+    config: TrainConfig
+    stats: TrainStats
+    on_progress: Callable[..., None] | None
+    require_pairs: bool
+
+    def use_corpus(self, corpus: Any) -> Any: ...
+
+    def bind(self, make_parts: Callable[[int], Any], repeats: bool = False) -> Any: ...
+
+
 class SelfRunning:
     """``train``/``train_parts`` for a driver that runs itself through the engine (:class:`parvec.trainer.Trainer`,
     :class:`parvec.gpu.driver.GpuTrainer`, the cluster drivers' ``ReplicaTrainer``/``ShardedTrainer``): the
@@ -540,9 +615,10 @@ class SelfRunning:
     """
 
     stats: TrainStats
-    config: Any
+    on_progress: Callable[..., None] | None = None
+    require_pairs: bool = True
 
-    def train(self, corpus: Any, epochs: int | None = None,
+    def train(self: _RunsItself, corpus: Any, epochs: int | None = None,
               on_epoch_end: Callable[[int, TrainStats], None] | None = None, start_epoch: int = 0,
               **checkpoints: Any) -> TrainStats:
         """Train on one encoded corpus for ``epochs`` (default ``config.epochs``); ``start_epoch`` > 0
@@ -552,12 +628,12 @@ class SelfRunning:
         Example:
             >>> trainer.train(corpus, epochs=2).words_per_sec  # doctest: +SKIP
         """
-        self.use_corpus(corpus)  # type: ignore[attr-defined]  # checks the vocabulary
-        return self._run(corpus.n_tokens, epochs, on_epoch_end, start_epoch, **checkpoints)
+        self.use_corpus(corpus)  # checks the vocabulary
+        return _run_itself(self, corpus.n_tokens, epochs, on_epoch_end, start_epoch, **checkpoints)
 
-    def train_parts(self, make_parts: Callable[[int], Any], words_per_epoch: int, epochs: int | None = None,
-                    on_epoch_end: Callable[[int, TrainStats], None] | None = None, start_epoch: int = 0,
-                    repeats: bool = False, **checkpoints: Any) -> TrainStats:
+    def train_parts(self: _RunsItself, make_parts: Callable[[int], Any], words_per_epoch: int,
+                    epochs: int | None = None, on_epoch_end: Callable[[int, TrainStats], None] | None = None,
+                    start_epoch: int = 0, repeats: bool = False, **checkpoints: Any) -> TrainStats:
         """Train on parts streamed per epoch: ``make_parts(epoch)`` yields ``(tokens, offsets)``.
 
         ``words_per_epoch`` (the total tokens the parts of one epoch hold) sets the learning-rate schedule
@@ -571,17 +647,18 @@ class SelfRunning:
         Example:
             >>> trainer.train_parts(lambda epoch: batches(epoch), words_per_epoch=n_tokens)  # doctest: +SKIP
         """
-        self.bind(make_parts, repeats=repeats)  # type: ignore[attr-defined]
-        return self._run(words_per_epoch, epochs, on_epoch_end, start_epoch, **checkpoints)
+        self.bind(make_parts, repeats=repeats)
+        return _run_itself(self, words_per_epoch, epochs, on_epoch_end, start_epoch, **checkpoints)
 
-    def _run(self, words_per_epoch: int, epochs: int | None, on_epoch_end: Any, start_epoch: int,
-             schedule: Schedule | None = None, **checkpoints: Any) -> TrainStats:
-        if words_per_epoch <= 0:
-            raise ParvecError("the corpus has no in-vocabulary tokens to train on")
-        epochs = self.config.epochs if epochs is None else epochs
-        engine = RunEngine(self, self.config, schedule or Schedule.of(self.config, words_per_epoch, epochs),  # type: ignore[arg-type]
-                           epochs=epochs, start_epoch=start_epoch, on_epoch_end=on_epoch_end,
-                           on_progress=getattr(self, "on_progress", None),
-                           require_pairs=getattr(self, "require_pairs", True), **checkpoints)
-        self.stats = engine.run()
-        return self.stats
+
+def _run_itself(driver: _RunsItself, words_per_epoch: int, epochs: int | None,
+                on_epoch_end: Callable[[int, TrainStats], None] | None, start_epoch: int,
+                schedule: Schedule | None = None, **checkpoints: Any) -> TrainStats:
+    if words_per_epoch <= 0:
+        raise ParvecError("the corpus has no in-vocabulary tokens to train on")
+    epochs = driver.config.epochs if epochs is None else epochs
+    engine = RunEngine(driver, driver.config, schedule or Schedule.of(driver.config, words_per_epoch, epochs),
+                       epochs=epochs, start_epoch=start_epoch, on_epoch_end=on_epoch_end,
+                       on_progress=driver.on_progress, require_pairs=driver.require_pairs, **checkpoints)
+    driver.stats = engine.run()
+    return driver.stats

@@ -28,7 +28,7 @@ import lzma
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -125,6 +125,43 @@ def default_eval_paths() -> dict[str, Path]:
                 found[name] = path
                 break
     return found
+
+
+def require_eval_paths() -> dict[str, Path]:
+    """:func:`default_eval_paths`, or a :class:`ParvecError` when none is found (``eval_every_epoch``,
+    ``--eval-every-epoch``: checked before training, not at its first epoch).
+
+    Example:
+        >>> sorted(require_eval_paths())
+        ['analogies', 'simlex', 'ws353']
+    """
+    files = default_eval_paths()
+    if not files:
+        raise ParvecError(
+            "eval_every_epoch: no evaluation files found (looked for "
+            f"{', '.join(EVAL_FILES.values())} in $PARVEC_EVAL_DIR and shared/data/eval)"
+        )
+    return files
+
+
+def epoch_scorer(wv: Any) -> Callable[[], dict[str, float | None]]:
+    """What ``eval_every_epoch`` scores after every epoch: the word-similarity and analogy sets
+    (:func:`require_eval_paths`, found now, before training) on ``wv`` (a :class:`parvec.keyedvectors.KeyedVectors`)
+    as its vectors are then, as :func:`parvec.runlog.headline_scores`.
+
+    Example:
+        >>> score = epoch_scorer(model.wv); sorted(score())  # doctest: +SKIP
+        ['analogy', 'simlex', 'ws353']
+    """
+    from parvec.runlog import headline_scores
+
+    files: dict[str, Any] = {k: str(v) for k, v in require_eval_paths().items()}
+
+    def score() -> dict[str, float | None]:
+        wv.fill_norms(force=True)  # the vectors moved since the norms were cached
+        return headline_scores(evaluate(wv, **files))
+
+    return score
 
 
 # ---------------------------------------------------------------------- reading the files

@@ -38,9 +38,9 @@ import re
 import stat
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -70,7 +70,8 @@ __all__ = [
 
 PathLike = str | os.PathLike[str]
 
-_COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lzma.open}
+_COMPRESSED: dict[str, Callable[..., IO[Any]]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open,
+                                                  ".lzma": lzma.open}
 # What reading a (possibly compressed) input can raise besides ParvecError: the system's errors, a truncated
 # or damaged compressed stream.
 READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
@@ -230,7 +231,7 @@ class WriteError(ParvecError):
         return self.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-def write_reason(exc: OSError) -> str:
+def write_reason(exc: OSError | WriteError) -> str:
     """What a failed write says about its cause, in words (``no space left on device``).
 
     Example:
@@ -287,7 +288,7 @@ def write_array(f: IO[bytes], a: np.ndarray) -> None:
         raise ValueError("write_array: object arrays are not written")
     np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(a))
     data = a if a.flags.c_contiguous or not a.flags.f_contiguous else a.T
-    flat = memoryview(np.ascontiguousarray(data).reshape(-1)).cast("B")
+    flat = np.ascontiguousarray(data).reshape(-1).data.cast("B")
     for start in range(0, len(flat), _NPY_WRITE_BLOCK):
         f.write(flat[start : start + _NPY_WRITE_BLOCK])
 
@@ -345,7 +346,7 @@ def atomic_output(
         opener = _COMPRESSED.get(target.suffix.lower()) if compress else None
         if opener is gzip.open:
             # mtime=0 and no file name: identical content gives identical bytes.
-            stream = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+            stream = cast(IO[Any], gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0))
             layers.append(stream)
         elif opener is not None:
             stream = opener(raw, "wb")
@@ -450,7 +451,8 @@ def check_input(path: PathLike, *, allow_stream: bool = False) -> Path:
     return p
 
 
-_STREAM_MAGIC = ((b"\x1f\x8b", gzip.open), (b"\xfd7zXZ\x00", lzma.open), (re.compile(rb"BZh[1-9]1AY&SY"), bz2.open))
+_STREAM_MAGIC: tuple[tuple[bytes | re.Pattern[bytes], Callable[..., IO[Any]]], ...] = (
+    (b"\x1f\x8b", gzip.open), (b"\xfd7zXZ\x00", lzma.open), (re.compile(rb"BZh[1-9]1AY&SY"), bz2.open))
 
 
 def open_input(path: PathLike, *, allow_stream: bool = False) -> IO[bytes]:
@@ -472,9 +474,9 @@ def open_input(path: PathLike, *, allow_stream: bool = False) -> IO[bytes]:
             if head.startswith(magic) if isinstance(magic, bytes) else magic.match(head):
                 return opener(stdin, "rb")
         return stdin
-    opener = _COMPRESSED.get(p.suffix.lower())
-    if opener is not None:
-        return opener(p, "rb")
+    decompress = _COMPRESSED.get(p.suffix.lower())
+    if decompress is not None:
+        return decompress(p, "rb")
     return open(p, "rb")
 
 

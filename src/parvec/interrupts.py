@@ -46,7 +46,7 @@ def deferred_signals() -> Iterator[None]:
     def keep_holding(signum: int, handler: Any) -> Any:
         # ray.init sets a SIGTERM handler of its own (sys.exit): the block keeps holding, the old one comes back.
         if signum in previous:
-            return previous[signum]
+            return previous[signal.Signals(signum)]
         return set_handler(signum, handler)
 
     for signum in signums:

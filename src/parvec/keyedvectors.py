@@ -78,8 +78,10 @@ class KeyedVectors:
         self.key_to_index: dict[str, int] = {key: i for i, key in enumerate(self.index_to_key)}
         if len(self.key_to_index) != len(self.index_to_key):
             seen: set[str] = set()
-            dup = next(k for k in self.index_to_key if k in seen or seen.add(k))
-            raise ValueError(f"duplicate key {dup!r}")
+            for key in self.index_to_key:
+                if key in seen:
+                    raise ValueError(f"duplicate key {key!r}")
+                seen.add(key)
         if counts is not None:
             counts = np.asarray(counts, dtype=np.int64)
             if counts.shape != (len(vectors),):
@@ -113,7 +115,7 @@ class KeyedVectors:
 
     def __getitem__(self, key_or_keys: Key | Iterable[Key]) -> np.ndarray:
         """One key -> its vector; a list of keys -> a ``[len, dim]`` array."""
-        if isinstance(key_or_keys, str | Integral):
+        if isinstance(key_or_keys, str | int | np.integer):
             return self.get_vector(key_or_keys)
         indices = [self.get_index(k) for k in key_or_keys]
         return self._vectors[np.asarray(indices, dtype=np.int64)]

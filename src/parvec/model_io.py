@@ -58,7 +58,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -84,6 +84,7 @@ SYN1 = "syn1.npy"  # hierarchical softmax
 KIND_MODEL = "model"
 KIND_MID_EPOCH = "mid-epoch checkpoint"
 
+_MmapMode = Literal["r+", "r", "w+", "c"] | None  # np.load's mmap_mode
 _CRC_BLOCK = 1 << 24  # bytes of an array checksummed (or read from a file) at a time
 
 
@@ -198,6 +199,7 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
 
 
 def _arrays(model: SavedModel) -> dict[str, np.ndarray]:
+    assert model.vectors is not None and model.syn1neg is not None  # read with arrays=False: not written back
     arrays = {VECTORS: model.vectors, SYN1NEG: model.syn1neg}
     if model.syn1 is not None:
         arrays[SYN1] = model.syn1
@@ -261,11 +263,11 @@ def array_crc32(a: np.ndarray) -> int:
     """
     a = np.asarray(a)
     if a.ndim == 0 or len(a) == 0:
-        return zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B")) & 0xFFFFFFFF
+        return zlib.crc32(np.ascontiguousarray(a).data.cast("B")) & 0xFFFFFFFF
     rows = max(1, _CRC_BLOCK // max(1, a[0].nbytes))
     crc = 0
     for start in range(0, len(a), rows):
-        crc = zlib.crc32(memoryview(np.ascontiguousarray(a[start:start + rows])).cast("B"), crc)
+        crc = zlib.crc32(np.ascontiguousarray(a[start:start + rows]).data.cast("B"), crc)
     return crc & 0xFFFFFFFF
 
 
@@ -412,7 +414,7 @@ def _load_dir(path: Path, mmap: str | None, arrays: bool = True) -> SavedModel:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CheckpointError(f"{path / VOCAB_JSON}: missing or damaged vocabulary: "
                               f"{getattr(exc, 'strerror', None) or exc}") from None
-    sums = meta.get("arrays") if isinstance(meta.get("arrays"), dict) else {}
+    sums: dict[str, Any] = meta["arrays"] if isinstance(meta.get("arrays"), dict) else {}
     if fields["sharded"] is not None:
         w_in, w_out = _sharded_arrays(path, fields["sharded"], len(vocab), config.dim, arrays)
     elif not arrays:
@@ -498,7 +500,7 @@ def _load_syn1(path: Path, meta: dict[str, Any], vocab: Vocab, dim: int, mmap: s
 def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
     # An array of a saved model; CheckpointError naming the file when it is missing, truncated or altered.
     try:
-        a = np.load(path, mmap_mode=mmap, allow_pickle=False)
+        a = np.load(path, mmap_mode=cast(_MmapMode, mmap), allow_pickle=False)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
     except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header

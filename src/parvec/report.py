@@ -351,7 +351,7 @@ def figure_node_classification(runs: Sequence[Run]) -> bytes | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.2))
     for i, run, nc in series:
-        pts = sorted((float(e["fraction"]), e.get("micro_f1"), e.get("macro_f1")) for e in nc)
+        pts = sorted((float(e["fraction"]), e.get("micro_f1"), e.get("macro_f1")) for e in nc or [])
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i % 10}",
                 label=f"{run.label} micro-F1")
         ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="s", ls="--", color=f"C{i % 10}",

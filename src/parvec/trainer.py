@@ -38,7 +38,7 @@ from numba import njit
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, release_pages
-from parvec.engine import Diverged, EpochContext, EpochResult, SelfRunning, TrainStats
+from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import select_algorithm
 from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution
@@ -182,7 +182,7 @@ class _Job:
     alpha1: float
 
 
-class CpuDriver(ModelTables):
+class CpuDriver(ModelTables, DriverBase):
     """Trains an epoch's chunks on this machine's threads with one of the registered kernels (module
     docstring); a :class:`parvec.engine.Driver`.
 
@@ -237,7 +237,7 @@ class CpuDriver(ModelTables):
     @property
     def label(self) -> str:
         """The progress bar's name: the kernel's."""
-        return getattr(self.algorithm, "kernel", self.config.algo)
+        return str(getattr(self.algorithm, "kernel", self.config.algo))
 
     def bind(self, make_parts: Callable[[int], Iterable[Part]], repeats: bool = False, chunk_index_base: int = 0,
              on_part_end: Callable[[int, int, tuple[int, int, float]], None] | None = None) -> CpuDriver:

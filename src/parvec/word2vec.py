@@ -13,31 +13,28 @@ it; :mod:`parvec.checkpoints` finds a run's checkpoints.
 
 from __future__ import annotations
 
-import logging
 import os
-import time
-import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from parvec import capabilities, checkpoints, model_io
+from parvec import capabilities, checkpoints, drivers, model_io
 from parvec.capabilities import mode_of
 from parvec.config import TrainConfig, default_algo, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions
-from parvec.engine import Position, RunEngine, TrainStats, parse_interval
+from parvec.engine import CorpusDriver, Position, TrainStats
 from parvec.errors import ParvecError
+from parvec.evaluation import epoch_scorer
 from parvec.keyedvectors import KeyedVectors
+from parvec.run import KeptRun, Run, RunOptions, RunState, check_resume_corpus, graph_run_refusal, resume_epochs
 from parvec.schedule import Schedule
-from parvec.trainer import CpuDriver, available_memory, estimate_memory, init_input_vectors
-from parvec.vocab import Vocab, rlimit_headroom
-
-log = logging.getLogger(__name__)
+from parvec.trainer import init_input_vectors
+from parvec.vocab import Vocab
 
 
-class Word2Vec:
+class Word2Vec(KeptRun):
     """Skip-gram (``sg=1``, the default) or CBOW (``sg=0``) with negative sampling.
 
     Skip-gram is trained by ``classic``, ``hogbatch`` (default) or ``par``; with ``device="cuda"`` on a
@@ -123,21 +120,17 @@ class Word2Vec:
         # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
         self.cluster = None
         self.workers_given = workers is not None  # a cluster's replicas say so when they must run fewer threads
-        # Where a loaded model or checkpoint was trained (model.json's "cluster"; None: this process) and whether
-        # its model.json said: train(resume=True) trains there again (parvec.distributed.cluster_record).
-        self.saved_cluster: dict[str, Any] | None = None
-        self.saved_cluster_recorded = False
         if cluster is not None:
             from parvec.distributed.cluster import as_cluster
 
             self.cluster = as_cluster(cluster)
             capabilities.check_placement(device, self.cluster)
             capabilities.check_config(self.config, self.cluster.mode)  # what its mode trains (parvec.capabilities)
-        self.run_report: dict[str, Any] = {}  # the last run's driver figures (cluster/GPU), for --report
-        # A parvec.runlog.RunLog here records the time series and epoch records `parvec report` draws;
-        # with eval_every_epoch the word-similarity and analogy sets are scored after every epoch.
-        self.run_log: Any = None
-        self.eval_every_epoch = False
+        # How its runs are kept (checkpoints, the report's RunLog, per-epoch scores) and what they carry across
+        # calls and resumes (parvec.run): read and set as attributes (KeptRun: checkpoint_dir, run_id, ...).
+        self.run_options = RunOptions(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                                      on_checkpoint_error=on_checkpoint_error)
+        self.state = RunState()
         self.read_options = ReadOptions(
             min_count=min_count, max_vocab_size=max_vocab_size, max_final_vocab=max_final_vocab,
             max_sentence_length=max_sentence_length, lowercase=lowercase, unicode_errors=unicode_errors,
@@ -148,29 +141,12 @@ class Word2Vec:
         self.syn1neg: np.ndarray | None = None
         self.syn1: np.ndarray | None = None  # hierarchical softmax: the Huffman tree's inner nodes (V-1 x dim)
         self.wv: KeyedVectors | None = None
-        self.epochs_trained = 0
         self.corpus_words = 0
         self.raw_words = 0
         self.stats = TrainStats()
-        self.checkpoint_dir = checkpoint_dir
         self.corpus_count = 0  # sentences of the corpus the vocabulary was last built from (gensim's)
         self.running_training_loss = 0.0  # summed loss of the latest train() call (get_latest_training_loss)
         self.callbacks = tuple(callbacks)  # as gensim: used by the training this constructor runs
-        # Mid-epoch checkpoints into checkpoint_dir every this long ("10m") or this many words ("50M").
-        self.checkpoint_every = checkpoint_every
-        # A checkpoint that cannot be written (a full disk): "stop" training with the error, or "continue"
-        # with a warning and try again at the next one (docs/long_runs.md).
-        self.on_checkpoint_error = on_checkpoint_error
-        self.run_id: str | None = None  # one run's checkpoints share it (kept across resumes)
-        self.position: Position | None = None  # set when loaded from a mid-epoch checkpoint
-        self.schedule_anchor: tuple[float, float] | None = None  # (words, alpha) where --epochs was changed
-        self.saved_checkpoint_every: str | None = None  # the loaded checkpoint's interval, for resuming
-        self.saved_at: float | None = None  # when the loaded model/checkpoint was written (time.time())
-        self.on_checkpoint_saved: Callable[[Path, Position | None, float], None] | None = None
-        self.checkpoint_report: dict[str, Any] = {}
-        # A checkpoint of a node2vec/DeepWalk run (parvec.graph.node2vec) carries the identity of its graph and
-        # walks here; such a checkpoint resumes with Node2Vec.from_checkpoint, not train(resume=True).
-        self.graph_run: dict[str, Any] | None = None
         if sum(x is not None for x in (sentences, corpus_file, corpus)) > 1:
             raise ParvecError("give only one of sentences, corpus_file and corpus")
         if sentences is not None or corpus_file is not None or corpus is not None:
@@ -218,29 +194,6 @@ class Word2Vec:
             True
         """
         return self.running_training_loss
-
-    @property
-    def checkpoint_every(self) -> str | int | None:
-        """The mid-epoch checkpoint interval: a duration (``"30s"``, ``"10m"``) or words (``"50M"``, 2000000)."""
-        return self._checkpoint_every
-
-    @checkpoint_every.setter
-    def checkpoint_every(self, value: str | int | None) -> None:
-        self._checkpoint_interval = None if value is None else parse_interval(value)
-        self._checkpoint_every = value
-
-    @property
-    def on_checkpoint_error(self) -> str:
-        """What a checkpoint that cannot be written does: ``"stop"`` (the default) raises its
-        :class:`parvec.fileio.WriteError` and training stops, the previous checkpoint intact; ``"continue"``
-        logs a warning, counts it in ``checkpoint_report["failed_checkpoints"]`` and trains on."""
-        return self._on_checkpoint_error
-
-    @on_checkpoint_error.setter
-    def on_checkpoint_error(self, value: str) -> None:
-        if value not in ("stop", "continue"):
-            raise ParvecError(f"on_checkpoint_error must be 'stop' or 'continue', got {value!r}")
-        self._on_checkpoint_error = value
 
     # ------------------------------------------------------------------ vocabulary
     def encode(
@@ -301,7 +254,7 @@ class Word2Vec:
         """
         sentences = _one_of(sentences, corpus_iterable)
         if update:
-            return self._grow_vocab(sentences, corpus_file, corpus)
+            return _grow_vocab(self, sentences, corpus_file, corpus)
         encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
         self.vocab = encoded.vocab
         self.check_memory(encoded)
@@ -322,90 +275,10 @@ class Word2Vec:
         self.epochs_trained = 0
         return encoded
 
-    def _grow_vocab(self, sentences: Iterable[list[str]] | None, corpus_file: str | os.PathLike[str] | None,
-                    corpus: EncodedCorpus | None) -> EncodedCorpus:
-        # build_vocab(update=True): see its docstring for the rule.
-        if self.vocab is None or self.wv is None or self.syn1neg is None:
-            raise ParvecError("build_vocab(update=True) grows an existing vocabulary, and this model has none: "
-                              "call build_vocab(...) without update first (gensim: \"You cannot do an online "
-                              "vocabulary-update of a model which has no prior vocabulary\")")
-        if corpus_file is not None and os.fspath(corpus_file) == "-":
-            raise ParvecError("build_vocab(update=True) reads the corpus twice (count, then encode against the "
-                              "grown vocabulary): standard input cannot be; save it to a file")
-        fresh = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)  # its own min_count
-        old = self.vocab
-        keep = max(1, self.read_options.min_count)  # an EncodedCorpus given may have been built with a lower one
-        added = [(w, c) for w, c in zip(fresh.vocab.words, fresh.vocab.counts.tolist(), strict=True)
-                 if w not in old.index and c >= keep]
-        n_old, n = len(old), len(old) + len(added)
-        grown = Vocab(old.words + [w for w, _ in added], np.concatenate([old.counts, [c for _, c in added]]))
-        if corpus is not None:
-            encoded = _remap(corpus, grown)
-        else:
-            encoded = self.encode(sentences=sentences, corpus_file=corpus_file, vocab=grown)
-            if fresh.inputs != encoded.inputs:  # read twice: the new words were chosen from the first read
-                raise ParvecError(f"{fresh.source}: the input changed between its two reads (the new words were "
-                                  "counted, then the corpus encoded with them); the vocabulary was not grown: train "
-                                  "on a copy that nothing writes to")
-        # Every occurrence in the new corpus adds to a known word's count, rare in it or not (gensim 4's rule);
-        # a new word's count is its count in the new corpus.
-        seen = np.bincount(encoded.tokens, minlength=n).astype(np.int64)
-        grown.counts[:n_old] += seen[:n_old]
-        grown.counts[n_old:] = seen[n_old:]
-        self.check_memory(encoded)
-        dim = self.config.dim
-        w_in = np.concatenate([self.wv.vectors, init_input_vectors(n, dim, self.config.seed, start=n_old)])
-        w_out = np.concatenate([self.syn1neg, np.zeros((n - n_old, dim), dtype=np.float32)])
-        if self.syn1 is not None:
-            # Hierarchical softmax, as gensim's update: the Huffman tree is rebuilt over the whole grown vocabulary
-            # and its counts (each Trainer builds it from ``vocab.counts``; saves fingerprint it), and syn1 gains one
-            # zero row per new word, so it keeps one row per inner node (V-1).  The old rows stay as they were, now
-            # serving the rebuilt tree's inner nodes of the same index (gensim does the same).
-            self.syn1 = np.ascontiguousarray(
-                np.concatenate([self.syn1, np.zeros((n - n_old, dim), dtype=np.float32)]), dtype=np.float32)
-        self.vocab = grown
-        self.syn1neg = np.ascontiguousarray(w_out, dtype=np.float32)
-        # The same KeyedVectors object, grown in place (a reference to model.wv taken before stays valid).
-        wv = self.wv
-        wv.index_to_key.extend(w for w, _ in added)
-        wv.key_to_index.update((w, n_old + j) for j, (w, _) in enumerate(added))
-        wv.counts = grown.counts
-        wv.vectors = np.ascontiguousarray(w_in, dtype=np.float32)
-        self.corpus_words = encoded.n_tokens
-        self.raw_words = encoded.raw_words
-        self.corpus_count = encoded.n_sentences
-        return encoded
-
     def check_memory(self, encoded: EncodedCorpus) -> int:
-        """Bytes the model and encoded corpus take; :class:`ParvecError` if over the available memory."""
-        # A memory-mapped token array (a large corpus, or one from the cache) is read from disk, not held.
-        in_memory_tokens = 0 if isinstance(encoded.tokens, np.memmap) else encoded.n_tokens
-        need = estimate_memory(len(encoded.vocab), self.config.dim, in_memory_tokens, encoded.n_sentences)
-        avail = available_memory()
-        if avail is not None and need > avail:
-            raise ParvecError(
-                f"training needs about {need / 2**30:.1f} GiB (vectors {len(encoded.vocab)} x {self.config.dim} x 2, "
-                f"plus the encoded corpus) but only {avail / 2**30:.1f} GiB is available; "
-                "lower --dim, raise --min-count or set --max-final-vocab"
-            )
-        if self.cluster is not None:  # every process a cluster run starts on this machine, before Ray starts
-            from parvec.distributed.memory import check_corpus
-
-            check_corpus(self.cluster, self.config, encoded)
-        # A process capped below the model (ulimit -d / -v, prlimit; RLIMIT_DATA or RLIMIT_AS) stops here, before
-        # training, with the numbers, rather than failing inside an allocation.
-        # The vectors, the per-word tables beside them (counts, keep, alias) and some working room.
-        vectors = 2 * len(encoded.vocab) * self.config.dim * 4
-        vectors_and_tables = vectors + 24 * len(encoded.vocab) + (64 << 20)
-        room = rlimit_headroom()
-        if room is not None and vectors_and_tables > room:
-            raise ParvecError(
-                f"out of memory: the model needs {vectors / 2**30:.2f} GiB (vectors {len(encoded.vocab):,} x "
-                f"{self.config.dim} x 2) but this process's memory limit (RLIMIT_DATA/RLIMIT_AS, e.g. ulimit -d) "
-                f"leaves {room / 2**30:.2f} GiB; raise the limit, lower --dim, raise --min-count, or train it "
-                "column-sharded across processes (--cluster ... --mode sharded)"
-            )
-        return need
+        """Bytes the model and encoded corpus take; :class:`ParvecError` if over the available memory
+        (:func:`parvec.drivers.check_memory`)."""
+        return drivers.check_memory(self.config, encoded, self.cluster)
 
     def _new_syn1(self, n: int) -> np.ndarray | None:
         # Hierarchical softmax's output layer: one zero row per inner node of the Huffman tree (word2vec.c).
@@ -457,136 +330,46 @@ class Word2Vec:
             >>> model.train(corpus_file="more.txt", epochs=1)  # doctest: +SKIP
             >>> model.train(more, total_examples=model.corpus_count, epochs=model.epochs)  # doctest: +SKIP
         """
-        if corpus_iterable is not None:  # gensim 4's keyword: gensim's checks (_check_training_sanity)
-            if total_examples is None and total_words is None:
-                raise ParvecError(
-                    "You must specify either total_examples or total_words, for proper learning-rate and progress "
-                    "calculations. If you've just built the vocabulary using the same corpus, using the count "
-                    "cached in the model is sufficient: total_examples=model.corpus_count."
-                )
-            if epochs is None or epochs <= 0:
-                raise ParvecError("You must specify an explicit epochs count. The usual value is epochs=model.epochs.")
+        _check_gensim_train(corpus_iterable, total_examples, total_words, epochs)
         sentences = _one_of(sentences, corpus_iterable)
         if self.vocab is None or self.wv is None:
             raise ParvecError("build the vocabulary first (build_vocab), or pass the corpus to Word2Vec(...)")
-        for name, value in (("total_examples", total_examples), ("total_words", total_words)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | np.integer)
-                                      or value < 1):
-                raise ParvecError(f"{name} must be a positive integer, got {value!r}")
         if compute_loss is not None:
             self.config.compute_loss = bool(compute_loss)
-        if resume and self.graph_run is not None:
-            raise ParvecError(self.graph_run_refusal())
         if resume:
-            self._resume_cluster()
-        if resume:  # counted afresh: a resumed run must see the corpus the checkpoint was trained on
+            if self.graph_run is not None:
+                raise ParvecError(graph_run_refusal(self.graph_run))
+            self.cluster = drivers.resume_cluster(self.cluster, self.state)
+            # counted afresh: a resumed run must see the corpus the checkpoint was trained on
             encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
-            self._check_resume_corpus(encoded)
+            check_resume_corpus(self.vocab, self.corpus_words, encoded)
         else:
             encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus, vocab=self.vocab)
-        schedule_words = encoded.n_tokens
-        if total_words is not None:  # gensim counts every token; the schedule here counts in-vocabulary ones
-            schedule_words = max(1, round(int(total_words) * encoded.n_tokens / max(1, encoded.raw_words)))
-        elif total_examples is not None:
-            schedule_words = max(1, round(int(total_examples) * encoded.n_tokens / max(1, encoded.n_sentences)))
+        schedule_words = _schedule_words(encoded, total_examples, total_words)
         total_epochs = self.config.epochs if epochs is None else epochs
-        start = 0
-        resume_at: Position | None = None
+        start, resume_at = (self.epochs_trained, self.position) if resume else (0, None)
         if resume:
-            start, resume_at = self.epochs_trained, self.position
-            total_epochs = self._resume_epochs(epochs, start, resume_at, encoded.n_tokens)
+            total_epochs = resume_epochs(self.config, self.state, epochs, encoded.n_tokens)
             if start >= total_epochs:
                 return TrainStats()
-        else:
-            self.schedule_anchor = None
+            if schedule_words != encoded.n_tokens:
+                raise ParvecError("total_examples/total_words cannot be combined with resume=True: a resumed run "
+                                  "keeps its schedule")
         if total_epochs < 1:
             raise ParvecError(f"epochs must be a positive integer, got {total_epochs}")
-        if schedule_words != encoded.n_tokens and resume:
-            raise ParvecError("total_examples/total_words cannot be combined with resume=True: a resumed run keeps "
-                              "its schedule")
+        options = self.run_options.check()
         capabilities.check(mode_of(self.config, self.cluster),
-                           mid_epoch_checkpoints=resume_at is not None or self._checkpoint_interval is not None)
-        if self._checkpoint_interval is not None:
-            if self.checkpoint_dir is None:
-                raise ParvecError("checkpoint_every needs checkpoint_dir (--checkpoint-every needs --checkpoint-dir)")
-            if not resume and self.epochs_trained:
-                raise ParvecError(f"checkpoint_every: mid-epoch checkpoints belong to a run trained from its start "
-                                  f"(a fresh model, or resume=True); this model has trained {self.epochs_trained} "
-                                  "epochs")
+                           mid_epoch_checkpoints=resume_at is not None or options.interval is not None)
+        options.check_checkpoints(resume, self.epochs_trained)
         driver = self._make_driver().use_corpus(encoded)
+        base_epochs = 0 if resume else self.epochs_trained
         if not resume or self.run_id is None:
-            self.run_id = uuid.uuid4().hex
-        self.corpus_words = encoded.n_tokens
-        self.raw_words = encoded.raw_words
-        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
-                                  "failed_checkpoints": 0}
-        schedule = self.learning_rate_schedule(schedule_words, total_epochs)
-        stats = self._run(driver, schedule, start, resume_at, 0 if resume else self.epochs_trained, callbacks)
-        self.run_report = driver.report() if hasattr(driver, "report") else {}
-        return stats
-
-    def _run(self, driver: Any, schedule: Schedule, start: int, resume_at: Position | None, base_epochs: int,
-             callbacks: Iterable[Any]) -> TrainStats:
-        # One call of the run engine with this model's epoch-end work (bookkeeping, the report's epoch records and
-        # scores, the epoch-end checkpoint, the callbacks) and its mid-epoch checkpoints.
-        total_epochs = schedule.epochs
-        epoch_fns, gensim_cbs = _split_callbacks(callbacks)
-        self.running_training_loss = 0.0
-        eval_files = self._eval_files() if self.eval_every_epoch else None
-        run_log = self.run_log
-        if run_log is not None:
-            run_log.new_call()
-        eval_seconds = [0.0]
-        started = time.perf_counter()
-
-        checkpointer = self._checkpointer()
-
-        def on_epoch_end(epoch: int, stats: TrainStats) -> None:
-            self.epochs_trained = base_epochs + epoch + 1
-            if run_log is not None:
-                scores, t_eval = None, None
-                if eval_files is not None:
-                    t0 = time.perf_counter()
-                    scores = self._epoch_scores(eval_files)
-                    t_eval = time.perf_counter() - t0
-                    eval_seconds[0] += t_eval
-                    run_log.pause(t_eval)
-                run_log.epoch_end(epoch=base_epochs + epoch, words=stats.words_per_epoch[-1] if stats.words_per_epoch
-                                  else 0, loss=stats.loss_per_epoch[-1] if stats.loss_per_epoch else None,
-                                  seconds=time.perf_counter() - started - eval_seconds[0],
-                                  lr=schedule.epoch_end_alpha(epoch), scores=scores, eval_seconds=t_eval)
-            if checkpointer is not None:
-                checkpointer.epoch_end(self.epochs_trained)
-            if self.config.compute_loss:
-                self.running_training_loss = float(sum(
-                    lv * pv for lv, pv in zip(stats.loss_per_epoch, stats.pairs_per_epoch, strict=True) if pv))
-            for fn in epoch_fns:
-                fn(self, epoch, stats)
-            for cb in gensim_cbs:
-                _call(cb, "on_epoch_end", self)
-            if epoch + 1 < total_epochs:
-                for cb in gensim_cbs:
-                    _call(cb, "on_epoch_begin", self)
-
-        engine = RunEngine(driver, self.config, schedule, epochs=total_epochs, start_epoch=start, resume_at=resume_at,
-                           on_epoch_end=on_epoch_end, checkpoint_every=self._checkpoint_interval,
-                           on_checkpoint=checkpointer.mid_epoch if checkpointer is not None else None,
-                           on_progress=run_log.progress if run_log is not None else None)
-        for cb in gensim_cbs:
-            _call(cb, "on_train_begin", self)
-        for cb in gensim_cbs:
-            _call(cb, "on_epoch_begin", self)
-        stats = engine.run()
-        self.position = None
-        for cb in gensim_cbs:
-            _call(cb, "on_train_end", self)
-        self.epochs_trained = base_epochs + total_epochs
-        assert self.wv is not None
-        self.wv.fill_norms(force=True)  # vectors changed in place: drop cached unit vectors
-        if eval_seconds[0]:
-            stats.seconds = max(0.0, stats.seconds - eval_seconds[0])  # words/s is training's, not evaluation's
-        self.stats = stats
-        return stats
+            self.state.fresh()
+        self.corpus_words, self.raw_words = encoded.n_tokens, encoded.raw_words
+        run = Run(driver, self.config, self.learning_rate_schedule(schedule_words, total_epochs), options, self.state,
+                  describe=self.saved_model, start_epoch=start, resume_at=resume_at, base_epochs=base_epochs,
+                  score=epoch_scorer(self.wv) if options.eval_every_epoch else None)
+        return _train_with_callbacks(self, run, callbacks)
 
     def learning_rate_schedule(self, words_per_epoch: int | None = None, epochs: int | None = None) -> Schedule:
         """The learning-rate schedule this model trains with: linear from ``alpha`` to ``min_alpha`` over
@@ -603,39 +386,6 @@ class Word2Vec:
         return Schedule.of(self.config, int(words), epochs, anchor=self.schedule_anchor)
 
     # ------------------------------------------------------------------ checkpoints and resume
-    def graph_run_refusal(self, path: str | os.PathLike[str] | None = None) -> str:
-        """Why a checkpoint of a graph run cannot be resumed as a word2vec run, and how to resume it.
-
-        Example:
-            >>> m = Word2Vec(); m.graph_run = {"command": "deepwalk", "graph": {"source": "g.txt"}}
-            >>> m.graph_run_refusal("ck").split(": ")[1]
-            'resume it with `parvec deepwalk g.txt -o OUT --resume ck` (Python'
-        """
-        run = self.graph_run or {}
-        command = run.get("command") if run.get("command") in ("node2vec", "deepwalk") else "node2vec"
-        graph = (run.get("graph") or {}).get("source") or "GRAPH"
-        where = str(path) if path is not None else "this model"
-        python = "DeepWalk" if command == "deepwalk" else "Node2Vec"
-        return (f"{where} is a checkpoint of a `parvec {command}` run on {graph}: resume it with `parvec {command} "
-                f"{graph} -o OUT --resume {path if path is not None else 'DIR'}` (Python: {python}.from_checkpoint)")
-
-    def _checkpointer(self) -> checkpoints.Checkpointer | None:
-        # The writer of this run's checkpoints (None without a checkpoint directory): it describes the model at
-        # each point (saved_model), counts into checkpoint_report and pauses the report's clock while it writes.
-        if self.checkpoint_dir is None:
-            return None
-        run_log = self.run_log
-
-        def saved(path: Path, pos: Position | None, seconds: float) -> None:
-            if run_log is not None:
-                run_log.pause(seconds)
-            if self.on_checkpoint_saved is not None:
-                self.on_checkpoint_saved(path, pos, seconds)
-
-        return checkpoints.Checkpointer(self.checkpoint_dir, self.saved_model, self.run_id or uuid.uuid4().hex,
-                                        on_error=self.on_checkpoint_error, report=self.checkpoint_report,
-                                        on_saved=saved)
-
     def saved_model(self, position: Position | None = None, epochs_trained: int | None = None) -> model_io.SavedModel:
         """This model as :func:`parvec.model_io.save` writes it (``position``: a mid-epoch checkpoint's place;
         ``epochs_trained``: the epochs it records, default the model's).
@@ -654,118 +404,16 @@ class Word2Vec:
             corpus_words=self.corpus_words, raw_words=self.raw_words, corpus_count=self.corpus_count,
             position=position, run_id=self.run_id,
             checkpoint_every=None if self.checkpoint_every is None else str(self.checkpoint_every),
-            schedule_anchor=self.schedule_anchor, graph_run=self.graph_run, cluster=self._cluster_record(),
+            schedule_anchor=self.schedule_anchor, graph_run=self.graph_run,
+            cluster=drivers.cluster_record(self.cluster),
         )
 
-    def _cluster_record(self) -> dict[str, Any] | None:
-        # Where this model trains, for model.json (None: this process; parvec.distributed.cluster_record).
-        if self.cluster is None:
-            return None
-        from parvec.distributed import cluster_record
-
-        return cluster_record(self.cluster)
-
-    def _resume_cluster(self) -> None:
-        # train(resume=True): a checkpoint trained on a cluster trains there again (its recorded cluster, when
-        # self.cluster was left None); one set that cannot continue it (another mode, replicas, shards or sync
-        # settings, or a cluster for a checkpoint of this process) is refused, naming both.
-        if not self.saved_cluster_recorded:
-            return
-        from parvec.distributed import cluster_from_record, cluster_record, describe_record
-
-        saved = self.saved_cluster
-        if self.cluster is None:
-            if saved is not None:
-                self.cluster = cluster_from_record(saved)
-                log.info("resuming on %s, as the checkpoint was trained", describe_record(saved))
-            return
-        mine = cluster_record(self.cluster)
-        assert mine is not None
-        if saved is None:
-            raise ParvecError(f"cannot resume on {describe_record(mine)}: the checkpoint was trained in this process "
-                              "(its position and learning rate are this process's); resume it with cluster=None")
-        keys = ("mode", "replicas", "sync_words", "min_sync_words", "full_sync_times", "sync_overlap", "alpha_scale")
-        if saved.get("mode") == "sharded":
-            keys = ("mode", "shards", "minibatch_words", "minibatch_formation", "negatives_per", "wire_floats",
-                    "shard_calls")
-        differ = [f"{k} {mine.get(k)!r} (the checkpoint's {saved.get(k)!r})" for k in keys
-                  if mine.get(k) != saved.get(k)]
-        if differ:
-            raise ParvecError(f"cannot resume on this cluster: {'; '.join(differ)}; the checkpoint was trained on "
-                              f"{describe_record(saved)}: resume it with the same mode and settings (leave "
-                              "model.cluster as loaded)")
-
-    def _check_resume_corpus(self, encoded: EncodedCorpus) -> None:
-        # The checkpoint's vocabulary and token count are the corpus's fingerprint.
-        assert self.vocab is not None
-        mine, theirs = self.vocab, encoded.vocab
-        if mine.words != theirs.words or not np.array_equal(mine.counts, theirs.counts):
-            if len(mine) != len(theirs):
-                what = f"{len(theirs):,} words, the checkpoint's {len(mine):,}"
-            else:
-                i = next((i for i, (a, b, ca, cb) in enumerate(zip(mine.words, theirs.words, mine.counts.tolist(),
-                                                                     theirs.counts.tolist(), strict=True))
-                          if a != b or ca != cb), 0)
-                what = (f"word {i + 1} is {theirs.words[i]!r} (count {int(theirs.counts[i])}), the checkpoint's "
-                        f"{mine.words[i]!r} (count {int(mine.counts[i])})")
-            raise ParvecError(f"cannot resume: this corpus is not the one the checkpoint was trained on (its "
-                              f"vocabulary has {what}); give the same corpus and the same --min-count, "
-                              "--max-vocab-size, --max-final-vocab, --lowercase")
-        if self.corpus_words and encoded.n_tokens != self.corpus_words:
-            raise ParvecError(f"cannot resume: this corpus has {encoded.n_tokens:,} in-vocabulary tokens, the one "
-                              f"the checkpoint was trained on {self.corpus_words:,}; give the same corpus")
-
-    def _resume_epochs(self, epochs: int | None, start: int, at: Position | None, words_per_epoch: int) -> int:
-        # A resumed run finishes config.epochs; another number applies from the checkpoint on: the learning
-        # rate decays linearly from its value there to min_alpha at the new end (schedule_anchor).
-        if epochs is None or epochs == self.config.epochs:
-            return self.config.epochs
-        begun = start + (1 if at is not None else 0)
-        if isinstance(epochs, bool) or not isinstance(epochs, int | np.integer) or epochs < max(begun, 1):
-            raise ParvecError(f"cannot resume with epochs={epochs}: the checkpoint has already "
-                              f"{'begun' if at is not None else 'done'} {begun} epoch(s) of {self.config.epochs}")
-        words = start * words_per_epoch + (at.words_done if at is not None else 0)
-        self.schedule_anchor = self.learning_rate_schedule(words_per_epoch).resumed_with(int(epochs), words).anchor
-        self.config.epochs = int(epochs)
-        return int(epochs)
-
-    def _eval_files(self) -> dict[str, Path]:
-        # Checked before training: a run asked to evaluate every epoch must not find out at epoch 1.
-        from parvec.evaluation import EVAL_FILES, default_eval_paths
-
-        files = default_eval_paths()
-        if not files:
-            raise ParvecError(
-                "eval_every_epoch: no evaluation files found (looked for "
-                f"{', '.join(EVAL_FILES.values())} in $PARVEC_EVAL_DIR and shared/data/eval)"
-            )
-        return files
-
-    def _epoch_scores(self, files: dict[str, Path]) -> dict[str, float | None]:
-        from parvec.evaluation import evaluate
-        from parvec.runlog import headline_scores
-
-        assert self.wv is not None
-        self.wv.fill_norms(force=True)  # the vectors moved since the norms were cached
-        return headline_scores(evaluate(self.wv, **{k: str(v) for k, v in files.items()}))
-
-    def _make_driver(self) -> Any:
-        # The one choice of driver (parvec.engine): this process's CPU threads, the GPU, or a cluster's replicas or
-        # shards.  Each trains self.wv.vectors / self.syn1neg in place.
+    def _make_driver(self) -> CorpusDriver:
+        # What trains self.wv.vectors / self.syn1neg in place (parvec.drivers: CPU threads, the GPU, a cluster).
         assert self.vocab is not None and self.wv is not None and self.syn1neg is not None
-        args = (self.config, self.vocab.counts, self.wv.vectors, self.syn1neg)
-        if self.cluster is not None:
-            from parvec.distributed import make_driver
-
-            driver = make_driver(self.cluster, *args)
-            driver.read_options = self.read_options  # how a node that cannot see the cache re-reads the input
-            driver.workers_given = self.workers_given  # workers given and lowered to fit the CPUs: said
-            return driver
-        if self.config.device == "cuda":
-            from parvec.gpu import make_driver as make_gpu_driver
-
-            return make_gpu_driver(*args)
-        return CpuDriver(self.config, self.vocab.counts, w_in=self.wv.vectors, w_out=self.syn1neg, syn1=self.syn1)
+        return drivers.make_driver(self.config, self.vocab.counts, self.wv.vectors, self.syn1neg, self.syn1,
+                                   cluster=self.cluster, read_options=self.read_options,
+                                   workers_given=self.workers_given)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str], position: Position | None = None) -> None:
@@ -807,35 +455,17 @@ class Word2Vec:
     @classmethod
     def _from_saved(cls, saved: model_io.SavedModel) -> Word2Vec:
         # The Word2Vec that a read model directory describes (the constructor checks the parameters again).
-        config, opts = saved.config, dict(saved.read_options or {})
-        model = cls(
-            vector_size=config.dim, window=config.window, negative=config.negative, sample=config.sample,
-            min_count=opts.get("min_count", 5), max_vocab_size=opts.get("max_vocab_size"),
-            max_final_vocab=opts.get("max_final_vocab"), epochs=config.epochs, alpha=config.alpha,
-            min_alpha=config.min_alpha, workers=config.threads, seed=config.seed, algo=config.algo,
-            ns_exponent=config.ns_exponent, max_sentence_length=config.max_sentence_length,
-            batch_size=config.batch_size, par_batch=config.par_batch, compute_loss=config.compute_loss,
-            progress=config.progress, lowercase=opts.get("lowercase", False), device=config.device,
-            unicode_errors=opts.get("unicode_errors", "strict"), sg=int(config.sg), hs=int(config.hs),
-            cbow_mean=int(config.cbow_mean),
-        )
+        config = saved.config
+        model = cls(**_init_args(config, dict(saved.read_options or {})))
         model.config.par_h_factor = config.par_h_factor
         model.config.chunk_words = config.chunk_words
-        model.epochs_trained = saved.epochs_trained
-        model.corpus_words = saved.corpus_words
-        model.raw_words = saved.raw_words
+        model.corpus_words, model.raw_words = saved.corpus_words, saved.raw_words
         model.corpus_count = saved.corpus_count
-        model.run_id = saved.run_id
-        model.saved_at = saved.saved_at
-        model.schedule_anchor = saved.schedule_anchor
-        model.saved_checkpoint_every = saved.checkpoint_every
-        model.graph_run = saved.graph_run
-        model.saved_cluster = saved.cluster
-        model.saved_cluster_recorded = saved.cluster_recorded
+        model.state = RunState.from_saved(saved)
         model.workers_given = False
         model.vocab = saved.vocab
+        assert saved.vectors is not None and saved.syn1neg is not None
         model._set_vectors(saved.vectors, saved.syn1neg, saved.syn1)
-        model.position = saved.position
         return model
 
     def __repr__(self) -> str:
@@ -843,6 +473,136 @@ class Word2Vec:
         model = "" if self.config.sg else f", sg=0, cbow_mean={int(self.config.cbow_mean)}"
         return (f"Word2Vec<vocab={n}, vector_size={self.config.dim}{model}, algo={self.config.algo}, "
                 f"alpha={self.config.alpha}>")
+
+
+def _init_args(config: TrainConfig, opts: dict[str, Any]) -> dict[str, Any]:
+    # The constructor's arguments that rebuild a saved model's configuration and read options.
+    return dict(
+        vector_size=config.dim, window=config.window, negative=config.negative, sample=config.sample,
+        min_count=opts.get("min_count", 5), max_vocab_size=opts.get("max_vocab_size"),
+        max_final_vocab=opts.get("max_final_vocab"), epochs=config.epochs, alpha=config.alpha,
+        min_alpha=config.min_alpha, workers=config.threads, seed=config.seed, algo=config.algo,
+        ns_exponent=config.ns_exponent, max_sentence_length=config.max_sentence_length,
+        batch_size=config.batch_size, par_batch=config.par_batch, compute_loss=config.compute_loss,
+        progress=config.progress, lowercase=opts.get("lowercase", False), device=config.device,
+        unicode_errors=opts.get("unicode_errors", "strict"), sg=int(config.sg), hs=int(config.hs),
+        cbow_mean=int(config.cbow_mean),
+    )
+
+
+def _check_gensim_train(corpus_iterable: Any, total_examples: int | None, total_words: int | None,
+                        epochs: int | None) -> None:
+    # gensim 4's corpus_iterable= needs the size of an epoch and explicit epochs (gensim's _check_training_sanity);
+    # total_examples / total_words, when given, are positive integers.
+    if corpus_iterable is not None:
+        if total_examples is None and total_words is None:
+            raise ParvecError(
+                "You must specify either total_examples or total_words, for proper learning-rate and progress "
+                "calculations. If you've just built the vocabulary using the same corpus, using the count "
+                "cached in the model is sufficient: total_examples=model.corpus_count."
+            )
+        if epochs is None or epochs <= 0:
+            raise ParvecError("You must specify an explicit epochs count. The usual value is epochs=model.epochs.")
+    for name, value in (("total_examples", total_examples), ("total_words", total_words)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1):
+            raise ParvecError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _schedule_words(encoded: EncodedCorpus, total_examples: int | None, total_words: int | None) -> int:
+    # The words of one epoch of the schedule: the corpus's in-vocabulary tokens, or gensim's total_words (every
+    # token, out-of-vocabulary ones too) or total_examples (sentences) scaled to them.
+    if total_words is not None:
+        return max(1, round(int(total_words) * encoded.n_tokens / max(1, encoded.raw_words)))
+    if total_examples is not None:
+        return max(1, round(int(total_examples) * encoded.n_tokens / max(1, encoded.n_sentences)))
+    return encoded.n_tokens
+
+
+def _grow_vocab(model: Word2Vec, sentences: Iterable[list[str]] | None,
+                corpus_file: str | os.PathLike[str] | list[str | os.PathLike[str]] | None,
+                corpus: EncodedCorpus | None) -> EncodedCorpus:
+    # build_vocab(update=True): see its docstring for the rule.
+    if model.vocab is None or model.wv is None or model.syn1neg is None:
+        raise ParvecError("build_vocab(update=True) grows an existing vocabulary, and this model has none: "
+                          "call build_vocab(...) without update first (gensim: \"You cannot do an online "
+                          "vocabulary-update of a model which has no prior vocabulary\")")
+    if isinstance(corpus_file, str | os.PathLike) and os.fspath(corpus_file) == "-":
+        raise ParvecError("build_vocab(update=True) reads the corpus twice (count, then encode against the "
+                          "grown vocabulary): standard input cannot be; save it to a file")
+    fresh = model.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)  # its own min_count
+    old = model.vocab
+    keep = max(1, model.read_options.min_count)  # an EncodedCorpus given may have been built with a lower one
+    added = [(w, c) for w, c in zip(fresh.vocab.words, fresh.vocab.counts.tolist(), strict=True)
+             if w not in old.index and c >= keep]
+    n_old, n = len(old), len(old) + len(added)
+    grown = Vocab(old.words + [w for w, _ in added], np.concatenate([old.counts, [c for _, c in added]]))
+    if corpus is not None:
+        encoded = _remap(corpus, grown)
+    else:
+        encoded = model.encode(sentences=sentences, corpus_file=corpus_file, vocab=grown)
+        if fresh.inputs != encoded.inputs:  # read twice: the new words were chosen from the first read
+            raise ParvecError(f"{fresh.source}: the input changed between its two reads (the new words were "
+                              "counted, then the corpus encoded with them); the vocabulary was not grown: train "
+                              "on a copy that nothing writes to")
+    # Every occurrence in the new corpus adds to a known word's count, rare in it or not (gensim 4's rule);
+    # a new word's count is its count in the new corpus.
+    seen = np.bincount(encoded.tokens, minlength=n).astype(np.int64)
+    grown.counts[:n_old] += seen[:n_old]
+    grown.counts[n_old:] = seen[n_old:]
+    model.check_memory(encoded)
+    dim = model.config.dim
+    w_in = np.concatenate([model.wv.vectors, init_input_vectors(n, dim, model.config.seed, start=n_old)])
+    w_out = np.concatenate([model.syn1neg, np.zeros((n - n_old, dim), dtype=np.float32)])
+    if model.syn1 is not None:
+        # Hierarchical softmax, as gensim's update: the Huffman tree is rebuilt over the whole grown vocabulary
+        # and its counts (each Trainer builds it from ``vocab.counts``; saves fingerprint it), and syn1 gains one
+        # zero row per new word, so it keeps one row per inner node (V-1).  The old rows stay as they were, now
+        # serving the rebuilt tree's inner nodes of the same index (gensim does the same).
+        model.syn1 = np.ascontiguousarray(
+            np.concatenate([model.syn1, np.zeros((n - n_old, dim), dtype=np.float32)]), dtype=np.float32)
+    model.vocab = grown
+    model.syn1neg = np.ascontiguousarray(w_out, dtype=np.float32)
+    # The same KeyedVectors object, grown in place (a reference to model.wv taken before stays valid).
+    wv = model.wv
+    wv.index_to_key.extend(w for w, _ in added)
+    wv.key_to_index.update((w, n_old + j) for j, (w, _) in enumerate(added))
+    wv.counts = grown.counts
+    wv.vectors = np.ascontiguousarray(w_in, dtype=np.float32)
+    model.corpus_words = encoded.n_tokens
+    model.raw_words = encoded.raw_words
+    model.corpus_count = encoded.n_sentences
+    return encoded
+
+
+def _train_with_callbacks(model: Word2Vec, run: Run, callbacks: Iterable[Any]) -> TrainStats:
+    # The run with the model's epoch-end work (its running loss, the callbacks) around it.
+    epoch_fns, gensim_cbs = _split_callbacks(callbacks)
+    model.running_training_loss = 0.0
+    total_epochs = run.schedule.epochs
+
+    def on_epoch_end(epoch: int, stats: TrainStats) -> None:
+        if model.config.compute_loss:
+            model.running_training_loss = float(sum(
+                lv * pv for lv, pv in zip(stats.loss_per_epoch, stats.pairs_per_epoch, strict=True) if pv))
+        for fn in epoch_fns:
+            fn(model, epoch, stats)
+        for cb in gensim_cbs:
+            _call(cb, "on_epoch_end", model)
+        if epoch + 1 < total_epochs:
+            for cb in gensim_cbs:
+                _call(cb, "on_epoch_begin", model)
+
+    run.on_epoch_end = on_epoch_end
+    for hook in ("on_train_begin", "on_epoch_begin"):
+        for cb in gensim_cbs:
+            _call(cb, hook, model)
+    stats = run.execute()
+    for cb in gensim_cbs:
+        _call(cb, "on_train_end", model)
+    assert model.wv is not None
+    model.wv.fill_norms(force=True)  # vectors changed in place: drop cached unit vectors
+    model.stats = stats
+    return stats
 
 
 def _zero_one(name: str, value: Any) -> bool:

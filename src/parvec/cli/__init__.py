@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 from parvec.errors import ParvecError
 
@@ -54,7 +55,7 @@ def _signals_unwind() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {}
+    previous: dict[signal.Signals, Any] = {}
     for signum, handler in ((signal.SIGTERM, _on_sigterm), (signal.SIGINT, _on_sigint)):
         if signal.getsignal(signum) is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, handler)

@@ -71,6 +71,7 @@ def _demo(args: argparse.Namespace, path: Path, pending: Any) -> None:
     model = Word2Vec(corpus_file=path, vector_size=args.dim, window=5, negative=5, sample=1e-4,
                      min_count=5, epochs=args.epochs, workers=args.threads, seed=args.seed, algo=args.algo)
     wv = model.wv
+    assert wv is not None
     print(f"vocabulary {len(wv):,} words; trained {model.stats.words:,} words in {model.stats.seconds:.1f} s "
           f"({model.stats.words_per_sec / 1e6:.2f}M words/s); loss per epoch "
           + ", ".join(f"{x:.3f}" for x in model.stats.loss_per_epoch)
@@ -91,6 +92,7 @@ def _demo(args: argparse.Namespace, path: Path, pending: Any) -> None:
     where = sorted({"shipped with parvec" if p.parent == shipped else str(p.parent) for p in paths.values()})
     print(f"\nevaluation ({', '.join(where) or 'no files'}; small corpus: expect modest scores; the full corpus "
           "gives ~0.66 / 0.31 / 35%):")
-    print(format_report(evaluate(wv, **paths)))
+    files: dict[str, Any] = {name: str(p) for name, p in paths.items()}
+    print(format_report(evaluate(wv, **files)))
     if pending is not None:
         pending.write(wv.save_word2vec_format)

@@ -246,12 +246,12 @@ def _resumed(args: argparse.Namespace) -> Any:
     # --resume: the checkpoint's run on the graph given again (read with the checkpoint's --weighted and
     # --directed); flags given with another value than the checkpoint's are refused, --workers and --epochs
     # applied and said, as `parvec train --resume` does.
+    from parvec.capabilities import check_graph_resume
     from parvec.cli.flags import explicit_flags
     from parvec.cli.resume import describe_resume
     from parvec.graph.node2vec import DeepWalk, Node2Vec
 
-    if getattr(args, "device", "cpu") != "cpu":
-        raise ParvecError("--resume: graph runs resume on the CPU trainer only (leave out --device)")
+    check_graph_resume(getattr(args, "device", "cpu"))
     given = explicit_flags(args, args.command)
     expected = {param: getattr(args, dest) for dest, (param, _) in _SAVED_GRAPH_FLAGS.items() if dest in given}
     names = {param: flag for param, flag in _SAVED_GRAPH_FLAGS.values()}
@@ -268,7 +268,7 @@ def _resumed(args: argparse.Namespace) -> Any:
         print(f"--workers {args.threads} overrides the checkpoint's {model.saved_threads}", file=sys.stderr)
     else:
         print(f"threads: {model.config.threads}, as the checkpoint was trained (--workers overrides)", file=sys.stderr)
-    if "epochs" in given and saved.schedule_anchor is not None:
+    if "epochs" in given and model.schedule_anchor is not None:
         print(f"--epochs {args.epochs}: the learning rate now decays from its value at the checkpoint to the final "
               f"rate at the end of epoch {args.epochs}, so the vectors differ from an uninterrupted run",
               file=sys.stderr)
@@ -279,7 +279,8 @@ def _resumed(args: argparse.Namespace) -> Any:
         args.checkpoint_every = str(model.checkpoint_every)
         print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
-    for line in describe_resume(saved, where, int(saved.graph_run["walks"]["tokens"]),
+    assert saved is not None and saved.graph_run is not None and where is not None
+    for line in describe_resume(saved.config, model.state, where, int(saved.graph_run["walks"]["tokens"]),
                                 epochs=args.epochs if "epochs" in given else None):
         print(line, file=sys.stderr)
     return model
@@ -288,11 +289,9 @@ def _resumed(args: argparse.Namespace) -> Any:
 def _refuse_cluster(args: argparse.Namespace) -> None:
     # Before anything is read: node2vec/DeepWalk on Ray is refused with the API's error (parvec.graph.node2vec).
     if getattr(args, "cluster", None):
-        from types import SimpleNamespace
+        from parvec.capabilities import check
 
-        from parvec.graph.node2vec import cluster_refusal
-
-        raise cluster_refusal(SimpleNamespace(mode=getattr(args, "cluster_mode", None) or "replicas"))
+        check(getattr(args, "cluster_mode", None) or "replicas", graphs=True)
 
 
 def _cmd_embed(args: argparse.Namespace) -> int:
@@ -338,14 +337,12 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         raise ParvecError(f"{args.graph}: node ID {bad!r} contains whitespace; write .npy output instead")
     if not args.resume:
         model = _model(graph, args)
-    if args.checkpoint_dir or args.checkpoint_every is not None:
-        from parvec.cli.train import print_checkpoint
+    from parvec.run import command_options
 
-        model.on_checkpoint_saved = print_checkpoint
-    if args.report:
-        from parvec.runlog import RunLog
-
-        model.run_log = RunLog(interval_s=args.report_interval)
+    model.run_options = command_options(  # how the run is kept (parvec.run)
+        checkpoint_dir=model.checkpoint_dir, checkpoint_every=model.checkpoint_every,
+        on_checkpoint_error=args.on_checkpoint_error, report=bool(args.report), report_interval=args.report_interval,
+        checkpoint_lines=bool(args.checkpoint_dir or args.checkpoint_every is not None))
     if labels is not None and args.eval_every_epoch:
         model.eval_labels, model.eval_labels_source = labels, args.labels
     kv = model.fit()

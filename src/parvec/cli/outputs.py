@@ -709,7 +709,7 @@ def tolerant_std_streams() -> Iterator[tuple[TolerantStream, TolerantStream]]:
     real = (sys.__stdout__, sys.__stderr__)
     out = TolerantStream(old_out, redirect=old_out in real)
     err = TolerantStream(old_err, redirect=old_err in real)
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = out, err
     try:
         yield out, err
     finally:

@@ -133,32 +133,34 @@ def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: 
                           "run keeps its saved flags (leave these out), or start a new run without --resume")
 
 
-def describe_resume(model: Any, path: str, words_per_epoch: int, units: str = "chunks",
+def describe_resume(config: Any, state: Any, path: str, words_per_epoch: int, units: str = "chunks",
                     epochs: int | None = None) -> list[str]:
     """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
     what is lost (the training after it, written so long ago) and redone; or, when the run's ``epochs`` (the
-    checkpoint's own unless ``--epochs`` gives more) are all done, that nothing is left to train.  ``train`` and
-    the graph commands print them (a sharded run's position counts ``units`` of work).
+    checkpoint's own, ``config.epochs``, unless ``--epochs`` gives more) are all done, that nothing is left to
+    train.  ``state`` is the checkpoint's :class:`parvec.run.RunState`.  ``train`` and the graph commands print
+    them (a sharded run's position counts ``units`` of work).
 
     Example:
-        >>> describe_resume(Word2Vec.load("ck/checkpoint"), "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
+        >>> m = Word2Vec.load("ck/checkpoint")  # doctest: +SKIP
+        >>> describe_resume(m.config, m.state, "ck/checkpoint", 10**6)[0]  # doctest: +SKIP
         'resuming ck/checkpoint: 2 of 5 epochs done'
     """
-    e = model.config.epochs if epochs is None else epochs
-    if model.position is not None:
-        pos = model.position
+    e = config.epochs if epochs is None else epochs
+    if state.position is not None:
+        pos = state.position
         where = (f"resuming {path}: epoch {pos.epoch + 1} of {e}, {pos.chunks_done} {units} ({pos.words_done:,} of "
                  f"{words_per_epoch:,} words) done")
     else:
-        where = f"resuming {path}: {model.epochs_trained} of {e} epochs done"
-    if model.position is None and model.epochs_trained >= e:
-        return [f"{where}: nothing left to train (--epochs N above {model.epochs_trained} trains more); the outputs "
+        where = f"resuming {path}: {state.epochs_trained} of {e} epochs done"
+    if state.position is None and state.epochs_trained >= e:
+        return [f"{where}: nothing left to train (--epochs N above {state.epochs_trained} trains more); the outputs "
                 "are written from the checkpoint's vectors"]
     lines = [where]
-    if model.saved_at is not None and (model.position is not None or Path(path).name == "checkpoint"):
-        age = max(0.0, time.time() - model.saved_at)
-        every = f"; checkpoints every {model.saved_checkpoint_every}" if model.saved_checkpoint_every else ""
+    if state.saved_at is not None and (state.position is not None or Path(path).name == "checkpoint"):
+        age = max(0.0, time.time() - state.saved_at)
+        every = f"; checkpoints every {state.saved_checkpoint_every}" if state.saved_checkpoint_every else ""
         lines.append(f"lost: the training after this checkpoint, written {age:.1f} s ago at "
-                     f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(model.saved_at))} (saved_at "
-                     f"{model.saved_at:.3f}){every}, is redone")
+                     f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(state.saved_at))} (saved_at "
+                     f"{state.saved_at:.3f}){every}, is redone")
     return lines

@@ -150,7 +150,7 @@ def prepare_resume(args: argparse.Namespace) -> ShardedResume:
     if note:
         print(note, file=sys.stderr)
     given = explicit_flags(args)
-    view = SimpleNamespace(config=saved.config, read_options=ReadOptions(**saved.read_options))
+    view = SimpleNamespace(config=saved.config, read_options=ReadOptions(**(saved.read_options or {})))
     more, lines = restore_cluster(args, saved.cluster, saved.cluster_recorded, given)
     refuse_saved_flags(args, view, path, given, more)
     for dest, (_flag, value) in SAVED_FLAGS.items():
@@ -200,14 +200,13 @@ def _schedule(config: Any, enc: dict[str, Any], snap: dict[str, Any] | None, res
 
 def _resume_lines(resumed: ShardedResume, run: Any) -> list[str]:
     # Where the run resumes and what is lost (parvec.cli.resume.describe_resume's lines, in units).
-    from types import SimpleNamespace
-
     from parvec.cli.resume import describe_resume
+    from parvec.run import RunState
 
     saved = resumed.saved
-    model = SimpleNamespace(config=saved.config, position=saved.position, epochs_trained=saved.epochs_trained,
-                            saved_at=saved.saved_at, saved_checkpoint_every=None)
-    lines = describe_resume(model, str(resumed.path), run.words_per_epoch, units="units")
+    state = RunState.from_saved(saved)
+    state.saved_checkpoint_every = None
+    lines = describe_resume(saved.config, state, str(resumed.path), run.words_per_epoch, units="units")
     shards = len(saved.sharded["files"])
     lines.append(f"every shard restored its columns from the checkpoint's snapshot {saved.sharded['snapshot']['id']} "
                  f"({shards} shard{'s' if shards != 1 else ''}, CRC-32 checked)")
@@ -224,8 +223,9 @@ def refuse_flags(args: argparse.Namespace) -> None:
         parvec.errors.ParvecError: --eval-every-epoch is not available with --mode sharded (the model is never ...
     """
     if args.eval_every_epoch:
-        raise ParvecError("--eval-every-epoch is not available with --mode sharded (the model is never in one "
-                          "process); use --mode replicas, or train without it")
+        from parvec.capabilities import pipeline_refusal
+
+        raise pipeline_refusal("--eval-every-epoch")
 
 
 def _sharded_flags(args: argparse.Namespace, cluster: Any) -> None:

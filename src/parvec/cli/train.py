@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from parvec.capabilities import CBOW_ALGORITHMS
 from parvec.cli.outputs import OutputPlan, check_paths, output_name
 from parvec.cli.resume import describe_resume, refuse_saved_flags, restore_cluster
 from parvec.config import (
     ALL_ALGORITHMS,
-    CBOW_ALGORITHMS,
     DEFAULT_ALGO,
     DEFAULT_CBOW_ALGO,
     DEFAULT_GPU_ALGO,
@@ -335,7 +335,7 @@ def _zero_one_arg(text: str) -> int:
 
 
 # The defaults of the two styles; alpha is 0.05 for CBOW and 0.025 for skip-gram in both (word2vec.c's rule).
-_STYLE_DEFAULTS = {
+_STYLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "word2vec.c": {"cbow": 1, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,
                    "dim": 100, "binary": 0},
     "parvec": {"cbow": 0, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,
@@ -603,9 +603,11 @@ def _run_train(args: argparse.Namespace) -> int:
             raise ParvecError(f"{flag} cannot be combined with --resume (the resumed model has its vocabulary and "
                               "writes its vectors)")
     if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
+        from parvec.capabilities import pipeline_refusal
+
         for flag, value in (("-read-vocab", args.read_vocab), ("-classes", args.classes)):
             if value:
-                raise ParvecError(f"{flag} is not available with --mode sharded")
+                raise pipeline_refusal(flag)
     if not args.resume:
         print(defaults_line, file=sys.stderr)
     binary = bool(args.binary) if args.binary is not None else str(args.output or "").endswith(".bin")
@@ -670,6 +672,7 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     from parvec import model_io
     from parvec.checkpoints import EPOCH_END, find_for_resume
     from parvec.cli.flags import explicit_flags
+    from parvec.run import graph_run_refusal
     from parvec.word2vec import load_for_resume
 
     if (model_io.read_meta(find_for_resume(args.resume)[0]) or {}).get("sharded") is not None:
@@ -678,7 +681,7 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
         return prepare_resume(args)
     model, path, note = load_for_resume(args.resume)
     if model.graph_run is not None:
-        raise ParvecError(model.graph_run_refusal(path))
+        raise ParvecError(graph_run_refusal(model.graph_run, path))
     args.resume = str(path)
     if note:
         print(note, file=sys.stderr)
@@ -715,17 +718,6 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     return model, resume_epochs
 
 
-def print_checkpoint(path: Path, pos: Any, seconds: float) -> None:
-    """Print one line to stderr for a checkpoint just written (``Word2Vec.on_checkpoint_saved``; the graph
-    commands' too): its path, where in training it is (``pos``: None at an epoch's end) and the seconds it took.
-
-    Example:
-        >>> model.on_checkpoint_saved = print_checkpoint  # doctest: +SKIP
-    """
-    where = "end of epoch" if pos is None else f"epoch {pos.epoch + 1}, {pos.words_done:,} words in"
-    print(f"checkpoint: {path} ({where}) written in {seconds:.2f} s", file=sys.stderr, flush=True)
-
-
 def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_dir: Any,
                      out: dict[str, Any], resumed: Any = None) -> list[str]:
     # Reads, trains and writes every output into its reserved temporary; returns the lines to print
@@ -743,7 +735,9 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         from parvec.cli.sharded import refuse_flags, train_sharded
 
         if isinstance(source, list):
-            raise ParvecError("--mode sharded reads one input file: concatenate the inputs first")
+            from parvec.capabilities import sharded_input_refusal
+
+            raise sharded_input_refusal()
         refuse_flags(args)  # before the cluster is made from the flags
         return train_sharded(args, cluster_from_args(args), source, binary, cache_dir, out, resumed)
     done: list[str] = []
@@ -777,14 +771,11 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
         model, resume_epochs = resumed
         model.config.progress = args.progress
         model.cache_dir = cache_dir
-        model.checkpoint_dir = args.checkpoint_dir
-        model.checkpoint_every = args.checkpoint_every
-        model.on_checkpoint_error = args.on_checkpoint_error
         model.cluster = _resumed_cluster(args, model)
         # Counted afresh (the cache serves it): train(resume=True) refuses a corpus whose vocabulary or token
         # count differs from the checkpoint's.
         encoded = model.encode(corpus_file=source)
-        for line in describe_resume(model, args.resume, encoded.n_tokens, epochs=resume_epochs):
+        for line in describe_resume(model.config, model.state, args.resume, encoded.n_tokens, epochs=resume_epochs):
             print(line, file=sys.stderr)
         return model, encoded, resume_epochs
     model = Word2Vec(
@@ -794,10 +785,8 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
         seed=args.seed, algo=args.algo, max_sentence_length=args.max_sentence_length,
         batch_size=args.batch_size, par_batch=args.par_batch, compute_loss=args.compute_loss,
         progress=args.progress, cache_dir=cache_dir, lowercase=args.lowercase,
-        unicode_errors=args.unicode_errors, checkpoint_dir=args.checkpoint_dir,
-        device=args.device, cluster=cluster_from_args(args), hs=args.hs, sg=0 if args.cbow else 1,
-        cbow_mean=args.cbow_mean,
-        checkpoint_every=args.checkpoint_every, on_checkpoint_error=args.on_checkpoint_error,
+        unicode_errors=args.unicode_errors, device=args.device, cluster=cluster_from_args(args), hs=args.hs,
+        sg=0 if args.cbow else 1, cbow_mean=args.cbow_mean,
     )
     read_vocab = None
     if args.read_vocab:
@@ -880,17 +869,15 @@ def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, mode
 
 
 def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: int | None) -> tuple[Any, Any]:
-    # The run log, evaluation and checkpoint lines as the flags ask, then training and its summary lines;
-    # returns (stats, the report's resumed_from: where the checkpoint was, read before training moves it).
-    if args.report or args.eval_every_epoch:
-        from parvec.runlog import RunLog
+    # How the run is kept (parvec.run: checkpoints, the report's run log, per-epoch scores, checkpoint lines), then
+    # training and its summary lines; returns (stats, the report's resumed_from: where the checkpoint was, read
+    # before training moves it).
+    from parvec.run import command_options
 
-        if not args.report_interval > 0:
-            raise ParvecError(f"--report-interval must be positive, got {args.report_interval}")
-        model.run_log = RunLog(interval_s=args.report_interval)
-        model.eval_every_epoch = bool(args.eval_every_epoch)
-    if args.checkpoint_every is not None:
-        model.on_checkpoint_saved = print_checkpoint
+    model.run_options = command_options(
+        checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+        on_checkpoint_error=args.on_checkpoint_error, report=bool(args.report), report_interval=args.report_interval,
+        eval_every_epoch=bool(args.eval_every_epoch), checkpoint_lines=args.checkpoint_every is not None)
     resumed_from = None
     if args.resume:
         from parvec.cli.run_report import resumed_from as resumed_entry

@@ -180,7 +180,7 @@ def run_eval(args: argparse.Namespace) -> int:
     """``parvec eval VECTORS [--ws353 F] [--simlex F] [--analogies F]``: print scores (or JSON)."""
     files = {"ws353": args.ws353, "simlex": args.simlex, "analogies": args.analogies}
     if all(v is None for v in files.values()):
-        files = dict(default_eval_paths())  # type: ignore[arg-type]
+        files = dict(default_eval_paths())
         if not files:
             raise ParvecError(
                 "no evaluation files: give --ws353, --simlex or --analogies, or set PARVEC_EVAL_DIR to a "

@@ -239,8 +239,8 @@ class TokenFiles:
         ends = np.cumsum(lengths)
         ends += self.n_tokens
         try:
-            self.tokens.write(memoryview(np.ascontiguousarray(ids, dtype=np.int32)).cast("B"))
-            self.offsets.write(memoryview(ends.astype(np.int64, copy=False)).cast("B"))
+            self.tokens.write(np.ascontiguousarray(ids, dtype=np.int32).data.cast("B"))
+            self.offsets.write(np.ascontiguousarray(ends, dtype=np.int64).data.cast("B"))
         except OSError as exc:
             raise self._error(exc) from None
         self.n_tokens += len(ids)

@@ -32,13 +32,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -197,7 +198,7 @@ class TokenBlocks:
             self.lengths.append(lengths)
 
 
-def _on_bytes(sentences: Iterable[list[str]]) -> bool:
+def _on_bytes(sentences: Iterable[list[str]]) -> TypeGuard[TextSentences]:
     """Whether ``sentences`` is a file (or files) that the byte tokeniser reads: not a stream (read once)."""
     return isinstance(sentences, TextSentences) and not sentences.once
 
@@ -210,7 +211,7 @@ def _scan(reader: TextSentences, table: WordTable, insert: bool) -> Iterator[tup
         if at_end:
             yield None, np.zeros(0, dtype=np.int64)
             continue
-        text = normalise(block, lowercase, lambda b, line_no=line_no, name=name: reader.decode(b, line_no, name))
+        text = normalise(block, lowercase, functools.partial(reader.decode, where=line_no, name=name))
         yield table.scan(text, insert=insert)
 
 
@@ -270,7 +271,7 @@ def count_vocabulary(sentences: Iterable[list[str]], options: ReadOptions) -> tu
         >>> counter.counts, table is None
         ({'a': 2, 'b': 1}, True)
     """
-    counted = count_text(sentences) if _on_bytes(sentences) else None  # type: ignore[arg-type]
+    counted = count_text(sentences) if _on_bytes(sentences) else None
     if counted is None:
         return count_words(sentences, options.max_vocab_size), None
     return counted

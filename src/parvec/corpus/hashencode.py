@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def encode_blocks(reader: RangeSentences, lookup: WordLookup) -> tuple[np.ndarra
                 emit(carry, np.array([len(carry)], dtype=np.int64))
             carry = carry[:0]
             continue
-        text = normalise(block, options.lowercase, lambda b, where=where, name=name: reader.decode(b, where, name))
+        text = normalise(block, options.lowercase, functools.partial(reader.decode, where=where, name=name))
         found, segs = scanner.scan(text)
         ids = np.concatenate((carry, found)) if len(carry) else found.copy()
         lengths = np.zeros(len(segs) + len(ids) // max_len + 1, dtype=np.int64)

@@ -40,6 +40,12 @@ class WordTable:
         (['b', 'a'], 2)
     """
 
+    # per word, allocated (and grown) by _alloc_words
+    _hashes: np.ndarray
+    _starts: np.ndarray
+    _lengths: np.ndarray
+    _counts: np.ndarray
+
     def __init__(self, capacity: int = 1024) -> None:
         self._state = np.zeros(6, dtype=np.int64)  # [words, arena bytes used, and a scan's position]
         self._alloc_words(max(capacity, 16))

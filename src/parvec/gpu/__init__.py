@@ -13,13 +13,16 @@ Example:
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from parvec.config import TrainConfig
 from parvec.errors import ParvecError
 from parvec.gpu.simulator import make_shared_arrays_thread_safe
+
+if TYPE_CHECKING:
+    from parvec.gpu.driver import GpuTrainer
 
 make_shared_arrays_thread_safe()  # numba's CUDA simulator only: see parvec.gpu.simulator
 
@@ -46,10 +49,11 @@ def require_device() -> str:
     return _driver().require_device()
 
 
-def make_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> Any:
+def make_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> GpuTrainer:
     """The GPU driver, or a :class:`ParvecError` naming what is missing (the extra, or a device).
 
     Example:
         >>> stats = make_driver(config, counts, w_in, w_out).train(corpus)  # doctest: +SKIP
     """
-    return _driver().GpuTrainer(config, counts, w_in, w_out)
+    trainer: GpuTrainer = _driver().GpuTrainer(config, counts, w_in, w_out)
+    return trainer

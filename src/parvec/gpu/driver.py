@@ -41,7 +41,7 @@ from numba import config as numba_config
 from numba import cuda
 
 from parvec.config import TrainConfig
-from parvec.engine import Diverged, EpochContext, EpochResult, SelfRunning, TrainStats
+from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.gpu import full_w2v, par_gpu
 from parvec.gpu.blocks import REDUCTIONS, threads_for
@@ -138,7 +138,7 @@ class _Slot:
     h_pairs: np.ndarray | None = None
 
 
-class GpuDriver(ModelTables):
+class GpuDriver(ModelTables, DriverBase):
     """Trains ``w_in``/``w_out`` on a CUDA GPU with ``config.algo`` ("full-w2v" or "par"): a
     :class:`parvec.engine.Driver` whose unit is a kernel launch (module docstring).
 
@@ -189,7 +189,7 @@ class GpuDriver(ModelTables):
         self.reduction = reduction
         # None: default_words_per_launch of each run's epoch; the buffers are sized for the largest
         self._words_per_launch = None if wpl is None else int(wpl)
-        self.words_per_launch = int(wpl or MAX_WORDS_PER_LAUNCH.get(config.algo, DEFAULT_WORDS_PER_LAUNCH))
+        self.words_per_launch = int(wpl or MAX_WORDS_PER_LAUNCH.get(str(config.algo), DEFAULT_WORDS_PER_LAUNCH))
         self.resident = resident
         if config.algo == "par":
             self.par_batch = par_batch_size(config)
@@ -216,7 +216,7 @@ class GpuDriver(ModelTables):
     @property
     def label(self) -> str:
         """The progress bar's name: the kernel's."""
-        return self.config.algo
+        return str(self.config.algo)
 
     def bind(self, make_parts: Callable[[int], Iterable[Part]], repeats: bool = False) -> GpuDriver:
         """Train the parts ``make_parts(epoch)`` yields; ``repeats``: the same arrays every epoch (the corpus),
@@ -247,7 +247,8 @@ class GpuDriver(ModelTables):
         """Train this epoch's launches (two in flight on two streams); the vectors come back at its end."""
         assert self._device is not None and self.make_parts is not None, "prepare() and bind() first"
         d, epoch, resume = self._device, ctx.epoch, ctx.resume
-        counts = [0, resume.pairs if resume else 0, resume.loss if resume else 0.0]  # words, pairs, loss
+        words, pairs, loss = 0, resume.pairs if resume else 0, resume.loss if resume else 0.0
+        counts: list[Any] = [words, pairs, loss]  # words, pairs (int), loss (float)
         pending: deque[tuple[Launch, _Slot, int]] = deque()
         longest, last_progress = 0, time.perf_counter()
         skip = resume.units_done if resume is not None else 0
@@ -256,6 +257,7 @@ class GpuDriver(ModelTables):
         def collect() -> None:
             launch, slot, n_blocks = pending.popleft()
             slot.stream.synchronize()
+            assert slot.h_loss is not None and slot.h_pairs is not None
             loss = float(slot.h_loss[:n_blocks].sum())
             if not math.isfinite(loss):
                 raise Diverged(launch.epoch, f"the loss became {loss}")
@@ -263,7 +265,7 @@ class GpuDriver(ModelTables):
             counts[1] += int(slot.h_pairs[:n_blocks].sum())
             counts[2] += loss
 
-        self.words_per_launch = self._words_per_launch or default_words_per_launch(self.config.algo,
+        self.words_per_launch = self._words_per_launch or default_words_per_launch(str(self.config.algo),
                                                                                     ctx.schedule.words_per_epoch)
         for tokens, cut, launch in epoch_launches(self.config, self.make_parts(epoch), epoch, ctx.schedule,
                                                   self.words_per_launch):
@@ -338,6 +340,7 @@ class GpuDriver(ModelTables):
         tail = (bool(cfg.compute_loss), slot.d_loss, slot.d_pairs)
         args = common + ((float(cfg.par_h_factor),) if cfg.algo == "par" else ()) + tail
         self.kernel[n_blocks, self.threads_per_block, slot.stream](*args)
+        assert slot.h_loss is not None and slot.h_pairs is not None
         slot.d_loss[:n_blocks].copy_to_host(slot.h_loss[:n_blocks], stream=slot.stream)
         slot.d_pairs[:n_blocks].copy_to_host(slot.h_pairs[:n_blocks], stream=slot.stream)
 
@@ -413,7 +416,7 @@ class GpuTrainer(SelfRunning, GpuDriver):
 class _DeviceState:
     """The device copies one training call uses: vectors, tables, the resident part, the two launch slots."""
 
-    def __init__(self, trainer: GpuTrainer) -> None:
+    def __init__(self, trainer: GpuDriver) -> None:
         self.trainer = trainer
         need = trainer.w_in.nbytes + trainer.w_out.nbytes + 3 * trainer.keep.nbytes
         if not simulated():
@@ -461,6 +464,7 @@ class _DeviceState:
         t = self.trainer
         host = self._resident_host
         if host is not None and tokens is host[0] and (cut is host[1] or np.array_equal(cut, host[1])):
+            assert self._resident is not None
             return self._resident[0], self._resident[1], launch.s_lo
         nbytes = tokens.nbytes + cut.nbytes
         if self._keep_resident(nbytes):

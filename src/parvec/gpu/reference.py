@@ -196,7 +196,7 @@ def par_repulsion(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int,
     gm = np.zeros((h_max, batch), dtype=np.float32)
     for min_pos in range(0, n, batch):
         c_rep = par_c_rep(key, sentence, min_pos, n, window)
-        nh = min(np.int64(h_factor * negative * c_rep + 0.5), h_max)
+        nh = min(int(h_factor * negative * c_rep + 0.5), h_max)
         nb = min(batch, n - min_pos)
         if nh == 0:
             continue
@@ -337,7 +337,7 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
         loss = 0.0
         pairs = 0
         for tokens, cut, launch in epoch_launches(config, make_parts(epoch), epoch, schedule, words_per_launch):
-            out_loss, out_pairs = train_launch_reference(config.algo, w_in, w_out, tokens, cut, launch, keep, prob,
+            out_loss, out_pairs = train_launch_reference(str(config.algo), w_in, w_out, tokens, cut, launch, keep, prob,
                                                          alias, config)
             loss += float(out_loss.sum())
             pairs += int(out_pairs.sum())

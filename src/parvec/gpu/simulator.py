@@ -50,6 +50,6 @@ def make_shared_arrays_thread_safe() -> bool:
                 self._allocations[key] = res
         return res
 
-    array._parvec_locked = True
+    setattr(array, "_parvec_locked", True)  # noqa: B010 - a mark on the function numba keeps
     shared.array = array
     return True

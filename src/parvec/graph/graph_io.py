@@ -152,8 +152,8 @@ class Graph:
         h.update(b"directed" if self.directed else b"undirected")
         for a in (self.indptr, self.indices):
             h.update(str(len(a)).encode())
-            h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
-        h.update(b"unweighted" if self.data is None else memoryview(np.ascontiguousarray(self.data)).cast("B"))
+            h.update(np.ascontiguousarray(a).data.cast("B"))
+        h.update(b"unweighted" if self.data is None else np.ascontiguousarray(self.data).data.cast("B"))
         h.update(json.dumps(self.node_ids, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
@@ -429,7 +429,7 @@ _Parsed = tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str], int]
 BLOCK_LINES = 1 << 16
 
 
-def _loadtxt(lines: list[str], dtype: type, delimiter: str | None, usecols: tuple[int, ...] | None = None
+def _loadtxt(lines: list[str], dtype: type | np.dtype, delimiter: str | None, usecols: tuple[int, ...] | None = None
              ) -> np.ndarray | None:
     """One block through numpy's C parser; an all-comment block is (0, 2); None if numpy refuses it."""
     try:
@@ -476,7 +476,7 @@ class _Column:
     """
 
     def __init__(self, dtype: type, capacity: int = 1 << 16) -> None:
-        self.buf = np.empty(capacity, dtype=dtype)
+        self.buf: np.ndarray = np.empty(capacity, dtype=dtype)
         self.n = 0
 
     def extend(self, values: np.ndarray) -> None:

@@ -52,12 +52,12 @@ import time
 import uuid
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvec.errors import ParvecError
+from parvec import capabilities
+from parvec.errors import CheckpointError, ParvecError
 from parvec.graph.graph_io import Graph, read_graph
 from parvec.graph.walks import (
     NodeRanking,
@@ -68,28 +68,17 @@ from parvec.graph.walks import (
     mark_paired,
     rank_nodes,
 )
+from parvec.run import KeptRun, Run, RunOptions, RunState, resume_epochs
 from parvec.schedule import Schedule
 
 if TYPE_CHECKING:
+    from parvec.engine import PartsDriver, TrainStats
     from parvec.keyedvectors import KeyedVectors
+    from parvec.model_io import SavedModel
 
 __all__ = ["Node2Vec", "DeepWalk"]
 
 log = logging.getLogger(__name__)
-
-
-def cluster_refusal(cluster: Any) -> ParvecError:
-    """The one error for node2vec/DeepWalk on a Ray cluster, from the API (``cluster=``) and the CLI (``--cluster``):
-    :mod:`parvec.capabilities`'s, for the cluster's mode.
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> str(cluster_refusal(SimpleNamespace(mode="replicas")))[:60]
-        "training node2vec/DeepWalk is not available on a cluster's r"
-    """
-    from parvec.capabilities import refusal
-
-    return refusal(getattr(cluster, "mode", "replicas"), "graphs")
 
 
 def _as_graph(graph: Graph | str | os.PathLike[str], weighted: bool | None, directed: bool | None,
@@ -113,7 +102,7 @@ def _as_graph(graph: Graph | str | os.PathLike[str], weighted: bool | None, dire
     return graph
 
 
-class Node2Vec:
+class Node2Vec(KeptRun):
     """node2vec embeddings (Grover & Leskovec 2016): biased second-order walks + skip-gram.
 
     ``graph`` is a :class:`Graph` or a path (read with ``weighted``, ``directed``, ``delimiter``,
@@ -149,7 +138,7 @@ class Node2Vec:
         algo: str | None = None,
         negative: int = 5,
         sample: float = 0.0,
-        alpha: float = 0.025,
+        alpha: float | None = 0.025,
         min_alpha: float | None = None,
         batch_walks: int | None = None,
         cache_walks_mb: float | None = None,
@@ -162,8 +151,8 @@ class Node2Vec:
         **train_options: Any,
     ) -> None:
         cluster = train_options.pop("cluster", None)
-        if cluster is not None:
-            raise cluster_refusal(cluster)
+        if cluster is not None:  # not on a cluster yet (parvec.capabilities)
+            capabilities.check(capabilities.mode_of(None, cluster), graphs=True)
         self.graph = graph = _as_graph(graph, weighted, directed, delimiter, implicit_ids)
         self.spec = WalkSpec(walk_length=walk_length, num_walks=num_walks, p=p, q=q, seed=seed)
         self.spec.validate()
@@ -214,40 +203,25 @@ class Node2Vec:
         self.paired: np.ndarray | None = None
         self.node_vectors: np.ndarray | None = None  # (n_nodes, dim), rows in graph node order
         self.timings: dict[str, float] = {}
-        # A parvec.runlog.RunLog here records the run for `parvec report`; with eval_labels (Labels from
+        # With a run_log (a parvec.runlog.RunLog: the run for `parvec report`) and eval_labels (Labels from
         # parvec.graph.evaluation.read_labels) each epoch is scored by node classification at 50% training.
-        self.run_log: Any = None
         self.eval_labels: Any = None
         self.eval_labels_source = "labels"
         self.eval_seconds = 0.0
-        self.train_stats = None
+        self.train_stats: TrainStats | None = None
         self.n_tokens = 0
         self.walks_crc32: int | None = None  # of the walk stream (node ids and batch offsets), after count_pass
-        self._set_checkpoints(checkpoint_dir, checkpoint_every, on_checkpoint_error)
-        self.on_checkpoint_saved: Any = None
-        self.checkpoint_report: dict[str, Any] = {}
-        self.resumed_from: Any = None  # the checkpoint (a Word2Vec) this model continues, see from_checkpoint
+        # Checkpoints (module docstring): epoch-end ones in checkpoint_dir/checkpoint, mid-epoch ones every
+        # checkpoint_every; on_checkpoint_saved(path, position or None, seconds) is told of each (parvec.run).
+        self.run_options = RunOptions(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                                      on_checkpoint_error=on_checkpoint_error)
+        self.run_options.check_checkpoints(False, 0)
+        if checkpoint_dir is not None:
+            capabilities.check_graph_checkpoints(self.config.device)
+        self.state = RunState()
+        self.resumed_from: SavedModel | None = None  # the checkpoint this model continues, see from_checkpoint
         self.resumed_path: str | None = None
         self.saved_threads: int | None = None  # the checkpoint's thread count, when resumed
-
-    def _set_checkpoints(self, checkpoint_dir: Any, checkpoint_every: Any, on_checkpoint_error: str) -> None:
-        # Checkpoints (module docstring): epoch-end ones in checkpoint_dir/checkpoint, mid-epoch ones every
-        # checkpoint_every; on_checkpoint_saved(path, position or None, seconds) is told of each.
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
-        if on_checkpoint_error not in ("stop", "continue"):
-            raise ParvecError(f"on_checkpoint_error must be 'stop' or 'continue', got {on_checkpoint_error!r}")
-        self.on_checkpoint_error = on_checkpoint_error  # a checkpoint not written: as Word2Vec.on_checkpoint_error
-        self._checkpoint_interval = None
-        if checkpoint_every is not None:
-            from parvec.engine import parse_interval
-
-            self._checkpoint_interval = parse_interval(checkpoint_every)
-            if checkpoint_dir is None:
-                raise ParvecError("checkpoint_every needs checkpoint_dir (--checkpoint-every needs --checkpoint-dir)")
-        if checkpoint_dir is not None and self.config.device != "cpu":
-            raise ParvecError("checkpoints of graph runs (checkpoint_dir, --checkpoint-dir) work with the CPU trainer "
-                              "only, not with device='cuda'")
 
     # ------------------------------------------------------------------------------------------
     def _batches(self, node_map: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -274,7 +248,7 @@ class Node2Vec:
         cached: list[tuple[np.ndarray, np.ndarray]] | None = [] if keep else None
         crc = 0
         for tokens, offsets in self._batches(None):
-            crc = zlib.crc32(memoryview(offsets).cast("B"), zlib.crc32(memoryview(tokens).cast("B"), crc))
+            crc = zlib.crc32(offsets.data.cast("B"), zlib.crc32(tokens.data.cast("B"), crc))
             count_nodes(tokens, n, counts)
             mark_paired(tokens, offsets, paired)
             if cached is not None:
@@ -339,7 +313,7 @@ class Node2Vec:
         return self.node_vectors
 
     def _train(self) -> tuple[np.ndarray, NodeRanking]:
-        from parvec.engine import RunEngine, TrainStats
+        from parvec.drivers import parts_driver
         from parvec.trainer import init_input_vectors
 
         t0 = time.perf_counter()
@@ -351,54 +325,72 @@ class Node2Vec:
         if resumed is not None:
             self._check_resumed_walks(ranking)
 
-        def make_parts(epoch: int):
+        def make_parts(epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
             if cached is not None:
                 return iter(cached)
             return self._batches(ranking.rank)
 
         n = len(ranking.counts)
-        driver = self._driver(ranking, resumed).bind(make_parts)
+        # What trains the walks: the CPU threads or the GPU; a resumed run starts from the checkpoint's vectors.
+        driver = parts_driver(self.config, ranking.counts, resumed.vectors if resumed is not None else None,
+                              resumed.syn1neg if resumed is not None else None).bind(make_parts)
         assert self.paired is not None
         alone = ranking.rank[~self.paired]  # nodes that meet no other node: their rows are put back after training
         if resumed is not None and len(alone):  # their initial rows: a pure function of (n, dim, seed)
             initial = init_input_vectors(n, self.config.dim, self.config.seed)[alone]
         else:
             initial = driver.w_in[alone].copy()
-        on_epoch_end = self._recorder(driver, ranking)
-        options, on_epoch_end, start, schedule = self._checkpointing(driver, ranking, on_epoch_end)
+        run = self._run(driver, ranking)
         t1 = time.perf_counter()
-        if start < schedule.epochs:
-            self.train_stats = RunEngine(driver, self.config, schedule, start_epoch=start, epochs=schedule.epochs,
-                                         on_epoch_end=on_epoch_end, on_progress=driver.on_progress,
-                                         **options).run()
-        else:  # resumed from the last epoch's end: nothing is left to train
-            self.train_stats = TrainStats()
-        if self.eval_seconds:  # words/s is training's, not the per-epoch evaluation's
-            self.train_stats.seconds = max(0.0, self.train_stats.seconds - self.eval_seconds)
+        self.train_stats = run.execute()
+        self.eval_seconds = run.eval_seconds
         self.timings["train"] = time.perf_counter() - t1 - self.eval_seconds
         self.timings["walks_cached"] = float(cached is not None)
         w_in = driver.w_in
         w_in[alone] = initial
-        del driver, make_parts  # the output vectors and the cached walks go before the copy below
+        del driver, run, make_parts  # the output vectors and the cached walks go before the copy below
         cached = None
         self.node_vectors = w_in[ranking.rank]
         return w_in, ranking
 
-    def _driver(self, ranking: NodeRanking, resumed: Any) -> Any:
-        # What trains the walks: the CPU threads, or the GPU (the same walks as parts); a resumed run starts from
-        # the checkpoint's vectors.
-        from parvec.trainer import CpuDriver, init_input_vectors
+    def _run(self, driver: PartsDriver, ranking: NodeRanking) -> Run:
+        # The run of the walks (parvec.run): a resumed one continues its checkpoint's position and schedule; its
+        # checkpoints are model directories of the driver's arrays (the vocabulary is the node ranking, graph_run
+        # identifies the walks); with eval_labels each epoch is scored by node classification at 50% training.
+        from parvec.corpus import ReadOptions
+        from parvec.model_io import SavedModel
+        from parvec.vocab import Vocab
 
-        n, dim = len(ranking.counts), self.config.dim
-        w_in = resumed.wv.vectors if resumed is not None else None
-        w_out = resumed.syn1neg if resumed is not None else None
-        if self.config.device == "cuda":
-            from parvec.gpu import make_driver
+        state, resumed, config = self.state, self.resumed_from, self.config
+        start, resume_at = 0, None
+        if resumed is not None:
+            start, resume_at = state.epochs_trained, state.position
+            resume_epochs(config, state, config.epochs, self.n_tokens)
+            vocab, read_options = resumed.vocab, dict(resumed.read_options or {})
+            state.run_id = state.run_id or uuid.uuid4().hex
+        else:
+            ids = self.graph.node_ids
+            vocab = Vocab([ids[i] for i in ranking.order.tolist()], ranking.counts)
+            read_options = ReadOptions(min_count=1).__dict__
+            state.fresh()
+        graph_run = self._graph_run()
+        every = None if self.checkpoint_every is None else str(self.checkpoint_every)
+        corpus_count = self.graph.n_nodes * self.spec.num_walks
 
-            return make_driver(self.config, ranking.counts,
-                               w_in if w_in is not None else init_input_vectors(n, dim, self.config.seed),
-                               w_out if w_out is not None else np.zeros((n, dim), dtype=np.float32))
-        return CpuDriver(self.config, ranking.counts, w_in=w_in, w_out=w_out)
+        def describe(position: Any, epochs_trained: int) -> SavedModel:
+            return SavedModel(config=config, vocab=vocab, vectors=driver.w_in, syn1neg=driver.w_out,
+                              read_options=read_options, epochs_trained=epochs_trained, corpus_words=self.n_tokens,
+                              raw_words=self.n_tokens, corpus_count=corpus_count, position=position,
+                              run_id=state.run_id, checkpoint_every=every, schedule_anchor=state.schedule_anchor,
+                              graph_run=graph_run)
+
+        def score() -> dict[str, float | None]:
+            scores = self.classify(driver.w_in[ranking.rank], train_fractions=[0.5], repeats=3)[0]
+            return {"micro_f1": scores["micro_f1"], "macro_f1": scores["macro_f1"]}
+
+        schedule = Schedule.of(config, self.n_tokens, anchor=state.schedule_anchor)
+        return Run(driver, config, schedule, self.run_options, state, describe=describe, start_epoch=start,
+                   resume_at=resume_at, score=score if self.eval_labels is not None else None)
 
     # ------------------------------------------------------------------------------------------
     # Checkpoints and resume (module docstring): the checkpoint is a Word2Vec model directory (parvec.model_io,
@@ -413,71 +405,6 @@ class Node2Vec:
                       "seed": spec.seed, "batch_walks": self.batch_walks, "tokens": self.n_tokens,
                       "crc32": self.walks_crc32},
         }
-
-    def _checkpointing(self, trainer: Any, ranking: NodeRanking,
-                       on_epoch_end: Any) -> tuple[dict[str, Any], Any, int, Schedule]:
-        # (checkpoint options for the run engine, the epoch-end callback, first epoch, the schedule).
-        resumed = self.resumed_from
-        start, options = 0, {}
-        schedule = Schedule.of(self.config, self.n_tokens)
-        if resumed is not None:
-            start = resumed.epochs_trained
-            epochs = resumed._resume_epochs(self.config.epochs, start, resumed.position, self.n_tokens)
-            if resumed.position is not None:
-                options["resume_at"] = resumed.position
-            schedule = resumed.learning_rate_schedule(self.n_tokens, epochs)
-        self.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
-                                  "failed_checkpoints": 0}
-        if self.checkpoint_dir is None:
-            return options, on_epoch_end, start, schedule
-        checkpointer = self._checkpointer(trainer, ranking)
-        if self._checkpoint_interval is not None:
-            options["checkpoint_every"] = self._checkpoint_interval
-            options["on_checkpoint"] = checkpointer.mid_epoch
-
-        def on_end(epoch: int, stats: Any) -> None:
-            if on_epoch_end is not None:
-                on_epoch_end(epoch, stats)
-            checkpointer.epoch_end(epoch + 1)
-
-        return options, on_end, start, schedule
-
-    def _checkpointer(self, trainer: Any, ranking: NodeRanking) -> Any:
-        # The run's checkpoints are model directories (parvec.model_io) of the trainer's own arrays: the vocabulary
-        # is the node ranking, graph_run identifies the walks; a resumed run keeps its checkpoint's identity.
-        from parvec.checkpoints import Checkpointer
-        from parvec.corpus import ReadOptions
-        from parvec.model_io import SavedModel
-        from parvec.vocab import Vocab
-
-        resumed = self.resumed_from
-        if resumed is not None:
-            config, vocab, run_id = resumed.config, resumed.vocab, resumed.run_id or uuid.uuid4().hex
-            read_options, anchor = resumed.read_options.__dict__, resumed.schedule_anchor
-        else:
-            ids = self.graph.node_ids
-            config, vocab = self.config, Vocab([ids[i] for i in ranking.order.tolist()], ranking.counts)
-            run_id, read_options, anchor = uuid.uuid4().hex, ReadOptions(min_count=1).__dict__, None
-        graph_run = self._graph_run()
-        every = None if self.checkpoint_every is None else str(self.checkpoint_every)
-        corpus_count = self.graph.n_nodes * self.spec.num_walks
-
-        def describe(position: Any, epochs_trained: int) -> SavedModel:
-            return SavedModel(config=config, vocab=vocab, vectors=trainer.w_in, syn1neg=trainer.w_out,
-                              read_options=read_options, epochs_trained=epochs_trained, corpus_words=self.n_tokens,
-                              raw_words=self.n_tokens, corpus_count=corpus_count, position=position, run_id=run_id,
-                              checkpoint_every=every, schedule_anchor=anchor, graph_run=graph_run)
-
-        log = self.run_log
-
-        def saved(path: Path, position: Any, seconds: float) -> None:
-            if log is not None:
-                log.pause(seconds)
-            if self.on_checkpoint_saved is not None:
-                self.on_checkpoint_saved(path, position, seconds)
-
-        return Checkpointer(self.checkpoint_dir, describe, run_id, on_error=self.on_checkpoint_error,  # type: ignore[arg-type]
-                            report=self.checkpoint_report, on_saved=saved)
 
     @classmethod
     def from_checkpoint(
@@ -512,81 +439,42 @@ class Node2Vec:
             >>> kv = Node2Vec.from_checkpoint("ck", g).fit()  # after a kill: the same vectors  # doctest: +SKIP
         """
         from parvec.checkpoints import EPOCH_END
-        from parvec.word2vec import load_for_resume
 
-        model, where, note = load_for_resume(path)
-        if note:
-            log.info("%s", note)
-        run = model.graph_run
-        if not isinstance(run, dict):
-            raise ParvecError(f"{where}: a checkpoint of `parvec train` (words), not of a node2vec/DeepWalk run: "
-                              f"resume it with `parvec train CORPUS --resume {where}`")
-        try:
-            saved_graph, walks = dict(run["graph"]), dict(run["walks"])
-            spec = WalkSpec(walk_length=int(walks["walk_length"]), num_walks=int(walks["num_walks"]),
-                            p=float(walks["p"]), q=float(walks["q"]), seed=int(walks["seed"]))
-            batch_walks, weighted = int(walks["batch_walks"]), bool(saved_graph["weighted"])
-            directed = bool(saved_graph["directed"])
-        except (KeyError, TypeError, ValueError) as exc:
-            from parvec.errors import CheckpointError
-
-            raise CheckpointError(f"{where}/model.json: damaged graph_run ({exc})") from None
-        cfg = model.config
-        saved = {"dimensions": cfg.dim, "walk_length": spec.walk_length, "num_walks": spec.num_walks, "p": spec.p,
-                 "q": spec.q, "window": cfg.window, "negative": cfg.negative, "sample": cfg.sample,
-                 "alpha": cfg.alpha, "min_alpha": cfg.min_alpha, "seed": spec.seed, "algo": cfg.algo,
-                 "batch_walks": batch_walks, "weighted": weighted, "directed": directed}
-        names = flag_names or {}
-        conflicts = [(f"{names[k]} {v}" if k in names else f"{k}={v!r}") + f" (the checkpoint has {saved[k]})"
-                     for k, v in expected.items() if k in saved and v is not None and v != saved[k]]
-        unknown = sorted(set(expected) - set(saved))
-        if unknown:
-            raise ParvecError(f"from_checkpoint: unknown or not checkable parameters {', '.join(unknown)}")
-        if conflicts:
-            raise ParvecError(f"cannot resume {where} with different parameters: {'; '.join(conflicts)}; a resumed "
-                              "run keeps its saved walk and training parameters (leave these out), or start a new run")
-        kind = DeepWalk if run.get("command") == "deepwalk" else Node2Vec
+        ck = _read_checkpoint(path)
+        saved, where, spec = ck.saved, ck.where, ck.spec
+        cfg = saved.config
+        _check_expected(ck, expected, flag_names or {})
+        kind = DeepWalk if ck.command == "deepwalk" else Node2Vec
         if not issubclass(kind, cls):
             raise ParvecError(f"{where}: a checkpoint of a node2vec run (p={spec.p}, q={spec.q}), not of DeepWalk: "
                               "resume it with `parvec node2vec`")
-        if not isinstance(graph, Graph):
-            graph = read_graph(graph, weighted=weighted, directed=directed, delimiter=delimiter,
-                               implicit_ids=implicit_ids)
-        elif weighted != graph.weighted or directed != graph.directed:
-            raise ParvecError(f"cannot resume {where}: it was trained on a{' weighted' if weighted else 'n unweighted'}"
-                              f", {'directed' if directed else 'undirected'} graph")
-        fingerprint = graph.fingerprint()
-        if fingerprint != saved_graph.get("sha256"):
-            theirs = f"{saved_graph.get('source')}: {saved_graph.get('nodes')} nodes, {saved_graph.get('edges')} edges"
-            raise ParvecError(
-                f"cannot resume {where}: {graph.where() or 'this graph: '}not the graph the checkpoint was trained on "
-                f"({graph.n_nodes} nodes, {graph.n_edges} edges, SHA-256 {fingerprint[:12]}...; the checkpoint's "
-                f"{theirs}, SHA-256 {str(saved_graph.get('sha256'))[:12]}...); give the same graph and the same "
-                "--weighted, --directed, --delimiter, --implicit-ids")
+        graph = _checkpoint_graph(ck, graph, delimiter, implicit_ids)
         if checkpoint_dir is None and (where.name == EPOCH_END or where.name.startswith("mid-e")):
             checkpoint_dir = where.parent  # checkpoints continue beside the one resumed
         if checkpoint_every is None and checkpoint_dir is not None:
-            checkpoint_every = model.saved_checkpoint_every  # at the saved interval
+            checkpoint_every = saved.checkpoint_every  # at the saved interval
         self = kind.__new__(kind)
         Node2Vec.__init__(
             self, graph, dimensions=cfg.dim, walk_length=spec.walk_length, num_walks=spec.num_walks,
             window=cfg.window, p=spec.p, q=spec.q, epochs=cfg.epochs, seed=spec.seed, algo=cfg.algo,
             workers=cfg.threads if workers is None else workers, negative=cfg.negative, sample=cfg.sample,
-            alpha=cfg.alpha, min_alpha=cfg.min_alpha, batch_walks=batch_walks, progress=progress,
+            alpha=cfg.alpha, min_alpha=cfg.min_alpha, batch_walks=ck.batch_walks, progress=progress,
             checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, on_checkpoint_error=on_checkpoint_error,
         )  # fmt: skip
         threads, self.saved_threads = self.config.threads, cfg.threads
-        self.config = model.config  # every saved field (chunk_words, ns_exponent, ...), the thread count aside
+        self.config = cfg  # every saved field (chunk_words, ns_exponent, ...), the thread count aside
         self.config.threads = threads
         self.config.progress = progress
+        self.state = RunState.from_saved(saved)
         if epochs is not None and epochs != cfg.epochs:
-            model._resume_epochs(epochs, model.epochs_trained, model.position, int(walks.get("tokens") or 1))
-        self.resumed_from, self.resumed_path = model, str(where)
+            resume_epochs(self.config, self.state, epochs, int(ck.walks.get("tokens") or 1))
+        self.resumed_from, self.resumed_path = saved, str(where)
         return self
 
     def _check_resumed_walks(self, ranking: NodeRanking) -> None:
         # The regenerated walks must be the checkpoint's: the same stream (CRC-32) and node ranking.
         resumed = self.resumed_from
+        assert resumed is not None and resumed.graph_run is not None
         walks = resumed.graph_run["walks"]
         vocab = resumed.vocab
         ids = self.graph.node_ids
@@ -598,35 +486,6 @@ class Node2Vec:
                               f"parameters differ from the checkpoint's ({self.n_tokens:,} tokens, CRC-32 "
                               f"{self.walks_crc32:08x}; the checkpoint's {walks.get('tokens')} tokens, CRC-32 "
                               f"{walks.get('crc32') or 0:08x}): a different parvec version's walks?")
-
-    def _recorder(self, trainer: Any, ranking: NodeRanking) -> Any:
-        # With a RunLog: the time series, and per epoch the loss and (with eval_labels) node classification.
-        log = self.run_log
-        self.eval_seconds = 0.0
-        if log is None:
-            return None
-        log.new_call()
-        trainer.on_progress = log.progress
-        started = time.perf_counter()
-        cfg = self.config
-
-        def on_epoch_end(epoch: int, stats: Any) -> None:
-            scores, t_eval = None, None
-            if self.eval_labels is not None:
-                t0 = time.perf_counter()
-                scores = self.classify(trainer.w_in[ranking.rank], train_fractions=[0.5], repeats=3)
-                t_eval = time.perf_counter() - t0
-                self.eval_seconds += t_eval
-                log.pause(t_eval)
-            lr = Schedule.of(cfg, self.n_tokens).epoch_end_alpha(epoch)
-            log.epoch_end(epoch=epoch, words=stats.words_per_epoch[-1] if stats.words_per_epoch else 0,
-                          loss=stats.loss_per_epoch[-1] if stats.loss_per_epoch else None,
-                          seconds=time.perf_counter() - started - self.eval_seconds, lr=lr,
-                          scores=None if scores is None else {"micro_f1": scores[0]["micro_f1"],
-                                                              "macro_f1": scores[0]["macro_f1"]},
-                          eval_seconds=t_eval)
-
-        return on_epoch_end
 
     def classify(self, node_vectors: np.ndarray, train_fractions: Any = None, repeats: int = 3) -> list[dict]:
         """Node classification of ``node_vectors`` (rows in graph node order) against ``eval_labels``:
@@ -684,6 +543,75 @@ class Node2Vec:
         for tokens, offsets in self._batches(None):
             for i in range(len(offsets) - 1):
                 yield [ids[t] for t in tokens[offsets[i] : offsets[i + 1]].tolist()]
+
+
+class _Checkpoint:
+    """A node2vec/DeepWalk checkpoint read for :meth:`Node2Vec.from_checkpoint`: what :func:`parvec.model_io.load`
+    read, where, and its ``graph_run`` (the walk parameters, the graph's identity, which command trained it)."""
+
+    def __init__(self, saved: SavedModel, where: Any) -> None:
+        run = saved.graph_run
+        if not isinstance(run, dict):
+            raise ParvecError(f"{where}: a checkpoint of `parvec train` (words), not of a node2vec/DeepWalk run: "
+                              f"resume it with `parvec train CORPUS --resume {where}`")
+        try:
+            self.graph_record, self.walks = dict(run["graph"]), dict(run["walks"])
+            w = self.walks
+            self.spec = WalkSpec(walk_length=int(w["walk_length"]), num_walks=int(w["num_walks"]), p=float(w["p"]),
+                                 q=float(w["q"]), seed=int(w["seed"]))
+            self.batch_walks, self.weighted = int(w["batch_walks"]), bool(self.graph_record["weighted"])
+            self.directed = bool(self.graph_record["directed"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{where}/model.json: damaged graph_run ({exc})") from None
+        self.saved, self.where, self.command = saved, where, run.get("command")
+
+
+def _read_checkpoint(path: str | os.PathLike[str]) -> _Checkpoint:
+    # The checkpoint (the latest in a checkpoint directory; a damaged one names the previous intact one).
+    from parvec import model_io
+    from parvec.checkpoints import load_for_resume
+
+    saved, where, note = load_for_resume(path, model_io.load)
+    if note:
+        log.info("%s", note)
+    return _Checkpoint(saved, where)
+
+
+def _check_expected(ck: _Checkpoint, expected: dict[str, Any], names: dict[str, str]) -> None:
+    # Parameters given to from_checkpoint must be the checkpoint's (names: how the command line spells them).
+    cfg, spec = ck.saved.config, ck.spec
+    saved = {"dimensions": cfg.dim, "walk_length": spec.walk_length, "num_walks": spec.num_walks, "p": spec.p,
+             "q": spec.q, "window": cfg.window, "negative": cfg.negative, "sample": cfg.sample,
+             "alpha": cfg.alpha, "min_alpha": cfg.min_alpha, "seed": spec.seed, "algo": cfg.algo,
+             "batch_walks": ck.batch_walks, "weighted": ck.weighted, "directed": ck.directed}
+    conflicts = [(f"{names[k]} {v}" if k in names else f"{k}={v!r}") + f" (the checkpoint has {saved[k]})"
+                 for k, v in expected.items() if k in saved and v is not None and v != saved[k]]
+    unknown = sorted(set(expected) - set(saved))
+    if unknown:
+        raise ParvecError(f"from_checkpoint: unknown or not checkable parameters {', '.join(unknown)}")
+    if conflicts:
+        raise ParvecError(f"cannot resume {ck.where} with different parameters: {'; '.join(conflicts)}; a resumed "
+                          "run keeps its saved walk and training parameters (leave these out), or start a new run")
+
+
+def _checkpoint_graph(ck: _Checkpoint, graph: Graph | str | os.PathLike[str], delimiter: str | None,
+                      implicit_ids: bool) -> Graph:
+    # The graph to resume on, read with the checkpoint's weighted/directed: the one it was trained on (SHA-256).
+    where, weighted, directed, record = ck.where, ck.weighted, ck.directed, ck.graph_record
+    if not isinstance(graph, Graph):
+        graph = read_graph(graph, weighted=weighted, directed=directed, delimiter=delimiter, implicit_ids=implicit_ids)
+    elif weighted != graph.weighted or directed != graph.directed:
+        raise ParvecError(f"cannot resume {where}: it was trained on a{' weighted' if weighted else 'n unweighted'}"
+                          f", {'directed' if directed else 'undirected'} graph")
+    fingerprint = graph.fingerprint()
+    if fingerprint != record.get("sha256"):
+        theirs = f"{record.get('source')}: {record.get('nodes')} nodes, {record.get('edges')} edges"
+        raise ParvecError(
+            f"cannot resume {where}: {graph.where() or 'this graph: '}not the graph the checkpoint was trained on "
+            f"({graph.n_nodes} nodes, {graph.n_edges} edges, SHA-256 {fingerprint[:12]}...; the checkpoint's "
+            f"{theirs}, SHA-256 {str(record.get('sha256'))[:12]}...); give the same graph and the same "
+            "--weighted, --directed, --delimiter, --implicit-ids")
+    return graph
 
 
 class DeepWalk(Node2Vec):

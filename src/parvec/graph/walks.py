@@ -113,7 +113,7 @@ def _randint(state: np.ndarray, n: np.int64) -> np.int64:
 
 
 @njit(nogil=True, fastmath=True, cache=True)
-def _find(indices: np.ndarray, lo: np.int64, hi: np.int64, x: np.int64) -> np.int64:
+def _find(indices: np.ndarray, lo: np.int64, hi: np.int64, x: np.int64) -> int | np.int64:
     # Position of x in the sorted slice indices[lo:hi], or -1.
     end = hi
     while lo < hi:

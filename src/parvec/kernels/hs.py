@@ -26,6 +26,8 @@ The kernel follows the contract of docs/architecture.md and declares ``NEEDS_HS`
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -45,7 +47,7 @@ LOGSIG_TABLE = np.log1p(np.exp(-_GRID)).astype(np.float32)  # -log sigmoid
 
 
 @njit(inline="always")
-def hs_step(f: np.float32, code: np.uint8, compute_loss: bool) -> tuple[np.float32, np.float64]:
+def hs_step(f: np.float32, code: np.uint8, compute_loss: bool) -> tuple[Any, Any]:  # (float32, float64)
     """(gradient factor ``1 - code - sigmoid(f)``, 0 beyond +-MAX_EXP; loss ``-log p``, 0 without
     ``compute_loss``) of one decision with score ``f``, ``p`` the probability of the label ``1 - code``.
 

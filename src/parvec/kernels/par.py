@@ -220,7 +220,7 @@ def draw_c_rep(state: np.uint64, min_pos: int, n: int, window: int) -> tuple[np.
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def shared_negatives(c_rep: int, negative: int, h_factor: float) -> int:
+def shared_negatives(c_rep: int, negative: int, h_factor: float) -> np.int64:
     """``H``, the number of negatives a batch shares: ``round(h_factor * negative * c_rep)``.
 
     Example:
