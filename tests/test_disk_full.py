@@ -307,7 +307,7 @@ def test_cli_output_on_a_full_disk(disk, corpus, tmp_path, capsys, kind):
     disk.free = None
     code, _, err = run(["train", corpus, *argv, "--resume", ck, "--no-cache", "--no-progress"], capsys)
     assert code == 0, err
-    assert "trained 0 words" in err
+    assert "nothing left to train" in err and "M words/s" not in err  # the outputs come from the checkpoint
     if kind.startswith("-o") and not kind.endswith("npy"):
         from parvec.keyedvectors import KeyedVectors
 
