@@ -345,11 +345,12 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus
     from parvec.distributed import shard_core as SC
+    from parvec.sampling import word_noise_tables
 
     enc = EncodedCorpus.from_file(str(slice_corpus(corpus, 1_000_000, work)))
     cfg = TrainConfig(dim=100, window=window, sample=1e-4).validate()
     counts = enc.vocab.counts
-    prob, alias = SC.noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     tokens, offsets = SC.prepare_part(enc.tokens, enc.offsets, cfg.max_sentence_length)
     runner = SC.UnitRunner(cfg, SC.client_keep(counts, cfg), minibatch_words)
     mbs = list(runner.minibatches(tokens, offsets, 0, len(offsets) - 1, 7, 0.025, 0.0001, len(tokens)))

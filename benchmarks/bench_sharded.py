@@ -101,11 +101,11 @@ def network_one(ns: argparse.Namespace) -> dict:
 def _rowwise_dedup(cfg, counts, tokens, offsets, minibatch_words: int, minibatches: int = 400) -> dict:
     """What a row-wise parameter server moves for the same minibatches when each distinct row of a minibatch
     is fetched once: distinct input rows + distinct output rows (positives and negatives), d floats each."""
-    from parvec.distributed.shard_core import UnitRunner, client_keep, noise_tables
+    from parvec.distributed.shard_core import UnitRunner, client_keep
     from parvec.kernels import sharded as K
-    from parvec.sampling import chunk_seed
+    from parvec.sampling import chunk_seed, word_noise_tables
 
-    prob, alias = noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     runner = UnitRunner(cfg, client_keep(counts, cfg), minibatch_words)
     seed = int(chunk_seed(cfg.seed, 0, 0))
     inputs = rows = refs = 0

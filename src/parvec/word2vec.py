@@ -30,9 +30,11 @@ from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.engine import Position, RunEngine, TrainStats, parse_interval
 from parvec.errors import ParvecError
 from parvec.keyedvectors import KeyedVectors
+from parvec.model_tables import init_input_vectors
+from parvec.resources import available_memory, rlimit_headroom
 from parvec.schedule import Schedule
-from parvec.trainer import CpuDriver, available_memory, estimate_memory, init_input_vectors
-from parvec.vocab import Vocab, rlimit_headroom
+from parvec.trainer import CpuDriver, estimate_memory
+from parvec.vocab import Vocab
 
 log = logging.getLogger(__name__)
 

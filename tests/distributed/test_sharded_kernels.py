@@ -15,7 +15,6 @@ from parvec.distributed.shard_core import (
     UnitRunner,
     call_bytes,
     minibatch_seed,
-    noise_tables,
     pack_call,
     plan_units,
     reference_train,
@@ -23,7 +22,7 @@ from parvec.distributed.shard_core import (
     unpack_call,
 )
 from parvec.kernels import sharded as K
-from parvec.sampling import keep_probabilities
+from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
 from parvec.trainer import init_input_vectors
 
@@ -201,7 +200,7 @@ def test_dotprod_matches_numpy_and_sums_over_column_blocks():
     rng = np.random.default_rng(1)
     vocab, dim, window, negative = 12, 10, 2, 3
     counts = rng.integers(1, 50, vocab)
-    prob, alias = noise_tables(counts, TrainConfig())
+    prob, alias = word_noise_tables(counts, TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -226,7 +225,7 @@ def test_dotprod_matches_numpy_and_sums_over_column_blocks():
 def test_adjust_reads_the_vectors_as_they_were_at_the_start_of_the_call():
     rng = np.random.default_rng(2)
     vocab, dim, window, negative = 6, 8, 2, 4  # a small vocabulary: rows repeat inside the minibatch
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -250,7 +249,7 @@ def test_a_step_is_minus_alpha_times_the_gradient_of_the_minibatch_loss():
     # Gradient check: dotprod -> coefficients -> adjust moves the vectors by -alpha * dLoss/dvector.
     rng = np.random.default_rng(3)
     vocab, dim, window, negative, alpha = 7, 5, 2, 2, 0.01
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)  # |f| < 6: no saturation
     w_out = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -389,7 +388,7 @@ def test_column_blocks_train_the_reference_model():
     assert stats.epochs == 2 and stats.pairs > 0 and stats.loss_per_epoch[1] < stats.loss_per_epoch[0]
     assert not np.array_equal(ref_in, init_input_vectors(len(corpus.vocab), 12, 3))
     counts = corpus.vocab.counts
-    prob, alias = noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     units = plan_units([corpus.offsets], 500)
     schedule = Schedule.of(cfg, sum(u.words for u in units), 2)
     for shards in (1, 2, 3):
@@ -499,7 +498,7 @@ def _window_rows(mb, window, negative, prob, alias):
 def test_window_dotprod_matches_numpy_in_the_pair_layout(negative):
     rng = np.random.default_rng(11)
     vocab, dim, window = 12, 10, 2
-    prob, alias = noise_tables(rng.integers(1, 50, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 50, vocab), TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -531,7 +530,7 @@ def test_window_dotprod_matches_numpy_in_the_pair_layout(negative):
 def test_window_adjust_applies_each_batch_from_the_rows_as_they_were_at_its_start(negative):
     rng = np.random.default_rng(12)
     vocab, dim, window = 6, 8, 2  # rows repeat inside a batch and across batches
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -562,7 +561,7 @@ def test_window_adjust_applies_each_batch_from_the_rows_as_they_were_at_its_star
 def test_a_window_step_is_minus_alpha_times_the_gradient_of_its_loss():
     rng = np.random.default_rng(13)
     vocab, dim, window, negative, alpha = 7, 5, 2, 2, 0.01
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
     w_out = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window, inputs=1)  # one batch: later batches would see its update
@@ -608,7 +607,7 @@ def test_window_column_blocks_train_the_window_reference_and_rank_related_words(
     assert stats.pairs > 0 and stats.loss_per_epoch[1] < stats.loss_per_epoch[0]
     assert not np.allclose(ref_in, pair_in)  # another algorithm, not the per-pair one under a new name
     counts = corpus.vocab.counts
-    prob, alias = noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     units = plan_units([corpus.offsets], 500)
     schedule = Schedule.of(cfg, sum(u.words for u in units), 2)
     w_in = init_input_vectors(len(counts), 12, 3)

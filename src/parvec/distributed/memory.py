@@ -52,9 +52,12 @@ from typing import Any
 
 import numpy as np
 
+from parvec import resources
+from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig, default_threads
 from parvec.distributed.cluster import Cluster
 from parvec.errors import ParvecError
+from parvec.resources import human_bytes
 
 MiB = 1 << 20
 
@@ -201,20 +204,7 @@ available: driver 10 B (vectors 10 B); change the run
                 "earlier": parts(self.earlier), "fits": self.fits}
 
 
-def human(n: float | None) -> str:
-    """Bytes in words: ``'485.2 MiB'``, ``'3.4 GiB'``.
-
-    Example:
-        >>> human(512), human(3 * 2**20), human(3.44 * 2**30)
-        ('512 B', '3.0 MiB', '3.4 GiB')
-    """
-    if n is None:
-        return "unknown"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+human = human_bytes  # the one bytes formatter (parvec.resources); the name the CLI's report imports
 
 
 # --------------------------------------------------------------------------- sizes of the corpus
@@ -247,8 +237,6 @@ def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) 
         >>> corpus_sizes(corpus, TrainConfig(), replicas=2).shares  # doctest: +SKIP
         ((960102, 100), (959188, 100))
     """
-    from parvec.trainer import split_long_sentences
-
     offsets = split_long_sentences(np.asarray(corpus.offsets), config.max_sentence_length)
     shares = None
     if replicas:
@@ -272,7 +260,7 @@ def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_t
     ``corpus`` (from :func:`corpus_sizes`) adds the replicas' exact shares and whether the driver's tokens are
     memory-mapped; ``pipeline`` is ``parvec train --mode sharded`` (the model never in the driver, the corpus
     memory-mapped from ``ranges`` encoded byte ranges); ``available`` defaults to
-    :func:`parvec.trainer.available_memory` (None: unknown, never refused).
+    :func:`parvec.resources.available_memory` (None: unknown, never refused).
 
     Example:
         >>> est = estimate_cluster(Cluster("local:2"), TrainConfig(dim=100, threads=1), 1000, 10**5, 10)
@@ -280,9 +268,7 @@ def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_t
         ['driver', 'replica', "Ray's object store", 'sync board', "Ray's own processes"]
     """
     if available == "measure":
-        from parvec import trainer
-
-        available = trainer.available_memory()
+        available = resources.available_memory()
     sizes = corpus or CorpusSizes(int(n_tokens), int(n_sentences))
     est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), available)
     if not est.fits:

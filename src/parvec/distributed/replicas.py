@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from parvec.chunks import chunk_bounds, split_long_sentences
 from parvec.config import TrainConfig, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions, load_encoded, save_encoded
 from parvec.distributed.cluster import Cluster
@@ -62,7 +63,7 @@ from parvec.distributed.sharded import was_restarted
 from parvec.engine import Diverged, EpochContext, EpochResult, Resume, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
-from parvec.trainer import CpuDriver, chunk_bounds, split_long_sentences
+from parvec.trainer import CpuDriver
 
 ALPHA_SCALES = ("none", "sqrt", "linear")
 

@@ -19,7 +19,6 @@ one-process reference, and the bookkeeping every part of ``--mode sharded`` shar
 
 from __future__ import annotations
 
-import resource
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,13 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from parvec.chunks import chunk_bounds, split_long_sentences
 from parvec.config import TrainConfig
 from parvec.engine import TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution, splitmix64
+from parvec.model_tables import init_input_vectors
+from parvec.sampling import chunk_seed, keep_probabilities, splitmix64, word_noise_tables
 from parvec.schedule import Schedule
-from parvec.trainer import chunk_bounds, init_input_vectors, split_long_sentences
 
 Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
 
@@ -92,16 +92,6 @@ def minibatch_seed(unit_seed: int, index: int) -> np.uint64:
     """
     s = splitmix64(int(unit_seed) ^ splitmix64(index + 1))
     return np.uint64(s or 0x9E3779B97F4A7C15)
-
-
-def noise_tables(counts: np.ndarray, config: TrainConfig) -> tuple[np.ndarray, np.ndarray]:
-    """The alias table (prob float32[V], alias int32[V]) every shard draws negatives from.
-
-    Example:
-        >>> noise_tables(np.array([3, 1]), TrainConfig())[1].dtype
-        dtype('int32')
-    """
-    return alias_table(noise_distribution(np.maximum(np.asarray(counts, dtype=np.int64), 0), config.ns_exponent))
 
 
 def client_keep(counts: np.ndarray, config: TrainConfig) -> np.ndarray:
@@ -755,7 +745,7 @@ def reference_train(
     n = len(counts)
     w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
     w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
-    prob, alias = noise_tables(counts, config)
+    prob, alias = word_noise_tables(counts, config.ns_exponent)
     prepared = [prepare_part(t, o, config.max_sentence_length) for t, o in parts]
     units = plan_units([o for _, o in prepared], unit_words)
     words_per_epoch = sum(u.words for u in units)
@@ -778,42 +768,3 @@ def reference_train(
     stats.epochs = epochs
     stats.seconds = time.perf_counter() - t0
     return w_in, w_out, stats
-
-
-# --------------------------------------------------------------------------- memory
-def vm_data_bytes() -> int | None:
-    """This process's data segment now (``VmData``: private writable memory, what RLIMIT_DATA caps).
-
-    Example:
-        >>> vm_data_bytes() is None or vm_data_bytes() > 0
-        True
-    """
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-def cap_memory(limit_bytes: int, what: str) -> None:
-    """Cap this process's data segment (RLIMIT_DATA: every private writable mapping, numpy arrays
-    included) at ``limit_bytes``; an allocation beyond it then fails with ``MemoryError``.
-
-    Example:
-        >>> cap_memory(64 * 2**30, "this test")  # doctest: +SKIP
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY and limit_bytes > hard:
-        raise ParvecError(f"{what}: memory cap {limit_bytes} bytes is above the hard limit {hard}")
-    now = vm_data_bytes()
-    if now is not None and now >= limit_bytes:
-        raise ParvecError(f"{what}: memory cap {_gib(limit_bytes)} is below what the process already uses "
-                          f"({_gib(now)}); raise it")
-    resource.setrlimit(resource.RLIMIT_DATA, (int(limit_bytes), hard))
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.2f} GiB"

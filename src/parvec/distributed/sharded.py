@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
@@ -69,11 +70,9 @@ from parvec.distributed.shard_core import (
     Unit,
     UnitRunner,
     UnitStats,
-    cap_memory,
     check_shard_calls,
     check_wire,
     client_keep,
-    noise_tables,
     pack_call,
     pack_train_call,
     plan_units,
@@ -83,7 +82,6 @@ from parvec.distributed.shard_core import (
     to_half,
     unpack_call,
     unpack_train_call,
-    vm_data_bytes,
 )
 from parvec.engine import EpochContext, EpochResult, Position, RunEngine, SelfRunning, TrainStats
 from parvec.errors import ParvecError
@@ -91,8 +89,9 @@ from parvec.fileio import fsync_dir, output_file, write_array, write_reason
 from parvec.kernels import sharded as K
 from parvec.memory import peak_memory_bytes
 from parvec.model_io import array_crc32
+from parvec.resources import cap_data_segment, vm_data_bytes
+from parvec.sampling import word_noise_tables
 from parvec.schedule import Schedule
-from parvec.trainer import split_long_sentences
 
 _ROW_BLOCK_BYTES = 32 << 20  # rows gathered/streamed per block: about this many bytes per matrix
 
@@ -362,7 +361,7 @@ class ShardActor:
                                                  for r in (noise_prob, noise_alias))
             if spec.get("memory_cap") is not None:
                 cap = int(spec["memory_cap"])
-                cap_memory(cap, what)
+                cap_data_segment(cap, what)
                 used = vm_data_bytes() or 0
                 if used + self.model_bytes > cap:
                     raise ParvecError(
@@ -974,7 +973,7 @@ class ShardedRun:
               flush=True)
         if warning:
             print(warning, file=sys.stderr, flush=True)
-        prob, alias = noise_tables(counts, cfg)
+        prob, alias = word_noise_tables(counts, cfg.ns_exponent)
         noise_refs = [ray.put(prob), ray.put(alias)]
         del prob, alias
         run_id = f"{os.getpid()}-{time.time_ns()}"

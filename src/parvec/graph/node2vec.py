@@ -340,7 +340,7 @@ class Node2Vec:
 
     def _train(self) -> tuple[np.ndarray, NodeRanking]:
         from parvec.engine import RunEngine, TrainStats
-        from parvec.trainer import init_input_vectors
+        from parvec.model_tables import init_input_vectors
 
         t0 = time.perf_counter()
         ranking, cached = self.count_pass()
@@ -387,7 +387,8 @@ class Node2Vec:
     def _driver(self, ranking: NodeRanking, resumed: Any) -> Any:
         # What trains the walks: the CPU threads, or the GPU (the same walks as parts); a resumed run starts from
         # the checkpoint's vectors.
-        from parvec.trainer import CpuDriver, init_input_vectors
+        from parvec.model_tables import init_input_vectors
+        from parvec.trainer import CpuDriver
 
         n, dim = len(ranking.counts), self.config.dim
         w_in = resumed.wv.vectors if resumed is not None else None
