@@ -12,18 +12,10 @@ import pytest
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed import Cluster
-from parvec.distributed.shard_core import (
-    LocalStep,
-    Minibatch,
-    UnitRunner,
-    check_shard_calls,
-    pack_train_call,
-    plan_units,
-    reference_train,
-    train_call_bytes,
-    unpack_train_call,
-)
-from parvec.distributed.sharded import FUSED_MINIBATCH_WORDS, resolve
+from parvec.distributed.shard_kernels import LocalStep, reference_train
+from parvec.distributed.sharded_settings import FUSED_MINIBATCH_WORDS, check_shard_calls, resolve
+from parvec.distributed.units import UnitRunner, plan_units
+from parvec.distributed.wire import Minibatch, pack_train_call, train_call_bytes, unpack_train_call
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
 from parvec.sampling import keep_probabilities, word_noise_tables

@@ -7,20 +7,9 @@ import pytest
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
-from parvec.distributed.shard_core import (
-    LocalStep,
-    Minibatch,
-    Step,
-    Unit,
-    UnitRunner,
-    call_bytes,
-    minibatch_seed,
-    pack_call,
-    plan_units,
-    reference_train,
-    sum_partials,
-    unpack_call,
-)
+from parvec.distributed.shard_kernels import LocalStep, reference_train
+from parvec.distributed.units import Step, Unit, UnitRunner, minibatch_seed, plan_units
+from parvec.distributed.wire import Minibatch, call_bytes, pack_call, sum_partials, unpack_call
 from parvec.kernels import sharded as K
 from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
@@ -113,7 +102,7 @@ def test_interleaved_minibatches_hold_the_same_inputs_and_pairs_spread_over_the_
     assert sum(mb.pairs for mb in interleaved) == whole.pairs
     assert all(int(mb.n_ctx.sum()) == mb.pairs == K.count_pairs(mb.seg, mb.shrink, window) for mb in interleaved)
     # Minibatch k holds the k-th run of LANE_WORDS kept words of every lane: runs n/4 apart, not consecutive.
-    from parvec.distributed.shard_core import LANE_WORDS
+    from parvec.distributed.units import LANE_WORDS
 
     lanes = K.lane_bounds(n, 16 // LANE_WORDS)
     first = interleaved[0]
@@ -448,7 +437,7 @@ def test_minibatch_left_out_keeps_the_words_in_flight():
     # 256 words made the loss climb on the 17M-token corpus, 2 x 1 x 256 did not
     from parvec.config import TrainConfig
     from parvec.distributed import Cluster
-    from parvec.distributed.sharded import resolve
+    from parvec.distributed.sharded_settings import resolve
 
     def mb(clients, threads, given=None, formation="interleaved", sample=1e-4):
         # split calls: the rule bounds how stale their dot products get (fused calls have none: test_fused_calls)
@@ -654,7 +643,7 @@ def test_a_float16_wire_trains_what_float32_trains_to_its_rounding():
 
 
 def test_negatives_per_is_checked():
-    from parvec.distributed.shard_core import shard_kernels
+    from parvec.distributed.shard_kernels import shard_kernels
     from parvec.errors import ParvecError
 
     with pytest.raises(ParvecError, match="negatives_per must be one of pair, window; got 'row'"):

@@ -55,7 +55,7 @@ def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in:
 def check_cpus(cluster: Cluster, config: TrainConfig) -> None:
     """Refuse, before Ray starts, what ``cluster`` cannot run on the CPUs of ``local:N`` (every core for
     ``local``): more replicas x threads than CPUs (:func:`parvec.distributed.replicas.replica_threads`), or far
-    more shards and clients than CPUs (:func:`parvec.distributed.sharded.actor_budget`).  A cluster joined
+    more shards and clients than CPUs (:func:`parvec.distributed.sharded_settings.actor_budget`).  A cluster joined
     (``auto``, ``ray://``) is checked once Ray reports its CPUs.  Never imports Ray.
 
     Example:
@@ -73,9 +73,9 @@ def check_cpus(cluster: Cluster, config: TrainConfig) -> None:
 
         replica_threads(cluster, config, cpus)
     else:
-        from parvec.distributed.sharded import actor_budget
+        from parvec.distributed.sharded_settings import actor_budget
 
-        actor_budget(cluster.shards or 1, cluster.clients or 2, cpus)  # sharded.resolve's defaults on local:N
+        actor_budget(cluster.shards or 1, cluster.clients or 2, cpus)  # ShardedSettings.of's defaults on local:N
 
 
 # Cluster fields a checkpoint does not record: where the run's own snapshots go (the resumed run's --checkpoint-dir

@@ -27,8 +27,8 @@ repeats the measurement at a large ``--dim`` and checks this estimate against it
 own peak RSS instead counts the object store's shared pages once per process that maps them (a 3.3 GiB run
 reads as 5.6 GiB that way).
 
-The settings come from where the run resolves them (:func:`parvec.distributed.sharded.resolve` for shards,
-clients and threads; :func:`parvec.distributed.replicas.replica_threads` and
+The settings come from where the run resolves them (:class:`parvec.distributed.sharded_settings.ShardedSettings`
+for shards, clients and threads; :func:`parvec.distributed.replicas.replica_threads` and
 :func:`parvec.distributed.replicas.shard_chunks` for the replicas' threads and shares), so the estimate sizes
 the run that would start.  A cluster parvec joins (``auto``, ``ray://``) has only the driver here: Ray's
 figures for the other nodes (``ray.nodes()``) are the memory a node offered the scheduler when it started,
@@ -56,6 +56,7 @@ from parvec import resources
 from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig, default_threads
 from parvec.distributed.cluster import Cluster
+from parvec.distributed.sharded_settings import ROW_BLOCK_BYTES, ShardedSettings
 from parvec.errors import ParvecError
 from parvec.resources import human_bytes
 
@@ -74,7 +75,6 @@ DRIVER_BYTES_PER_WORD = 250  # Vocab.words/index and KeyedVectors.index_to_key/k
 ACTOR_BYTES_PER_WORD = 100  # a replica's copy of the word list (data description from the board)
 ENCODER_BYTES_PER_WORD = 160  # an encoder's word -> id lookup
 WORKING_ROOM = 64 * MiB  # the driver's output writing and other temporaries
-ROW_BLOCK_BYTES = 32 * MiB  # sharded: rows gathered/exported per block and matrix (sharded._ROW_BLOCK_BYTES)
 
 
 @dataclass
@@ -397,10 +397,8 @@ def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negativ
 
 def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
              ) -> tuple[list[Part], list[Part], list[Part]]:
-    from parvec.distributed.sharded import resolve
-
-    st = resolve(cluster, config)
-    n_shards, n_clients = st["shards"], st["clients"]
+    st = ShardedSettings.of(cluster, config)
+    n_shards, n_clients = st.shards, st.clients
     width = -(-config.dim // n_shards)
     model = 2 * v * config.dim * 4
     columns = 2 * v * width * 4
@@ -420,9 +418,8 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
         "noise table": 8 * v,
         "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
         # one minibatch per client thread at a time: its call, its kept rows, its answer and adjust's deltas
-        "minibatches in flight": st["clients"] * st["threads"] * minibatch_bytes(
-            st["minibatch_words"], config.window, config.negative, width, st["negatives_per"], st["wire_floats"],
-            st["shard_calls"] == "fused"),
+        "minibatches in flight": st.clients * st.threads * minibatch_bytes(
+            st.minibatch_words, config.window, config.negative, width, st.negatives_per, st.wire_floats, st.fused),
         "runtime": SHARD_BASELINE,
     })
     client = Part("client", n_clients, {

@@ -437,7 +437,7 @@ class ShardCheckpoints:
                  schedule: Any = None) -> None:
         from parvec.checkpoints import Checkpointer
         from parvec.distributed import cluster_record
-        from parvec.distributed.sharded import resolve
+        from parvec.distributed.sharded_settings import resolve
 
         self.directory = Path(directory)
         self.config, self.encoded, self.options, self.schedule = config, encoded, options, schedule
@@ -451,7 +451,7 @@ class ShardCheckpoints:
         self._snap: dict[str, Any] = {}
 
     def __call__(self, snap: dict[str, Any]) -> bool:
-        from parvec.distributed.sharded import snapshot_position
+        from parvec.distributed.snapshots import snapshot_position
 
         self._snap = snap
         position = snapshot_position(snap, self.schedule)

@@ -59,7 +59,7 @@ from parvec.config import TrainConfig, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions, load_encoded, save_encoded
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.collectives import Board, SyncAborted, make_collective
-from parvec.distributed.sharded import was_restarted
+from parvec.distributed.supervise import was_restarted
 from parvec.engine import Diverged, EpochContext, EpochResult, Resume, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
