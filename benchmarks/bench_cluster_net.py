@@ -133,7 +133,7 @@ def mva_time(calls: int, k: int, think_s: float, link_s: float) -> float:
 
 def run_syncs(report: dict[str, Any]) -> list[tuple[int, bool]]:
     """A replicas run's syncs in order, from its report: (rows, whether it ran while the next part trained)."""
-    from parvec.distributed.replicas import overlapped_syncs, sync_plan
+    from parvec.distributed.replica_plan import overlapped_syncs, sync_plan
 
     cl = report["cluster"]
     plan = sync_plan(report["parts_per_epoch"], report["epochs"], cl["min_sync_words"], report["vocab_size"],
@@ -393,7 +393,7 @@ def project_replicas(nodes: int, node_words_s: float, rate: float, latency_s: fl
     """A replicas run of ``nodes`` nodes, each training ``node_words_s`` alone, links of ``rate`` bytes/s per
     node and ``latency_s`` one way: its words/s and efficiency (words/s over nodes x node_words_s);
     ``overlap``: the smaller syncs run beside the next part (the default), else every sync blocks."""
-    from parvec.distributed.replicas import overlap_rows_cap, overlapped_syncs, sync_plan, traffic_model
+    from parvec.distributed.replica_plan import overlap_rows_cap, overlapped_syncs, sync_plan, traffic_model
     m = traffic_model(vocab, dim, nodes, words, 1, sync_words=sync_words, min_sync_words=min_sync_words)
     per_node_bytes = m["bytes"] / nodes  # what each node receives (and sends) over the epoch
     cap = overlap_rows_cap(vocab, min_sync_words) if overlap else 0

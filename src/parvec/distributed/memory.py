@@ -6,9 +6,9 @@ cluster run started here (``--cluster local:N``) needs far more, in several proc
 - **the driver** (this process): the model (``2 V d`` float32, input and output vectors), its corpus (unless
   memory-mapped from the encoded-corpus cache), the vocabulary as Python strings;
 - **replicas mode**: ``R`` replica actors, each with a whole model, the overlapped syncs' two copies of the top
-  rows (:func:`parvec.distributed.replicas.overlap_rows_cap`; a quarter of the model at most, for
+  rows (:func:`parvec.distributed.replica_plan.overlap_rows_cap`; a quarter of the model at most, for
   ``V >= 8 x min_sync_words``), and its share of the corpus (memory-mapped
-  cache pages and its sentence offsets; :func:`parvec.distributed.replicas._load_share`), the per-word tables
+  cache pages and its sentence offsets; :func:`parvec.distributed.replica_actor.load_share`), the per-word tables
   (counts, subsampling, the noise alias table) and the vocabulary; Ray's object store holds the model the
   driver sends out and the one replica 0 sends back (``2 x 2 V d``); a sync board actor;
 - **sharded mode**: ``S`` shard actors, each with its columns of both matrices (``2 V ceil(d/S)`` float32)
@@ -28,8 +28,8 @@ own peak RSS instead counts the object store's shared pages once per process tha
 reads as 5.6 GiB that way).
 
 The settings come from where the run resolves them (:class:`parvec.distributed.sharded_settings.ShardedSettings`
-for shards, clients and threads; :func:`parvec.distributed.replicas.replica_threads` and
-:func:`parvec.distributed.replicas.shard_chunks` for the replicas' threads and shares), so the estimate sizes
+for shards, clients and threads; :func:`parvec.distributed.replica_plan.replica_threads` and
+:func:`parvec.distributed.replica_plan.share_chunks` for the replicas' threads and shares), so the estimate sizes
 the run that would start.  A cluster parvec joins (``auto``, ``ray://``) has only the driver here: Ray's
 figures for the other nodes (``ray.nodes()``) are the memory a node offered the scheduler when it started,
 not what is free now, and asking needs a connection first, so they are not checked (the line says so).
@@ -55,7 +55,9 @@ import numpy as np
 from parvec import resources
 from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig, default_threads
+from parvec.distributed import replica_plan
 from parvec.distributed.cluster import Cluster
+from parvec.distributed.replica_plan import overlap_rows, share_chunks
 from parvec.distributed.sharded_settings import ROW_BLOCK_BYTES, ShardedSettings
 from parvec.errors import ParvecError
 from parvec.resources import human_bytes
@@ -221,7 +223,7 @@ class CorpusSizes:
     tokens: int
     sentences: int
     tokens_mapped: bool = False
-    shares: tuple[tuple[int, int], ...] | None = None  # per replica (tokens, sentences), from shard_chunks
+    shares: tuple[tuple[int, int], ...] | None = None  # per replica (tokens, sentences), from share_chunks
 
     def largest_share(self, n: int) -> tuple[int, int]:
         if self.shares is not None and len(self.shares) == n:
@@ -231,7 +233,7 @@ class CorpusSizes:
 
 def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) -> CorpusSizes:
     """The sizes of an :class:`~parvec.corpus.EncodedCorpus` for :func:`estimate_cluster`, each replica's
-    share cut as the replicas driver cuts it (``shard_chunks`` over the split offsets).
+    share cut as the replicas driver cuts it (``share_chunks`` over the split offsets).
 
     Example:
         >>> corpus_sizes(corpus, TrainConfig(), replicas=2).shares  # doctest: +SKIP
@@ -240,10 +242,8 @@ def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) 
     offsets = split_long_sentences(np.asarray(corpus.offsets), config.max_sentence_length)
     shares = None
     if replicas:
-        from parvec.distributed.replicas import shard_chunks
-
         try:
-            ranges = shard_chunks(offsets, config.chunk_words, replicas)
+            ranges = share_chunks(offsets, config.chunk_words, replicas)
             shares = tuple((int(offsets[hi] - offsets[lo]), hi - lo) for lo, hi in ranges)
         except ParvecError:  # too few chunks for the replicas: the run says so when it starts
             shares = None
@@ -288,12 +288,10 @@ def replica_threads(cluster: Cluster, config: TrainConfig) -> int:
         >>> replica_threads(Cluster("local:2"), TrainConfig(threads=2))
         1
     """
-    from parvec.distributed.replicas import replica_threads as rule
-
     n = int(cluster.replicas or 1)
     if not cluster.is_local:
         return int(cluster.threads_per_actor or config.threads)
-    return rule(cluster, config, _local_cpus(cluster), n)[0]
+    return replica_plan.replica_threads(cluster, config, _local_cpus(cluster), n)[0]
 
 
 def ray_running() -> bool:
@@ -339,9 +337,7 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
         "vocabulary": DRIVER_BYTES_PER_WORD * v,
         "runtime": DRIVER_BASELINE + WORKING_ROOM,
     })
-    from parvec.distributed.replicas import overlap_rows
-
-    # an overlapped sync's snapshot and buffer of both matrices' rows (replicas._OverlappedSync)
+    # an overlapped sync's snapshot and buffer of both matrices' rows (replica_actor.OverlappedSync)
     overlap = overlap_rows(cluster, v)
     replica = Part("replica", n, {
         "model": model,
