@@ -176,7 +176,7 @@ def test_work_files_of_the_corpus_name_the_cause(disk, corpus, monkeypatch):
     monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1 << 30)
     vocab = EncodedCorpus.from_file(corpus, ReadOptions(min_count=1)).vocab
     with pytest.raises(ParvecError, match=rf"{disk.root}/tokens_0\.npy: cannot write: {NO_SPACE}"):
-        pipeline.encode_range(str(corpus), 0, 5000, {"min_count": 1}, vocab, str(disk.root), 0)
+        pipeline.encode_range(str(corpus), 0, 5000, ReadOptions(min_count=1), vocab, str(disk.root), 0)
 
 
 # ---------------------------------------------------------------------- checkpoints: stop (the default)
