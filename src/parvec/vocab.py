@@ -165,10 +165,16 @@ class VocabCounter:
         for w, c in Counter(words).items():
             counts[w] = counts.get(w, 0) + c
         if self.max_vocab_size is not None and len(counts) > self.max_vocab_size:
-            self._prune()
+            self.prune()
 
-    def _prune(self) -> None:
-        # Keep memory bounded: drop rare words, raise the bar each time (word2vec.c's ReduceVocab).
+    def prune(self) -> None:
+        """Keep memory bounded: drop the words seen at most ``min_reduce`` times, raising the bar each time, until
+        at most ``max_vocab_size`` words are left (word2vec.c's ReduceVocab).
+
+        Example:
+            >>> c = VocabCounter(max_vocab_size=1); c.counts = {"a": 3, "b": 1}; c.prune(); c.counts
+            {'a': 3}
+        """
         while len(self.counts) > self.max_vocab_size:
             before = len(self.counts)
             self.counts = {w: c for w, c in self.counts.items() if c > self.min_reduce}

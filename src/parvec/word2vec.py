@@ -496,7 +496,7 @@ class Word2Vec:
         resume_at: Position | None = None
         if resume:
             start, resume_at = self.epochs_trained, self.position
-            total_epochs = self._resume_epochs(epochs, start, resume_at, encoded.n_tokens)
+            total_epochs = self.resume_epochs(epochs, start, resume_at, encoded.n_tokens)
             if start >= total_epochs:
                 return TrainStats()
         else:
@@ -717,9 +717,16 @@ class Word2Vec:
             raise ParvecError(f"cannot resume: this corpus has {encoded.n_tokens:,} in-vocabulary tokens, the one "
                               f"the checkpoint was trained on {self.corpus_words:,}; give the same corpus")
 
-    def _resume_epochs(self, epochs: int | None, start: int, at: Position | None, words_per_epoch: int) -> int:
-        # A resumed run finishes config.epochs; another number applies from the checkpoint on: the learning
-        # rate decays linearly from its value there to min_alpha at the new end (schedule_anchor).
+    def resume_epochs(self, epochs: int | None, start: int, at: Position | None, words_per_epoch: int) -> int:
+        """The epochs a run resumed from this model's checkpoint trains in all: ``config.epochs``, or ``epochs``
+        when another number is asked for, which applies from the checkpoint on (the learning rate then decays
+        linearly from its value there to min_alpha at the new end: ``schedule_anchor``); ``start`` epochs are done
+        and ``at`` is a mid-epoch position (None at an epoch's end).
+
+        Example:
+            >>> model.resume_epochs(8, 3, None, corpus.n_tokens)  # doctest: +SKIP
+            8
+        """
         if epochs is None or epochs == self.config.epochs:
             return self.config.epochs
         begun = start + (1 if at is not None else 0)

@@ -156,7 +156,7 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
             counts[w] = counts.get(w, 0) + c
         del range_counts
         if options.max_vocab_size is not None and len(counts) > options.max_vocab_size:
-            merged._prune()
+            merged.prune()
             counts = merged.counts
     del refs
     if raw_words == 0:

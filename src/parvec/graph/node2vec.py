@@ -423,7 +423,7 @@ class Node2Vec:
         schedule = Schedule.of(self.config, self.n_tokens)
         if resumed is not None:
             start = resumed.epochs_trained
-            epochs = resumed._resume_epochs(self.config.epochs, start, resumed.position, self.n_tokens)
+            epochs = resumed.resume_epochs(self.config.epochs, start, resumed.position, self.n_tokens)
             if resumed.position is not None:
                 options["resume_at"] = resumed.position
             schedule = resumed.learning_rate_schedule(self.n_tokens, epochs)
@@ -581,7 +581,7 @@ class Node2Vec:
         self.config.threads = threads
         self.config.progress = progress
         if epochs is not None and epochs != cfg.epochs:
-            model._resume_epochs(epochs, model.epochs_trained, model.position, int(walks.get("tokens") or 1))
+            model.resume_epochs(epochs, model.epochs_trained, model.position, int(walks.get("tokens") or 1))
         self.resumed_from, self.resumed_path = model, str(where)
         return self
 
