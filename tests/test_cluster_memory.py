@@ -31,7 +31,7 @@ def _est(cluster: Cluster, dim: int = 100, v: int = 1000, t: int = 100_000, s: i
     return M.estimate_cluster(cluster, TrainConfig(dim=dim, threads=threads), v, t, s, available=None, **kw)
 
 
-def _part(est: M.MemoryEstimate, name: str) -> M.Part:
+def _part(est: M.MemoryEstimate, name: str) -> M.ProcessGroup:
     return next(p for p in est.parts + est.elsewhere + est.earlier if p.name == name)
 
 

@@ -80,11 +80,11 @@ WORKING_ROOM = 64 * MiB  # the driver's output writing and other temporaries
 
 
 @dataclass
-class Part:
-    """One line of the breakdown: ``count`` processes (or one pool, count 1) holding ``pieces`` each.
+class ProcessGroup:
+    """One line of the breakdown: ``count`` processes of one kind (or one pool, count 1) holding ``pieces`` each.
 
     Example:
-        >>> Part("replica", 2, {"model": 100, "runtime": 50}).total
+        >>> ProcessGroup("replica", 2, {"model": 100, "runtime": 50}).total
         300
     """
 
@@ -120,16 +120,16 @@ class MemoryEstimate:
     when :attr:`needed` is over ``available``.
 
     Example:
-        >>> MemoryEstimate("local:1", "replicas", [Part("driver", 1, {"vectors": 10})], available=5).fits
+        >>> MemoryEstimate("local:1", "replicas", [ProcessGroup("driver", 1, {"vectors": 10})], available=5).fits
         False
     """
 
     spec: str
     mode: str
-    parts: list[Part]
+    parts: list[ProcessGroup]
     available: int | None
-    elsewhere: list[Part] = field(default_factory=list)
-    earlier: list[Part] = field(default_factory=list)
+    elsewhere: list[ProcessGroup] = field(default_factory=list)
+    earlier: list[ProcessGroup] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
 
     @property
@@ -163,7 +163,7 @@ class MemoryEstimate:
         """The ``memory:`` line ``parvec train`` prints before training.
 
         Example:
-            >>> est = MemoryEstimate("local:1", "replicas", [Part("driver", 1, {"vectors": 2 << 20})], 8 << 30)
+            >>> est = MemoryEstimate("local:1", "replicas", [ProcessGroup("driver", 1, {"vectors": 2 << 20})], 8 << 30)
             >>> est.line().split(", every process on this machine: ")
             ['memory: 2.0 MiB of 8.0 GiB available, --cluster local:1 (replicas)', 'driver 2.0 MiB (vectors 2.0 MiB)']
         """
@@ -181,7 +181,7 @@ class MemoryEstimate:
         """Raise :class:`ParvecError` with the breakdown and what to change when the run does not fit.
 
         Example:
-            >>> MemoryEstimate("local:2", "replicas", [Part("driver", 1, {"vectors": 10})], 5).check()
+            >>> MemoryEstimate("local:2", "replicas", [ProcessGroup("driver", 1, {"vectors": 10})], 5).check()
             Traceback (most recent call last):
             ...
             parvec.errors.ParvecError: --cluster local:2 (replicas) needs about 10 B on this machine but 5 B is \
@@ -197,7 +197,7 @@ available: driver 10 B (vectors 10 B); change the run
 
     def to_dict(self) -> dict[str, Any]:
         """For ``--report``: the parts and their pieces in bytes."""
-        def parts(ps: list[Part]) -> list[dict[str, Any]]:
+        def parts(ps: list[ProcessGroup]) -> list[dict[str, Any]]:
             return [{"name": p.name, "count": p.count, "bytes_each": p.each, "pieces": dict(p.pieces),
                      "running": p.running} for p in ps]
 
@@ -324,13 +324,13 @@ def _estimate(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes,
 
 
 def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
-              ) -> tuple[list[Part], list[Part], list[Part]]:
+              ) -> tuple[list[ProcessGroup], list[ProcessGroup], list[ProcessGroup]]:
     n = int(cluster.replicas or 1)
     threads = replica_threads(cluster, config)
     model = 2 * v * config.dim * 4
     t, s = sizes.tokens, sizes.sentences
     share_t, share_s = sizes.largest_share(n)
-    driver = Part("driver", 1, {
+    driver = ProcessGroup("driver", 1, {
         "vectors": model,
         # its tokens unless memory-mapped, the offsets and the split copy the data description is cut from
         "corpus": (0 if sizes.tokens_mapped else 4 * t) + 16 * (s + 1),
@@ -339,7 +339,7 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
     })
     # an overlapped sync's snapshot and buffer of both matrices' rows (replica_actor.OverlappedSync)
     overlap = overlap_rows(cluster, v)
-    replica = Part("replica", n, {
+    replica = ProcessGroup("replica", n, {
         "model": model,
         "sync copies": 2 * 2 * overlap * config.dim * 4,
         # counts (int64), subsampling, noise probabilities and aliases (4 bytes each)
@@ -348,16 +348,16 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
         "corpus share": 4 * share_t + 16 * (s + 1) + 8 * (share_s + 1),
         "runtime": REPLICA_BASELINE + threads * 4 * config.max_sentence_length,
     })
-    store = Part("Ray's object store", 1, {
+    store = ProcessGroup("Ray's object store", 1, {
         "the model sent out and returned": 2 * model,
         "vocabulary and tables": (8 + 24) * v + 16 * n,
     })
-    board = Part("sync board", 1, {"runtime": BOARD_BASELINE})
+    board = ProcessGroup("sync board", 1, {"runtime": BOARD_BASELINE})
     ray_parts = []
     if cluster.is_local:
         idle = max(0, _local_cpus(cluster) - n)  # the replicas take the workers Ray starts with
-        ray_parts.append(Part("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
-                                                         "idle workers": idle * WORKER_BASELINE}))
+        ray_parts.append(ProcessGroup("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
+                                                                 "idle workers": idle * WORKER_BASELINE}))
     return [driver, replica, store, board], ray_parts, []
 
 
@@ -392,7 +392,7 @@ def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negativ
 
 
 def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
-             ) -> tuple[list[Part], list[Part], list[Part]]:
+             ) -> tuple[list[ProcessGroup], list[ProcessGroup], list[ProcessGroup]]:
     st = ShardedSettings.of(cluster, config)
     n_shards, n_clients = st.shards, st.clients
     width = -(-config.dim // n_shards)
@@ -402,14 +402,14 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
     # gathering/exporting the model: a block of rows of both matrices assembled while the next is on its way
     blocks = min(4 * ROW_BLOCK_BYTES, 2 * model)
     if pipeline:
-        driver = Part("driver", 1, {"vocabulary": DRIVER_BYTES_PER_WORD * v, "corpus offsets": 16 * (s + 1),
+        driver = ProcessGroup("driver", 1, {"vocabulary": DRIVER_BYTES_PER_WORD * v, "corpus offsets": 16 * (s + 1),
                                     "export blocks": blocks, "runtime": DRIVER_BASELINE + WORKING_ROOM})
     else:
-        driver = Part("driver", 1, {"vectors": model,
+        driver = ProcessGroup("driver", 1, {"vectors": model,
                                     "corpus": (0 if sizes.tokens_mapped else 4 * t) + 8 * (s + 1),
                                     "gathered blocks": blocks, "vocabulary": DRIVER_BYTES_PER_WORD * v,
                                     "runtime": DRIVER_BASELINE + WORKING_ROOM})
-    shard = Part("shard", n_shards, {
+    shard = ProcessGroup("shard", n_shards, {
         "columns": columns,
         "noise table": 8 * v,
         "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
@@ -418,7 +418,7 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
             st.minibatch_words, config.window, config.negative, width, st.negatives_per, st.wire_floats, st.fused),
         "runtime": SHARD_BASELINE,
     })
-    client = Part("client", n_clients, {
+    client = ProcessGroup("client", n_clients, {
         "subsampling table": 4 * v,
         # the offsets loaded (the CLI's files) or fetched, and split as the trainer splits them
         "corpus offsets": 16 * (s + 1),
@@ -429,17 +429,17 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
         store_pieces["memory-mapped corpus"] = 4 * t  # the encoded ranges' pages, shared by the clients
     else:
         store_pieces |= {"corpus": 4 * t + 8 * (s + 1), "initial columns": model}
-    store = Part("Ray's object store", 1, store_pieces)
+    store = ProcessGroup("Ray's object store", 1, store_pieces)
     ray_parts, earlier = [], []
     if cluster.is_local:
         cpus = _local_cpus(cluster)
         # Ray starts one worker per CPU; the pipeline's counting tasks and encoders leave as many again
         idle = (2 if pipeline else 1) * cpus
-        ray_parts.append(Part("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
-                                                         "idle workers": idle * WORKER_BASELINE}))
+        ray_parts.append(ProcessGroup("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
+                                                                 "idle workers": idle * WORKER_BASELINE}))
         if pipeline:
             per_range_t, per_range_s = -(-t // ranges), -(-s // ranges)
-            earlier.append(Part("encoder", min(cpus, ranges), {
+            earlier.append(ProcessGroup("encoder", min(cpus, ranges), {
                 "lookup": ENCODER_BYTES_PER_WORD * v,
                 "byte range": 4 * per_range_t + 8 * (per_range_s + 1) + 8 * MiB,
                 "runtime": WORKER_BASELINE,
@@ -515,5 +515,5 @@ def check_corpus(cluster: Cluster, config: TrainConfig, corpus: Any) -> MemoryEs
     return est
 
 
-__all__ = ["CorpusSizes", "MemoryEstimate", "Part", "check_corpus", "corpus_sizes", "estimate_cluster", "human",
+__all__ = ["CorpusSizes", "MemoryEstimate", "ProcessGroup", "check_corpus", "corpus_sizes", "estimate_cluster", "human",
            "ray_running", "replica_threads"]
