@@ -180,8 +180,6 @@ class ShardedSettings:
         _one_of("negatives_per", self.negatives_per, NEGATIVES_PER)
         check_wire(self.wire_floats)
         check_shard_calls(self.shard_calls)
-        if self.shard_calls == "fused" and self.shards != 1:
-            raise ParvecError("shard_calls='fused' needs one shard (every column in the one process)")
 
     @classmethod
     def of(cls, cluster: Cluster, config: TrainConfig) -> ShardedSettings:
