@@ -43,7 +43,7 @@ from parvec.distributed.cluster import Cluster
 from parvec.distributed.sharded_settings import ROW_BLOCK_BYTES, ShardedSettings, actor_budget, cluster_cpus, resolve
 from parvec.distributed.sharded_start import ShardedActors, start_actors
 from parvec.distributed.snapshot_files import snapshot_dir
-from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume, snapshot_position
+from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume, report_figures, snapshot_position
 from parvec.distributed.supervise import ActorLost, cause, first_line
 from parvec.distributed.units import Unit, UnitStats, plan_units, units_crc32
 from parvec.distributed.wire import ShardLost
@@ -238,7 +238,7 @@ class ShardedRun:
                     client_infos.append(self.ray.get(h.info.remote(), timeout=self.timeout_s))
         checkpoint_dir = None if self._temp_checkpoints is not None else str(self.checkpoint_dir)
         return sharded_report(self.settings, self.config, self.totals, infos, client_infos,
-                              self.snapshots.figures(), checkpoint_dir)
+                              report_figures(self.snapshots), checkpoint_dir)
 
 
 class _Epoch:
@@ -346,10 +346,10 @@ def sharded_report(st: ShardedSettings, config: TrainConfig, t: UnitStats, infos
                    checkpoint_dir: str | None) -> dict[str, Any]:
     """A sharded run's report figures: its settings, the bytes per trained input word measured at the clients
     (and the paper's and a row-wise parameter server's for comparison), memory, faults and snapshots
-    (``snapshot_figures``: :meth:`SnapshotCoordinator.figures`), where the time went.
+    (``snapshot_figures``: :func:`parvec.distributed.snapshots.report_figures`), where the time went.
 
     Example:
-        >>> sharded_report(settings, config, totals, infos, [], snaps.figures(), None)["shards"]  # doctest: +SKIP
+        >>> sharded_report(settings, config, totals, infos, [], figures, None)["shards"]  # doctest: +SKIP
         2
     """
     inputs = max(t.inputs, 1)

@@ -40,7 +40,7 @@ from parvec.fileio import atomic_output
 from parvec.kernels import sharded as K
 from parvec.schedule import Schedule
 
-__all__ = ["SnapshotCoordinator", "check_resume", "snapshot_position"]
+__all__ = ["SnapshotCoordinator", "check_resume", "describe_snapshot", "report_figures", "snapshot_position"]
 
 Snapshot = dict[str, Any]  # a snapshot's record (module docstring); JSON in manifest.json and checkpoints
 
@@ -390,19 +390,25 @@ class SnapshotCoordinator:
         self.recover(max(epoch - 1, 0) if not self.newest["units_done"] else epoch, fault, queue, {},
                      [0] * len(self._actors.clients), [])
 
-    def figures(self) -> dict[str, Any]:
-        """The report's keys of the snapshots and the faults."""
-        snaps = self.log
-        return {
-            # Faults: each lost shard or client, the snapshot every shard restored, the words trained again.
-            "faults": self.faults,
-            "words_retrained": sum(f["words_retrained"] for f in self.faults),
-            "requeued_units": self.requeued_units, "requeued_words": self.requeued_words,
-            "dropped_minibatches": self.dropped, "client_failures": self.client_failures,
-            # Consistent snapshots (every epoch's end and every checkpoint_interval_s): how many, their cost.
-            "snapshots": len(snaps), "snapshot_interval_s": self.interval_s,
-            "snapshot_seconds": sum(x["seconds"] for x in snaps),
-            "snapshot_drain_seconds": sum(x["drain_seconds"] for x in snaps),
-            "snapshot_bytes": snaps[-1]["bytes"] if snaps else 0,
-            "snapshot_shard_seconds_max": max((x["shard_seconds_max"] for x in snaps), default=0.0),
-        }
+
+def report_figures(snaps: SnapshotCoordinator) -> dict[str, Any]:
+    """A sharded run's report keys of its snapshots and faults (:meth:`SnapshotCoordinator.recover`'s records).
+
+    Example:
+        >>> report_figures(run.snapshots)["snapshots"]  # doctest: +SKIP
+        4
+    """
+    log = snaps.log
+    return {
+        # Faults: each lost shard or client, the snapshot every shard restored, the words trained again.
+        "faults": snaps.faults,
+        "words_retrained": sum(f["words_retrained"] for f in snaps.faults),
+        "requeued_units": snaps.requeued_units, "requeued_words": snaps.requeued_words,
+        "dropped_minibatches": snaps.dropped, "client_failures": snaps.client_failures,
+        # Consistent snapshots (every epoch's end and every checkpoint_interval_s): how many, their cost.
+        "snapshots": len(log), "snapshot_interval_s": snaps.interval_s,
+        "snapshot_seconds": sum(x["seconds"] for x in log),
+        "snapshot_drain_seconds": sum(x["drain_seconds"] for x in log),
+        "snapshot_bytes": log[-1]["bytes"] if log else 0,
+        "snapshot_shard_seconds_max": max((x["shard_seconds_max"] for x in log), default=0.0),
+    }
