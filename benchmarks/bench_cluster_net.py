@@ -60,7 +60,7 @@ MODES: dict[str, list[str]] = {
     "replicas 2 x 1 thread, every sync blocking": ["--cluster", "local:2", "--threads", "1", "--no-sync-overlap"],
     "sharded 2 shards, 2 clients x 1 thread": ["--cluster", "local:2", "--mode", "sharded", "--shards", "2",
                                                "--clients", "2", "--threads", "1"],
-    # half the bytes on the wire (shard_core.to_wire): what a link-bound run gains
+    # half the bytes on the wire (wire.to_wire): what a link-bound run gains
     "sharded 2 shards, 2 clients x 1 thread, float16 wire": ["--cluster", "local:2", "--mode", "sharded", "--shards",
                                                              "2", "--clients", "2", "--threads", "1",
                                                              "--wire-floats", "float16"],
@@ -133,7 +133,7 @@ def mva_time(calls: int, k: int, think_s: float, link_s: float) -> float:
 
 def run_syncs(report: dict[str, Any]) -> list[tuple[int, bool]]:
     """A replicas run's syncs in order, from its report: (rows, whether it ran while the next part trained)."""
-    from parvec.distributed.replicas import overlapped_syncs, sync_plan
+    from parvec.distributed.replica_plan import overlapped_syncs, sync_plan
 
     cl = report["cluster"]
     plan = sync_plan(report["parts_per_epoch"], report["epochs"], cl["min_sync_words"], report["vocab_size"],
@@ -344,20 +344,22 @@ def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_
 
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus
-    from parvec.distributed import shard_core as SC
+    from parvec.distributed.shard_kernels import shard_kernels
+    from parvec.distributed.units import UnitRunner, client_keep, prepare_part
+    from parvec.sampling import word_noise_tables
 
     enc = EncodedCorpus.from_file(str(slice_corpus(corpus, 1_000_000, work)))
     cfg = TrainConfig(dim=100, window=window, sample=1e-4).validate()
     counts = enc.vocab.counts
-    prob, alias = SC.noise_tables(counts, cfg)
-    tokens, offsets = SC.prepare_part(enc.tokens, enc.offsets, cfg.max_sentence_length)
-    runner = SC.UnitRunner(cfg, SC.client_keep(counts, cfg), minibatch_words)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
+    tokens, offsets = prepare_part(enc.tokens, enc.offsets, cfg.max_sentence_length)
+    runner = UnitRunner(cfg, client_keep(counts, cfg), minibatch_words)
     mbs = list(runner.minibatches(tokens, offsets, 0, len(offsets) - 1, 7, 0.025, 0.0001, len(tokens)))
     rng = np.random.default_rng(1)
     w_in = (rng.random((rows, cols), dtype=np.float32) - 0.5) / 100
     w_out = (rng.random((rows, cols), dtype=np.float32) - 0.5) / 100
     stride = 1 + cfg.negative
-    kernels = SC.shard_kernels(negatives_per, window, cfg.negative)
+    kernels = shard_kernels(negatives_per, window, cfg.negative)
     spread = np.int64(2_654_435_761)
     t_draw = t_train = 0.0
     inputs = 0
@@ -391,7 +393,7 @@ def project_replicas(nodes: int, node_words_s: float, rate: float, latency_s: fl
     """A replicas run of ``nodes`` nodes, each training ``node_words_s`` alone, links of ``rate`` bytes/s per
     node and ``latency_s`` one way: its words/s and efficiency (words/s over nodes x node_words_s);
     ``overlap``: the smaller syncs run beside the next part (the default), else every sync blocks."""
-    from parvec.distributed.replicas import overlap_rows_cap, overlapped_syncs, sync_plan, traffic_model
+    from parvec.distributed.replica_plan import overlap_rows_cap, overlapped_syncs, sync_plan, traffic_model
     m = traffic_model(vocab, dim, nodes, words, 1, sync_words=sync_words, min_sync_words=min_sync_words)
     per_node_bytes = m["bytes"] / nodes  # what each node receives (and sends) over the epoch
     cap = overlap_rows_cap(vocab, min_sync_words) if overlap else 0

@@ -101,11 +101,11 @@ def network_one(ns: argparse.Namespace) -> dict:
 def _rowwise_dedup(cfg, counts, tokens, offsets, minibatch_words: int, minibatches: int = 400) -> dict:
     """What a row-wise parameter server moves for the same minibatches when each distinct row of a minibatch
     is fetched once: distinct input rows + distinct output rows (positives and negatives), d floats each."""
-    from parvec.distributed.shard_core import UnitRunner, client_keep, noise_tables
+    from parvec.distributed.units import UnitRunner, client_keep
     from parvec.kernels import sharded as K
-    from parvec.sampling import chunk_seed
+    from parvec.sampling import chunk_seed, word_noise_tables
 
-    prob, alias = noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     runner = UnitRunner(cfg, client_keep(counts, cfg), minibatch_words)
     seed = int(chunk_seed(cfg.seed, 0, 0))
     inputs = rows = refs = 0
@@ -263,7 +263,7 @@ def minibatch(ns: argparse.Namespace) -> dict:
 
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus, ReadOptions
-    from parvec.distributed.shard_core import reference_train
+    from parvec.distributed.shard_kernels import reference_train
     from parvec.evaluation import default_eval_paths, evaluate
     from parvec.keyedvectors import KeyedVectors
     from parvec.trainer import Trainer
@@ -384,7 +384,7 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
         *TWO_SHARDS, "--clients", "2", "--threads", "2", "--negatives-per", "window"],
     "sharded 2 x (1 client x 1 thread), negatives per window": [
         *TWO_SHARDS, "--clients", "1", "--threads", "1", "--negatives-per", "window"],
-    # float16 on the wire (shard_core.to_wire): half the bytes of the dot products and coefficients
+    # float16 on the wire (wire.to_wire): half the bytes of the dot products and coefficients
     "sharded, the default, float16 wire": [*TWO_SHARDS, "--wire-floats", "float16"],
     "sharded, the default, negatives per window, float16 wire": [
         *TWO_SHARDS, "--negatives-per", "window", "--wire-floats", "float16"],

@@ -11,7 +11,7 @@ replica received.  The gloo route needs torch (``pip install torch==2.13.0``; ``
 
 ``--model`` prints the cost model of docs/distributed.md instead (no measurement): bytes per sync and sync
 time at 1/10/100 Gb/s for 2-64 replicas on 1B- and 100B-word corpora, from
-:func:`parvec.distributed.replicas.traffic_model` (whose bytes equal those a run measures; bench_replicas.py).
+:func:`parvec.distributed.replica_plan.traffic_model` (whose bytes equal those a run measures; bench_replicas.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class RefPeer:
         import numpy as np
         import ray
 
-        from parvec.distributed.replicas import RefCollective
+        from parvec.distributed.collectives import RefCollective
 
         rng = np.random.default_rng(rank)
         self.mats = [rng.standard_normal((vocab, dim), dtype=np.float32) for _ in range(2)]
@@ -89,7 +89,7 @@ def summarize(per_actor: list[dict]) -> dict:
 
 def model_table(dim: int, sync_words: int, min_sync_words: int, latency_s: float) -> str:
     """The cost model's table: per epoch, per replica."""
-    from parvec.distributed.replicas import traffic_model
+    from parvec.distributed.replica_plan import traffic_model
 
     lines = [f"dim {dim}, sync every {sync_words:,} words per replica, ruler from {min_sync_words:,} rows, full sync "
              "at "
@@ -133,7 +133,7 @@ def main() -> None:
         return
     import ray
 
-    from parvec.distributed.replicas import _Board
+    from parvec.distributed.collectives import Board
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
              configure_logging=False)
@@ -141,7 +141,7 @@ def main() -> None:
     results: dict = {"vocab": args.vocab, "dim": args.dim, "replicas": n, "repeats": args.repeats, "routes": {}}
     try:
         if "refs" in args.routes:
-            board = ray.remote(num_cpus=0)(_Board).remote(n, 120.0, [])
+            board = ray.remote(num_cpus=0)(Board).remote(n, 120.0, [])
             peers = [ray.remote(num_cpus=1)(RefPeer).remote(r, n, args.vocab, args.dim, board) for r in range(n)]
             gen = ray.get(board.begin.remote(0))
             sid = 1

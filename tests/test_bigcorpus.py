@@ -205,11 +205,11 @@ def test_counting_prunes_by_default_past_the_automatic_cap_and_says_so(monkeypat
 
 
 def test_the_automatic_cap_follows_the_memory_limit(monkeypatch):
-    monkeypatch.setattr(vocab_mod, "_memory_budget", lambda: None)
+    monkeypatch.setattr(vocab_mod, "memory_budget", lambda: None)
     assert vocab_mod.default_max_vocab_size() == 21_000_000  # word2vec.c's rule
-    monkeypatch.setattr(vocab_mod, "_memory_budget", lambda: 4 * 200 * 3_000_000)
+    monkeypatch.setattr(vocab_mod, "memory_budget", lambda: 4 * 200 * 3_000_000)
     assert vocab_mod.default_max_vocab_size() == 3_000_000
-    monkeypatch.setattr(vocab_mod, "_memory_budget", lambda: 0)
+    monkeypatch.setattr(vocab_mod, "memory_budget", lambda: 0)
     assert vocab_mod.default_max_vocab_size() == 1_000_000
 
 

@@ -105,10 +105,12 @@ def test_blocks_are_cut_at_any_whitespace_byte(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------- the cluster readers use it
-def _replica_data(path: Path, vocab_file: Path, options: dict) -> dict:
+def _replica_data(path: Path, vocab_file: Path, options: dict):
+    from parvec.distributed.replica_actor import ReplicaData
+
     enc = EncodedCorpus.from_file(vocab_file, ReadOptions(**options))
-    return {"source": str(path), "inputs": None, "words": enc.vocab.words, "counts": enc.vocab.counts,
-            "read_options": options}
+    return ReplicaData(shares=(), tokens=enc.n_tokens, words=tuple(enc.vocab.words), counts=enc.vocab.counts,
+                       read_options=ReadOptions(**options), source=str(path))
 
 
 READ = {"min_count": 1, "max_vocab_size": None, "max_final_vocab": None, "max_sentence_length": 10000,
@@ -118,7 +120,7 @@ READ = {"min_count": 1, "max_vocab_size": None, "max_final_vocab": None, "max_se
 @pytest.mark.parametrize("name", ["c.txt", "c.txt.GZ", "c.txt.gz"])
 def test_replica_shares_hold_every_token_once(tmp_path, name):
     from parvec.config import TrainConfig
-    from parvec.distributed.replicas import _encode_range
+    from parvec.distributed.replica_actor import encode_share
 
     text = _text(7, lines=300)
     plain = tmp_path / "plain.txt"
@@ -128,7 +130,7 @@ def test_replica_shares_hold_every_token_once(tmp_path, name):
     data = _replica_data(path, plain, READ)
     whole = EncodedCorpus.from_file(plain, ReadOptions(**READ))
     config = TrainConfig(threads=1)
-    shares = [_encode_range(rank, 3, config, data)[0] for rank in range(3)]
+    shares = [encode_share(rank, 3, config, data)[0] for rank in range(3)]
     assert np.array_equal(np.concatenate(shares), whole.tokens)
     assert all(len(s) > 0 for s in shares)
 
@@ -136,7 +138,7 @@ def test_replica_shares_hold_every_token_once(tmp_path, name):
 def test_replica_range_with_invalid_utf8_stops_with_the_readers_error(tmp_path):
     """Neither a traceback nor an empty share: the reader's error, naming the file and the byte."""
     from parvec.config import TrainConfig
-    from parvec.distributed.replicas import _encode_range
+    from parvec.distributed.replica_actor import encode_share
 
     clean = tmp_path / "clean.txt"
     clean.write_bytes(b"alpha beta gamma\n" * 20)
@@ -144,4 +146,4 @@ def test_replica_range_with_invalid_utf8_stops_with_the_readers_error(tmp_path):
     bad.write_bytes(b"alpha beta gamma\n" * 3 + b"alpha \xff gamma\n" + b"alpha beta gamma\n" * 16)
     data = _replica_data(bad, clean, READ)
     with pytest.raises(ParvecError, match=r"bad\.txt: invalid UTF-8 at byte 57"):
-        _encode_range(0, 2, TrainConfig(threads=1), data)
+        encode_share(0, 2, TrainConfig(threads=1), data)

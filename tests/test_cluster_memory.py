@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from parvec import trainer as trainer_module
+from parvec import resources
 from parvec.cli import main
 from parvec.config import TrainConfig
 from parvec.distributed import memory as M
@@ -31,7 +31,7 @@ def _est(cluster: Cluster, dim: int = 100, v: int = 1000, t: int = 100_000, s: i
     return M.estimate_cluster(cluster, TrainConfig(dim=dim, threads=threads), v, t, s, available=None, **kw)
 
 
-def _part(est: M.MemoryEstimate, name: str) -> M.Part:
+def _part(est: M.MemoryEstimate, name: str) -> M.ProcessGroup:
     return next(p for p in est.parts + est.elsewhere + est.earlier if p.name == name)
 
 
@@ -184,7 +184,7 @@ def test_cli_refuses_a_cluster_run_that_does_not_fit_before_ray_starts(demo_slic
                                                                        no_ray):
     # The one-process figure (vectors + corpus, ~0.2 GiB here) fits; the run's processes (driver, 2 replicas with
     # a whole model each, the model twice in the object store, Ray) do not.
-    monkeypatch.setattr(trainer_module, "available_memory", lambda: int(1.5 * GiB))
+    monkeypatch.setattr(resources, "available_memory", lambda: int(1.5 * GiB))
     out = tmp_path / "v.txt"
     code = main(["train", str(demo_slice), "-o", str(out), "--dim", "3000", "--cluster", "local:2", "--threads", "1",
                  "--no-progress"])
@@ -200,7 +200,7 @@ def test_cli_refuses_a_cluster_run_that_does_not_fit_before_ray_starts(demo_slic
 def test_api_refuses_a_cluster_run_that_does_not_fit(demo_slice, monkeypatch, no_ray):
     from parvec.word2vec import Word2Vec
 
-    monkeypatch.setattr(trainer_module, "available_memory", lambda: int(1.5 * GiB))
+    monkeypatch.setattr(resources, "available_memory", lambda: int(1.5 * GiB))
     with pytest.raises(ParvecError, match=r"--cluster local:2 \(replicas\) needs about .* replicas"):
         Word2Vec(corpus_file=str(demo_slice), vector_size=3000, workers=1, cluster=Cluster("local:2"))
 
@@ -208,7 +208,7 @@ def test_api_refuses_a_cluster_run_that_does_not_fit(demo_slice, monkeypatch, no
 def test_the_api_check_counts_the_sharded_processes_too(demo_slice, monkeypatch, no_ray):
     from parvec.word2vec import Word2Vec
 
-    monkeypatch.setattr(trainer_module, "available_memory", lambda: int(1.2 * GiB))
+    monkeypatch.setattr(resources, "available_memory", lambda: int(1.2 * GiB))
     # one shard by default on one machine (local:N): it holds every column; more shards are what fits
     with pytest.raises(ParvecError, match=r"\(sharded\) needs about .*, shard [0-9.]+ MiB .*use more shards"):
         Word2Vec(corpus_file=str(demo_slice), vector_size=3000, workers=1,

@@ -176,7 +176,7 @@ def test_work_files_of_the_corpus_name_the_cause(disk, corpus, monkeypatch):
     monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1 << 30)
     vocab = EncodedCorpus.from_file(corpus, ReadOptions(min_count=1)).vocab
     with pytest.raises(ParvecError, match=rf"{disk.root}/tokens_0\.npy: cannot write: {NO_SPACE}"):
-        pipeline.encode_range(str(corpus), 0, 5000, {"min_count": 1}, vocab, str(disk.root), 0)
+        pipeline.encode_range(str(corpus), 0, 5000, ReadOptions(min_count=1), vocab, str(disk.root), 0)
 
 
 # ---------------------------------------------------------------------- checkpoints: stop (the default)
@@ -407,16 +407,17 @@ def test_a_shard_snapshot_on_a_full_disk_names_the_shard_and_no_space_left(tmp_p
     # A sharded run's shard writes its columns through the same writer as every other file: a full disk is
     # named, not numpy's "N requested and M written" (the run then stops naming the shard, exit 2).
     pytest.importorskip("ray")
-    from parvec.distributed import sharded
+    from parvec.distributed import snapshot_files
+    from parvec.distributed.shard_actor import ShardActor, ShardSpec
     from parvec.sampling import alias_table
 
     n, dim = 50, 8
     prob, alias = alias_table(np.full(n, 1.0 / n))
-    spec = {"index": 1, "shards": 2, "n_words": n, "dim": dim, "lo": 4, "hi": 8, "window": 2, "negative": 2,
-            "seed": 1, "checkpoint_dir": str(tmp_path / "ck")}
-    shard = sharded.ShardActor(spec, [prob, alias, None, None])
+    spec = ShardSpec(index=1, shards=2, n_words=n, dim=dim, lo=4, hi=8, window=2, negative=2, seed=1,
+                     checkpoint_dir=str(tmp_path / "ck"))
+    shard = ShardActor(spec, [prob, alias, None, None])
     assert shard.error is None, shard.error
-    real_open = sharded.output_file
+    real_open = snapshot_files.output_file
 
     def full(path):
         f = real_open(path)
@@ -430,6 +431,6 @@ def test_a_shard_snapshot_on_a_full_disk_names_the_shard_and_no_space_left(tmp_p
         f.write = write
         return f
 
-    monkeypatch.setattr(sharded, "output_file", full)
+    monkeypatch.setattr(snapshot_files, "output_file", full)
     with pytest.raises(ParvecError, match=r"shard 1 of 2 could not write its snapshot to .*: no space left on device"):
         shard.snapshot(1, None)

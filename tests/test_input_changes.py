@@ -367,21 +367,21 @@ def test_replica_reencoding_its_range_refuses_a_changed_file(tmp_path):
     """A replica whose node cannot read the encoded corpus re-reads its byte range of the input: that file must
     still be the one the vocabulary was counted from."""
     from parvec.config import TrainConfig
-    from parvec.distributed.replicas import _encode_range
+    from parvec.distributed.replica_actor import ReplicaData, encode_share
 
     path = tmp_path / "c.txt"
     path.write_text(_text())
     enc = EncodedCorpus.from_file(path, OPTS)
     read = {"min_count": 1, "max_vocab_size": None, "max_final_vocab": None, "max_sentence_length": 10000,
             "lowercase": False, "unicode_errors": "strict"}
-    data = {"source": str(path), "inputs": getattr(enc, "inputs", None), "words": enc.vocab.words,
-            "counts": enc.vocab.counts, "read_options": read}
+    data = ReplicaData(shares=(), tokens=enc.n_tokens, words=tuple(enc.vocab.words), counts=enc.vocab.counts,
+                       read_options=ReadOptions(**read), source=str(path), inputs=getattr(enc, "inputs", None))
     config = TrainConfig(threads=1)
-    tokens, _ = _encode_range(0, 2, config, data)  # unchanged: fine
+    tokens, _ = encode_share(0, 2, config, data)  # unchanged: fine
     assert len(tokens) > 0
     _rewrite_same_size(path, keep_mtime=False)()
     with pytest.raises(ParvecError, match=r"c\.txt: not the file the corpus was read from"):
-        _encode_range(0, 2, config, data)
+        encode_share(0, 2, config, data)
 
 
 # ---------------------------------------------------------------------- the command line, end to end

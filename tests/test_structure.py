@@ -1,7 +1,9 @@
-"""parvec's shape, checked from the source: no import circle between parvec's modules, no function
-longer than 120 lines except the numba kernels, the front-end classes (Word2Vec, Node2Vec) within 450 lines, and
-no driver member probed with getattr/hasattr (the CLI's and the private-names rules: test_cli_structure.py,
-test_corpus_structure.py)."""
+"""The shape of the source, checked from it: no import circle between parvec's modules; no function longer than 120
+lines except the numba kernels and their factories; ``parvec.distributed`` cut by concern (no module over 700 lines,
+no class over 300); the front-end classes (Word2Vec, Node2Vec) within 450 lines; no driver member probed with
+getattr/hasattr; and no module using another parvec module's private (``_name``) names: imported, read off the
+module, or called or read on an object whose class another module defines (the CLI's rules:
+test_cli_structure.py; the corpus package's: test_corpus_structure.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "parvec"
 MAX_FUNCTION_LINES = 120
+DISTRIBUTED_MAX_FILE_LINES = 700
+DISTRIBUTED_MAX_CLASS_LINES = 300
 
 
 def _module_name(path: Path) -> str:
@@ -163,3 +167,85 @@ def test_the_probing_check_finds_a_probe(tmp_path):
                             ("word2vec.py", "getattr(driver, 'report', None), getattr(cb, 'on_epoch_end', None)", 1)):
         (tmp_path / name).write_text(f"def f(self, ctx, driver, cb):\n    return {source}\n")
         assert len(_probes(tmp_path / name, tmp_path)) == n
+
+
+def test_no_distributed_module_is_over_700_lines_and_no_class_there_over_300():
+    big, long = [], []
+    for path in sorted((SRC / "distributed").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > DISTRIBUTED_MAX_FILE_LINES:
+            big.append(f"{path.name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > DISTRIBUTED_MAX_CLASS_LINES:
+                long.append(f"{path.name}: class {node.name} has {node.end_lineno - node.lineno + 1} lines")
+    assert big == [] and long == []
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_definitions(tree: ast.AST) -> set[str]:
+    """The private names a module defines: its functions, classes, methods, variables and attributes (assigned,
+    or named in a string: ``setattr(self, "_x", ...)``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)
+    return {n for n in names if _is_private(n)}
+
+
+def _parvec_module_aliases(tree: ast.AST, modules: set[str]) -> set[str]:
+    """The names under which a module holds another parvec module (``import parvec.x as y``,
+    ``from parvec import trainer``)."""
+    aliases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.asname and a.name in modules}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("parvec"):
+            aliases |= {a.asname or a.name for a in node.names if f"{node.module}.{a.name}" in modules}
+    return aliases
+
+
+def _private_uses(sources: dict[str, str]) -> list[str]:
+    """Where a module uses a private name of another parvec module (``sources``: module name -> source)."""
+    trees = {name: ast.parse(text) for name, text in sources.items()}
+    defined = {name: _private_definitions(tree) for name, tree in trees.items()}
+    modules = set(sources)
+    found: list[tuple[str, int, str]] = []
+    for name, tree in trees.items():
+        elsewhere = set().union(*(d for other, d in defined.items() if other != name)) - defined[name]
+        aliases = _parvec_module_aliases(tree, modules)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in modules and node.module != name:
+                found += [(name, node.lineno, f"imports {node.module}.{a.name}") for a in node.names
+                          if _is_private(a.name)]
+            elif isinstance(node, ast.Attribute) and _is_private(node.attr):
+                on_module = isinstance(node.value, ast.Name) and node.value.id in aliases
+                if on_module or node.attr in elsewhere:
+                    found.append((name, node.lineno, f"uses {ast.unparse(node)}"))
+    return [f"{name}:{line} {what}" for name, line, what in sorted(found)]
+
+
+def test_no_module_uses_another_modules_private_names():
+    sources = {_module_name(p): p.read_text(encoding="utf-8") for p in sorted(SRC.rglob("*.py"))}
+    assert _private_uses(sources) == []
+
+
+def test_the_private_name_check_finds_imports_calls_and_attributes():
+    sources = {
+        "parvec.a": "def _helper():\n    pass\n\nclass Run:\n    def __init__(self):\n        self._state = 1\n",
+        "parvec.b": ("from parvec import a\nfrom parvec.a import _helper\n\ndef go(run):\n    a._helper()\n"
+                     "    return run._state\n"),
+        "parvec.c": "class Own:\n    def __init__(self):\n        self._state = 2\n\ndef go(x):\n    return x._state\n",
+    }
+    assert _private_uses(sources) == ["parvec.b:2 imports parvec.a._helper", "parvec.b:5 uses a._helper",
+                                      "parvec.b:6 uses run._state"]

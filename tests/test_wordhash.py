@@ -67,7 +67,7 @@ def _python_encode(path: Path, a: int, b: int, options: ReadOptions, vocab: Voca
 
     tokens_dir = path.parent / f"enc-{a}"
     tokens_dir.mkdir(exist_ok=True)
-    n_tok, n_sent, raw, _ = pipeline_encode_range(str(path), a, b, options.__dict__, vocab, str(tokens_dir), 0)
+    n_tok, n_sent, raw, _ = pipeline_encode_range(str(path), a, b, options, vocab, str(tokens_dir), 0)
     tokens = np.load(tokens_dir / "tokens_0.npy")
     offsets = np.load(tokens_dir / "offsets_0.npy")
     assert len(tokens) == n_tok and len(offsets) == n_sent + 1

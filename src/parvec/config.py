@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from parvec.capabilities import check_config
 from parvec.errors import ParvecError
+from parvec.resources import cpu_count
 
 DEFAULT_ALGO = "hogbatch"
 DEFAULT_CBOW_ALGO = "classic"  # CBOW (sg=False) when no algo is named: see default_algo
@@ -47,16 +47,13 @@ def default_alpha(sg: bool) -> float:
 
 
 def default_threads() -> int:
-    """The number of cores this process may use.
+    """The number of cores this process may use (:func:`parvec.resources.cpu_count`): every run's default threads.
 
     Example:
         >>> default_threads() >= 1
         True
     """
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return cpu_count()
 
 
 @dataclass

@@ -25,8 +25,9 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.engine import CorpusDriver, DriverBase, PartsDriver
 from parvec.errors import ParvecError
-from parvec.trainer import CpuDriver, available_memory, estimate_memory, init_input_vectors
-from parvec.vocab import rlimit_headroom
+from parvec.model_tables import init_input_vectors
+from parvec.resources import available_memory, rlimit_headroom
+from parvec.trainer import CpuDriver, estimate_memory
 
 if TYPE_CHECKING:
     from parvec.corpus import EncodedCorpus, ReadOptions

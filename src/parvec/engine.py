@@ -606,7 +606,7 @@ class _RunsItself(Driver, Protocol):
 
 class SelfRunning:
     """``train``/``train_parts`` for a driver that runs itself through the engine (:class:`parvec.trainer.Trainer`,
-    :class:`parvec.gpu.driver.GpuTrainer`, the cluster drivers' ``ReplicaTrainer``/``ShardedTrainer``): the
+    :class:`parvec.gpu.driver.GpuTrainer`, the replicas driver's ``ReplicaTrainer``): the
     driver keeps ``stats`` (the last run's), ``on_progress`` (a report's time series) and ``require_pairs``
     (False for a share of a larger run).
 

@@ -13,7 +13,7 @@ file                what it holds
 
 A checkpoint of a column-sharded run (``parvec train --mode sharded --checkpoint-dir DIR``) has no
 ``vectors.npy``/``syn1neg.npy``: no process holds the whole model, so each shard wrote its own columns as a
-snapshot (``DIR/shards/shard-S-of-N/snap-K/in.npy``, ``out.npy``; :class:`parvec.distributed.sharded.ShardActor`)
+snapshot (``DIR/shards/shard-S-of-N/snap-K/in.npy``, ``out.npy``; :class:`parvec.distributed.shard_actor.ShardActor`)
 and ``model.json``'s ``sharded`` names them: ``files`` (per shard: its snapshot ``directory``, relative to the
 model directory, its ``columns``, ``shape`` and the CRC-32 of each file), the ``snapshot`` record (id, epoch,
 units done, the epoch's figures) and the ``input`` it was trained on (byte ranges and their CRC-32s).

@@ -153,6 +153,19 @@ def alias_table(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prob.astype(np.float32), alias
 
 
+def word_noise_tables(counts: np.ndarray, exponent: float = 0.75) -> tuple[np.ndarray, np.ndarray]:
+    """The alias table every one-process kernel, GPU reference and shard draws negatives from: one entry per word,
+    over ``max(count, 0) ** exponent`` (:func:`noise_distribution`, :func:`alias_table`).  The tables over count
+    classes (:func:`parvec.countclasses.noise_tables`) draw the same distribution from a table per count value.
+
+    Example:
+        >>> prob, alias = word_noise_tables(np.array([3, 1]))
+        >>> prob.dtype.name, alias.dtype.name
+        ('float32', 'int32')
+    """
+    return alias_table(noise_distribution(np.maximum(np.asarray(counts, dtype=np.int64), 0), exponent))
+
+
 def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
     """word2vec.c's subsampling: the probability of keeping each word (capped at 1).
 

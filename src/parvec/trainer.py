@@ -31,144 +31,21 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from numba import njit
 
+from parvec.chunks import Part, chunk_bounds, resume_mismatch, split_long_sentences
 from parvec.config import TrainConfig
-from parvec.corpus import EncodedCorpus, release_pages
+from parvec.corpus import release_pages
 from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import select_algorithm
-from parvec.sampling import alias_table, chunk_seed, keep_probabilities, noise_distribution
+from parvec.model_tables import ModelTables
+from parvec.model_tables import init_input_vectors as init_input_vectors  # re-exported: Trainer's users start here
+from parvec.resources import available_memory as available_memory  # re-exported for the CLI's import (cli/train.py)
+from parvec.sampling import chunk_seed
 
-Part = tuple[np.ndarray, np.ndarray]  # (tokens int32, offsets int64)
-
-
-@njit(cache=True)
-def _init_input_vectors(n: int, dim: int, seed: int, start: int) -> np.ndarray:
-    # word2vec.c's initialisation: its LCG, uniform in [-0.5, 0.5) / dim (seed 1 = word2vec.c's); rows
-    # start..n-1 of that matrix (the stream is advanced past the first `start` rows).
-    out = np.empty((n - start, dim), dtype=np.float32)
-    state = np.uint64(seed)
-    mul = np.uint64(25214903917)
-    inc = np.uint64(11)
-    for _ in range(start * dim):
-        state = state * mul + inc
-    for a in range(n - start):
-        for b in range(dim):
-            state = state * mul + inc
-            out[a, b] = (np.float32(state & np.uint64(0xFFFF)) / np.float32(65536.0) - np.float32(0.5)) / dim
-    return out
-
-
-def init_input_vectors(n: int, dim: int, seed: int = 1, start: int = 0) -> np.ndarray:
-    """Input vectors as word2vec.c initialises them (uniform in [-0.5, 0.5) / dim): rows ``start..n-1``.
-
-    Row ``i`` is the same whatever ``start`` is, so the rows of words added to a vocabulary
-    (``build_vocab(update=True)``) are what they would have been in a model built with them.
-
-    Example:
-        >>> init_input_vectors(3, 4).shape
-        (3, 4)
-        >>> bool((init_input_vectors(3, 4, start=2) == init_input_vectors(3, 4)[2:]).all())
-        True
-    """
-    if not 0 <= start <= n:
-        raise ValueError(f"start must be in [0, {n}], got {start}")
-    return _init_input_vectors(n, dim, seed, start)
-
-
-def split_long_sentences(offsets: np.ndarray, max_len: int) -> np.ndarray:
-    """Offsets with every sentence longer than ``max_len`` cut into consecutive pieces.
-
-    Example:
-        >>> split_long_sentences(np.array([0, 5, 6]), 2).tolist()
-        [0, 2, 4, 5, 6]
-    """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    lengths = np.diff(offsets)
-    if len(lengths) == 0 or lengths.max() <= max_len:
-        return offsets
-    pieces = np.maximum(1, -(-lengths // max_len))
-    starts = np.repeat(offsets[:-1], pieces)
-    within = np.arange(len(starts)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-    cut = starts + within * max_len
-    return np.concatenate([cut, offsets[-1:]]).astype(np.int64)
-
-
-def chunk_bounds(offsets: np.ndarray, chunk_words: int) -> np.ndarray:
-    """Sentence indices that cut the corpus into chunks of about ``chunk_words`` tokens.
-
-    Example:
-        >>> chunk_bounds(np.array([0, 3, 6, 9, 12]), 6).tolist()
-        [0, 2, 4]
-    """
-    n_sent = len(offsets) - 1
-    if n_sent <= 0:
-        return np.zeros(1, dtype=np.int64)
-    chunk_of = offsets[:-1] // chunk_words
-    starts = np.flatnonzero(np.diff(chunk_of)) + 1
-    return np.concatenate([[0], starts, [n_sent]]).astype(np.int64)
-
-
-def resume_mismatch(epoch: int, units: int, position: int | None = None, expected: int | None = None,
-                    what: str = "chunks") -> ParvecError:
-    """The corpus a run resumes on does not hold the units its checkpoint trained: fewer of them, or other
-    words in them.
-
-    Example:
-        >>> str(resume_mismatch(0, 3))[:43]
-        'the corpus does not match the checkpoint: e'
-    """
-    if position is None:
-        return ParvecError(f"the corpus does not match the checkpoint: epoch {epoch + 1} has fewer than the "
-                           f"{units} {what} the checkpoint trained")
-    return ParvecError(f"the corpus does not match the checkpoint: its first {units} {what} of epoch {epoch + 1} "
-                       f"hold {position} words, the checkpoint's {expected}")
-
-
-class ModelTables:
-    """What every driver over a model holds: the validated config, the vectors (word2vec.c's initialisation
-    unless given), the subsampling keep probabilities and the noise distribution's alias table.
-
-    Example:
-        >>> t = ModelTables(TrainConfig(dim=4), np.array([5, 3, 1]))
-        >>> t.w_in.shape, t.w_out.shape, t.keep.shape
-        ((3, 4), (3, 4), (3,))
-    """
-
-    def __init__(self, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None = None,
-                 w_out: np.ndarray | None = None) -> None:
-        self.config = config.validate()
-        counts = np.asarray(counts, dtype=np.int64)
-        if len(counts) == 0:
-            raise ParvecError("the vocabulary is empty")
-        n = len(counts)
-        self.w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
-        self.w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
-        for name, w in (("w_in", self.w_in), ("w_out", self.w_out)):
-            if w.shape != (n, config.dim) or w.dtype != np.float32 or not w.flags.c_contiguous:
-                raise ParvecError(f"{name} must be C-contiguous float32 of shape ({n}, {config.dim})")
-        self.keep = keep_probabilities(counts, config.sample)
-        self.noise_prob, self.noise_alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
-
-    def vectors_finite(self) -> bool:
-        """Whether the input vectors hold only finite numbers (~1 ms per 10^6 floats: catches --no-loss runs)."""
-        return bool(np.isfinite(self.w_in.sum()))
-
-    def use_corpus(self, corpus: EncodedCorpus) -> Any:
-        """Train on ``corpus`` every epoch (its arrays, the same each time); returns self.
-
-        Example:
-            >>> driver = CpuDriver(TrainConfig(), corpus.vocab.counts).use_corpus(corpus)  # doctest: +SKIP
-        """
-        if len(corpus.vocab) != len(self.w_in):
-            raise ParvecError(
-                f"the corpus vocabulary has {len(corpus.vocab)} words but the model has {len(self.w_in)}"
-            )
-        return self.bind(lambda epoch: [(corpus.tokens, corpus.offsets)], repeats=True)  # type: ignore[attr-defined]
+__all__ = ["CpuDriver", "Trainer", "estimate_memory"]
 
 
 @dataclass
@@ -470,27 +347,10 @@ class Trainer(SelfRunning, CpuDriver):
 
 
 def estimate_memory(vocab_size: int, dim: int, n_tokens: int, n_sentences: int) -> int:
-    """Bytes for the two weight matrices plus the encoded corpus.
+    """Bytes for the two weight matrices plus the encoded corpus: the memory plan of a run in this process.
 
     Example:
         >>> estimate_memory(1000, 100, 10**6, 100)
         4800808
     """
     return 2 * vocab_size * dim * 4 + n_tokens * 4 + (n_sentences + 1) * 8
-
-
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes (None where unknown).
-
-    Example:
-        >>> available_memory() is None or available_memory() > 0
-        True
-    """
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None

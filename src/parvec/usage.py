@@ -19,7 +19,7 @@ import os
 import resource
 from typing import Any
 
-__all__ = ["cpu_by_role", "cpu_seconds", "cpu_snapshot", "process_role"]
+__all__ = ["cpu_by_role", "cpu_seconds", "cpu_snapshot", "own_cpu_seconds", "process_role"]
 
 
 def _psutil() -> Any:
@@ -30,6 +30,17 @@ def _psutil() -> Any:
     return psutil
 
 
+def own_cpu_seconds() -> float:
+    """CPU seconds (user + system) this process alone has used so far (a shard or client actor's own figure).
+
+    Example:
+        >>> own_cpu_seconds() > 0
+        True
+    """
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def cpu_snapshot() -> dict[int, tuple[float, str]]:
     """CPU seconds (user + system) used so far by this process and each of its descendants, with a name for
     each (:func:`process_role`), by process id.
@@ -38,8 +49,7 @@ def cpu_snapshot() -> dict[int, tuple[float, str]]:
         >>> cpu_snapshot()[os.getpid()][1]
         'this process'
     """
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    out = {os.getpid(): (usage.ru_utime + usage.ru_stime, "this process")}
+    out = {os.getpid(): (own_cpu_seconds(), "this process")}
     psutil = _psutil()
     if psutil is None:
         return out

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import ParvecError
+from parvec.resources import memory_budget
 
 _COUNT_BLOCK = 1 << 18  # tokens counted per Counter update (and the granularity of max_vocab_size pruning)
 _W2V_PRUNE_AT = 21_000_000  # word2vec.c prunes when its vocabulary passes 0.7 * vocab_hash_size (30M)
@@ -32,57 +33,19 @@ _BYTES_PER_WORD = 200  # a counted word: the str (~60 B for a short word), its d
 _MIN_AUTO_CAP = 1_000_000
 
 
-def rlimit_headroom() -> int | None:
-    """Bytes this process may still allocate under its RLIMIT_DATA/RLIMIT_AS caps (None: not capped).
-
-    Example:
-        >>> room = rlimit_headroom()
-        >>> room is None or room >= 0
-        True
-    """
-    import resource
-
-    room = None
-    for limit, field_name in ((resource.RLIMIT_DATA, "VmData:"), (resource.RLIMIT_AS, "VmSize:")):
-        soft = resource.getrlimit(limit)[0]
-        if soft == resource.RLIM_INFINITY:
-            continue
-        used = 0
-        try:
-            with open("/proc/self/status") as f:
-                used = next((int(line.split()[1]) * 1024 for line in f if line.startswith(field_name)), 0)
-        except OSError:
-            pass
-        room = max(0, soft - used) if room is None else min(room, max(0, soft - used))
-    return room
-
-
-def _memory_budget() -> int | None:
-    """Bytes this process may still use: MemAvailable, capped by RLIMIT_DATA/RLIMIT_AS headroom."""
-    budget = None
-    try:
-        with open("/proc/meminfo") as f:
-            budget = next((int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")), None)
-    except OSError:
-        pass
-    room = rlimit_headroom()
-    if room is not None:
-        budget = room if budget is None else min(budget, room)
-    return budget
-
-
 def default_max_vocab_size() -> int:
     """The cap on distinct words held while counting when none is given.
 
     word2vec.c's rule (prune past 21M distinct words), lowered so that the counts take at most a quarter of
-    the memory this process may use (MemAvailable, and the RLIMIT_DATA/RLIMIT_AS headroom), never below
+    the memory this process may use (:func:`parvec.resources.memory_budget`: MemAvailable, and the
+    RLIMIT_DATA/RLIMIT_AS headroom), never below
     one million words.
 
     Example:
         >>> 1_000_000 <= default_max_vocab_size() <= 21_000_000
         True
     """
-    budget = _memory_budget()
+    budget = memory_budget()
     if budget is None:
         return _W2V_PRUNE_AT
     return int(min(_W2V_PRUNE_AT, max(_MIN_AUTO_CAP, budget // 4 // _BYTES_PER_WORD)))
@@ -202,10 +165,16 @@ class VocabCounter:
         for w, c in Counter(words).items():
             counts[w] = counts.get(w, 0) + c
         if self.max_vocab_size is not None and len(counts) > self.max_vocab_size:
-            self._prune()
+            self.prune()
 
-    def _prune(self) -> None:
-        # Keep memory bounded: drop rare words, raise the bar each time (word2vec.c's ReduceVocab).
+    def prune(self) -> None:
+        """Keep memory bounded: drop the words seen at most ``min_reduce`` times, raising the bar each time, until
+        at most ``max_vocab_size`` words are left (word2vec.c's ReduceVocab).
+
+        Example:
+            >>> c = VocabCounter(max_vocab_size=1); c.counts = {"a": 3, "b": 1}; c.prune(); c.counts
+            {'a': 3}
+        """
         while len(self.counts) > self.max_vocab_size:
             before = len(self.counts)
             self.counts = {w: c for w, c in self.counts.items() if c > self.min_reduce}

@@ -28,9 +28,9 @@ from parvec.engine import CorpusDriver, Position, TrainStats
 from parvec.errors import ParvecError
 from parvec.evaluation import epoch_scorer
 from parvec.keyedvectors import KeyedVectors
+from parvec.model_tables import init_input_vectors
 from parvec.run import KeptRun, Run, RunOptions, RunState, check_resume_corpus, graph_run_refusal, resume_epochs
 from parvec.schedule import Schedule
-from parvec.trainer import init_input_vectors
 from parvec.vocab import Vocab
 
 

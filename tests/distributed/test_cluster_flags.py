@@ -9,7 +9,7 @@ from cli_run import run
 
 from parvec.config import TrainConfig
 from parvec.distributed import Cluster, check_cpus
-from parvec.distributed.replicas import replica_threads
+from parvec.distributed.replica_plan import replica_threads
 from parvec.errors import ParvecError
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from parvec import trainer as trainer_module
+from parvec import resources
 from parvec.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, d
         raise AssertionError("the shards were started: the memory check did not refuse first")
 
     monkeypatch.setattr(sharded.ShardedRun, "__init__", no_actors)
-    monkeypatch.setattr(trainer_module, "available_memory", lambda: GiB)
+    monkeypatch.setattr(resources, "available_memory", lambda: GiB)
     out = tmp_path / "big.txt"
     code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode", "sharded", "--threads", "1",
                  "--dim", "3000", "--min-count", "1", "--no-progress"])

@@ -12,22 +12,13 @@ import pytest
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed import Cluster
-from parvec.distributed.shard_core import (
-    LocalStep,
-    Minibatch,
-    UnitRunner,
-    check_shard_calls,
-    noise_tables,
-    pack_train_call,
-    plan_units,
-    reference_train,
-    train_call_bytes,
-    unpack_train_call,
-)
-from parvec.distributed.sharded import FUSED_MINIBATCH_WORDS, resolve
+from parvec.distributed.shard_kernels import LocalStep, reference_train
+from parvec.distributed.sharded_settings import FUSED_MINIBATCH_WORDS, check_shard_calls, resolve
+from parvec.distributed.units import UnitRunner, plan_units
+from parvec.distributed.wire import Minibatch, pack_train_call, train_call_bytes, unpack_train_call
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.sampling import keep_probabilities
+from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
 from parvec.trainer import init_input_vectors
 
@@ -81,7 +72,7 @@ def _numpy_fused(u, v, ins, outs, first, alpha):
 def test_a_fused_window_call_trains_each_batch_on_the_rows_as_they_are(negative):
     rng = np.random.default_rng(21)
     vocab, dim, window = 6, 8, 2  # few words: rows repeat inside a batch and across batches
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = (0.5 * rng.standard_normal((vocab, dim))).astype(np.float32)
     w_out = (0.5 * rng.standard_normal((vocab, dim))).astype(np.float32)
     mb = _minibatch(rng, vocab, window)
@@ -97,7 +88,7 @@ def test_a_fused_window_call_trains_each_batch_on_the_rows_as_they_are(negative)
 
 def _steps(rng, negatives_per, vocab=6, dim=8):
     cfg = TrainConfig(dim=dim, window=2, negative=3)
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), cfg)
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), cfg.ns_exponent)
     w_in = (0.5 * rng.standard_normal((vocab, dim))).astype(np.float32)
     w_out = (0.5 * rng.standard_normal((vocab, dim))).astype(np.float32)
     split = LocalStep(w_in.copy(), w_out.copy(), cfg, prob, alias, negatives_per)
@@ -170,7 +161,7 @@ def test_fused_calls_learn_topics_and_match_the_fused_reference():
                                      unit_words=2000)
     assert not np.allclose(split_in, w_in, atol=1e-4)  # another schedule of updates, not the split one renamed
     # The runner with a fused LocalStep, unit by unit: the reference's vectors.
-    prob, alias = noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     units = plan_units([corpus.offsets], 2000)
     schedule = Schedule.of(cfg, sum(u.words for u in units), cfg.epochs)
     step = LocalStep(init_input_vectors(len(counts), 16, 2), np.zeros((len(counts), 16), np.float32), cfg, prob,

@@ -22,18 +22,18 @@ import pytest
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
-from parvec.distributed.replicas import (
-    ReplicaTrainer,
-    _OverlappedSync,
+from parvec.distributed.replica_actor import OverlappedSync
+from parvec.distributed.replica_plan import (
     ctz,
     overlap_rows_cap,
     plan_parts,
-    shard_chunks,
+    share_chunks,
     split_balanced,
     sync_plan,
     sync_rows,
     traffic_model,
 )
+from parvec.distributed.replicas import ReplicaTrainer
 from parvec.errors import ParvecError
 
 ANIMALS = ["cat", "dog", "horse", "cow", "sheep", "goat", "pig", "mouse"]
@@ -80,7 +80,7 @@ def test_ruler_rows_exact():
 
 def test_shards_are_whole_chunks_and_parts_match():
     offsets = np.arange(0, 10_001, 100, dtype=np.int64)  # 100 sentences of 100 tokens
-    shards = shard_chunks(offsets, 1000, 3)  # 10 chunks of 10 sentences
+    shards = share_chunks(offsets, 1000, 3)  # 10 chunks of 10 sentences
     assert shards[0][0] == 0 and shards[-1][1] == 100
     assert all(lo % 10 == 0 and hi % 10 == 0 for lo, hi in shards)  # chunk boundaries
     assert [hi - lo for lo, hi in shards] in ([30, 40, 30], [40, 30, 30], [30, 30, 40])
@@ -91,7 +91,7 @@ def test_shards_are_whole_chunks_and_parts_match():
     assert plan.chunk_base == [0, len(words[0]), len(words[0]) + len(words[1])]
     assert split_balanced(np.array([1, 1, 1, 1, 10]), 2).tolist() == [0, 4, 5]
     with pytest.raises(ParvecError, match="fewer than the 3 replicas"):
-        shard_chunks(np.array([0, 5, 10]), 100, 3)
+        share_chunks(np.array([0, 5, 10]), 100, 3)
 
 
 def test_learning_rate_position_is_global():
@@ -151,7 +151,7 @@ def test_overlapped_sync_is_the_average_plus_the_training_since():
     deltas = [[rng.standard_normal((20, 4)).astype(np.float32) for _ in range(2)] for _ in range(2)]
     mats = [[m.copy() for m in pair] for pair in before]
     peers = _AveragingPeers()
-    syncs = [_OverlappedSync(peers.rank(r), mats[r], cap=8) for r in range(2)]
+    syncs = [OverlappedSync(peers.rank(r), mats[r], cap=8) for r in range(2)]
     for o in syncs:
         o.finish()  # nothing in flight: nothing changes
     assert all(np.array_equal(a, b) for r in range(2) for a, b in zip(mats[r], before[r], strict=True))
@@ -177,7 +177,7 @@ def test_overlapped_sync_is_the_average_plus_the_training_since():
         def wait(self, pending):
             raise RuntimeError("peer gone")
 
-    lost = _OverlappedSync(Failing(), [m.copy() for m in before[0]], cap=8)
+    lost = OverlappedSync(Failing(), [m.copy() for m in before[0]], cap=8)
     lost.start(0, 1, 4)
     old_buf = lost.buf[0]
     with pytest.raises(RuntimeError):
@@ -231,7 +231,7 @@ def test_average_of_two_replicas_is_the_numpy_mean(ray_session, collective):
         def average(self, gen, rows):
             self.coll.connect(0)
             if collective.endswith("overlapped"):  # the sum runs while the rows move on (the next part's training)
-                sync = _OverlappedSync(self.coll, self.mats, cap=rows)
+                sync = OverlappedSync(self.coll, self.mats, cap=rows)
                 sync.start(gen, 1, rows)
                 for m, d in zip(self.mats, self.delta, strict=True):
                     m += d
@@ -416,7 +416,7 @@ def test_two_node_cluster_each_node_reads_its_own_shard(tmp_path):
     rep = res["report"]
     assert len(set(rep["nodes"])) == 2  # one replica on each node
     assert all(d.startswith("encoded its byte range") for d in rep["data"])  # each read its own shard
-    assert sum(rep["shard_words"]) == 40_000 and min(rep["shard_words"]) > 15_000
+    assert sum(rep["share_words"]) == 40_000 and min(rep["share_words"]) > 15_000
     assert rep["bytes_synced"] > 0 and res["words"] == 3 * 40_000
     assert sum(w in ANIMALS for w in res["sims"]["cat"]) >= 4
     assert sum(w in VEHICLES for w in res["sims"]["car"]) >= 4

@@ -20,8 +20,9 @@ from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions, byte_ranges
 from parvec.distributed import Cluster
 from parvec.distributed.pipeline import export_model, parse_bytes
-from parvec.distributed.shard_core import reference_train
-from parvec.distributed.sharded import ShardActor, ShardedRun, snapshot_dir
+from parvec.distributed.shard_actor import ShardActor, ShardSpec
+from parvec.distributed.shard_kernels import reference_train
+from parvec.distributed.sharded import ShardedRun, snapshot_dir
 from parvec.errors import ParvecError
 from parvec.formats import load_npy, read_word2vec
 from parvec.trainer import init_input_vectors
@@ -316,9 +317,8 @@ def test_a_shard_over_its_memory_cap_stops_the_run_before_training(ray_session):
     # segment + 150 MB leaves.
     config = TrainConfig(dim=2_000_000, epochs=1, progress=False)
     probe = ray_session.remote(ShardActor).remote(
-        {"index": 0, "shards": 1, "n_words": 2, "dim": 2, "lo": 0, "hi": 2, "window": 2, "negative": 2, "seed": 1,
-         "checkpoint_dir": None, "checkpoint_interval_s": 60.0, "memory_cap": None}, [np.ones(2, np.float32),
-                                                                                     np.zeros(2, np.int32), None, None])
+        ShardSpec(index=0, shards=1, n_words=2, dim=2, lo=0, hi=2, window=2, negative=2, seed=1),
+        [np.ones(2, np.float32), np.zeros(2, np.int32), None, None])
     baseline = ray_session.get(probe.info.remote())["vm_data_bytes"]
     ray_session.kill(probe)
     cap = baseline + (150 << 20)
@@ -326,8 +326,7 @@ def test_a_shard_over_its_memory_cap_stops_the_run_before_training(ray_session):
         _run(corpus, _cluster(2, shard_memory_bytes=cap), config, ray_session)
     # The cap is what the shard process gets: an allocation above it fails, one below works.
     capped = ray_session.remote(ShardActor).remote(
-        {"index": 0, "shards": 1, "n_words": 2, "dim": 2, "lo": 0, "hi": 2, "window": 2, "negative": 2, "seed": 1,
-         "checkpoint_dir": None, "checkpoint_interval_s": 60.0, "memory_cap": cap},
+        ShardSpec(index=0, shards=1, n_words=2, dim=2, lo=0, hi=2, window=2, negative=2, seed=1, memory_cap=cap),
         [np.ones(2, np.float32), np.zeros(2, np.int32), None, None])
     try:
         info = ray_session.get(capped.info.remote())

@@ -7,23 +7,11 @@ import pytest
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
-from parvec.distributed.shard_core import (
-    LocalStep,
-    Minibatch,
-    Step,
-    Unit,
-    UnitRunner,
-    call_bytes,
-    minibatch_seed,
-    noise_tables,
-    pack_call,
-    plan_units,
-    reference_train,
-    sum_partials,
-    unpack_call,
-)
+from parvec.distributed.shard_kernels import LocalStep, reference_train
+from parvec.distributed.units import Step, Unit, UnitRunner, minibatch_seed, plan_units
+from parvec.distributed.wire import Minibatch, call_bytes, pack_call, sum_partials, unpack_call
 from parvec.kernels import sharded as K
-from parvec.sampling import keep_probabilities
+from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
 from parvec.trainer import init_input_vectors
 
@@ -114,7 +102,7 @@ def test_interleaved_minibatches_hold_the_same_inputs_and_pairs_spread_over_the_
     assert sum(mb.pairs for mb in interleaved) == whole.pairs
     assert all(int(mb.n_ctx.sum()) == mb.pairs == K.count_pairs(mb.seg, mb.shrink, window) for mb in interleaved)
     # Minibatch k holds the k-th run of LANE_WORDS kept words of every lane: runs n/4 apart, not consecutive.
-    from parvec.distributed.shard_core import LANE_WORDS
+    from parvec.distributed.units import LANE_WORDS
 
     lanes = K.lane_bounds(n, 16 // LANE_WORDS)
     first = interleaved[0]
@@ -201,7 +189,7 @@ def test_dotprod_matches_numpy_and_sums_over_column_blocks():
     rng = np.random.default_rng(1)
     vocab, dim, window, negative = 12, 10, 2, 3
     counts = rng.integers(1, 50, vocab)
-    prob, alias = noise_tables(counts, TrainConfig())
+    prob, alias = word_noise_tables(counts, TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -226,7 +214,7 @@ def test_dotprod_matches_numpy_and_sums_over_column_blocks():
 def test_adjust_reads_the_vectors_as_they_were_at_the_start_of_the_call():
     rng = np.random.default_rng(2)
     vocab, dim, window, negative = 6, 8, 2, 4  # a small vocabulary: rows repeat inside the minibatch
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -250,7 +238,7 @@ def test_a_step_is_minus_alpha_times_the_gradient_of_the_minibatch_loss():
     # Gradient check: dotprod -> coefficients -> adjust moves the vectors by -alpha * dLoss/dvector.
     rng = np.random.default_rng(3)
     vocab, dim, window, negative, alpha = 7, 5, 2, 2, 0.01
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)  # |f| < 6: no saturation
     w_out = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -389,7 +377,7 @@ def test_column_blocks_train_the_reference_model():
     assert stats.epochs == 2 and stats.pairs > 0 and stats.loss_per_epoch[1] < stats.loss_per_epoch[0]
     assert not np.array_equal(ref_in, init_input_vectors(len(corpus.vocab), 12, 3))
     counts = corpus.vocab.counts
-    prob, alias = noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     units = plan_units([corpus.offsets], 500)
     schedule = Schedule.of(cfg, sum(u.words for u in units), 2)
     for shards in (1, 2, 3):
@@ -449,7 +437,7 @@ def test_minibatch_left_out_keeps_the_words_in_flight():
     # 256 words made the loss climb on the 17M-token corpus, 2 x 1 x 256 did not
     from parvec.config import TrainConfig
     from parvec.distributed import Cluster
-    from parvec.distributed.sharded import resolve
+    from parvec.distributed.sharded_settings import resolve
 
     def mb(clients, threads, given=None, formation="interleaved", sample=1e-4):
         # split calls: the rule bounds how stale their dot products get (fused calls have none: test_fused_calls)
@@ -499,7 +487,7 @@ def _window_rows(mb, window, negative, prob, alias):
 def test_window_dotprod_matches_numpy_in_the_pair_layout(negative):
     rng = np.random.default_rng(11)
     vocab, dim, window = 12, 10, 2
-    prob, alias = noise_tables(rng.integers(1, 50, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 50, vocab), TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -531,7 +519,7 @@ def test_window_dotprod_matches_numpy_in_the_pair_layout(negative):
 def test_window_adjust_applies_each_batch_from_the_rows_as_they_were_at_its_start(negative):
     rng = np.random.default_rng(12)
     vocab, dim, window = 6, 8, 2  # rows repeat inside a batch and across batches
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = rng.standard_normal((vocab, dim)).astype(np.float32)
     w_out = rng.standard_normal((vocab, dim)).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window)
@@ -562,7 +550,7 @@ def test_window_adjust_applies_each_batch_from_the_rows_as_they_were_at_its_star
 def test_a_window_step_is_minus_alpha_times_the_gradient_of_its_loss():
     rng = np.random.default_rng(13)
     vocab, dim, window, negative, alpha = 7, 5, 2, 2, 0.01
-    prob, alias = noise_tables(rng.integers(1, 9, vocab), TrainConfig())
+    prob, alias = word_noise_tables(rng.integers(1, 9, vocab), TrainConfig().ns_exponent)
     w_in = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
     w_out = (0.3 * rng.standard_normal((vocab, dim))).astype(np.float32)
     mb = _tiny_minibatch(rng, vocab, window, inputs=1)  # one batch: later batches would see its update
@@ -608,7 +596,7 @@ def test_window_column_blocks_train_the_window_reference_and_rank_related_words(
     assert stats.pairs > 0 and stats.loss_per_epoch[1] < stats.loss_per_epoch[0]
     assert not np.allclose(ref_in, pair_in)  # another algorithm, not the per-pair one under a new name
     counts = corpus.vocab.counts
-    prob, alias = noise_tables(counts, cfg)
+    prob, alias = word_noise_tables(counts, cfg.ns_exponent)
     units = plan_units([corpus.offsets], 500)
     schedule = Schedule.of(cfg, sum(u.words for u in units), 2)
     w_in = init_input_vectors(len(counts), 12, 3)
@@ -655,7 +643,7 @@ def test_a_float16_wire_trains_what_float32_trains_to_its_rounding():
 
 
 def test_negatives_per_is_checked():
-    from parvec.distributed.shard_core import shard_kernels
+    from parvec.distributed.shard_kernels import shard_kernels
     from parvec.errors import ParvecError
 
     with pytest.raises(ParvecError, match="negatives_per must be one of pair, window; got 'row'"):

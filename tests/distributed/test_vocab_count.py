@@ -43,8 +43,7 @@ def _check_same_vocabulary(words: list[str], counts: np.ndarray, want: Vocab) ->
 
 def _in_process(path: Path, options: ReadOptions, n_ranges: int, reducers: int):
     """The four steps without Ray."""
-    opts = dict(options.__dict__)
-    mapped = [count_range(str(path), a, b, opts, reducers) for a, b in byte_ranges(path, n_ranges)]
+    mapped = [count_range(str(path), a, b, options, reducers) for a, b in byte_ranges(path, n_ranges)]
     merged = [merge_parts(*[m[r] for m in mapped]) for r in range(reducers)]
     classes, eff, bases = id_bases([m[1] for m in merged], options.min_count, options.max_final_vocab)
     assigned = [assign_ids(merged[r][0], eff, bases[r]) for r in range(reducers)]
@@ -106,7 +105,7 @@ def test_words_of_one_hash_are_left_out_and_named():
 
 def test_max_vocab_size_prunes_each_range(demo_slice):
     size = demo_slice.stat().st_size
-    *parts, info = count_range(str(demo_slice), 0, size, dict(ReadOptions(max_vocab_size=5000).__dict__), 2)
+    *parts, info = count_range(str(demo_slice), 0, size, ReadOptions(max_vocab_size=5000), 2)
     assert isinstance(info, RangeCount) and info.pruned > 0
     kept = sum(len(p["hashes"]) for p in parts)
     assert kept <= 5000 and kept == info.distinct - info.pruned
@@ -167,7 +166,7 @@ def test_on_ray_the_vocabulary_is_the_one_process_one_and_the_driver_gets_small_
     for k, (a, b) in enumerate(parts.ranges):
         work = demo_slice.parent / f"one-{a}"
         work.mkdir(exist_ok=True)
-        python_encode_range(str(demo_slice), a, b, options.__dict__, want, str(work), 0)
+        python_encode_range(str(demo_slice), a, b, options, want, str(work), 0)
         tokens = np.load(out / f"tokens_{k}.npy")
         assert sizes[k][0] == len(tokens)
         assert np.array_equal(tokens, to_new[np.load(work / "tokens_0.npy")])

@@ -828,7 +828,8 @@ def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, mode
                      read_seconds: float) -> Any:
     # The corpus line, the memory line (a cluster run: every process it starts here, refused before Ray
     # starts if over) and the cache line; returns the cluster's memory estimate (None without --cluster).
-    from parvec.trainer import available_memory, estimate_memory
+    from parvec.resources import available_memory
+    from parvec.trainer import estimate_memory
 
     vocab = encoded.vocab
     need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)

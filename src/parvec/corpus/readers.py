@@ -136,7 +136,7 @@ def expand_inputs(path: Any) -> list[Path] | None:
             if os.fspath(p) == STDIN:
                 raise ParvecError("standard input ('-') cannot be one of several inputs")
             found += expand_inputs(p) or [Path(p)]
-        kept = [p for p in found if _nonempty(p)]  # an empty shard adds nothing (a missing one is named)
+        kept = [p for p in found if _nonempty(p)]  # an empty file adds nothing (a missing one is named)
         if not kept:
             raise ParvecError(f"{found[0]}: the file is empty" if len(found) == 1 else "every input file is empty")
         return kept

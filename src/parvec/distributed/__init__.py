@@ -3,9 +3,12 @@
 - :mod:`parvec.distributed.cluster`: :class:`Cluster` (where and how), and the one place Ray is started
   or joined.
 - :mod:`parvec.distributed.replicas`: Ji et al.'s data-parallel replicas with frequency-ranked sub-model
-  synchronisation (``mode="replicas"``).
-- :mod:`parvec.distributed.sharded`: Ordentlich et al.'s column-sharded parameter servers
-  (``mode="sharded"``).
+  synchronisation (``mode="replicas"``; its plan, actor and actor group: ``replica_plan``, ``replica_actor``,
+  ``replica_group``).
+- :mod:`parvec.distributed.sharded`: Ordentlich et al.'s column-sharded parameter servers (``mode="sharded"``; its
+  settings, actors, wire format, units and snapshots: ``sharded_settings``, ``shard_actor``, ``client_actor``,
+  ``wire``, ``units``, ``shard_kernels``, ``sharded_start``, ``snapshots``, ``snapshot_files``).
+- :mod:`parvec.distributed.supervise`: the actors of both modes through their restarts, and their fault records.
 
 A driver is a :class:`parvec.engine.Driver` like the CPU and GPU drivers: it is built from
 ``(cluster, config, counts, w_in, w_out)``, takes its corpus with ``use_corpus(corpus)``, trains each epoch the
@@ -54,8 +57,8 @@ def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in:
 
 def check_cpus(cluster: Cluster, config: TrainConfig) -> None:
     """Refuse, before Ray starts, what ``cluster`` cannot run on the CPUs of ``local:N`` (every core for
-    ``local``): more replicas x threads than CPUs (:func:`parvec.distributed.replicas.replica_threads`), or far
-    more shards and clients than CPUs (:func:`parvec.distributed.sharded.actor_budget`).  A cluster joined
+    ``local``): more replicas x threads than CPUs (:func:`parvec.distributed.replica_plan.replica_threads`), or far
+    more shards and clients than CPUs (:func:`parvec.distributed.sharded_settings.actor_budget`).  A cluster joined
     (``auto``, ``ray://``) is checked once Ray reports its CPUs.  Never imports Ray.
 
     Example:
@@ -69,13 +72,13 @@ def check_cpus(cluster: Cluster, config: TrainConfig) -> None:
 
     cpus = cluster.local_cpus or default_threads()
     if cluster.mode == "replicas":
-        from parvec.distributed.replicas import replica_threads
+        from parvec.distributed.replica_plan import replica_threads
 
         replica_threads(cluster, config, cpus)
     else:
-        from parvec.distributed.sharded import actor_budget
+        from parvec.distributed.sharded_settings import actor_budget
 
-        actor_budget(cluster.shards or 1, cluster.clients or 2, cpus)  # sharded.resolve's defaults on local:N
+        actor_budget(cluster.shards or 1, cluster.clients or 2, cpus)  # ShardedSettings.of's defaults on local:N
 
 
 # Cluster fields a checkpoint does not record: where the run's own snapshots go (the resumed run's --checkpoint-dir

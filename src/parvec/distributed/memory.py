@@ -6,9 +6,9 @@ cluster run started here (``--cluster local:N``) needs far more, in several proc
 - **the driver** (this process): the model (``2 V d`` float32, input and output vectors), its corpus (unless
   memory-mapped from the encoded-corpus cache), the vocabulary as Python strings;
 - **replicas mode**: ``R`` replica actors, each with a whole model, the overlapped syncs' two copies of the top
-  rows (:func:`parvec.distributed.replicas.overlap_rows_cap`; a quarter of the model at most, for
+  rows (:func:`parvec.distributed.replica_plan.overlap_rows_cap`; a quarter of the model at most, for
   ``V >= 8 x min_sync_words``), and its share of the corpus (memory-mapped
-  cache pages and its sentence offsets; :func:`parvec.distributed.replicas._load_share`), the per-word tables
+  cache pages and its sentence offsets; :func:`parvec.distributed.replica_actor.load_share`), the per-word tables
   (counts, subsampling, the noise alias table) and the vocabulary; Ray's object store holds the model the
   driver sends out and the one replica 0 sends back (``2 x 2 V d``); a sync board actor;
 - **sharded mode**: ``S`` shard actors, each with its columns of both matrices (``2 V ceil(d/S)`` float32)
@@ -27,9 +27,9 @@ repeats the measurement at a large ``--dim`` and checks this estimate against it
 own peak RSS instead counts the object store's shared pages once per process that maps them (a 3.3 GiB run
 reads as 5.6 GiB that way).
 
-The settings come from where the run resolves them (:func:`parvec.distributed.sharded.resolve` for shards,
-clients and threads; :func:`parvec.distributed.replicas.replica_threads` and
-:func:`parvec.distributed.replicas.shard_chunks` for the replicas' threads and shares), so the estimate sizes
+The settings come from where the run resolves them (:class:`parvec.distributed.sharded_settings.ShardedSettings`
+for shards, clients and threads; :func:`parvec.distributed.replica_plan.replica_threads` and
+:func:`parvec.distributed.replica_plan.share_chunks` for the replicas' threads and shares), so the estimate sizes
 the run that would start.  A cluster parvec joins (``auto``, ``ray://``) has only the driver here: Ray's
 figures for the other nodes (``ray.nodes()``) are the memory a node offered the scheduler when it started,
 not what is free now, and asking needs a connection first, so they are not checked (the line says so).
@@ -52,9 +52,15 @@ from typing import Any
 
 import numpy as np
 
+from parvec import resources
+from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig, default_threads
+from parvec.distributed import replica_plan
 from parvec.distributed.cluster import Cluster
+from parvec.distributed.replica_plan import overlap_rows, share_chunks
+from parvec.distributed.sharded_settings import ROW_BLOCK_BYTES, ShardedSettings
 from parvec.errors import ParvecError
+from parvec.resources import human_bytes
 
 MiB = 1 << 20
 
@@ -71,15 +77,14 @@ DRIVER_BYTES_PER_WORD = 250  # Vocab.words/index and KeyedVectors.index_to_key/k
 ACTOR_BYTES_PER_WORD = 100  # a replica's copy of the word list (data description from the board)
 ENCODER_BYTES_PER_WORD = 160  # an encoder's word -> id lookup
 WORKING_ROOM = 64 * MiB  # the driver's output writing and other temporaries
-ROW_BLOCK_BYTES = 32 * MiB  # sharded: rows gathered/exported per block and matrix (sharded._ROW_BLOCK_BYTES)
 
 
 @dataclass
-class Part:
-    """One line of the breakdown: ``count`` processes (or one pool, count 1) holding ``pieces`` each.
+class ProcessGroup:
+    """One line of the breakdown: ``count`` processes of one kind (or one pool, count 1) holding ``pieces`` each.
 
     Example:
-        >>> Part("replica", 2, {"model": 100, "runtime": 50}).total
+        >>> ProcessGroup("replica", 2, {"model": 100, "runtime": 50}).total
         300
     """
 
@@ -115,16 +120,16 @@ class MemoryEstimate:
     when :attr:`needed` is over ``available``.
 
     Example:
-        >>> MemoryEstimate("local:1", "replicas", [Part("driver", 1, {"vectors": 10})], available=5).fits
+        >>> MemoryEstimate("local:1", "replicas", [ProcessGroup("driver", 1, {"vectors": 10})], available=5).fits
         False
     """
 
     spec: str
     mode: str
-    parts: list[Part]
+    parts: list[ProcessGroup]
     available: int | None
-    elsewhere: list[Part] = field(default_factory=list)
-    earlier: list[Part] = field(default_factory=list)
+    elsewhere: list[ProcessGroup] = field(default_factory=list)
+    earlier: list[ProcessGroup] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
 
     @property
@@ -158,7 +163,7 @@ class MemoryEstimate:
         """The ``memory:`` line ``parvec train`` prints before training.
 
         Example:
-            >>> est = MemoryEstimate("local:1", "replicas", [Part("driver", 1, {"vectors": 2 << 20})], 8 << 30)
+            >>> est = MemoryEstimate("local:1", "replicas", [ProcessGroup("driver", 1, {"vectors": 2 << 20})], 8 << 30)
             >>> est.line().split(", every process on this machine: ")
             ['memory: 2.0 MiB of 8.0 GiB available, --cluster local:1 (replicas)', 'driver 2.0 MiB (vectors 2.0 MiB)']
         """
@@ -176,7 +181,7 @@ class MemoryEstimate:
         """Raise :class:`ParvecError` with the breakdown and what to change when the run does not fit.
 
         Example:
-            >>> MemoryEstimate("local:2", "replicas", [Part("driver", 1, {"vectors": 10})], 5).check()
+            >>> MemoryEstimate("local:2", "replicas", [ProcessGroup("driver", 1, {"vectors": 10})], 5).check()
             Traceback (most recent call last):
             ...
             parvec.errors.ParvecError: --cluster local:2 (replicas) needs about 10 B on this machine but 5 B is \
@@ -192,7 +197,7 @@ available: driver 10 B (vectors 10 B); change the run
 
     def to_dict(self) -> dict[str, Any]:
         """For ``--report``: the parts and their pieces in bytes."""
-        def parts(ps: list[Part]) -> list[dict[str, Any]]:
+        def parts(ps: list[ProcessGroup]) -> list[dict[str, Any]]:
             return [{"name": p.name, "count": p.count, "bytes_each": p.each, "pieces": dict(p.pieces),
                      "running": p.running} for p in ps]
 
@@ -201,20 +206,7 @@ available: driver 10 B (vectors 10 B); change the run
                 "earlier": parts(self.earlier), "fits": self.fits}
 
 
-def human(n: float | None) -> str:
-    """Bytes in words: ``'485.2 MiB'``, ``'3.4 GiB'``.
-
-    Example:
-        >>> human(512), human(3 * 2**20), human(3.44 * 2**30)
-        ('512 B', '3.0 MiB', '3.4 GiB')
-    """
-    if n is None:
-        return "unknown"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+human = human_bytes  # the one bytes formatter (parvec.resources); the name the CLI's report imports
 
 
 # --------------------------------------------------------------------------- sizes of the corpus
@@ -231,7 +223,7 @@ class CorpusSizes:
     tokens: int
     sentences: int
     tokens_mapped: bool = False
-    shares: tuple[tuple[int, int], ...] | None = None  # per replica (tokens, sentences), from shard_chunks
+    shares: tuple[tuple[int, int], ...] | None = None  # per replica (tokens, sentences), from share_chunks
 
     def largest_share(self, n: int) -> tuple[int, int]:
         if self.shares is not None and len(self.shares) == n:
@@ -241,21 +233,17 @@ class CorpusSizes:
 
 def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) -> CorpusSizes:
     """The sizes of an :class:`~parvec.corpus.EncodedCorpus` for :func:`estimate_cluster`, each replica's
-    share cut as the replicas driver cuts it (``shard_chunks`` over the split offsets).
+    share cut as the replicas driver cuts it (``share_chunks`` over the split offsets).
 
     Example:
         >>> corpus_sizes(corpus, TrainConfig(), replicas=2).shares  # doctest: +SKIP
         ((960102, 100), (959188, 100))
     """
-    from parvec.trainer import split_long_sentences
-
     offsets = split_long_sentences(np.asarray(corpus.offsets), config.max_sentence_length)
     shares = None
     if replicas:
-        from parvec.distributed.replicas import shard_chunks
-
         try:
-            ranges = shard_chunks(offsets, config.chunk_words, replicas)
+            ranges = share_chunks(offsets, config.chunk_words, replicas)
             shares = tuple((int(offsets[hi] - offsets[lo]), hi - lo) for lo, hi in ranges)
         except ParvecError:  # too few chunks for the replicas: the run says so when it starts
             shares = None
@@ -272,7 +260,7 @@ def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_t
     ``corpus`` (from :func:`corpus_sizes`) adds the replicas' exact shares and whether the driver's tokens are
     memory-mapped; ``pipeline`` is ``parvec train --mode sharded`` (the model never in the driver, the corpus
     memory-mapped from ``ranges`` encoded byte ranges); ``available`` defaults to
-    :func:`parvec.trainer.available_memory` (None: unknown, never refused).
+    :func:`parvec.resources.available_memory` (None: unknown, never refused).
 
     Example:
         >>> est = estimate_cluster(Cluster("local:2"), TrainConfig(dim=100, threads=1), 1000, 10**5, 10)
@@ -280,9 +268,7 @@ def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_t
         ['driver', 'replica', "Ray's object store", 'sync board', "Ray's own processes"]
     """
     if available == "measure":
-        from parvec import trainer
-
-        available = trainer.available_memory()
+        available = resources.available_memory()
     sizes = corpus or CorpusSizes(int(n_tokens), int(n_sentences))
     est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), available)
     if not est.fits:
@@ -302,12 +288,10 @@ def replica_threads(cluster: Cluster, config: TrainConfig) -> int:
         >>> replica_threads(Cluster("local:2"), TrainConfig(threads=2))
         1
     """
-    from parvec.distributed.replicas import replica_threads as rule
-
     n = int(cluster.replicas or 1)
     if not cluster.is_local:
         return int(cluster.threads_per_actor or config.threads)
-    return rule(cluster, config, _local_cpus(cluster), n)[0]
+    return replica_plan.replica_threads(cluster, config, _local_cpus(cluster), n)[0]
 
 
 def ray_running() -> bool:
@@ -340,24 +324,22 @@ def _estimate(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes,
 
 
 def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
-              ) -> tuple[list[Part], list[Part], list[Part]]:
+              ) -> tuple[list[ProcessGroup], list[ProcessGroup], list[ProcessGroup]]:
     n = int(cluster.replicas or 1)
     threads = replica_threads(cluster, config)
     model = 2 * v * config.dim * 4
     t, s = sizes.tokens, sizes.sentences
     share_t, share_s = sizes.largest_share(n)
-    driver = Part("driver", 1, {
+    driver = ProcessGroup("driver", 1, {
         "vectors": model,
         # its tokens unless memory-mapped, the offsets and the split copy the data description is cut from
         "corpus": (0 if sizes.tokens_mapped else 4 * t) + 16 * (s + 1),
         "vocabulary": DRIVER_BYTES_PER_WORD * v,
         "runtime": DRIVER_BASELINE + WORKING_ROOM,
     })
-    from parvec.distributed.replicas import overlap_rows
-
-    # an overlapped sync's snapshot and buffer of both matrices' rows (replicas._OverlappedSync)
+    # an overlapped sync's snapshot and buffer of both matrices' rows (replica_actor.OverlappedSync)
     overlap = overlap_rows(cluster, v)
-    replica = Part("replica", n, {
+    replica = ProcessGroup("replica", n, {
         "model": model,
         "sync copies": 2 * 2 * overlap * config.dim * 4,
         # counts (int64), subsampling, noise probabilities and aliases (4 bytes each)
@@ -366,16 +348,16 @@ def _replicas(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes
         "corpus share": 4 * share_t + 16 * (s + 1) + 8 * (share_s + 1),
         "runtime": REPLICA_BASELINE + threads * 4 * config.max_sentence_length,
     })
-    store = Part("Ray's object store", 1, {
+    store = ProcessGroup("Ray's object store", 1, {
         "the model sent out and returned": 2 * model,
         "vocabulary and tables": (8 + 24) * v + 16 * n,
     })
-    board = Part("sync board", 1, {"runtime": BOARD_BASELINE})
+    board = ProcessGroup("sync board", 1, {"runtime": BOARD_BASELINE})
     ray_parts = []
     if cluster.is_local:
         idle = max(0, _local_cpus(cluster) - n)  # the replicas take the workers Ray starts with
-        ray_parts.append(Part("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
-                                                         "idle workers": idle * WORKER_BASELINE}))
+        ray_parts.append(ProcessGroup("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
+                                                                 "idle workers": idle * WORKER_BASELINE}))
     return [driver, replica, store, board], ray_parts, []
 
 
@@ -410,11 +392,9 @@ def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negativ
 
 
 def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
-             ) -> tuple[list[Part], list[Part], list[Part]]:
-    from parvec.distributed.sharded import resolve
-
-    st = resolve(cluster, config)
-    n_shards, n_clients = st["shards"], st["clients"]
+             ) -> tuple[list[ProcessGroup], list[ProcessGroup], list[ProcessGroup]]:
+    st = ShardedSettings.of(cluster, config)
+    n_shards, n_clients = st.shards, st.clients
     width = -(-config.dim // n_shards)
     model = 2 * v * config.dim * 4
     columns = 2 * v * width * 4
@@ -422,24 +402,23 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
     # gathering/exporting the model: a block of rows of both matrices assembled while the next is on its way
     blocks = min(4 * ROW_BLOCK_BYTES, 2 * model)
     if pipeline:
-        driver = Part("driver", 1, {"vocabulary": DRIVER_BYTES_PER_WORD * v, "corpus offsets": 16 * (s + 1),
+        driver = ProcessGroup("driver", 1, {"vocabulary": DRIVER_BYTES_PER_WORD * v, "corpus offsets": 16 * (s + 1),
                                     "export blocks": blocks, "runtime": DRIVER_BASELINE + WORKING_ROOM})
     else:
-        driver = Part("driver", 1, {"vectors": model,
+        driver = ProcessGroup("driver", 1, {"vectors": model,
                                     "corpus": (0 if sizes.tokens_mapped else 4 * t) + 8 * (s + 1),
                                     "gathered blocks": blocks, "vocabulary": DRIVER_BYTES_PER_WORD * v,
                                     "runtime": DRIVER_BASELINE + WORKING_ROOM})
-    shard = Part("shard", n_shards, {
+    shard = ProcessGroup("shard", n_shards, {
         "columns": columns,
         "noise table": 8 * v,
         "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
         # one minibatch per client thread at a time: its call, its kept rows, its answer and adjust's deltas
-        "minibatches in flight": st["clients"] * st["threads"] * minibatch_bytes(
-            st["minibatch_words"], config.window, config.negative, width, st["negatives_per"], st["wire_floats"],
-            st["shard_calls"] == "fused"),
+        "minibatches in flight": st.clients * st.threads * minibatch_bytes(
+            st.minibatch_words, config.window, config.negative, width, st.negatives_per, st.wire_floats, st.fused),
         "runtime": SHARD_BASELINE,
     })
-    client = Part("client", n_clients, {
+    client = ProcessGroup("client", n_clients, {
         "subsampling table": 4 * v,
         # the offsets loaded (the CLI's files) or fetched, and split as the trainer splits them
         "corpus offsets": 16 * (s + 1),
@@ -450,17 +429,17 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
         store_pieces["memory-mapped corpus"] = 4 * t  # the encoded ranges' pages, shared by the clients
     else:
         store_pieces |= {"corpus": 4 * t + 8 * (s + 1), "initial columns": model}
-    store = Part("Ray's object store", 1, store_pieces)
+    store = ProcessGroup("Ray's object store", 1, store_pieces)
     ray_parts, earlier = [], []
     if cluster.is_local:
         cpus = _local_cpus(cluster)
         # Ray starts one worker per CPU; the pipeline's counting tasks and encoders leave as many again
         idle = (2 if pipeline else 1) * cpus
-        ray_parts.append(Part("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
-                                                         "idle workers": idle * WORKER_BASELINE}))
+        ray_parts.append(ProcessGroup("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
+                                                                 "idle workers": idle * WORKER_BASELINE}))
         if pipeline:
             per_range_t, per_range_s = -(-t // ranges), -(-s // ranges)
-            earlier.append(Part("encoder", min(cpus, ranges), {
+            earlier.append(ProcessGroup("encoder", min(cpus, ranges), {
                 "lookup": ENCODER_BYTES_PER_WORD * v,
                 "byte range": 4 * per_range_t + 8 * (per_range_s + 1) + 8 * MiB,
                 "runtime": WORKER_BASELINE,
@@ -536,5 +515,5 @@ def check_corpus(cluster: Cluster, config: TrainConfig, corpus: Any) -> MemoryEs
     return est
 
 
-__all__ = ["CorpusSizes", "MemoryEstimate", "Part", "check_corpus", "corpus_sizes", "estimate_cluster", "human",
+__all__ = ["CorpusSizes", "MemoryEstimate", "ProcessGroup", "check_corpus", "corpus_sizes", "estimate_cluster", "human",
            "ray_running", "replica_threads"]

@@ -47,40 +47,34 @@ from parvec.vocab import Vocab, VocabCounter
 _BLOCK_BYTES = 1 << 22
 _RANGE_BYTES = 64 << 20  # at most this many bytes per range (more ranges than CPUs in any case)
 # --------------------------------------------------------------------------- byte ranges
-def _options_dict(options: ReadOptions) -> dict[str, Any]:
-    return dict(options.__dict__)
-
-
-def count_range(path: str, start: int, end: int, options: dict[str, Any]
+def count_range(path: str, start: int, end: int, options: ReadOptions
                 ) -> tuple[dict[str, int], int, tuple[int, int] | None]:
     """Step 1, one range: ``(counts in first-seen order, raw words, (bytes, CRC-32) read)``.
 
     Example:
-        >>> counts, raw = count_range("corpus.txt", 0, 1000, {"min_count": 1})  # doctest: +SKIP
+        >>> counts, raw, read = count_range("corpus.txt", 0, 1000, ReadOptions(min_count=1))  # doctest: +SKIP
     """
     from parvec.vocab import count_words
 
-    opts = ReadOptions(**options)
-    sentences = RangeSentences(path, start, end, opts)
-    counter = count_words(sentences, opts.max_vocab_size)
+    sentences = RangeSentences(path, start, end, options)
+    counter = count_words(sentences, options.max_vocab_size)
     return counter.counts, counter.raw_words, sentences.fingerprint
 
 
-def encode_range(path: str, start: int, end: int, options: dict[str, Any], vocab: Vocab, out_dir: str,
+def encode_range(path: str, start: int, end: int, options: ReadOptions, vocab: Vocab, out_dir: str,
                  k: int) -> tuple[int, int, int, tuple[int, int] | None]:
     """Step 2, one range: encode it with ``vocab`` into ``tokens_K.npy``/``offsets_K.npy``; returns
     ``(tokens, sentences, raw words, (bytes, CRC-32) read)``.
 
     Example:
-        >>> encode_range("corpus.txt", 0, 1000, {}, vocab, "work", 0)  # doctest: +SKIP
+        >>> encode_range("corpus.txt", 0, 1000, ReadOptions(), vocab, "work", 0)  # doctest: +SKIP
         (812, 3, 1000, (5210, 2882139113))
     """
     from parvec.corpus import NoTokensError, encode_sentences
 
-    opts = ReadOptions(**options)
-    sentences = RangeSentences(path, start, end, opts)
+    sentences = RangeSentences(path, start, end, options)
     try:
-        enc = encode_sentences(sentences, opts, vocab, source=f"{path}[{start}:{end}]")
+        enc = encode_sentences(sentences, options, vocab, source=f"{path}[{start}:{end}]")
         tokens, offsets, raw = enc.tokens, enc.offsets, enc.raw_words
     except NoTokensError:  # a range without an in-vocabulary token
         tokens, offsets = np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64)
@@ -105,7 +99,7 @@ class Encoder:
         w = ray.get(words[0]) if isinstance(words[0], ray.ObjectRef) else words[0]
         self.vocab = Vocab(list(w), np.zeros(len(w), dtype=np.int64))
 
-    def encode(self, path: str, start: int, end: int, options: dict[str, Any], out_dir: str,
+    def encode(self, path: str, start: int, end: int, options: ReadOptions, out_dir: str,
                k: int) -> tuple[int, int, int, tuple[int, int] | None]:
         return encode_range(path, start, end, options, self.vocab, out_dir, k)
 
@@ -147,10 +141,9 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
 
     before = file_state(path)  # the input must not change until every range is encoded (docs/big_corpora.md)
     ranges = byte_ranges(path, n_ranges)
-    opts = _options_dict(options)
     read: list[Any] = []
     counter_task = ray.remote(num_cpus=1, max_retries=2)(count_range)
-    refs = [counter_task.remote(str(path), a, b, opts) for a, b in ranges]
+    refs = [counter_task.remote(str(path), a, b, options) for a, b in ranges]
     merged = VocabCounter(options.max_vocab_size)
     raw_words = 0
     counts = merged.counts
@@ -163,7 +156,7 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
             counts[w] = counts.get(w, 0) + c
         del range_counts
         if options.max_vocab_size is not None and len(counts) > options.max_vocab_size:
-            merged._prune()
+            merged.prune()
             counts = merged.counts
     del refs
     if raw_words == 0:
@@ -182,7 +175,7 @@ def count_and_encode(ray: Any, path: Path, options: ReadOptions, work: Path, n_r
     # every other range; they are stopped right after, so no worker keeps a copy of the lookup.
     encoders = [ray.remote(Encoder).options(num_cpus=1).remote([words_ref]) for _ in range(min(cpus, len(ranges)))]
     try:
-        sizes = _get_all(ray, [encoders[k % len(encoders)].encode.remote(str(path), a, b, opts, str(enc_dir), k)
+        sizes = _get_all(ray, [encoders[k % len(encoders)].encode.remote(str(path), a, b, options, str(enc_dir), k)
                                for k, (a, b) in enumerate(ranges)], "encoding the corpus", timeout_s)
     finally:
         for e in encoders:
@@ -437,7 +430,7 @@ class ShardCheckpoints:
                  schedule: Any = None) -> None:
         from parvec.checkpoints import Checkpointer
         from parvec.distributed import cluster_record
-        from parvec.distributed.sharded import resolve
+        from parvec.distributed.sharded_settings import resolve
 
         self.directory = Path(directory)
         self.config, self.encoded, self.options, self.schedule = config, encoded, options, schedule
@@ -451,7 +444,7 @@ class ShardCheckpoints:
         self._snap: dict[str, Any] = {}
 
     def __call__(self, snap: dict[str, Any]) -> bool:
-        from parvec.distributed.sharded import snapshot_position
+        from parvec.distributed.snapshots import snapshot_position
 
         self._snap = snap
         position = snapshot_position(snap, self.schedule)

@@ -123,25 +123,24 @@ def _prune(counts: np.ndarray, cap: int) -> tuple[np.ndarray, int]:
     return keep, len(counts) - len(keep)
 
 
-def count_range(path: str, start: int, end: int, options: dict[str, Any], reducers: int) -> tuple[Any, ...]:
+def count_range(path: str, start: int, end: int, options: ReadOptions, reducers: int) -> tuple[Any, ...]:
     """Map: count bytes ``[start, end)`` of ``path`` and cut the words into ``reducers`` parts by hash; returns
     ``(part 0, ..., part R-1, RangeCount)`` (a Ray task with ``num_returns=R+1``: each part its own object).
 
     Example:
-        >>> *parts, info = count_range("corpus.txt", 0, 1 << 20, {"min_count": 1}, 2)  # doctest: +SKIP
+        >>> *parts, info = count_range("corpus.txt", 0, 1 << 20, ReadOptions(min_count=1), 2)  # doctest: +SKIP
     """
-    opts = ReadOptions(**options)
-    reader = RangeSentences(Path(path), start, end, opts)
+    reader = RangeSentences(Path(path), start, end, options)
     table = WordTable()
     raw = 0
     for name, block, where, at_end in reader.blocks():
         if at_end:
             continue
-        text = normalise(block, opts.lowercase, lambda b, where=where, name=name: reader.decode(b, where, name))
+        text = normalise(block, options.lowercase, lambda b, where=where, name=name: reader.decode(b, where, name))
         ids, _ = table.scan(text, insert=True)
         raw += len(ids)
     hashes, counts, starts, lengths, arena = table.arrays()
-    keep, pruned = (_prune(counts, opts.max_vocab_size) if opts.max_vocab_size is not None
+    keep, pruned = (_prune(counts, options.max_vocab_size) if options.max_vocab_size is not None
                     else (np.arange(len(counts)), 0))
     part = part_of(hashes[keep], reducers)
     order = np.argsort(part, kind="stable")
@@ -306,12 +305,12 @@ class Reducer:
         return self.words
 
 
-def map_range(path: str, start: int, end: int, options: dict[str, Any], reducers: list[Any], k: int) -> RangeCount:
+def map_range(path: str, start: int, end: int, options: ReadOptions, reducers: list[Any], k: int) -> RangeCount:
     """Map task for range ``k``: :func:`count_range`, each part pushed to its reducer actor; returns the range's
     figures.
 
     Example:
-        >>> info = map_range("corpus.txt", 0, 1 << 20, {}, reducers, 0)  # doctest: +SKIP
+        >>> info = map_range("corpus.txt", 0, 1 << 20, ReadOptions(), reducers, 0)  # doctest: +SKIP
     """
     import ray
 
@@ -481,11 +480,10 @@ def count_vocabulary(ray: Any, path: str | os.PathLike[str], options: ReadOption
     ranges = byte_ranges(path, n_ranges)
     if not ranges:
         raise ParvecError(f"{path}: the input is empty")
-    opts = dict(options.__dict__)
     actors = [ray.remote(Reducer).options(num_cpus=0).remote() for _ in range(max(1, int(reducers)))]
     try:
         mapper = ray.remote(num_cpus=1, max_retries=2)(map_range)
-        counted = _get(ray, [mapper.remote(str(path), a, b, opts, actors, k) for k, (a, b) in enumerate(ranges)],
+        counted = _get(ray, [mapper.remote(str(path), a, b, options, actors, k) for k, (a, b) in enumerate(ranges)],
                        "counting words", timeout_s)
         summaries = _get(ray, [r.finish.remote() for r in actors], "merging the counts", timeout_s)
         t1 = time.perf_counter()

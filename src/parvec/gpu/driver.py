@@ -40,6 +40,7 @@ import numpy as np
 from numba import config as numba_config
 from numba import cuda
 
+from parvec.chunks import Part, resume_mismatch
 from parvec.config import TrainConfig
 from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
@@ -60,9 +61,8 @@ from parvec.gpu.plan import (
     epoch_launches,
 )
 from parvec.gpu.reference import par_batch_size, par_h_max
-from parvec.trainer import ModelTables, resume_mismatch
+from parvec.model_tables import ModelTables
 
-Part = tuple[np.ndarray, np.ndarray]
 MEMORY_MARGIN = 256 << 20  # bytes of device memory left free when deciding whether a corpus fits
 
 

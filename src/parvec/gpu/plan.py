@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parvec.chunks import Part, split_long_sentences
 from parvec.config import TrainConfig
 from parvec.gpu.rng import epoch_key
 from parvec.schedule import Schedule
-from parvec.trainer import split_long_sentences
 
 GPU_MAX_SENTENCE = 1000  # tokens per sentence (or walk) on the GPU: the block's token buffer
 MIN_WORDS_PER_LAUNCH = 20_000
@@ -54,8 +54,6 @@ SIM_THREADS_PER_BLOCK = 4
 SIM_WORDS_PER_LAUNCH = GPU_MAX_SENTENCE
 SIM_SWITCH_INTERVAL_S = 5e-5
 SIM_PROGRESS_S = 10.0  # seconds between the simulator's progress lines
-
-Part = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)

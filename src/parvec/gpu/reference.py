@@ -51,7 +51,7 @@ from parvec.gpu.plan import DEFAULT_WORDS_PER_LAUNCH, GPU_MAX_SENTENCE, Launch, 
 from parvec.gpu.rng import keeps_token, negative_sample, par_c_rep, window_shrink
 from parvec.gpu.sgns import pair_error, pair_loss
 from parvec.kernels.par import shared_negatives
-from parvec.sampling import alias_table, keep_probabilities, noise_distribution
+from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
 
 _ONE = np.float32(1.0)
@@ -331,7 +331,7 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
     keep = keep_probabilities(counts, config.sample)
-    prob, alias = alias_table(noise_distribution(np.maximum(counts, 0), config.ns_exponent))
+    prob, alias = word_noise_tables(counts, config.ns_exponent)
     losses = []
     for epoch in range(start_epoch, epochs):
         loss = 0.0

@@ -37,7 +37,6 @@ they are, with explicit zeros removed; an undirected read symmetrises with ``max
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import math
@@ -51,6 +50,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from parvec.errors import ParvecError
+from parvec.resources import release_freed_memory
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -395,30 +395,6 @@ def read_edgelist(
     del src, dst, w
     release_freed_memory()
     return graph
-
-
-def release_freed_memory() -> None:
-    """Hand memory freed by a parse back to the OS (glibc ``malloc_trim``; a no-op elsewhere).
-
-    glibc keeps freed blocks below the newest live allocation, so without this the parse's temporaries
-    (string objects, edge keys) stay in the process's RSS during the walks and training.
-
-    Example:
-        >>> release_freed_memory()
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim():
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
 
 
 # (src, dst, weights or None, node IDs, number of lines with a third column)

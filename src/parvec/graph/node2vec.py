@@ -314,7 +314,7 @@ class Node2Vec(KeptRun):
 
     def _train(self) -> tuple[np.ndarray, NodeRanking]:
         from parvec.drivers import parts_driver
-        from parvec.trainer import init_input_vectors
+        from parvec.model_tables import init_input_vectors
 
         t0 = time.perf_counter()
         ranking, cached = self.count_pass()

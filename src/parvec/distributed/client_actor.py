@@ -1,0 +1,194 @@
+"""The client of a sharded run: one Ray actor that trains units of the encoded corpus against the shards.
+
+A client forms each unit's minibatches (:class:`parvec.distributed.units.UnitRunner`, one per thread), sends
+every shard the same call (:class:`RayStep`: one packed byte array, :mod:`parvec.distributed.wire`), sums the
+shards' partial dot products, applies the sigmoid and forms the coefficients and the loss.  Only indices, seeds
+and scalars travel; the client counts the bytes of every array it sends and receives.  A unit whose shard call
+fails (a shard lost, or fenced by the driver) ends with :class:`~parvec.distributed.wire.ShardLost`: the driver
+restores a snapshot and trains it again.
+
+Example:
+    >>> ClientSpec(holder="run-1", shard_names=("run-1-shard-0",), config=TrainConfig(), minibatch_words=1024,
+    ...            timeout_s=60.0).fused
+    False
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from parvec.config import TrainConfig
+from parvec.distributed.supervise import cause, first_line, was_restarted
+from parvec.distributed.units import Step, Unit, UnitRunner, prepare_part
+from parvec.distributed.wire import Minibatch, ShardLost, pack_call, pack_train_call, sum_partials
+from parvec.errors import ParvecError
+from parvec.kernels import sharded as K
+from parvec.memory import peak_memory_bytes
+from parvec.schedule import Schedule
+from parvec.usage import own_cpu_seconds
+
+__all__ = ["ClientActor", "ClientSpec", "RayStep"]
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """What every client of a run is given: ``holder`` (the name of the
+    :class:`~parvec.distributed.supervise.RunRefs` actor that hands it the keep table and the corpus parts), the
+    shards' actor names (found by name), the training config, the minibatch settings and the longest wait.
+
+    The corpus parts (from the holder) are ``("refs", [tokens_ref, offsets_ref])`` (arrays in Ray's object
+    store) or ``("files", [tokens.npy, offsets.npy])`` (memory-mapped; every client must see the files).
+
+    Example:
+        >>> ClientSpec("run-1", ("s0",), TrainConfig(), 1024, 60.0, shard_calls="fused").fused
+        True
+    """
+
+    holder: str
+    shard_names: tuple[str, ...]
+    config: TrainConfig
+    minibatch_words: int
+    timeout_s: float
+    interleave: bool = True
+    wire_floats: str = "float32"
+    shard_calls: str = "split"
+
+    @property
+    def fused(self) -> bool:
+        """One shard trains each minibatch whole (the settings fuse only one shard's calls)."""
+        return self.shard_calls == "fused"
+
+
+class RayStep(Step):
+    """One client thread's way to the shards: every shard gets the same call, each answer has a time-out.
+
+    Example:
+        >>> step = RayStep(ray, shards, negative=5, timeout_s=60.0)  # doctest: +SKIP
+    """
+
+    def __init__(self, ray: Any, shards: list[Any], negative: int, timeout_s: float, wire: str = "float32",
+                 fused: bool = False) -> None:
+        self.ray = ray
+        self.handles = shards
+        self.shards = len(shards)
+        self.negative = negative
+        self.timeout_s = timeout_s
+        self.wire = wire
+        self.fused = fused
+
+    def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
+        buf = pack_call(prev, nxt, self.negative, self.wire)
+        self.sent = buf.nbytes
+        return [h.step.remote(buf) for h in self.handles]
+
+    def train(self, mb: Minibatch) -> Any:
+        buf = pack_train_call(mb)
+        self.sent = buf.nbytes
+        return [self.handles[0].train.remote(buf)]
+
+    def result(self, handle: Any) -> list[np.ndarray]:
+        ray = self.ray
+        try:
+            out = ray.get(handle, timeout=self.timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            raise ParvecError(f"a shard did not answer within {self.timeout_s:g} s (Cluster.timeout_s); "
+                              "the cluster is overloaded or a shard hangs") from None
+        except (ray.exceptions.RayActorError, ShardLost) as exc:
+            # A shard died (or was fenced by the driver, or restarted and not yet restored).  Wait for this call's
+            # other shards to answer too, so that none of this unit's adjusts is still on its way to a shard when
+            # the driver restores a snapshot; then the unit ends.
+            ray.wait(list(handle), num_returns=len(handle), timeout=self.timeout_s)
+            bad = next((s for s, r in enumerate(handle) if _failed(ray, r)), -1)
+            inner = cause(exc)
+            detail = inner.args[1] if isinstance(inner, ShardLost) and len(inner.args) > 1 else first_line(inner)
+            raise ShardLost(bad, str(detail)) from None
+        return [] if out[0] is None else out
+
+
+def _failed(ray: Any, ref: Any) -> bool:
+    try:
+        ray.get(ref, timeout=0)
+        return False
+    except Exception:  # noqa: BLE001 - whatever the shard answered with, its call failed
+        return True
+
+
+class ClientActor:
+    """Trains units of the encoded corpus against the shards (``threads_per_actor`` units at once; module
+    docstring).
+
+    Example:
+        >>> client = ray.remote(ClientActor).remote(0, spec)  # doctest: +SKIP
+    """
+
+    def __init__(self, index: int, spec: ClientSpec) -> None:
+        import ray
+
+        self.ray = ray
+        self.index = index
+        self.spec = spec
+        self.timeout_s = spec.timeout_s
+        holder = ray.get_actor(spec.holder)
+        keep_ref, parts = ray.get(holder.get.remote("client"), timeout=self.timeout_s)
+        self.shards = [ray.get_actor(name) for name in spec.shard_names]
+        self.config = spec.config
+        self.keep = ray.get(keep_ref, timeout=self.timeout_s)
+        self.parts = []
+        for kind, (a, b) in parts:
+            if kind == "refs":
+                tokens, offsets = ray.get([a, b], timeout=self.timeout_s)
+            else:
+                tokens, offsets = np.load(a, mmap_mode="r"), np.load(b)
+            self.parts.append(prepare_part(tokens, offsets, self.config.max_sentence_length))
+        self._local = threading.local()
+        self.restarted = was_restarted()
+
+    def _runner(self) -> UnitRunner:
+        runner = getattr(self._local, "runner", None)
+        if runner is None:
+            runner = self._local.runner = UnitRunner(self.config, self.keep, self.spec.minibatch_words,
+                                                     self.spec.interleave)
+        return runner
+
+    def _step(self) -> RayStep:
+        return RayStep(self.ray, self.shards, self.config.negative, self.timeout_s, self.spec.wire_floats,
+                       self.spec.fused)
+
+    def warm_up(self) -> None:
+        """Compile the kernels on both sides (a minibatch of two words whose coefficients are zero, so the
+        model does not change)."""
+        mb = Minibatch(np.zeros(2, np.int32), np.array([[0, 2, 0, 2]], np.int32), np.zeros(2, np.uint16),
+                       np.uint64(1), np.ones(2, np.int32), np.zeros(2, np.float32), 2)
+        step = self._step()
+        if self.spec.fused:  # learning rates zero: the model does not change
+            step.result(step.train(mb))
+        else:
+            f = sum_partials(step.result(step.submit(None, mb)))  # float16 from a float16 wire
+            coef = np.zeros_like(f)
+            K.coefficients(f, mb.n_ctx, mb.alpha, self.config.negative, coef)
+            step.result(step.submit((mb, np.zeros_like(f)), None))
+        runner = self._runner()
+        if self.parts:
+            tokens, offsets = self.parts[0]
+            empty = Unit(0, 0, 0, 0, 0, 0)
+            runner.run(tokens, offsets, empty, 0, Schedule(0.025, 0.0001, 1, 1), step)
+
+    def train_unit(self, unit: Unit, epoch: int, schedule: Schedule) -> dict[str, Any]:
+        """Train one unit; returns its :class:`~parvec.distributed.units.UnitStats` as a dict."""
+        tokens, offsets = self.parts[unit.part]
+        stats = self._runner().run(tokens, offsets, unit, epoch, schedule, self._step())  # ShardLost: the unit ends
+        return stats.to_dict()
+
+    def info(self) -> dict[str, Any]:
+        """Whether Ray restarted it, its peak memory, process and CPU seconds."""
+        return {"index": self.index, "restarted": self.restarted, "peak_rss_bytes": peak_memory_bytes(),
+                "pid": os.getpid(), "cpu_seconds": own_cpu_seconds()}
+
+    def ping(self) -> int:
+        """This process's id."""
+        return os.getpid()
