@@ -79,10 +79,8 @@ def test_ray_client_address_that_does_not_answer_is_one_clear_error(demo_slice, 
         "RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S": "1",
     }
     spec = f"ray://127.0.0.1:{port}"
-    t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "parvec", "train", str(demo_slice), "-o", str(out / "v.txt"),
                           "--cluster", spec, "--replicas", "2"], capture_output=True, text=True, env=env, timeout=180)
-    seconds = time.monotonic() - t0
     assert res.returncode == 2, res.stderr[-3000:]
     errors = [line for line in res.stderr.splitlines() if line.startswith("parvec: error:")]
     assert len(errors) == 1, res.stderr[-3000:]
@@ -91,7 +89,6 @@ def test_ray_client_address_that_does_not_answer_is_one_clear_error(demo_slice, 
     assert res.stderr.rstrip().splitlines()[-1] == errors[0], "more on stderr after the error line"
     for noise in ("Traceback", "Warning", "requires pip package"):
         assert noise not in res.stderr, res.stderr[-3000:]
-    assert seconds < 120, f"took {seconds:.0f} s"
     assert os.listdir(out) == []
 
 

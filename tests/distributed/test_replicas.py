@@ -375,12 +375,10 @@ def test_lost_replica_is_restarted_and_the_run_matches_an_unfaulted_one(ray_sess
 
 @pytest.mark.ray
 def test_replica_that_cannot_come_back_ends_the_run_with_an_error(ray_session, tmp_path):
-    t0 = time.time()
     trainer, _, _, outcome, killed = _fault_run(tmp_path, kill=True, restarts=0, collective="refs")
     assert killed is not None
     err = outcome.get("error")
     assert isinstance(err, ParvecError) and "replica 1 was lost and could not be restarted" in str(err)
-    assert time.time() - t0 < 120
 
 
 def test_two_node_cluster_each_node_reads_its_own_shard(tmp_path):

@@ -425,11 +425,9 @@ def test_a_shard_that_cannot_come_back_ends_the_run_with_a_clear_error(ray_sessi
     run = _run(corpus, _cluster(2, minibatch_words=32, unit_words=2000, max_restarts=0, timeout_s=30.0), config,
                ray_session)
     watcher = _kill_when(lambda: run.totals.words > 0, lambda: ray_session.kill(run.shards[0], no_restart=True))
-    t0 = time.monotonic()
     try:
         with pytest.raises(ParvecError, match="shard 0 was lost and cannot be restarted"):
             run.train()
     finally:
         watcher.join()
         run.close()
-    assert time.monotonic() - t0 < 30
