@@ -1,4 +1,4 @@
-"""Corpora bigger than memory (issue 16): tokens streamed to disk and memory-mapped, the same encoding as in
+"""Corpora bigger than memory: tokens streamed to disk and memory-mapped, the same encoding as in
 memory, several files as one corpus, automatic vocabulary pruning with a note, and the encoder's peak memory
 bounded well under the token array's size (measured in a subprocess from /proc/self/status VmHWM)."""
 

@@ -1,4 +1,4 @@
-"""The one byte-range reader (issue 22, item 5): the sharded pipeline's counting and encoding tasks and a replica
+"""The one byte-range reader: the sharded pipeline's counting and encoding tasks and a replica
 that encodes its share of the input read a byte range of a file with ``parvec.corpus.RangeSentences``, cut by
 ``parvec.corpus.range_cuts``/``byte_ranges`` at the whitespace the rest of the corpus code splits on (what
 ``str.split()`` and the byte tokeniser split on, and NUL): every token of the file once, none split, none glued

@@ -1,4 +1,4 @@
-"""What a new user hit (issue 11): closed pipes, outputs naming inputs, unwritable outputs, odd flags.
+"""What a new user hit: closed pipes, outputs naming inputs, unwritable outputs, odd flags.
 
 Each test runs the CLI end to end, in-process through ``parvec.cli.main`` where it can, or as a
 subprocess where the test is about the process itself (its standard streams, its exit status).

@@ -1,4 +1,4 @@
-"""The command line's place in the code (issue 22, item 4): CLI code lives only in ``parvec.cli`` (no module
+"""The command line's place in the code: CLI code lives only in ``parvec.cli`` (no module
 outside it imports it, so the library never depends on its command line), no CLI function grows past 120
 lines, one helper reads a process's peak memory, and every training command's ``--report`` carries the keys
 that every run has (one builder, ``parvec.cli.run_report``)."""

@@ -148,7 +148,7 @@ def test_eval_default_files(tmp_path, capsys, monkeypatch):  # ../shared/data/ev
     assert result["analogies"]["questions"] == 19544
 
 
-# ---------------------------------------------------------------------- malformed vectors files (issue 11, item 3)
+# ---------------------------------------------------------------------- malformed vectors files
 def _valid(binary: bool) -> bytes:
     def values(v: np.ndarray) -> bytes:
         return v.astype("<f4").tobytes() if binary else "".join(f"{x:.9g} " for x in v).encode()

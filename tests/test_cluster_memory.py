@@ -1,4 +1,4 @@
-"""The memory check of a cluster run counts every process it starts on this machine (issue 21, item 4):
+"""The memory check of a cluster run counts every process it starts on this machine:
 ``parvec train CORPUS --dim 3000 --cluster local:2`` said "562 MiB of 23.1 GiB" while its processes peaked at
 5.75 GiB.  The formulas (parvec.distributed.memory), the refusal before Ray starts (CLI and API), and a cluster
 joined elsewhere (only the driver here)."""

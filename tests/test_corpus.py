@@ -79,7 +79,7 @@ def test_input_errors(tmp_path):
         EncodedCorpus.from_file(write(tmp_path / "blank.txt", "\n  \n"))
     with pytest.raises(ParvecError, match=r"no word reaches min_count=5 \(the most frequent word occurs 2"):
         EncodedCorpus.from_file(write(tmp_path / "rare.txt", "a b a c\n"), ReadOptions(min_count=5))
-    # A directory is a corpus of its files (issue 16); one with no non-empty file is an error naming it.
+    # A directory is a corpus of its files; one with no non-empty file is an error naming it.
     (tmp_path / "no_files").mkdir()
     write(tmp_path / "no_files" / "e.txt", "")
     with pytest.raises(ParvecError, match="no_files: the directory holds no"):
@@ -88,7 +88,7 @@ def test_input_errors(tmp_path):
         EncodedCorpus.from_file(tmp_path / "nothing*.txt")
     with pytest.raises(ParvecError, match="min_count must be >= 0"):
         EncodedCorpus.from_file(write(tmp_path / "x.txt", "a"), ReadOptions(min_count=-1))
-    # min_count=0 keeps every word, as 1 does (gensim's semantics; issue 15)
+    # min_count=0 keeps every word, as 1 does (gensim's semantics)
     zero = EncodedCorpus.from_file(write(tmp_path / "y.txt", "a b a\n"), ReadOptions(min_count=0))
     assert zero.vocab.words == ["a", "b"] and zero.vocab.counts.tolist() == [2, 1]
 

@@ -1,4 +1,4 @@
-"""Inputs of the encoded corpus (issue 11, items 4 and 9): the cache's key and integrity, streams (FIFO,
+"""Inputs of the encoded corpus: the cache's key and integrity, streams (FIFO,
 ``<(...)``, standard input ``-``) read in one pass, NUL as whitespace, and tests kept off the real cache."""
 
 from __future__ import annotations

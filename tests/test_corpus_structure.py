@@ -1,4 +1,4 @@
-"""Where the corpus and file I/O code lives (issue 22, items 4-5): no module imports another module's private
+"""Where the corpus and file I/O code lives: no module imports another module's private
 (``_name``) names; the modules of ``parvec.corpus`` import each other, never the package itself (so no import
 circle runs through it); general file I/O lives in ``parvec.fileio`` and ``parvec.formats`` keeps the
 word-vector formats, defining none of it."""

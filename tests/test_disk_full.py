@@ -1,4 +1,4 @@
-"""A full disk during a checkpoint or an output (issue 21, item 8): the error names the path and "no space left
+"""A full disk during a checkpoint or an output: the error names the path and "no space left
 on device" (not numpy's "N requested and M written"), exits 2, leaves no temporary file, keeps the previous
 checkpoint intact and resumable bit for bit; ``--on-checkpoint-error continue`` trains on instead; an output
 that cannot be written after training says which checkpoint holds the trained model and that ``--resume``

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the corpus text reader (issue 16): :meth:`EncodedCorpus.from_file` on arbitrary
+"""Property-based fuzzing of the corpus text reader: :meth:`EncodedCorpus.from_file` on arbitrary
 bytes -- invalid UTF-8 under every ``unicode_errors`` mode, NULs, CR/LF mixes, other Unicode whitespace, huge
 lines, empty files -- plain and compressed (truncated or corrupted archives included), in memory and streamed
 to disk, with tiny read blocks so every block boundary is exercised.

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the graph readers users feed files to (issue 16): edge lists under every option
+"""Property-based fuzzing of the graph readers users feed files to: edge lists under every option
 of :func:`parvec.graph.graph_io.read_edgelist` (weighted, directed, delimiter, implicit ids) and the label
 files of :func:`parvec.graph.evaluation.read_labels`.
 

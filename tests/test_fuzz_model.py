@@ -1,4 +1,4 @@
-"""Property-based fuzzing of model directories and epoch-end checkpoints (issue 16): :meth:`Word2Vec.load` on
+"""Property-based fuzzing of model directories and epoch-end checkpoints: :meth:`Word2Vec.load` on
 a saved model (and on ``CHECKPOINT_DIR/checkpoint``, the same format) with files deleted, truncated at any byte,
 bytes flipped, or replaced by arbitrary JSON.
 

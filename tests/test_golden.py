@@ -78,7 +78,7 @@ def test_golden_run_pins_the_blas_kernels(trained: dict) -> None:
 
 
 def test_every_mode_of_the_issue_is_covered() -> None:
-    # classic, hogbatch, par, CBOW, HS, node2vec, --cluster local:1 and sharded S=1 (issue 22's list).
+    # classic, hogbatch, par, CBOW, HS, node2vec, --cluster local:1 and sharded S=1.
     assert {"classic", "hogbatch", "par", "cbow_classic", "hs_skipgram", "node2vec", "replicas_local1",
             "sharded_s1"} <= set(make_golden.MODES)
     assert set(EXPECTED) == {f"{m}/{s}" for m in make_golden.MODES for s in ("in", "out")} | {"blas"}

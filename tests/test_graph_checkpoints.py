@@ -1,4 +1,4 @@
-"""Checkpoints and exact resume of ``parvec node2vec`` / ``deepwalk`` (issue 16): a run killed with SIGKILL
+"""Checkpoints and exact resume of ``parvec node2vec`` / ``deepwalk``: a run killed with SIGKILL
 finishes with the uninterrupted run's bytes; another graph, conflicting walk or training flags and the wrong
 kind of checkpoint are refused with a named error (exit 2)."""
 

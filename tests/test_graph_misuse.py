@@ -1,5 +1,5 @@
 """Misusing the graph API and commands: clear errors (ParvecError, exit 2) naming the file, line or parameter,
-and warnings with counts where the result still means something (issue 11, items 6, 8 and 9)."""
+and warnings with counts where the result still means something."""
 
 from __future__ import annotations
 

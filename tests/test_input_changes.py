@@ -1,4 +1,4 @@
-"""A corpus that changes while parvec reads it (issue 21, item 1): every reader of input files reads it twice
+"""A corpus that changes while parvec reads it: every reader of input files reads it twice
 (count, then encode) and must refuse, naming the file, an input that changed between or during the passes,
 instead of training on tokens that disagree with the vocabulary's counts (words counted but never encoded kept
 their random vectors, exit 0).  Each layer is tested on its own: the file's identity (size, mtime, ctime,

@@ -339,7 +339,7 @@ def test_npy_round_trip(toy, tmp_path):
 
 
 # ---------------------------------------------------------------------- malformed word2vec files
-# Issue 11, item 3: a file whose header disagrees with its rows must never be read as the other layout.
+# A file whose header disagrees with its rows must never be read as the other layout.
 # Every case is read with binary unset (gensim's default, text), None (detect), True and False.
 MW_WORDS = ["man", "woman", "king", "queen", "prince", "princess", "apple", "pear"]
 MW_VECTORS = np.array(

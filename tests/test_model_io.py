@@ -1,4 +1,4 @@
-"""The model directory (parvec.model_io, issue 22 item 3): every kind of array and record round-trips, models
+"""The model directory (parvec.model_io): every kind of array and record round-trips, models
 written by the code before it load (tests/model_dirs, written by commit 6f3980e), and a sharded run's
 ``--save-model`` carries the CRC-32s every other model has, so a damaged one is refused naming the file."""
 
@@ -224,7 +224,7 @@ def test_a_sharded_save_model_from_the_cli_is_verified_on_load(tmp_path):
         Word2Vec.load(tmp_path / "model")
 
 
-# ---------------------------------------------------------------------- import circles (issue 22)
+# ---------------------------------------------------------------------- import circles
 def _imports(path: Path) -> set[str]:
     """Every module ``path`` imports, at any depth of its code (TYPE_CHECKING blocks and functions too)."""
     found = set()

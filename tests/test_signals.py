@@ -1,4 +1,4 @@
-"""SIGTERM and SIGINT stop a plain (one-machine) run cleanly (issue 21, item 6).
+"""SIGTERM and SIGINT stop a plain (one-machine) run cleanly.
 
 A ``parvec`` subprocess is signalled once its outputs are reserved (the ``.parvec-*`` temporary beside the
 output exists) and it reads or trains; it must exit 143 for SIGTERM, 130 for SIGINT, say so in one line,

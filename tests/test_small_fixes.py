@@ -1,4 +1,4 @@
-"""Issue 21's small items: epoch callbacks see the seconds so far, -cbow's help names the real default,
+"""Small behaviours: epoch callbacks see the seconds so far, -cbow's help names the real default,
 ``from parvec import Node2Vec`` works (lazily), the graph commands refuse ``--cluster`` with the API's message,
 and the evaluation sets parvec ships (the demo scores with them alone)."""
 

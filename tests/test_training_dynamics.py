@@ -24,7 +24,7 @@ from parvec.sampling import (
 from parvec.trainer import Trainer, chunk_bounds, init_input_vectors
 
 
-# --------------------------------------------------------------------------- small graphs (issue 11, item 7)
+# --------------------------------------------------------------------------- small graphs
 def _mean_pairwise_cosine(v: np.ndarray) -> float:
     u = v / np.linalg.norm(v, axis=1, keepdims=True)
     c = u @ u.T

@@ -1,5 +1,5 @@
 """``parvec.distributed.cluster``: signals held while Ray starts and stops, sockets bound to one address, and
-joining through Ray Client (``--cluster ray://HOST:PORT``) with the ``[ray]`` extra (issue 21, items 3, 6, 7)."""
+joining through Ray Client (``--cluster ray://HOST:PORT``) with the ``[ray]`` extra."""
 
 from __future__ import annotations
 

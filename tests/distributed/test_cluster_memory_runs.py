@@ -1,4 +1,4 @@
-"""Cluster runs and their memory (issue 21, items 4 and 12): the summary line says what ran (replicas and syncs,
+"""Cluster runs and their memory: the summary line says what ran (replicas and syncs,
 shards and clients), ``--mode sharded`` refuses a run that does not fit before its shards start, and the
 estimate of a real ``--cluster local:2`` run (every process of it, measured from /proc) is not below what the run
 takes."""

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM at several moments of a ``parvec train --cluster local:2`` run (issue 21, item 6).
+"""SIGINT and SIGTERM at several moments of a ``parvec train --cluster local:2`` run.
 
 Each run is a ``parvec`` subprocess with its own private Ray.  The moment to signal is read from the run's
 own processes, not guessed with a sleep: Ray starting (its ``gcs_server`` is up), the replicas starting (an
@@ -205,7 +205,7 @@ def _argv(corpus: Path, out: Path, epochs: int = 60) -> list[str]:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_the_moment_rays_core_worker_exists_is_a_clean_stop(sig, corpus, tmp_path):
-    # The crash of issue 21: a Ctrl-C landing inside ray.init right after Ray's C++ core worker was built
+    # A past crash: a Ctrl-C landing inside ray.init right after Ray's C++ core worker was built
     # (before Python held it) exited -11 once Ray's C++ exit handler destroyed the orphaned core worker.
     pytest.importorskip("psutil")
     out = tmp_path / "out"

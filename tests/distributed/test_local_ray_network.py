@@ -1,4 +1,4 @@
-"""The private Ray of ``--cluster local:N`` listens on the loopback interface only (issue 21, item 3).
+"""The private Ray of ``--cluster local:N`` listens on the loopback interface only.
 
 ``parvec train CORPUS -o v.txt --cluster local:2`` runs as a subprocess; while Ray starts, the replicas start
 and train, every listening socket (TCP in LISTEN, UDP without a peer; IPv4 and IPv6) of every process of

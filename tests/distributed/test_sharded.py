@@ -369,9 +369,8 @@ def _kill_when(predicate, action, timeout=60.0):
 
 
 def test_a_killed_shard_restarts_from_the_newest_snapshot_and_training_goes_on(ray_session, tmp_path):
-    # (Before issue 21 a shard restarted from its own periodic checkpoint and the updates since were lost,
-    # reported only as lost_updates_minibatches; now every shard restores the newest complete snapshot and the
-    # units since are trained again: tests/distributed/test_faults.py has the bit-for-bit test.)
+    # Every shard restores the newest complete snapshot and the units since are trained again (none of the
+    # updates since is lost): tests/distributed/test_faults.py has the bit-for-bit test.
     corpus = EncodedCorpus.from_sentences(_topic_sentences(1000, seed=5), min_count=1)
     config = TrainConfig(dim=16, window=4, negative=4, epochs=2, sample=0, seed=1, progress=False)
     cluster = _cluster(2, clients=1, threads=2, minibatch_words=32, unit_words=2000, checkpoint_interval_s=0.2,

@@ -1,4 +1,4 @@
-"""Golden vectors: what every training mode produced before the run engine (issue 22) was built.
+"""Golden vectors: what every training mode produced before the run engine was built.
 
 ``python tests/golden/make_golden.py OUT.json [MODE ...]`` trains each mode on a small fixed slice of the shipped
 demo corpus (or a small fixed graph), with one thread, and writes the SHA-256 of every mode's input and output

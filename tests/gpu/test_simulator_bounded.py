@@ -1,4 +1,4 @@
-"""``parvec train --device cuda`` under numba's CUDA simulator with its default settings (issue 21, item 11): it
+"""``parvec train --device cuda`` under numba's CUDA simulator with its default settings: it
 says once that the simulator is slow and for tests only, trains with small blocks and short launches, prints its
 progress, and finishes in bounded time (a 20 KB corpus ran silent for 23 minutes with the GPU's defaults)."""
 
