@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -253,7 +253,7 @@ def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) 
 # --------------------------------------------------------------------------- the estimate
 def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_tokens: int, n_sentences: int,
                      *, corpus: CorpusSizes | None = None, pipeline: bool = False, ranges: int = 1,
-                     available: int | None | str = "measure") -> MemoryEstimate:
+                     available: int | None | Literal["measure"] = "measure") -> MemoryEstimate:
     """What ``cluster`` running ``config`` over a vocabulary of ``vocab_size`` words and a corpus of
     ``n_tokens`` tokens in ``n_sentences`` sentences takes on this machine, with suggestions that fit.
 
@@ -267,13 +267,12 @@ def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_t
         >>> [p.name for p in est.parts]
         ['driver', 'replica', "Ray's object store", 'sync board', "Ray's own processes"]
     """
-    if available == "measure":
-        available = resources.available_memory()
+    room = resources.available_memory() if available == "measure" else available
     sizes = corpus or CorpusSizes(int(n_tokens), int(n_sentences))
-    est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), available)
+    est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), room)
     if not est.fits:
         est.suggestions = _suggestions(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)),
-                                       available, est)
+                                       room, est)
     return est
 
 
