@@ -111,7 +111,7 @@ class Cluster:
     ``clients`` are for ``sharded`` mode.  The replica-sync knobs follow Intel's pWord2Vec: every
     ``sync_words`` trained words per replica the top ``min(2**ctz(j) * min_sync_words, V)`` rows are
     averaged at sync number j, plus ``full_sync_times`` evenly spaced full syncs per epoch; with ``sync_overlap``
-    the smaller syncs run while the next part trains (parvec.distributed.replicas._OverlappedSync).
+    the smaller syncs run while the next part trains (parvec.distributed.replica_actor.OverlappedSync).
 
     Example:
         >>> Cluster("local:2").replicas
@@ -150,9 +150,9 @@ class Cluster:
     # 1e-3 and 1e-4, docs/distributed.md) or "pair" (each (input, positive) pair draws its own: the paper's).
     negatives_per: str = "window"
     # sharded: how the dot products and coefficients travel, "float16" (half the bytes; the coefficients scaled by
-    # the minibatch's largest learning rate first, shard_core.to_wire; the default since it matched one process
-    # over 3 seeds at sample 1e-3 and 1e-4, was even with float32 on one machine and 1.35-1.76x faster on 1 Gb/s
-    # and 200 Mb/s links, docs/distributed.md) or "float32".
+    # the minibatch's largest learning rate first, parvec.distributed.wire.to_wire; the default since it matched one
+    # process over 3 seeds at sample 1e-3 and 1e-4, was even with float32 on one machine and 1.35-1.76x faster on
+    # 1 Gb/s and 200 Mb/s links, docs/distributed.md) or "float32".
     wire_floats: str = "float16"
     # sharded, one shard: "fused" (a call trains its minibatch whole in the shard, which holds every column and so
     # the whole dot products: nothing but indices and learning rates travel, one call per minibatch) or "split"
