@@ -66,7 +66,8 @@ def run_one(ns: argparse.Namespace) -> dict:
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.keyedvectors import KeyedVectors
-    from parvec.trainer import Trainer, init_input_vectors
+    from parvec.model_tables import init_input_vectors
+    from parvec.trainer import Trainer
 
     kind, replicas, threads, alpha_scale, min_sync = VARIANTS[ns.variant]
     t0 = time.perf_counter()

@@ -138,28 +138,28 @@ def test_every_flag_with_a_default_states_it():
 def test_the_minibatch_words_help_states_the_sharded_drivers_defaults():
     from parvec.cli.train import CBOW_DEFAULT_BATCH, SHARDED_DEFAULTS
     from parvec.config import TrainConfig
-    from parvec.distributed import sharded
+    from parvec.distributed import sharded_settings as settings
     from parvec.distributed.cluster import Cluster
     from parvec.kernels.cbow_batch import DEFAULT_BATCH
 
     assert SHARDED_DEFAULTS == {
-        "fused_minibatch_words": sharded.FUSED_MINIBATCH_WORDS,
-        "in_flight_heavy": sharded.IN_FLIGHT_WORDS["interleaved"],
-        "in_flight_light": sharded.IN_FLIGHT_WORDS["interleaved, light subsampling"],
-        "in_flight_contiguous": sharded.IN_FLIGHT_WORDS["contiguous"],
-        "light_subsampling": sharded.LIGHT_SUBSAMPLING, "min_minibatch_words": sharded.MIN_MINIBATCH_WORDS}
+        "fused_minibatch_words": settings.FUSED_MINIBATCH_WORDS,
+        "in_flight_heavy": settings.IN_FLIGHT_WORDS["interleaved"],
+        "in_flight_light": settings.IN_FLIGHT_WORDS["interleaved, light subsampling"],
+        "in_flight_contiguous": settings.IN_FLIGHT_WORDS["contiguous"],
+        "light_subsampling": settings.LIGHT_SUBSAMPLING, "min_minibatch_words": settings.MIN_MINIBATCH_WORDS}
     assert CBOW_DEFAULT_BATCH == DEFAULT_BATCH
     parser = _commands()["train"]
     action = next(a for a in parser._actions if a.dest == "minibatch_words")
     text = _help(parser, action)
     # What the default sharded run uses (one shard on local:N, fused calls) comes first.
-    default_run = sharded.resolve(Cluster("local:2", mode="sharded"), TrainConfig())
-    assert default_run["minibatch_words"] == sharded.FUSED_MINIBATCH_WORDS
+    default_run = settings.resolve(Cluster("local:2", mode="sharded"), TrainConfig())
+    assert default_run["minibatch_words"] == settings.FUSED_MINIBATCH_WORDS
     assert text.startswith(f"sharded mode: input words per minibatch, one shard call each (default: "
                            f"{default_run['minibatch_words']} with one shard and fused calls"), text
-    split = sharded.resolve(Cluster("local:2", mode="sharded", shard_calls="split"), TrainConfig())
+    split = settings.resolve(Cluster("local:2", mode="sharded", shard_calls="split"), TrainConfig())
     in_flight = split["minibatch_words"] * split["clients"] * split["threads"]
-    assert in_flight == sharded.IN_FLIGHT_WORDS["interleaved, light subsampling"]
+    assert in_flight == settings.IN_FLIGHT_WORDS["interleaved, light subsampling"]
     assert f"{in_flight} with more (the default 1e-3) or none, i.e. that / (clients x threads)" in text
 
 

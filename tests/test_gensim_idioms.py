@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from parvec import KeyedVectors, ParvecError, Word2Vec
-from parvec.trainer import init_input_vectors
+from parvec.model_tables import init_input_vectors
 
 gensim_models = pytest.importorskip("gensim.models")
 

@@ -16,7 +16,7 @@ from parvec.formats import read_word2vec, write_word2vec
 from parvec.graph.evaluation import align_labels, link_prediction, node_classification, read_labels, split_edges
 from parvec.graph.graph_io import Graph, read_edgelist
 from parvec.graph.node2vec import DeepWalk, Node2Vec
-from parvec.trainer import init_input_vectors
+from parvec.model_tables import init_input_vectors
 
 FAST = ["--dimensions", "8", "--walk-length", "10", "--num-walks", "4", "--window-size", "3", "--workers", "1",
         "--algo", "classic", "--quiet"]  # fmt: skip

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from parvec.chunks import chunk_bounds, split_long_sentences
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
-from parvec.trainer import Trainer, chunk_bounds, init_input_vectors, split_long_sentences
+from parvec.model_tables import init_input_vectors
+from parvec.trainer import Trainer
 
 
 @pytest.fixture(scope="module")

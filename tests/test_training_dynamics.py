@@ -8,9 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from parvec.chunks import chunk_bounds
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.errors import ParvecError
+from parvec.model_tables import init_input_vectors
 from parvec.sampling import (
     alias_table,
     chunk_seed,
@@ -21,7 +23,7 @@ from parvec.sampling import (
     rng_next,
     rng_uniform,
 )
-from parvec.trainer import Trainer, chunk_bounds, init_input_vectors
+from parvec.trainer import Trainer
 
 
 # --------------------------------------------------------------------------- small graphs

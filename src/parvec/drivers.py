@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvec.config import TrainConfig
-from parvec.engine import CorpusDriver, DriverBase, PartsDriver
+from parvec.engine import CorpusDriver, PartsDriver
 from parvec.errors import ParvecError
 from parvec.model_tables import init_input_vectors
 from parvec.resources import available_memory, rlimit_headroom
@@ -31,16 +31,16 @@ from parvec.trainer import CpuDriver, estimate_memory
 
 if TYPE_CHECKING:
     from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.distributed.cluster import Cluster
     from parvec.run import RunState
 
-__all__ = ["check_memory", "cluster_record", "complete_cluster_drivers", "make_driver", "parts_driver",
-           "resume_cluster"]
+__all__ = ["check_memory", "cluster_record", "make_driver", "parts_driver", "resume_cluster"]
 
 log = logging.getLogger(__name__)
 
 
 def make_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None = None,
-                w_out: np.ndarray | None = None, syn1: np.ndarray | None = None, *, cluster: Any = None,
+                w_out: np.ndarray | None = None, syn1: np.ndarray | None = None, *, cluster: Cluster | None = None,
                 read_options: ReadOptions | None = None, workers_given: bool = False) -> CorpusDriver:
     """The driver that trains ``w_in``/``w_out`` (word2vec.c's initial vectors and zeros when None) in place:
     the cluster's (``read_options``: how a node that cannot see the cache re-reads the input; ``workers_given``:
@@ -80,36 +80,15 @@ def _gpu_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None
                            np.zeros((n, dim), dtype=np.float32) if w_out is None else w_out)
 
 
-def _cluster_driver(cluster: Any, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
-                    read_options: ReadOptions | None, workers_given: bool) -> CorpusDriver:
+def _cluster_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
+                    w_out: np.ndarray, read_options: ReadOptions | None, workers_given: bool) -> CorpusDriver:
     from parvec.distributed import make_driver as make_cluster_driver
 
-    complete_cluster_drivers()
-    driver = make_cluster_driver(cluster, config, counts, w_in, w_out)
-    driver.read_options = read_options
-    driver.workers_given = workers_given
-    driver_: CorpusDriver = driver
-    return driver_
+    return make_cluster_driver(cluster, config, counts, w_in, w_out, read_options=read_options,
+                               workers_given=workers_given)
 
 
-def complete_cluster_drivers() -> None:
-    """TEMPORARY, until ``parvec.distributed``'s drivers subclass :class:`parvec.engine.DriverBase` (a change of the
-    ``distributed/`` split; then delete this function and its calls): the :class:`parvec.engine.Driver` members
-    that ``ReplicaDriver`` (``error_label``, ``divergence_hint``) and ``ShardedRunDriver`` (``report``) lack, given
-    :class:`~parvec.engine.DriverBase`'s defaults on their classes.
-
-    Example:
-        >>> complete_cluster_drivers()  # doctest: +SKIP
-    """
-    from parvec.distributed.replicas import ReplicaDriver
-    from parvec.distributed.sharded import ShardedRunDriver
-
-    ReplicaDriver.error_label = DriverBase.error_label
-    ReplicaDriver.divergence_hint = DriverBase.divergence_hint
-    ShardedRunDriver.report = DriverBase.report
-
-
-def cluster_record(cluster: Any) -> dict[str, Any] | None:
+def cluster_record(cluster: Cluster | None) -> dict[str, Any] | None:
     """Where a model trains, as its ``model.json`` records it (:func:`parvec.distributed.cluster_record`; None: this
     process, which never imports Ray).
 
@@ -121,11 +100,10 @@ def cluster_record(cluster: Any) -> dict[str, Any] | None:
         return None
     from parvec.distributed import cluster_record as record
 
-    result: dict[str, Any] | None = record(cluster)
-    return result
+    return record(cluster)
 
 
-def check_memory(config: TrainConfig, encoded: EncodedCorpus, cluster: Any = None) -> int:
+def check_memory(config: TrainConfig, encoded: EncodedCorpus, cluster: Cluster | None = None) -> int:
     """Bytes the model and encoded corpus take here; a :class:`ParvecError` when over the available memory, over
     this process's memory limit (RLIMIT_DATA/RLIMIT_AS), or (``cluster``) when every process a cluster run starts
     on this machine does not fit, before Ray starts.
@@ -164,7 +142,7 @@ def check_memory(config: TrainConfig, encoded: EncodedCorpus, cluster: Any = Non
     return need
 
 
-def resume_cluster(cluster: Any, state: RunState) -> Any:
+def resume_cluster(cluster: Cluster | None, state: RunState) -> Cluster | None:
     """Where a resumed run trains: a checkpoint trained on a cluster trains there again (its recorded cluster, when
     ``cluster`` is None); a cluster that cannot continue it (another mode, replicas, shards or sync settings, or a
     cluster for a checkpoint of this process) is refused, naming both.  Returns the cluster (None: this process).

@@ -225,11 +225,6 @@ class WriteError(ParvecError):
         self.errno = errno_
         self.reason = reason
 
-    @property
-    def disk_full(self) -> bool:
-        """Whether the write failed for lack of space (a full device or quota)."""
-        return self.errno in (errno.ENOSPC, errno.EDQUOT)
-
 
 def write_reason(exc: OSError | WriteError) -> str:
     """What a failed write says about its cause, in words (``no space left on device``).

@@ -41,8 +41,6 @@ from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfR
 from parvec.errors import ParvecError
 from parvec.kernels import select_algorithm
 from parvec.model_tables import ModelTables
-from parvec.model_tables import init_input_vectors as init_input_vectors  # re-exported: Trainer's users start here
-from parvec.resources import available_memory as available_memory  # re-exported for the CLI's import (cli/train.py)
 from parvec.sampling import chunk_seed
 
 __all__ = ["CpuDriver", "Trainer", "estimate_memory"]

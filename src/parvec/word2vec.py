@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from parvec.model_tables import init_input_vectors
 from parvec.run import KeptRun, Run, RunOptions, RunState, check_resume_corpus, graph_run_refusal, resume_epochs
 from parvec.schedule import Schedule
 from parvec.vocab import Vocab
+
+if TYPE_CHECKING:
+    from parvec.distributed.cluster import Cluster
 
 
 class Word2Vec(KeptRun):
@@ -100,7 +103,7 @@ class Word2Vec(KeptRun):
         cbow_mean: int = 1,
         checkpoint_dir: str | os.PathLike[str] | None = None,
         device: str = "cpu",
-        cluster: Any = None,
+        cluster: Cluster | str | None = None,
         checkpoint_every: str | int | None = None,
         callbacks: Iterable[Any] = (),
         on_checkpoint_error: str = "stop",
@@ -118,7 +121,7 @@ class Word2Vec(KeptRun):
             sg=_zero_one("sg", sg), hs=_zero_one("hs", hs), cbow_mean=_zero_one("cbow_mean", cbow_mean),
         ).validate()
         # Where training runs: None = this process; a parvec.Cluster (or "local:2") = a Ray cluster.
-        self.cluster = None
+        self.cluster: Cluster | None = None
         self.workers_given = workers is not None  # a cluster's replicas say so when they must run fewer threads
         if cluster is not None:
             from parvec.distributed.cluster import as_cluster

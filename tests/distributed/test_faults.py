@@ -26,7 +26,7 @@ from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed import Cluster
 from parvec.errors import ParvecError
-from parvec.trainer import init_input_vectors
+from parvec.model_tables import init_input_vectors
 
 REPO = Path(__file__).resolve().parents[2]
 

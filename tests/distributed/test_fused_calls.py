@@ -18,9 +18,9 @@ from parvec.distributed.units import UnitRunner, plan_units
 from parvec.distributed.wire import Minibatch, pack_train_call, train_call_bytes, unpack_train_call
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
+from parvec.model_tables import init_input_vectors
 from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
-from parvec.trainer import init_input_vectors
 
 _MAX_EXP = 6.0
 

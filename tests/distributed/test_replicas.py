@@ -321,7 +321,7 @@ def _fault_run(tmp_path, kill: bool, restarts: int = 3, collective: str = "auto"
 
     corpus = EncodedCorpus.from_sentences(topic_sentences(30_000, seed=1), min_count=1)
     cfg = TrainConfig(dim=16, epochs=3, threads=1, seed=5, progress=False, chunk_words=1000)
-    from parvec.trainer import init_input_vectors
+    from parvec.model_tables import init_input_vectors
 
     w_in = init_input_vectors(len(corpus.vocab), 16, 5)
     w_out = np.zeros_like(w_in)

@@ -25,7 +25,7 @@ from parvec.distributed.shard_kernels import reference_train
 from parvec.distributed.sharded import ShardedRun, snapshot_dir
 from parvec.errors import ParvecError
 from parvec.formats import load_npy, read_word2vec
-from parvec.trainer import init_input_vectors
+from parvec.model_tables import init_input_vectors
 from parvec.word2vec import Word2Vec
 
 pytestmark = pytest.mark.usefixtures("ray_session")

@@ -11,9 +11,9 @@ from parvec.distributed.shard_kernels import LocalStep, reference_train
 from parvec.distributed.units import Step, Unit, UnitRunner, minibatch_seed, plan_units
 from parvec.distributed.wire import Minibatch, call_bytes, pack_call, sum_partials, unpack_call
 from parvec.kernels import sharded as K
+from parvec.model_tables import init_input_vectors
 from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
-from parvec.trainer import init_input_vectors
 
 
 def _form_all(tokens, offsets, keep, window, max_inputs, seed=7, interleave=False):

@@ -196,7 +196,7 @@ def _e2e(out: Path) -> dict:
     from parvec.corpus import EncodedCorpus
     from parvec.gpu.driver import GpuTrainer
     from parvec.gpu.reference import reference_train
-    from parvec.trainer import init_input_vectors
+    from parvec.model_tables import init_input_vectors
     from parvec.word2vec import Word2Vec
 
     arrays: dict[str, np.ndarray] = {}

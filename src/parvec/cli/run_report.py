@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from parvec.memory import peak_memory_bytes
+from parvec.resources import human_bytes
 
 
 class _Stats(Protocol):  # what a driver's train() returns (TrainStats)
@@ -213,12 +214,10 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
         ...                  "bytes_received_per_word": 0.001}).split(", ")[2]
         '100 minibatches of 8,192 input words (fused calls: trained whole in the shard)'
     """
-    from parvec.distributed.memory import human
-
     if report.get("mode") == "replicas":
         overlapped = f" ({report['syncs_overlapped']:,} overlapped)" if report.get("syncs_overlapped") else ""
         return (f"{report['replicas']} replicas x {threads_phrase(report['threads_per_replica'])}, "
-                f"{count_phrase(report['syncs'], 'sync')}{overlapped}, {human(report['bytes_synced'])} synced")
+                f"{count_phrase(report['syncs'], 'sync')}{overlapped}, {human_bytes(report['bytes_synced'])} synced")
     if "shards" in report:
         clients = f"{count_phrase(report['clients'], 'client')} x {threads_phrase(report['client_threads'])}"
         text = f"sharded: {count_phrase(report['shards'], 'shard')}, {clients}"
@@ -226,8 +225,8 @@ def cluster_summary(report: dict[str, Any]) -> str | None:
             inputs = report.get("trained_input_words") or 0
             fused = " (fused calls: trained whole in the shard)" if report.get("fused_calls") else ""
             text += (f", {report['minibatches']:,} minibatches of {report['minibatch_words']:,} input words{fused}, "
-                     f"{human((report.get('bytes_sent_per_word') or 0) * inputs)} sent, "
-                     f"{human((report.get('bytes_received_per_word') or 0) * inputs)} received")
+                     f"{human_bytes((report.get('bytes_sent_per_word') or 0) * inputs)} sent, "
+                     f"{human_bytes((report.get('bytes_received_per_word') or 0) * inputs)} received")
         return text
     return None
 

@@ -39,13 +39,14 @@ from parvec.config import (
     default_threads,
 )
 from parvec.errors import ParvecError
+from parvec.resources import human_bytes
 
 # What each CBOW algorithm runs (parvec.kernels), for -cbow's help.
 _CBOW_KERNELS = {"classic": "word2vec.c's loop", "hogbatch": "the fast batched CBOW kernel (about 2x faster, 5-6 "
                  "analogy points lower: README, CBOW)"}
 _OTHER_CBOW_ALGO = next(a for a in CBOW_ALGORITHMS if a != DEFAULT_CBOW_ALGO)
 # Defaults the help states that live in modules too heavy to import for --help (numba kernels, the sharded
-# driver): parvec.kernels.cbow_batch.DEFAULT_BATCH and parvec.distributed.sharded's constants.
+# driver): parvec.kernels.cbow_batch.DEFAULT_BATCH and parvec.distributed.sharded_settings' constants.
 # tests/test_flag_defaults.py checks each against its source.
 CBOW_DEFAULT_BATCH = 8
 SHARDED_DEFAULTS = {"fused_minibatch_words": 8192, "in_flight_heavy": 4096, "in_flight_light": 1024,
@@ -100,18 +101,6 @@ def add_threads_argument(p: Any, note: str = "", word2vec_c: bool = False) -> No
     p.add_argument(*flags, dest="threads", type=threads_arg, default=default_threads(), metavar="N",
                    help=f"worker threads, at least 1 (default: all cores, {default_threads()} here"
                    + (f"; {note})" if note else ")"))
-
-
-def flag01(text: str) -> int:
-    """A word2vec.c 0/1 flag's value (``-hs 1``).
-
-    Example:
-        >>> flag01("1")
-        1
-    """
-    if text not in ("0", "1"):
-        raise argparse.ArgumentTypeError(f"expected 0 or 1, got {text!r}")
-    return int(text)
 
 
 def add_training_arguments(p: argparse.ArgumentParser) -> None:
@@ -477,14 +466,6 @@ def _cache_line(cache_used: bool | None, args: argparse.Namespace, source: str, 
            and is_stream(source)
            else "a resumed run encodes with the model's vocabulary" if args.resume else "no cache for this input")
     return f"encoded-corpus cache: not used ({why})"
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def _how_ran(config: Any, report: dict[str, Any] | None = None) -> str:
@@ -860,9 +841,9 @@ def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, mode
         memory_estimate.check()  # the error gives the breakdown and what to change
     else:
         print(
-            f"memory: vectors {_human_bytes(2 * len(vocab) * model.config.dim * 4)} + encoded corpus "
-            f"{_human_bytes(need - 2 * len(vocab) * model.config.dim * 4)}{mapped} = {_human_bytes(need)}"
-            + (f" of {_human_bytes(avail)} available" if avail else ""),
+            f"memory: vectors {human_bytes(2 * len(vocab) * model.config.dim * 4)} + encoded corpus "
+            f"{human_bytes(need - 2 * len(vocab) * model.config.dim * 4)}{mapped} = {human_bytes(need)}"
+            + (f" of {human_bytes(avail)} available" if avail else ""),
             file=sys.stderr,
         )
     print(_cache_line(cache_used, args, source, cache_dir), file=sys.stderr)

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -32,13 +32,19 @@ from parvec.capabilities import check_config
 from parvec.config import TrainConfig
 from parvec.distributed.cluster import Cluster, as_cluster, import_ray
 
+if TYPE_CHECKING:
+    from parvec.corpus import ReadOptions
+    from parvec.engine import CorpusDriver
+
 __all__ = ["Cluster", "as_cluster", "check_cpus", "cluster_from_record", "cluster_record", "describe_record",
            "import_ray", "make_driver"]
 
 
-def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
-                w_out: np.ndarray) -> Any:
-    """The driver for ``cluster.mode`` (a :class:`parvec.engine.Driver`; call ``use_corpus(corpus)`` on it).
+def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray, *,
+                read_options: ReadOptions | None = None, workers_given: bool = False) -> CorpusDriver:
+    """The driver for ``cluster.mode`` (a :class:`parvec.engine.CorpusDriver`; call ``use_corpus(corpus)`` on it).
+    The replicas' also take ``read_options`` (how a node that cannot see the cache re-reads the input) and
+    ``workers_given`` (``config.threads`` given explicitly: lowering it to fit the CPUs is said).
 
     Example:
         >>> driver = make_driver(Cluster("local:2"), TrainConfig(), counts, w_in, w_out)  # doctest: +SKIP
@@ -49,7 +55,8 @@ def make_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in:
     if cluster.mode == "replicas":
         from parvec.distributed.replicas import ReplicaDriver
 
-        return ReplicaDriver(cluster, config, counts, w_in, w_out)
+        return ReplicaDriver(cluster, config, counts, w_in, w_out, read_options=read_options,
+                             workers_given=workers_given)
     from parvec.distributed.sharded import ShardedDriver
 
     return ShardedDriver(cluster, config, counts, w_in, w_out)
@@ -99,6 +106,14 @@ def cluster_record(cluster: Cluster | None) -> dict[str, Any] | None:
     if cluster is None:
         return None
     return {f.name: getattr(cluster, f.name) for f in dataclasses.fields(cluster) if f.name not in _NOT_RECORDED}
+
+
+@overload
+def cluster_from_record(record: dict[str, Any]) -> Cluster: ...
+
+
+@overload
+def cluster_from_record(record: None) -> None: ...
 
 
 def cluster_from_record(record: dict[str, Any] | None) -> Cluster | None:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from parvec.config import TrainConfig
-from parvec.distributed.supervise import cause, first_line, was_restarted
+from parvec.distributed.supervise import cause, first_line, named_actor, was_restarted
 from parvec.distributed.units import Step, Unit, UnitRunner, prepare_part
 from parvec.distributed.wire import Minibatch, ShardLost, pack_call, pack_train_call, sum_partials
 from parvec.errors import ParvecError
@@ -133,9 +133,9 @@ class ClientActor:
         self.index = index
         self.spec = spec
         self.timeout_s = spec.timeout_s
-        holder = ray.get_actor(spec.holder)
+        holder = named_actor(spec.holder)
         keep_ref, parts = ray.get(holder.get.remote("client"), timeout=self.timeout_s)
-        self.shards = [ray.get_actor(name) for name in spec.shard_names]
+        self.shards = [named_actor(name) for name in spec.shard_names]
         self.config = spec.config
         self.keep = ray.get(keep_ref, timeout=self.timeout_s)
         self.parts = []

@@ -52,9 +52,10 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from types import FrameType
+from typing import Any, overload
 
 from parvec.errors import ParvecError
 from parvec.interrupts import deferred_signals
@@ -110,7 +111,7 @@ class Cluster:
     ``clients`` are for ``sharded`` mode.  The replica-sync knobs follow Intel's pWord2Vec: every
     ``sync_words`` trained words per replica the top ``min(2**ctz(j) * min_sync_words, V)`` rows are
     averaged at sync number j, plus ``full_sync_times`` evenly spaced full syncs per epoch; with ``sync_overlap``
-    the smaller syncs run while the next part trains (parvec.distributed.replicas._OverlappedSync).
+    the smaller syncs run while the next part trains (parvec.distributed.replica_actor.OverlappedSync).
 
     Example:
         >>> Cluster("local:2").replicas
@@ -149,9 +150,9 @@ class Cluster:
     # 1e-3 and 1e-4, docs/distributed.md) or "pair" (each (input, positive) pair draws its own: the paper's).
     negatives_per: str = "window"
     # sharded: how the dot products and coefficients travel, "float16" (half the bytes; the coefficients scaled by
-    # the minibatch's largest learning rate first, shard_core.to_wire; the default since it matched one process
-    # over 3 seeds at sample 1e-3 and 1e-4, was even with float32 on one machine and 1.35-1.76x faster on 1 Gb/s
-    # and 200 Mb/s links, docs/distributed.md) or "float32".
+    # the minibatch's largest learning rate first, parvec.distributed.wire.to_wire; the default since it matched one
+    # process over 3 seeds at sample 1e-3 and 1e-4, was even with float32 on one machine and 1.35-1.76x faster on
+    # 1 Gb/s and 200 Mb/s links, docs/distributed.md) or "float32".
     wire_floats: str = "float16"
     # sharded, one shard: "fused" (a call trains its minibatch whole in the shard, which holds every column and so
     # the whole dot products: nothing but indices and learning rates travel, one call per minibatch) or "split"
@@ -362,12 +363,13 @@ def _interruptible_start(ray: Any) -> Iterator[None]:
     """
     raylet = getattr(ray, "_raylet", None)
     real = getattr(raylet, "CoreWorker", None)
-    if threading.current_thread() is not threading.main_thread() or real is None:
+    if threading.current_thread() is not threading.main_thread() or raylet is None or real is None:
         with deferred_signals():  # no core worker to watch for: hold every signal, as before
             yield
         return
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    previous = {signum: handler for signum, handler in previous.items() if handler is not None}
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous: dict[int, Callable[[int, FrameType | None], Any] | int] = {
+        signum: handler for signum, handler in handlers.items() if handler is not None}
     held: list[int] = []
     holding = [False]
     set_handler = signal.signal
@@ -425,15 +427,16 @@ def _quiet_console(ray: Any) -> Iterator[None]:
     worker = getattr(getattr(ray, "_private", None), "worker", None)
     printer = getattr(worker, "print_to_stdstream", None)
     published = logging.getLogger("parvec.ray")
+    if worker is not None and printer is not None:
+        ray_printer = printer
 
-    def print_to_stdstream(data: dict[str, Any], ignore_prefix: bool) -> None:
-        if data.get("pid") == "raylet" and not data.get("is_err"):
-            for line in data.get("lines", []):
-                published.info("Ray: %s", line)
-            return
-        printer(data, ignore_prefix)
+        def print_to_stdstream(data: dict[str, Any], ignore_prefix: bool) -> None:
+            if data.get("pid") == "raylet" and not data.get("is_err"):
+                for line in data.get("lines", []):
+                    published.info("Ray: %s", line)
+                return
+            ray_printer(data, ignore_prefix)
 
-    if printer is not None:
         worker.print_to_stdstream = print_to_stdstream  # what Ray's error listener calls for each message
     color = os.environ.get("RAY_COLOR_PREFIX")
     stream = sys.stderr
@@ -443,7 +446,7 @@ def _quiet_console(ray: Any) -> Iterator[None]:
         yield
     finally:
         ray_logger.setLevel(level)
-        if printer is not None:
+        if worker is not None and printer is not None:
             worker.print_to_stdstream = printer
         if color is None:
             os.environ.pop("RAY_COLOR_PREFIX", None)
@@ -595,6 +598,14 @@ def _cpu_count() -> int:
     from parvec.config import default_threads
 
     return default_threads()
+
+
+@overload
+def as_cluster(value: Cluster | str) -> Cluster: ...
+
+
+@overload
+def as_cluster(value: None) -> None: ...
 
 
 def as_cluster(value: Cluster | str | None) -> Cluster | None:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -102,11 +102,11 @@ class ProcessGroup:
         return self.count * self.each
 
     def describe(self) -> str:
-        what = " + ".join(f"{k} {human(v)}" for k, v in self.pieces.items() if v)
+        what = " + ".join(f"{k} {human_bytes(v)}" for k, v in self.pieces.items() if v)
         now = ", running already" if self.running else ""
         if self.count == 1:
-            return f"{self.name} {human(self.each)} ({what}{now})"
-        return f"{self.count} {self.name}s x {human(self.each)} ({what}{now})"
+            return f"{self.name} {human_bytes(self.each)} ({what}{now})"
+        return f"{self.count} {self.name}s x {human_bytes(self.each)} ({what}{now})"
 
 
 @dataclass
@@ -167,14 +167,14 @@ class MemoryEstimate:
             >>> est.line().split(", every process on this machine: ")
             ['memory: 2.0 MiB of 8.0 GiB available, --cluster local:1 (replicas)', 'driver 2.0 MiB (vectors 2.0 MiB)']
         """
-        avail = f" of {human(self.available)} available" if self.available is not None else ""
+        avail = f" of {human_bytes(self.available)} available" if self.available is not None else ""
         if self.needed != self.total:
-            avail = f" ({human(self.needed)} more than now){avail}"
+            avail = f" ({human_bytes(self.needed)} more than now){avail}"
         if self.local:
-            head = f"memory: {human(self.total)}{avail}, {self._where()}, every process on this machine: "
+            head = f"memory: {human_bytes(self.total)}{avail}, {self._where()}, every process on this machine: "
             return head + self.breakdown()
         remote = ", ".join(p.describe() for p in self.elsewhere)
-        return (f"memory: {human(self.total)}{avail} for this process ({self.breakdown()}), {self._where()}; the "
+        return (f"memory: {human_bytes(self.total)}{avail} for this process ({self.breakdown()}), {self._where()}; the "
                 f"cluster's nodes are not checked (remote nodes: {remote})")
 
     def check(self) -> None:
@@ -191,9 +191,9 @@ available: driver 10 B (vectors 10 B); change the run
             return
         what = "; ".join(self.suggestions) if self.suggestions else "change the run"
         where = "on this machine" if self.local else "in this process (the driver)"
-        more = f" ({human(self.needed)} more than now)" if self.needed != self.total else ""
-        raise ParvecError(f"{self._where()} needs about {human(self.total)}{more} {where} but "
-                          f"{human(self.available)} is available: {self.breakdown()}; {what}")
+        more = f" ({human_bytes(self.needed)} more than now)" if self.needed != self.total else ""
+        raise ParvecError(f"{self._where()} needs about {human_bytes(self.total)}{more} {where} but "
+                          f"{human_bytes(self.available)} is available: {self.breakdown()}; {what}")
 
     def to_dict(self) -> dict[str, Any]:
         """For ``--report``: the parts and their pieces in bytes."""
@@ -204,9 +204,6 @@ available: driver 10 B (vectors 10 B); change the run
         return {"spec": self.spec, "mode": self.mode, "total_bytes": self.total, "needed_bytes": self.needed,
                 "available_bytes": self.available, "parts": parts(self.parts), "elsewhere": parts(self.elsewhere),
                 "earlier": parts(self.earlier), "fits": self.fits}
-
-
-human = human_bytes  # the one bytes formatter (parvec.resources); the name the CLI's report imports
 
 
 # --------------------------------------------------------------------------- sizes of the corpus
@@ -253,7 +250,7 @@ def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) 
 # --------------------------------------------------------------------------- the estimate
 def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_tokens: int, n_sentences: int,
                      *, corpus: CorpusSizes | None = None, pipeline: bool = False, ranges: int = 1,
-                     available: int | None | str = "measure") -> MemoryEstimate:
+                     available: int | None | Literal["measure"] = "measure") -> MemoryEstimate:
     """What ``cluster`` running ``config`` over a vocabulary of ``vocab_size`` words and a corpus of
     ``n_tokens`` tokens in ``n_sentences`` sentences takes on this machine, with suggestions that fit.
 
@@ -267,13 +264,12 @@ def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_t
         >>> [p.name for p in est.parts]
         ['driver', 'replica', "Ray's object store", 'sync board', "Ray's own processes"]
     """
-    if available == "measure":
-        available = resources.available_memory()
+    room = resources.available_memory() if available == "measure" else available
     sizes = corpus or CorpusSizes(int(n_tokens), int(n_sentences))
-    est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), available)
+    est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), room)
     if not est.fits:
         est.suggestions = _suggestions(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)),
-                                       available, est)
+                                       room, est)
     return est
 
 
@@ -469,14 +465,14 @@ def _suggestions(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSiz
         fewer = next(((k, e) for k in range(n - 1, 0, -1)
                       if (e := _fits(dataclasses.replace(cluster, replicas=k), config, *args)) is not None), None)
         if fewer is not None:
-            out.append(f"use fewer replicas (each holds a whole model: {human(each)}; --replicas {fewer[0]} needs "
-                       f"{human(fewer[1].total)})")
+            out.append(f"use fewer replicas (each holds a whole model: {human_bytes(each)}; --replicas {fewer[0]} "
+                       f"needs {human_bytes(fewer[1].total)})")
         else:
-            out.append(f"use fewer replicas (each holds a whole model: {human(each)})")
+            out.append(f"use fewer replicas (each holds a whole model: {human_bytes(each)})")
         if cluster.sync_overlap and n > 1 and (e := _fits(dataclasses.replace(cluster, sync_overlap=False), config,
                                                           *args)) is not None:
             out.append(f"--no-sync-overlap (each replica's copies of the rows an overlapped sync averages; "
-                       f"{human(e.total)} without them)")
+                       f"{human_bytes(e.total)} without them)")
         out.append("train column-sharded (--mode sharded --shards N: N shard processes split the model's columns, "
                    "none holds it whole)")
     else:
@@ -484,7 +480,7 @@ def _suggestions(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSiz
         more = next(((k, e) for k in range(st_shards + 1, min(config.dim, 4 * st_shards + 16) + 1)
                      if (e := _fits(dataclasses.replace(cluster, shards=k), config, *args)) is not None), None)
         if more is not None:
-            out.append(f"use more shards (--shards {more[0]} needs {human(more[1].total)})")
+            out.append(f"use more shards (--shards {more[0]} needs {human_bytes(more[1].total)})")
         else:
             out.append("use more shards (each holds 2 x vocabulary x dim / shards float32)")
         n_clients = next(p.count for p in est.parts + est.elsewhere if p.name == "client")
@@ -515,5 +511,5 @@ def check_corpus(cluster: Cluster, config: TrainConfig, corpus: Any) -> MemoryEs
     return est
 
 
-__all__ = ["CorpusSizes", "MemoryEstimate", "ProcessGroup", "check_corpus", "corpus_sizes", "estimate_cluster", "human",
+__all__ = ["CorpusSizes", "MemoryEstimate", "ProcessGroup", "check_corpus", "corpus_sizes", "estimate_cluster",
            "ray_running", "replica_threads"]

@@ -34,7 +34,7 @@ from parvec.config import TrainConfig
 from parvec.corpus import ReadOptions, load_encoded
 from parvec.distributed.collectives import SyncAborted, make_collective
 from parvec.distributed.replica_plan import CHECKPOINT_SYNC_BASE, SharePlan, overlapped_syncs
-from parvec.distributed.supervise import was_restarted
+from parvec.distributed.supervise import named_actor, was_restarted
 from parvec.engine import Resume
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
@@ -117,7 +117,7 @@ class _Replica:
                  collective: str) -> None:
         import ray
 
-        board = ray.get_actor(board_name)  # by name: a handle among the arguments would stop restarts
+        board = named_actor(board_name)
         self.board = board
         # The counts and the data description are read from the board, so a restarted actor finds them again.
         counts, data = ray.get(ray.get(board.shared_refs.remote(), timeout=timeout_s), timeout=timeout_s)
@@ -344,7 +344,7 @@ class ShareEpoch:
         >>> ctx = ShareEpoch(replica, 0, schedule, plan)  # doctest: +SKIP
     """
 
-    checkpoint_every = None
+    checkpoint_every: tuple[str, float] | None = None  # the replicas take their checkpoints together
 
     def __init__(self, replica: _Replica, epoch: int, schedule: Schedule, plan: SharePlan,
                  resume: Resume | None = None) -> None:

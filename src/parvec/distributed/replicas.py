@@ -50,20 +50,22 @@ from parvec.distributed.replica_plan import (
     sync_plan,
 )
 from parvec.distributed.supervise import FaultRecord, cause, report_fault
-from parvec.engine import Diverged, EpochContext, EpochResult, SelfRunning, TrainStats
+from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 
 __all__ = ["ReplicaDriver", "ReplicaFigures", "ReplicaTrainer", "share_data"]
 
 
-class ReplicaDriver:
-    """The ``replicas`` cluster driver: a :class:`parvec.engine.Driver` whose epoch is every replica's share of
+class ReplicaDriver(DriverBase):
+    """The ``replicas`` cluster driver: a :class:`parvec.engine.CorpusDriver` whose epoch is every replica's share of
     it, trained by the CPU driver in each replica actor and averaged by the ruler's syncs (module docstring).
 
     :meth:`prepare` enters the cluster's Ray session and starts the replicas (before the engine's clock),
     :meth:`train_epoch` trains one epoch on all of them (a replica lost mid-epoch: every replica reloads the
     previous epoch's model and the epoch is trained again) and leaves the averaged model in ``w_in``/``w_out``,
-    :meth:`finish` stops them.
+    :meth:`finish` stops them.  ``read_options``: how a node that cannot see the cache re-reads the input text;
+    ``workers_given``: ``config.threads`` was given explicitly (``Word2Vec(workers=...)``), so lowering it to fit
+    the CPUs is said.
 
     Example:
         >>> driver = ReplicaDriver(Cluster("local:2"), TrainConfig(threads=1), counts, w_in, w_out)  # doctest: +SKIP
@@ -73,20 +75,26 @@ class ReplicaDriver:
     mode = "replicas"
 
     def __init__(self, cluster: Cluster, config: TrainConfig, counts: np.ndarray, w_in: np.ndarray,
-                 w_out: np.ndarray) -> None:
+                 w_out: np.ndarray, *, read_options: ReadOptions | None = None, workers_given: bool = False) -> None:
         self.cluster = cluster
         self.config = config.validate()
         self.counts = np.asarray(counts, dtype=np.int64)
         self.w_in, self.w_out = w_in, w_out
-        self.read_options: ReadOptions | None = None  # set by Word2Vec: how a node re-reads the input text
+        self.read_options = read_options
+        self.workers_given = workers_given
         self.corpus: EncodedCorpus | None = None
         self._report: dict[str, Any] = {}
         self.group: ReplicaGroup | None = None
         self._stack: contextlib.ExitStack | None = None
-        self.on_progress: Any = None  # when it runs itself (ReplicaTrainer): a report's time series
-        self.stats = TrainStats()
-        # config.threads was given explicitly (Word2Vec(workers=...)): lowering it to fit the CPUs is said
-        self.workers_given = False
+        self.stats = TrainStats()  # when it runs itself (ReplicaTrainer): the last run's
+        # A run's state, from prepare() on: Ray (the module, in the cluster's session), the model the next epoch's
+        # call loads (object references to w_in, w_out; None: the one the replicas hold), the sync group's id, the
+        # faults reported, the clock of the training (None until prepare() is through).
+        self.ray: Any = None
+        self._model: tuple[Any, Any] | None = None
+        self._group_id = 0
+        self._faults: list[dict[str, Any]] = []
+        self._t0: float | None = None
 
     @property
     def label(self) -> str:
@@ -124,7 +132,8 @@ class ReplicaDriver:
         self._scale = alpha_factor(self.cluster.alpha_scale, n)
         if self.cluster.is_local:  # too many replicas or threads for local:N's CPUs: refused before Ray starts
             replica_threads(self.cluster, cfg, self.cluster.local_cpus or default_threads(), n)
-        self._faults: list[dict[str, Any]] = []
+        self._faults = []
+        self._t0 = None
         self._stack = stack = contextlib.ExitStack()
         try:
             t_ray = time.perf_counter()
@@ -135,6 +144,7 @@ class ReplicaDriver:
             if tmp_dir is not None:
                 stack.callback(shutil.rmtree, tmp_dir, ignore_errors=True)
             stack.callback(self._stop)
+            assert cfg.alpha is not None  # set by TrainConfig.__post_init__
             rcfg = TrainConfig.from_dict(cfg.to_dict() | {"threads": threads, "progress": False,
                                                           "alpha": cfg.alpha * self._scale,
                                                           "min_alpha": cfg.final_alpha * self._scale})
@@ -220,7 +230,7 @@ class ReplicaDriver:
         if self._stack is None:
             return
         try:
-            if hasattr(self, "_t0"):
+            if self._t0 is not None:  # prepare() went through
                 self._report = self._figures.report(self, time.perf_counter() - self._t0)
         finally:
             self._stack.close()

@@ -36,7 +36,7 @@ import numpy as np
 
 from parvec.distributed.shard_kernels import shard_kernels
 from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
-from parvec.distributed.supervise import was_restarted
+from parvec.distributed.supervise import named_actor, was_restarted
 from parvec.distributed.wire import ShardLost, to_half, unpack_call, unpack_train_call
 from parvec.errors import ParvecError
 from parvec.fileio import write_reason
@@ -170,7 +170,8 @@ class ShardActor:
 
         spec = self.spec
         if refs is None:
-            holder = ray.get_actor(spec.holder)
+            assert spec.holder is not None, "a shard started without its refs finds them at the run's holder"
+            holder = named_actor(spec.holder)
             refs = ray.get(holder.get.remote(f"shard-{self.index}"), timeout=spec.timeout_s)
         noise_prob, noise_alias, self._init_in, self._init_out = refs
         self.noise_prob, self.noise_alias = (ray.get(r) if isinstance(r, ray.ObjectRef) else r
@@ -250,8 +251,8 @@ class ShardActor:
             try:
                 meta = {"shard": self.index, "shards": self.spec.shards, "snapshot": snap_id,
                         "shape": list(self.w_in.shape)}
-                final, crcs = write_snapshot(self.base, snap_id, list(keep) if isinstance(keep, list | tuple)
-                                             else [keep], {"in": self.w_in, "out": self.w_out}, meta)
+                final, crcs = write_snapshot(self.base, snap_id, [keep] if keep is None or isinstance(keep, int)
+                                             else list(keep), {"in": self.w_in, "out": self.w_out}, meta)
             except OSError as exc:
                 raise ParvecError(f"{self.what} could not write its snapshot to {self.base}: "
                                   f"{write_reason(exc)}{f' ({exc.filename})' if exc.filename else ''}") from None

@@ -70,6 +70,7 @@ class ShardKernels:
         each input's center and negatives, each input's first pair; pair: each pair's input word, its positive
         and negatives)."""
         stride = 1 + self.negative
+        kept: tuple[np.ndarray, ...]
         if self.by_window:
             n_in = len(shrink)
             kept = (np.empty(pairs, np.int64), np.empty(n_in * stride, np.int64), np.empty(n_in + 1, np.int64))

@@ -47,7 +47,7 @@ from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_re
 from parvec.distributed.supervise import ActorLost, cause, first_line
 from parvec.distributed.units import Unit, UnitStats, plan_units, units_crc32
 from parvec.distributed.wire import ShardLost
-from parvec.engine import EpochContext, EpochResult, Position, RunEngine, TrainStats
+from parvec.engine import DriverBase, EpochContext, EpochResult, Position, RunEngine, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
 from parvec.schedule import Schedule
@@ -386,8 +386,9 @@ def sharded_report(st: ShardedSettings, config: TrainConfig, t: UnitStats, infos
 
 
 # --------------------------------------------------------------------------- the drivers
-class ShardedRunDriver:
-    """A :class:`ShardedRun`'s epochs as a :class:`parvec.engine.Driver` (the run's owner starts and closes it).
+class ShardedRunDriver(DriverBase):
+    """A :class:`ShardedRun`'s epochs as a :class:`parvec.engine.Driver` (the run's owner starts and closes it, and
+    reads its figures: :meth:`ShardedRun.report`; this driver reports none of its own).
 
     ``gather_into`` (``(w_in, w_out)``): copy the model from the shards into these arrays after every epoch (the
     ``Word2Vec`` API, whose epoch callbacks and checkpoints read them); None leaves it on the shards (the CLI

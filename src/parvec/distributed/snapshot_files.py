@@ -107,7 +107,7 @@ def read_npy_into(path: Path, out: np.ndarray) -> int:
         flat = out.reshape(-1).view(np.uint8)
         crc = 0
         for at in range(0, flat.nbytes, _COPY_BYTES):
-            chunk = memoryview(flat[at:at + _COPY_BYTES])
+            chunk = flat[at:at + _COPY_BYTES].data  # a memoryview of those bytes
             got = f.readinto(chunk)
             if got != len(chunk):
                 raise ValueError(f"{path.name} is truncated: {at + (got or 0):,} of {flat.nbytes:,} bytes of data")

@@ -207,7 +207,7 @@ class SnapshotCoordinator:
         results = self.await_shards([h.snapshot.remote(snap_id, keep) for h in actors.shards], "writing a snapshot")
         units_done = len(self.units) - len(queue)
         n = len(actors.shards)
-        snap = {"id": snap_id, "epoch": epoch, "units_done": units_done,
+        snap: Snapshot = {"id": snap_id, "epoch": epoch, "units_done": units_done,
                 "words_done": self.units[units_done].base if queue else 0,
                 "queue": [u.index for u in queue], "total": copy.deepcopy(total.to_dict()),
                 "epochs": list(self.epoch_figures if epochs is None else epochs), "time": time.time(),

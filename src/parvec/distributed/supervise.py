@@ -8,7 +8,7 @@ constructor again in a new one, and calls meanwhile fail with ``ActorUnavailable
 - :func:`await_restart`: wait until a lost actor answers again, or say why it cannot;
 - :func:`await_calls`: the results of one call per actor, an actor lost meanwhile raised as :class:`ActorLost`;
 - :func:`cause`, :func:`first_line`: the error an actor raised, unwrapped from Ray's, in one line;
-- :func:`was_restarted`: inside an actor, whether Ray restarted it;
+- :func:`was_restarted`: inside an actor, whether Ray restarted it; :func:`named_actor`: there, a peer's handle;
 - :class:`RunRefs`: the object references a restarted actor is handed again (restartable actors take none among
   their constructor arguments);
 - :class:`FaultRecord` and :func:`report_fault`: one record per fault in the report (``faults``), the same keys in
@@ -34,7 +34,7 @@ from typing import Any
 from parvec.errors import ParvecError
 
 __all__ = ["ActorLost", "FaultRecord", "Restart", "RunRefs", "await_calls", "await_restart", "call_through_restarts",
-           "cause", "first_line", "report_fault", "was_restarted"]
+           "cause", "first_line", "named_actor", "report_fault", "was_restarted"]
 
 
 def cause(exc: BaseException) -> BaseException:
@@ -75,6 +75,21 @@ def was_restarted() -> bool:
             return bool(ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # noqa: BLE001 - not inside an actor
         return False
+
+
+def named_actor(name: str) -> Any:
+    """Inside an actor: the handle of the actor named ``name`` (a run's board, holder or shards, found by name: a
+    handle among a restartable actor's constructor arguments would stop its restarts).  Typed ``Any``, as every
+    handle here: Ray types a handle's methods ``Never`` (``ActorHandle.__getattr__``), so a type checker would take
+    every line after a call on it for unreachable and check none of them.
+
+    Example:
+        >>> board = named_actor("parvec-board-1f2e")  # doctest: +SKIP
+    """
+    import ray
+
+    handle: Any = ray.get_actor(name)
+    return handle
 
 
 class ActorLost(Exception):

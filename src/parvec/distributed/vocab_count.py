@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -136,7 +137,7 @@ def count_range(path: str, start: int, end: int, options: ReadOptions, reducers:
     for name, block, where, at_end in reader.blocks():
         if at_end:
             continue
-        text = normalise(block, options.lowercase, lambda b, where=where, name=name: reader.decode(b, where, name))
+        text = normalise(block, options.lowercase, functools.partial(reader.decode, where=where, name=name))
         ids, _ = table.scan(text, insert=True)
         raw += len(ids)
     hashes, counts, starts, lengths, arena = table.arrays()

@@ -93,7 +93,7 @@ def sum_partials(partials: Sequence[np.ndarray]) -> np.ndarray:
         [1.75]
     """
     if partials[0].dtype != np.float16:
-        return partials[0] if len(partials) == 1 else np.sum(partials, axis=0, dtype=np.float32)
+        return partials[0] if len(partials) == 1 else np.asarray(np.sum(partials, axis=0, dtype=np.float32))
     out = np.empty(len(partials[0]), dtype=np.float32)
     for s, p in enumerate(partials):
         K.half_to_float(p.view(np.uint16), np.float32(1.0), out, s > 0)
@@ -129,7 +129,12 @@ def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, 
     """
     arrays: list[np.ndarray] = []
     header = np.zeros(_HEADER, dtype=np.int64)
-    for h, (mb, extra) in ((0, prev if prev is not None else (None, None)), (6, (nxt, None))):
+    # The two minibatches, typed before the loop: mypy 2.4 crashes ("Unexpectedly encountered partial type")
+    # narrowing `prev` in a conditional expression inside this loop's iterable.
+    sides: list[tuple[int, Minibatch | None, np.ndarray | None]] = [(6, nxt, None)]
+    if prev is not None:
+        sides.insert(0, (0, *prev))
+    for h, mb, extra in sides:
         if mb is None:
             continue
         header[h] = 1

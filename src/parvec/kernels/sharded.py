@@ -36,7 +36,7 @@ one-process trainer's.  :func:`form_interleaved` then takes each minibatch's inp
 the unit (the paper's interleaved minibatch formation) or, with one lane, contiguously.
 
 :func:`init_columns` generates columns ``[lo, hi)`` of word2vec.c's initial input vectors
-(:func:`parvec.trainer.init_input_vectors`) without the other columns: its LCG jumps over them.
+(:func:`parvec.model_tables.init_input_vectors`) without the other columns: its LCG jumps over them.
 """
 
 from __future__ import annotations
@@ -91,12 +91,12 @@ def _init_columns(n, dim, lo, hi, state, row_a, row_c, out):
 
 
 def init_columns(n: int, dim: int, lo: int, hi: int, seed: int = 1, out: np.ndarray | None = None) -> np.ndarray:
-    """Columns ``[lo, hi)`` of :func:`parvec.trainer.init_input_vectors` ``(n, dim, seed)``, bit for bit,
+    """Columns ``[lo, hi)`` of :func:`parvec.model_tables.init_input_vectors` ``(n, dim, seed)``, bit for bit,
     in ``n * (hi - lo)`` floats of memory (written into ``out``, a C-contiguous float32 ``(n, hi - lo)`` array,
     when given: a shard restoring its initial columns allocates nothing).
 
     Example:
-        >>> from parvec.trainer import init_input_vectors
+        >>> from parvec.model_tables import init_input_vectors
         >>> bool((init_columns(5, 8, 2, 5) == init_input_vectors(5, 8)[:, 2:5]).all())
         True
     """
