@@ -129,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         >>> main(["--help"])  # doctest: +SKIP
     """
     from parvec.cli.outputs import discard_open_plans, exit_code_for_stdout, tolerant_std_streams
+    from parvec.distributed.cluster import new_command_warnings
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    new_command_warnings()
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         # word2vec.c style: `parvec -train corpus.txt -output vec.txt ...` means `parvec train ...`
         argv = ["train", *argv]

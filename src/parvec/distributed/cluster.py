@@ -97,8 +97,22 @@ def import_ray() -> Any:
     return ray
 
 
-# The local:N specs above this machine's cores already warned of in this process.
+# The local:N specs above this machine's cores already warned of in this command (or this process, through the
+# API); the CLI starts every command with an empty set (new_command_warnings).
 _OVERSUBSCRIBED: set[str] = set()
+
+
+def new_command_warnings() -> None:
+    """Let the next command warn again of a ``--cluster local:N`` above this machine's cores.
+
+    A command builds the same :class:`Cluster` more than once (flags, checkpoint, resume) and says the
+    warning once; a second command in the same process (``parvec.cli.main`` called twice) says it again.
+
+    Example:
+        >>> new_command_warnings()
+    """
+    _OVERSUBSCRIBED.clear()
+
 
 @dataclass
 class Cluster:
