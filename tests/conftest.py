@@ -14,6 +14,17 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the tests for ``pytest -n N --dist loadgroup`` (pytest-xdist): every test that starts or uses a
+    Ray (``tests/distributed``, the ``ray`` mark) runs in one worker, one after the other, on the one local Ray
+    of that worker's session; every other test goes with its file, so a file's module and session fixtures are
+    built in one worker only.  Without ``-n`` the marks change nothing."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        uses_ray = "distributed" in path.relative_to(REPO).parts or item.get_closest_marker("ray") is not None
+        item.add_marker(pytest.mark.xdist_group("ray" if uses_ray else str(path.relative_to(REPO))))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def temporary_parvec_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Keep every test (and every process a test starts) off the real ``~/.cache/parvec``: the encoded-corpus
