@@ -7,7 +7,7 @@ every byte between them (the replicas' gloo allreduce, the sharded mode's calls 
 that one shaped loopback, the only interface there, on 127.0.0.1.  Nothing listens outside the namespace; every
 run has a time-out; the namespace is deleted at the end (also on Ctrl-C).  Needs root, ``ip`` and ``tc``.
 
-The time model (the functions below; docs/distributed.md, "A shaped network"):
+The time model (the functions below; docs/benchmarks/clusters.md, "A shaped network"):
 
 * **replicas**: every byte the allreduce moves crosses the link once, and a sync takes ``t_j = bytes_j / R +
   2(N-1) x RTT/2``.  A blocking sync (each epoch's last, the largest, or all with ``--no-sync-overlap``) holds
@@ -439,7 +439,7 @@ def project_sharded(shards: int, client_inputs_s: float, thread_kernel_s: float,
 
 
 def projections(a: argparse.Namespace) -> str:
-    """The projection tables of docs/distributed.md from the model (the node rates are parameters)."""
+    """The projection tables of docs/benchmarks/clusters.md from the model (the node rates are parameters)."""
     lines = [f"Replicas (Ji et al.): 1B-word epoch, vocabulary {a.vocab:,}, d {a.proj_dim}, a sync every "
              f"{a.sync_words:,} words per node; a full-duplex link per node, {a.latency_ms} ms one way", "",
              "| node alone (words/s) | nodes | link | words/s | efficiency | sync share | efficiency, every sync "

@@ -9,8 +9,8 @@ replica received.  The gloo route needs torch (``pip install torch==2.13.0``; ``
 
     python benchmarks/bench_sync.py --rows 2000 60000 --out bench_out/sync.json
 
-``--model`` prints the cost model of docs/distributed.md instead (no measurement): bytes per sync and sync
-time at 1/10/100 Gb/s for 2-64 replicas on 1B- and 100B-word corpora, from
+``--model`` prints the replicas' traffic model (docs/design/distributed.md, "Traffic") instead (no
+measurement): bytes per sync and sync time at 1/10/100 Gb/s for 2-64 replicas on 1B- and 100B-word corpora, from
 :func:`parvec.distributed.replica_plan.traffic_model` (whose bytes equal those a run measures; bench_replicas.py).
 """
 

@@ -301,7 +301,7 @@ def test_cli_trains_on_two_replicas_with_the_report(ray_session, tmp_path, capsy
     console = capsys.readouterr()
     assert f"2 replicas x 1 thread, {rep['syncs']} syncs ({rep['syncs_overlapped']} overlapped)" in (
         console.out + console.err)
-    # the bytes the run counted are the cost model's (docs/distributed.md), sync for sync
+    # the bytes the run counted are the cost model's (docs/design/distributed.md, "Traffic"), sync for sync
     model = traffic_model(rep["vocab_size"], 16, 2, 40_000, 3, 4000, 16, parts_per_epoch=rep["parts_per_epoch"])
     assert rep["syncs"] == model["syncs"] and rep["bytes_synced"] == model["bytes"]
     assert rep["bytes_full_model_same_syncs"] == model["bytes_full_model"]

@@ -78,7 +78,8 @@ def _check_bytes(r: dict, shards: int, dim: int, negative: int = 3, width: int =
     assert r["bytes_sent_per_word"] - r["index_bytes_sent_per_word"] == pytest.approx(expected, rel=1e-12)
     # Interleaved minibatches send each run of LANE_WORDS inputs with a window of context words on each side:
     # at this tiny setting (d 8, n 3, S 1) the indices are ~0.6x the coefficients (contiguous: < 0.5x); at
-    # d 100, n 5, S 2 about 0.14x (docs/distributed.md).  Never more than the floats the paper counts.
+    # d 100, n 5, S 2 about 0.14x (docs/benchmarks/clusters.md, "Bytes on the wire").  Never more than the floats
+    # the paper counts.
     assert 0 < r["index_bytes_sent_per_word"] < expected * 4 / width
     rowwise = (1 + r["contexts_per_input"] * (negative + 1)) * dim * 4
     assert r["ratio_to_rowwise_ps"] == pytest.approx(r["bytes_received_per_word"] / rowwise)

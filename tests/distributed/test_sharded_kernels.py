@@ -150,7 +150,7 @@ def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formatio
     # The one-process reference of the sharded algorithm on a corpus with one burst of markup: contiguous
     # minibatches of 1024 words push the burst word ~300 times with coefficients from one state, its output
     # vector grows far beyond the rest and the loss stays high (per pair: it climbs again in the last epoch);
-    # interleaved ones keep both in line (docs/distributed.md has the full-corpus figures).
+    # interleaved ones keep both in line (docs/benchmarks/clusters.md has the full-corpus figures).
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(200)]
     sentences = [list(rng.choice(words, 60)) for _ in range(300)]

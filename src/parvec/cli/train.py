@@ -190,7 +190,7 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    "part's end (default); --no-sync-overlap holds training until every sync ends (the paper's)")
     g.add_argument("--replica-alpha-scale", dest="replica_alpha_scale", choices=("none", "sqrt", "linear"),
                    default="linear", help="replicas: multiply the starting learning rate by 1, sqrt(N) or N for "
-                   "N replicas (%(default)s; docs/distributed.md has the measurement)")
+                   "N replicas (%(default)s; docs/benchmarks/clusters.md has the measurement)")
 
 
 def cluster_from_args(args: argparse.Namespace) -> Any:

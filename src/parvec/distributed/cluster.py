@@ -70,12 +70,12 @@ _LOCAL = re.compile(r"^local(?::(\d+))?$")
 #   (gRPC, peer to peer) instead of through the object store.  Ray's default, 100 KiB, sent every sharded-mode
 #   call of more than ~170 input words through the object store and the raylet: on a 2-core Zen 4, 4M tokens,
 #   2 shards x 2 clients x 1024 input words, 0.21M words/s and 7.3 CPU s in the raylet; inline, 0.35M and 0.06 s
-#   (docs/distributed.md, "Sharded: speed").
+#   (benchmarks/bench_sharded.py speed).
 # - raylet_client_connect_timeout_milliseconds / raylet_client_num_connect_attempts: how a process waits for a Ray
 #   socket that is not listening yet (Ray's default: 10 tries, 1 s apart).  A starting raylet connects to its own
 #   object store this way, usually a moment before the store listens, and lost a whole second there in about half
 #   of the starts (ray.init 3.2-3.6 s against 2.5 s otherwise, 2-core Zen 4); 100 tries 0.1 s apart keep the same
-#   10-s budget and cost 0.1 s (docs/distributed.md, "Start-up, session 7").
+#   10-s budget and cost 0.1 s.
 LOCAL_SYSTEM_CONFIG: dict[str, Any] = {"max_direct_call_object_size": 8 << 20,
                                        "raylet_client_connect_timeout_milliseconds": 100,
                                        "raylet_client_num_connect_attempts": 100}
@@ -148,7 +148,7 @@ class Cluster:
     sync_overlap: bool = True
     timeout_s: float = 300.0
     # replicas: the starting learning rate times 1 ("none"), sqrt(N) ("sqrt") or N ("linear"), the paper's
-    # adjustment for N nodes (docs/distributed.md, Replicas, has the measurement behind the default).
+    # adjustment for N nodes (docs/benchmarks/clusters.md has the measurement behind the default).
     alpha_scale: str = "linear"
     # sharded mode (parvec.distributed.sharded; checked there): input words per minibatch (one shard call
     # adjusts one minibatch and computes the next one's dot products), words per unit of work (what a client
@@ -161,12 +161,12 @@ class Cluster:
     minibatch_formation: str = "interleaved"
     # sharded: "window" (each input word's context words share its negatives, Ji et al.'s batches: the same dot
     # products per pair, a third of the rows; the default since it matched one process over 3 seeds at sample
-    # 1e-3 and 1e-4, docs/distributed.md) or "pair" (each (input, positive) pair draws its own: the paper's).
+    # 1e-3 and 1e-4, docs/benchmarks/clusters.md) or "pair" (each (input, positive) pair draws its own: the paper's).
     negatives_per: str = "window"
     # sharded: how the dot products and coefficients travel, "float16" (half the bytes; the coefficients scaled by
     # the minibatch's largest learning rate first, parvec.distributed.wire.to_wire; the default since it matched one
     # process over 3 seeds at sample 1e-3 and 1e-4, was even with float32 on one machine and 1.35-1.76x faster on
-    # 1 Gb/s and 200 Mb/s links, docs/distributed.md) or "float32".
+    # 1 Gb/s and 200 Mb/s links, docs/benchmarks/clusters.md) or "float32".
     wire_floats: str = "float16"
     # sharded, one shard: "fused" (a call trains its minibatch whole in the shard, which holds every column and so
     # the whole dot products: nothing but indices and learning rates travel, one call per minibatch) or "split"

@@ -1,5 +1,5 @@
 """How replicas average their hottest rows: two collectives, measured against each other in
-``benchmarks/bench_sync.py`` (docs/distributed.md gives the figures).
+``benchmarks/bench_sync.py`` (docs/benchmarks/clusters.md gives the figures).
 
 - :class:`GlooCollective` (the default): an allreduce over gloo through ``torch.distributed``, the library
   ``ray.util.collective``'s CPU backend calls.  parvec forms the process group itself (address published

@@ -321,7 +321,7 @@ class ShardActor:
                                      self.noise_prob, self.noise_alias)
             self.kernels.dotprod_rows(self.w_in, self.w_out, kept, out)
             # Kept for this minibatch's adjust (the next call of its client thread), which then draws no
-            # negatives: 45% of the shard kernels' time went to drawing them twice (docs/distributed.md).
+            # negatives (drawing them twice took 45% of the shard kernels' time).
             with self._rows_lock:
                 self._rows[int(n_seed)] = kept
                 while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)

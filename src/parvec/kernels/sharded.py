@@ -455,8 +455,8 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     :func:`dotprod`'s layout.  Batch by batch with hogbatch's own update (:func:`parvec.kernels.hogbatch.
     batch_apply`): within an input word's batch every product reads the rows as they were when the batch
     started, and a batch sees the batches before it.  One visit per row while it is in cache, where
-    applying the whole minibatch from the call's start took three passes over rows no longer cached: a shard's
-    kernel seconds fell by a third (docs/distributed.md).  Returns the pairs updated.
+    applying the whole minibatch from the call's start would take three passes over rows no longer cached.
+    Returns the pairs updated.
 
     Example:
         >>> adjust_window_rows(w_in, w_out, ins, outs, first, coef)  # doctest: +SKIP
@@ -542,7 +542,7 @@ def adjust_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, n
 
 # --------------------------------------------------------------------------- float16 on the wire
 # numpy's float16 casts run ~2.5 ns a value (a call's ~75,000 dot products: ~0.2 ms each way, per side), which
-# cost more than the bytes they saved (docs/distributed.md); these run ten times faster, bit for bit the same.
+# cost more than the bytes they saved; these run ten times faster, bit for bit the same.
 _HALF_POW2 = np.array([2.0 ** -24] + [2.0 ** (e - 25) for e in range(1, 32)], dtype=np.float32)
 
 
