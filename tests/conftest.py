@@ -4,10 +4,15 @@ real corpora."""
 from __future__ import annotations
 
 import lzma
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+# The suite runs in two workers on CI's two cores (pytest -n 2): numba's OpenMP threads wait for work asleep,
+# not spinning, so that a parallel region in one worker does not burn the core the other worker needs.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
 from shared_files import REQUIRE_SHARED, SHARED_DATA, shared_skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
