@@ -453,6 +453,141 @@ def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw
     return 0
 
 
+# ------------------------------------------------------------------------------- --reference (no GPU needed)
+REFERENCE_SYSTEMS = ("full-w2v", "par", "par-phased", "classic", "hogbatch")
+
+
+def parse_reference_system(name: str) -> tuple[str, int | None]:
+    """``"full-w2v"`` -> ("full-w2v", None): the sequential reference; ``"par@1584"`` -> ("par", 1584): the
+    Hogwild model (:func:`parvec.gpu.reference.hogwild_train`) with 1584 resident blocks.
+
+    Example:
+        >>> parse_reference_system("par-phased@200"), parse_reference_system("hogbatch")
+        (('par-phased', 200), ('hogbatch', None))
+    """
+    base, _, n = name.partition("@")
+    if base not in REFERENCE_SYSTEMS or (n and (not n.isdigit() or int(n) < 1)) or (n and base in ("classic",
+                                                                                                    "hogbatch")):
+        raise ValueError(f"reference system {name!r}: one of {', '.join(REFERENCE_SYSTEMS)}, the GPU ones "
+                         "optionally @RESIDENT_BLOCKS")
+    return base, int(n) if n else None
+
+
+def head_corpus(corpus: Any, words: int) -> Any:
+    """The corpus's first sentences holding at most ``words`` tokens (all of it when ``words`` is 0).
+
+    Example:
+        >>> from parvec.corpus import EncodedCorpus
+        >>> c = EncodedCorpus.from_arrays(np.arange(6, dtype=np.int32), np.array([0, 2, 4, 6]))
+        >>> head_corpus(c, 5).offsets.tolist()
+        [0, 2, 4]
+    """
+    if not words or words >= corpus.n_tokens:
+        return corpus
+    k = int(np.searchsorted(corpus.offsets, words, side="right")) - 1
+    if k < 1:
+        k = 1
+        offsets = np.array([0, words], dtype=np.int64)
+    else:
+        offsets = np.asarray(corpus.offsets[:k + 1], dtype=np.int64)
+    return type(corpus).from_arrays(corpus.tokens[:offsets[-1]], offsets, corpus.vocab)
+
+
+def train_reference(corpus: Any, system: str, dim: int, ns: argparse.Namespace, epochs: int,
+                    seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """One run of a ``--reference`` system on the CPU: (input vectors, facts of the run)."""
+    from parvec.config import TrainConfig, default_threads
+    from parvec.gpu.reference import hogwild_train, reference_train
+    from parvec.trainer import Trainer, init_input_vectors
+
+    base, resident = parse_reference_system(system)
+    facts: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    if base in ("classic", "hogbatch"):
+        cfg = TrainConfig(algo=base, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
+                          epochs=epochs, seed=seed, threads=default_threads(), progress=False)
+        trainer = Trainer(cfg, corpus.vocab.counts)
+        trainer.warm_up((corpus.tokens, corpus.offsets))
+        t0 = time.perf_counter()
+        stats = trainer.train(corpus)
+        facts.update(threads=cfg.threads, losses=stats.loss_per_epoch)
+        w = trainer.w_in
+    else:
+        algo = "par" if base.startswith("par") else base
+        cfg = TrainConfig(device="cuda", algo=algo, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
+                          epochs=epochs, seed=seed, par_batch=ns.par_batch, progress=False)
+        n = len(corpus.vocab)
+        w = init_input_vectors(n, dim, seed)
+        w_out = np.zeros((n, dim), np.float32)
+        parts = lambda epoch: [(corpus.tokens, corpus.offsets)]  # noqa: E731
+        phased = base == "par-phased"
+        if resident is None:
+            from parvec.gpu.plan import default_words_per_launch
+
+            facts["losses"] = reference_train(cfg, corpus.vocab.counts, w, w_out, parts, corpus.n_tokens,
+                                              words_per_launch=default_words_per_launch(algo, corpus.n_tokens),
+                                              par_phased=phased)
+        else:
+            stats = hogwild_train(cfg, corpus.vocab.counts, w, w_out, parts, corpus.n_tokens, resident,
+                                  par_phased=phased)
+            facts.update(losses=stats.losses, mean_in_flight=stats.mean_in_flight, resident=resident)
+    facts["seconds"] = time.perf_counter() - t0
+    return w, facts
+
+
+def run_reference(ns: argparse.Namespace) -> int:
+    """``--reference``: quality over ``--seeds`` of the GPU kernels' update orders run on the CPU -- the
+    sequential references and the Hogwild model at a GPU's concurrency -- beside CPU classic and hogbatch, so
+    each GPU gap splits into the algorithm's (reference - hogbatch) and the concurrency's (model - reference).
+    Rows are printed and written (``--out``) as they come."""
+    from parvec.corpus import EncodedCorpus, ReadOptions
+
+    bw = _bench_words()
+    systems = list(ns.reference_systems)
+    dim = ns.quality_dims[0]
+    corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
+    corpus = head_corpus(corpus, ns.reference_words)
+    result: dict[str, Any] = {"cpu": cpu_facts(), "args": {k: str(v) for k, v in vars(ns).items()},
+                              "corpus_tokens": corpus.n_tokens, "reference": []}
+    rows = result["reference"]
+    print(f"--reference: {corpus.n_tokens:,} tokens of {ns.corpus.name}, d {dim}, {ns.quality_epochs} epochs, seeds "
+          f"{ns.seeds}, CPU {result['cpu']}", file=sys.stderr, flush=True)
+    quality: dict[str, dict[int, Any]] = {}
+    for seed in ns.seeds:
+        for system in systems:
+            w, facts = train_reference(corpus, system, dim, ns, ns.quality_epochs, seed)
+            q = evaluate_vectors(w, corpus)
+            quality.setdefault(system, {})[seed] = q
+            rows.append({"system": system, "seed": seed, "dim": dim, "epochs": ns.quality_epochs, **facts,
+                         "quality": q})
+            loss = " ".join(f"{x:.3f}" for x in facts.get("losses", []))
+            print(f"reference {system} seed {seed}: {fmt_scores(bw, q)} (WS-353 / SimLex-999 / analogy %); loss "
+                  f"{loss}; {facts['seconds']:.0f} s", file=sys.stderr, flush=True)
+            if ns.out:
+                ns.out.parent.mkdir(parents=True, exist_ok=True)
+                ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    full = {k: v for k, v in quality.items() if len(v) == len(ns.seeds)}
+    lines = [f"CPU {result['cpu']['model']} ({result['cpu']['cores']} cores); {corpus.n_tokens:,} tokens of "
+             f"{ns.corpus.name}; d {dim}, window {ns.window}, negative {ns.negative}, sample {ns.sample}, "
+             f"{ns.quality_epochs} epochs"]
+    if len(ns.seeds) > 1 and full:
+        lines += ["", bw.seed_table(full, ns.seeds)]
+    means = {k: [statistics.mean(bw._scores(v[s])[i] for s in ns.seeds) for i in range(3)] for k, v in full.items()}
+    for system, m in means.items():
+        base, resident = parse_reference_system(system)
+        for other, label in (("hogbatch", "hogbatch"), (base, "its sequential reference")):
+            if other in means and other != system and (other != base or resident is not None):
+                gap = [a - b for a, b in zip(m, means[other], strict=True)]
+                lines.append(f"- {system} - {label} (means): WS-353 {gap[0]:+.3f}, SimLex-999 {gap[1]:+.3f}, "
+                             f"analogy {gap[2]:+.1f} points")
+    table = "\n".join(lines)
+    result["table"] = table
+    print(table)
+    if ns.out:
+        ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
 def run_gpu(ns: argparse.Namespace) -> int:
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.errors import ParvecError
@@ -619,12 +754,26 @@ def main(argv: list[str] | None = None) -> int:
                     help="compile the kernels for sm_90 (NVVM + ptxas, no GPU needed) and report their resources")
     ap.add_argument("--only", nargs="+", default=None, metavar="ALGO:REDUCTION",
                     help="--ptx: compile only these (e.g. full-w2v:shuffle par:tree)")
+    ap.add_argument("--reference", action="store_true",
+                    help="no GPU: quality over --seeds of the kernels' orders on the CPU (sequential, and the Hogwild "
+                         "model with SYSTEM@RESIDENT_BLOCKS) beside CPU classic and hogbatch (--reference-systems)")
+    ap.add_argument("--reference-systems", nargs="+", default=["full-w2v", "par", "classic", "hogbatch"],
+                    metavar="SYSTEM", help=f"--reference: of {', '.join(REFERENCE_SYSTEMS)}; the GPU ones @N: the "
+                                           "Hogwild model with N resident blocks (e.g. full-w2v@1320)")
+    ap.add_argument("--reference-words", type=int, default=0,
+                    help="--reference: train on the corpus's first sentences of at most this many tokens (0: all)")
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench-gpu")
     ap.add_argument("--out", type=Path, help="write all results as JSON here")
     ns = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
     if ns.ptx:
         return run_ptx(ns)
+    if ns.reference:
+        try:
+            [parse_reference_system(x) for x in ns.reference_systems]
+        except ValueError as exc:
+            ap.error(str(exc))
+        return run_reference(ns)
     if len(ns.seeds) < 3:
         print("note: quality is judged on the mean over >= 3 seeds (--seeds)", file=sys.stderr)
     return run_gpu(ns)

@@ -44,8 +44,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from parvec.config import TrainConfig
 from parvec.gpu.plan import (
@@ -56,14 +57,14 @@ from parvec.gpu.plan import (
     epoch_launches,
 )
 from parvec.gpu.rng import epoch_key, keeps_token, negative_sample, par_c_rep, window_shrink
-from parvec.gpu.sgns import pair_error, pair_loss
+from parvec.gpu.sgns import pair_error, pair_error_loss
 from parvec.kernels.par import shared_negatives
 from parvec.sampling import alias_table, keep_probabilities, noise_distribution
 from parvec.schedule import Schedule
 
 _ONE = np.float32(1.0)
 _ZERO = np.float32(0.0)
-PAR_PHASED = -1  # PAR's order: every center's attraction, then every minibatch's repulsion (par_sentence)
+PAR_PHASED = -1  # PAR's old GPU order: every center's attraction, then every minibatch's repulsion (par_sentence)
 
 
 @njit(cache=True)
@@ -161,9 +162,12 @@ def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float3
                 for d in range(dim):
                     f += ring[slot, d] * cur[k, d]
                 label = _ONE if k == 0 else _ZERO
-                g[k] = pair_error(f, label) * alpha
                 if with_loss:
-                    loss += pair_loss(f, label)
+                    err, lg, lin = pair_error_loss(f, label)
+                    loss += np.float64(lg) + np.float64(lin)
+                else:
+                    err = pair_error(f, label)
+                g[k] = err * alpha
         # ring[j] += sum_k g_k out_k and out_k += g_k ring[j], both from the values before this step
         # (the kernel's per-dimension order: the sum over k in k order; loops split so they vectorise).
         for d in range(dim):
@@ -276,46 +280,64 @@ def minibatch_reads(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: in
 
 
 @njit(cache=True, fastmath=True)
-def minibatch_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, min_pos: int, nb: int, nh: int,
-                     alpha: np.float32, nid: np.ndarray, m_in: np.ndarray, m_out: np.ndarray, gm: np.ndarray,
-                     with_loss: bool) -> float:
-    """The repulsion minibatch's update from what :func:`minibatch_reads` read: ``G = -sigmoid(M_out M_in^T)
-    alpha``, ``w_out[negs] += G M_in``, ``w_in[words] += G^T M_out``; returns the loss.
+def minibatch_train(nb: int, nh: int, alpha: np.float32, m_in: np.ndarray, m_out: np.ndarray, gm: np.ndarray,
+                    d_in: np.ndarray, d_out: np.ndarray, with_loss: bool) -> float:
+    """The repulsion minibatch's changes from what :func:`minibatch_reads` read: ``G = -sigmoid(M_out M_in^T)
+    alpha``, ``d_out = G M_in``, ``d_in = G^T M_out``; returns the loss.
 
     Example:
-        >>> minibatch_writes(w_in, w_out, sent, 0, nb, nh, np.float32(0.025), nid, m_in, m_out, gm,
-        ...                  True)  # doctest: +SKIP
+        >>> minibatch_train(nb, nh, np.float32(0.025), m_in, m_out, gm, d_in, d_out, True)  # doctest: +SKIP
     """
-    dim = w_in.shape[1]
+    dim = m_in.shape[1]
     loss = 0.0
     for h in range(nh):
         for b in range(nb):
             f = _ZERO
             for d in range(dim):
                 f += m_out[h, d] * m_in[b, d]
-            gm[h, b] = pair_error(f, _ZERO) * alpha
             if with_loss:
-                loss += pair_loss(f, _ZERO)
+                err, lg, lin = pair_error_loss(f, _ZERO)
+                loss += np.float64(lg) + np.float64(lin)
+            else:
+                err = pair_error(f, _ZERO)
+            gm[h, b] = err * alpha
     for h in range(nh):
         for d in range(dim):
             acc = _ZERO
             for b in range(nb):
                 acc += gm[h, b] * m_in[b, d]
-            w_out[nid[h], d] += acc
+            d_out[h, d] = acc
     for b in range(nb):
         for d in range(dim):
             acc = _ZERO
             for h in range(nh):
                 acc += gm[h, b] * m_out[h, d]
-            w_in[sent[min_pos + b], d] += acc
+            d_in[b, d] = acc
     return loss
+
+
+@njit(cache=True, fastmath=True)
+def minibatch_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, min_pos: int, nb: int, nh: int,
+                     nid: np.ndarray, d_in: np.ndarray, d_out: np.ndarray) -> None:
+    """What the repulsion minibatch adds: ``w_out[negs] += d_out``, ``w_in[words] += d_in``.
+
+    Example:
+        >>> minibatch_writes(w_in, w_out, sent, 0, nb, nh, nid, d_in, d_out)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    for h in range(nh):
+        for d in range(dim):
+            w_out[nid[h], d] += d_out[h, d]
+    for b in range(nb):
+        for d in range(dim):
+            w_in[sent[min_pos + b], d] += d_in[b, d]
 
 
 @njit(cache=True, fastmath=True)
 def par_repulsion(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64, sentence: int,
                   alpha: np.float32, window: int, negative: int, batch: int, h_factor: float, h_max: int,
                   prob: np.ndarray, alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool) -> float:
-    """PAR's repulsion of one subsampled sentence in the GPU kernel's order; returns the loss.
+    """PAR's repulsion of one subsampled sentence in the GPU kernel's phased order; returns the loss.
 
     With ``negs`` non-empty (test mode), negative ``h`` of the minibatch starting at ``min_pos`` is
     ``negs[neg_row + min_pos, h]``.
@@ -329,12 +351,15 @@ def par_repulsion(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int,
     nid = np.zeros(h_max, dtype=np.int64)
     m_in = np.zeros((batch, dim), dtype=np.float32)
     m_out = np.zeros((h_max, dim), dtype=np.float32)
+    d_in = np.zeros((batch, dim), dtype=np.float32)
+    d_out = np.zeros((h_max, dim), dtype=np.float32)
     gm = np.zeros((h_max, batch), dtype=np.float32)
     for min_pos in range(0, n, batch):
         nb, nh = minibatch_reads(w_in, w_out, sent, n, min_pos, key, sentence, window, negative, batch, h_factor,
                                  h_max, prob, alias, negs, neg_row, nid, m_in, m_out)
         if nh > 0:
-            loss += minibatch_writes(w_in, w_out, sent, min_pos, nb, nh, alpha, nid, m_in, m_out, gm, with_loss)
+            loss += minibatch_train(nb, nh, alpha, m_in, m_out, gm, d_in, d_out, with_loss)
+            minibatch_writes(w_in, w_out, sent, min_pos, nb, nh, nid, d_in, d_out)
     return loss
 
 
@@ -387,6 +412,8 @@ def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
     nid = np.zeros(h_max, dtype=np.int64)
     m_in = np.zeros((batch, dim), dtype=np.float32)
     m_out = np.zeros((h_max, dim), dtype=np.float32)
+    d_in = np.zeros((batch, dim), dtype=np.float32)
+    d_out = np.zeros((h_max, dim), dtype=np.float32)
     gm = np.zeros((h_max, batch), dtype=np.float32)
     pairs = 0
     loss = 0.0
@@ -402,8 +429,8 @@ def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
             nb, nh = minibatch_reads(w_in, w_out, sent, n, m * batch, key, sentence, window, negative, batch,
                                      h_factor, h_max, prob, alias, negs, neg_row, nid, m_in, m_out)
             if nh > 0:
-                loss += minibatch_writes(w_in, w_out, sent, m * batch, nb, nh, alpha, nid, m_in, m_out, gm,
-                                         with_loss)
+                loss += minibatch_train(nb, nh, alpha, m_in, m_out, gm, d_in, d_out, with_loss)
+                minibatch_writes(w_in, w_out, sent, m * batch, nb, nh, nid, d_in, d_out)
             m += 1
     return pairs, loss
 
@@ -457,15 +484,32 @@ def par_h_max(config: TrainConfig) -> int:
     return int(shared_negatives(2 * config.window - 1, config.negative, config.par_h_factor))
 
 
+def par_order(config: TrainConfig, phased: bool = False) -> tuple[int, int]:
+    """(lag, stagger) of PAR's order on the GPU (:func:`par_sentence`, :func:`sentence_lag`): minibatch ``m`` of
+    sentence ``s`` is repelled ``window + s % par_batch`` centers after its last word, so its words' rows have
+    left the ring and the blocks of a launch, which start together, repel at ``par_batch`` different moments;
+    ``phased``: the attraction of the whole sentence first (lag :data:`PAR_PHASED`), the order the Hogwild
+    model shows diverging when a GPU's blocks run it in step.
+
+    Example:
+        >>> par_order(TrainConfig(device="cuda", algo="par", window=5, par_batch=24))
+        (5, 24)
+    """
+    if phased:
+        return PAR_PHASED, 1
+    return int(config.window), par_batch_size(config)
+
+
 def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray,
                            launch: Launch, keep: np.ndarray, prob: np.ndarray, alias: np.ndarray,
                            config: TrainConfig, negs: np.ndarray | None = None, neg_base: int = 0,
-                           par_lag: int = PAR_PHASED, par_stagger: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                           par_phased: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Train one launch's sentences in order, as the kernel of ``algo`` does; returns per-sentence
     (loss float64, pairs int64), the arrays the kernel fills.
 
     ``negs`` (test mode) gives the negatives: rows indexed by token position minus ``neg_base`` (the
     sentence start plus the center's subsampled position; for PAR the minibatch's first position).
+    ``par_phased``: PAR in its old phased order (:func:`par_order`).
 
     Example:
         >>> loss, pairs = train_launch_reference("full-w2v", w_in, w_out, tokens, cut, launch, keep, prob,
@@ -480,21 +524,23 @@ def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, token
     width = h_max if is_par else max(config.negative, 1)
     if negs is None:
         negs = np.zeros((0, width), dtype=np.int32)
+    lag, stagger = par_order(config, par_phased) if is_par else (PAR_PHASED, 1)
     _train_launch(is_par, w_in, w_out, tokens, np.asarray(offsets, dtype=np.int64), launch.s_lo, launch.s_hi,
                   launch.sentence_base, launch.key, launch.alpha0, launch.alpha1, launch.words, keep, prob, alias,
                   config.window, config.negative, batch, float(config.par_h_factor), h_max,
                   np.ascontiguousarray(negs, dtype=np.int32), int(neg_base), bool(config.compute_loss),
-                  out_loss, out_pairs, int(par_lag), int(par_stagger))
+                  out_loss, out_pairs, lag, stagger)
     return out_loss, out_pairs
 
 
 def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
                     make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                     epochs: int | None = None, start_epoch: int = 0,
-                    words_per_launch: int = DEFAULT_WORDS_PER_LAUNCH) -> list[float]:
+                    words_per_launch: int = DEFAULT_WORDS_PER_LAUNCH, par_phased: bool = False) -> list[float]:
     """What the GPU driver trains, on the CPU: the same plan, launch after launch, sentence after sentence.
 
-    Trains ``w_in``/``w_out`` in place and returns the loss per positive pair of each epoch.
+    Trains ``w_in``/``w_out`` in place and returns the loss per positive pair of each epoch (``par_phased``:
+    PAR's old order, :func:`par_order`).
 
     Example:
         >>> reference_train(config, corpus.vocab.counts, w_in, w_out,
@@ -510,7 +556,7 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
         pairs = 0
         for tokens, cut, launch in epoch_launches(config, make_parts(epoch), epoch, schedule, words_per_launch):
             out_loss, out_pairs = train_launch_reference(config.algo, w_in, w_out, tokens, cut, launch, keep, prob,
-                                                         alias, config)
+                                                         alias, config, par_phased=par_phased)
             loss += float(out_loss.sum())
             pairs += int(out_pairs.sum())
         losses.append(loss / pairs if pairs else float("nan"))
@@ -527,8 +573,7 @@ def _finish(s_launch, s, remaining, done):
     return done
 
 
-@njit(cache=True, fastmath=True)
-def _hogwild_epoch(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch, n_launches,
+def _hogwild_epoch_py(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch, n_launches,
                    n_slots, in_flight, rep_ticks, keep, prob, alias, key, window, negative, batch, h_factor, h_max,
                    with_loss):
     dim = w_in.shape[1]
@@ -543,20 +588,26 @@ def _hogwild_epoch(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_
     mi = np.zeros(n_slots, dtype=np.int64)  # PAR: its next minibatch
     kind = np.zeros(n_slots, dtype=np.int64)  # the step in progress: 0 a center, 1 a minibatch
     left = np.zeros(n_slots, dtype=np.int64)  # ticks left in that step (0: the next step starts this tick)
+    starts = np.zeros(n_slots, dtype=np.bool_)
+    ends = np.zeros(n_slots, dtype=np.bool_)
     ring = np.zeros((n_slots, ring_size, dim), dtype=np.float32)
     orig = np.zeros((n_slots, ring_size, dim), dtype=np.float32)
     cur = np.zeros((n_slots, n_out, dim), dtype=np.float32)
     cur0 = np.zeros((n_slots, n_out, dim), dtype=np.float32)
     outs = np.zeros((n_slots, n_out), dtype=np.int64)
     valid = np.zeros((n_slots, n_out), dtype=np.bool_)
+    g = np.zeros((n_slots, n_out), dtype=np.float32)
+    acc = np.zeros((n_slots, dim), dtype=np.float32)
+    step_loss = np.zeros(n_slots, dtype=np.float64)
+    step_pairs = np.zeros(n_slots, dtype=np.int64)
     rb = n_slots if is_par else 1  # PAR's repulsion state per slot
     nid = np.zeros((rb, h_max), dtype=np.int64)
     m_in = np.zeros((rb, batch, dim), dtype=np.float32)
     m_out = np.zeros((rb, h_max, dim), dtype=np.float32)
+    d_in = np.zeros((rb, batch, dim), dtype=np.float32)
+    d_out = np.zeros((rb, h_max, dim), dtype=np.float32)
+    gm = np.zeros((rb, h_max, batch), dtype=np.float32)
     nbh = np.zeros((rb, 2), dtype=np.int64)
-    gm = np.zeros((h_max, batch), dtype=np.float32)
-    g = np.zeros(n_out, dtype=np.float32)
-    acc = np.zeros(dim, dtype=np.float32)
     no_negs = np.zeros((0, max(h_max, negative, 1)), dtype=np.int32)
     remaining = np.zeros(n_launches, dtype=np.int64)
     for s in range(n_sent):
@@ -568,8 +619,10 @@ def _hogwild_epoch(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_
     ticks = 0
     busy = 0  # slot-ticks with a sentence: busy / ticks is the mean concurrency
     while True:
-        # Every step starting this tick reads the shared rows ...
+        # Idle slots take the next sentences the plan allows (launch k once launch k - in_flight is done) ...
+        active = 0
         for q in range(n_slots):
+            starts[q] = False
             if sidx[q] < 0:
                 while nxt < n_sent and s_launch[nxt] < done + in_flight:
                     s = nxt
@@ -586,66 +639,93 @@ def _hogwild_epoch(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_
                     break
                 if sidx[q] < 0:
                     continue
+            active += 1
             if left[q] > 0:
                 continue
+            starts[q] = True
             n = slen[q]
-            s = sidx[q]
-            nmb = (n + batch - 1) // batch
-            repel = False
+            kind[q] = 0
+            left[q] = 1
             if is_par:
+                nmb = (n + batch - 1) // batch
                 if lag < 0:
                     repel = ci[q] >= n
                 else:
                     repel = mi[q] < nmb and ci[q] > _minibatch_ready(mi[q], n, batch,
-                                                                     sentence_lag(lag, stagger, s_id[s]))
-            if repel:
-                kind[q] = 1
-                left[q] = rep_ticks
-                nb, nh = minibatch_reads(w_in, w_out, sent[q], n, mi[q] * batch, key, s_id[s], window, negative,
-                                         batch, h_factor, h_max, prob, alias, no_negs, 0, nid[q], m_in[q], m_out[q])
-                nbh[q, 0] = nb
-                nbh[q, 1] = nh
-            else:
-                kind[q] = 0
-                left[q] = 1
-                center_reads(w_in, w_out, sent[q], n, ci[q], key, s_id[s], window, n_neg, prob, alias, no_negs, 0,
-                             ring[q], orig[q], cur[q], cur0[q], outs[q], valid[q])
-        # ... then every step ending this tick writes.
-        active = 0
-        for q in range(n_slots):
-            if sidx[q] < 0:
-                continue
-            active += 1
-            left[q] -= 1
-            if left[q] > 0:
-                continue
-            n = slen[q]
-            s = sidx[q]
-            alpha = np.float32(s_alpha[s])
-            if kind[q] == 1:
-                if nbh[q, 1] > 0:
-                    loss += minibatch_writes(w_in, w_out, sent[q], mi[q] * batch, nbh[q, 0], nbh[q, 1], alpha,
-                                             nid[q], m_in[q], m_out[q], gm, with_loss)
-                mi[q] += 1
-            else:
-                i = ci[q]
-                p, lo = center_train(n, i, key, s_id[s], alpha, window, n_neg, ring[q], cur[q], valid[q], g, acc,
-                                     with_loss)
-                pairs += p
-                loss += lo
-                center_writes(w_in, w_out, sent[q], n, i, window, n_neg, ring[q], orig[q], cur[q], cur0[q], outs[q],
-                              valid[q])
-                ci[q] += 1
-            if ci[q] >= n and (not is_par or mi[q] * batch >= n):
-                done = _finish(s_launch, s, remaining, done)
-                sidx[q] = -1
+                                                                     sentence_lag(lag, stagger, s_id[sidx[q]]))
+                if repel:
+                    kind[q] = 1
+                    left[q] = rep_ticks
         if active == 0:
             if nxt >= n_sent:
                 break
             continue
         ticks += 1
         busy += active
+        # ... every step starting this tick reads the shared rows (nothing writes them meanwhile) ...
+        for q in prange(n_slots):
+            if not starts[q]:
+                continue
+            s = sidx[q]
+            n = slen[q]
+            if kind[q] == 1:
+                nb, nh = minibatch_reads(w_in, w_out, sent[q], n, mi[q] * batch, key, s_id[s], window, negative,
+                                         batch, h_factor, h_max, prob, alias, no_negs, 0, nid[q], m_in[q], m_out[q])
+                nbh[q, 0] = nb
+                nbh[q, 1] = nh
+            else:
+                center_reads(w_in, w_out, sent[q], n, ci[q], key, s_id[s], window, n_neg, prob, alias, no_negs, 0,
+                             ring[q], orig[q], cur[q], cur0[q], outs[q], valid[q])
+        # ... every step ending this tick trains on its private copies ...
+        for q in range(n_slots):
+            ends[q] = False
+            if sidx[q] >= 0:
+                left[q] -= 1
+                ends[q] = left[q] == 0
+        for q in prange(n_slots):
+            if not ends[q]:
+                continue
+            s = sidx[q]
+            alpha = np.float32(s_alpha[s])
+            if kind[q] == 1:
+                step_pairs[q] = 0
+                step_loss[q] = 0.0
+                if nbh[q, 1] > 0:
+                    step_loss[q] = minibatch_train(nbh[q, 0], nbh[q, 1], alpha, m_in[q], m_out[q], gm[q], d_in[q],
+                                                   d_out[q], with_loss)
+            else:
+                p, lo = center_train(slen[q], ci[q], key, s_id[s], alpha, window, n_neg, ring[q], cur[q], valid[q],
+                                     g[q], acc[q], with_loss)
+                step_pairs[q] = p
+                step_loss[q] = lo
+        # ... and then writes, slot after slot (adds: the kernels' atomics).
+        for q in range(n_slots):
+            if not ends[q]:
+                continue
+            n = slen[q]
+            loss += step_loss[q]
+            pairs += step_pairs[q]
+            if kind[q] == 1:
+                if nbh[q, 1] > 0:
+                    minibatch_writes(w_in, w_out, sent[q], mi[q] * batch, nbh[q, 0], nbh[q, 1], nid[q], d_in[q],
+                                     d_out[q])
+                mi[q] += 1
+            else:
+                center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
+                              outs[q], valid[q])
+                ci[q] += 1
+            if ci[q] >= n and (not is_par or mi[q] * batch >= n):
+                done = _finish(s_launch, sidx[q], remaining, done)
+                sidx[q] = -1
     return loss, pairs, ticks, busy
+
+
+# Two compilations of the same loop: serial (cached) for few slots, where a parallel region per tick costs more
+# than the tick's work, and parallel over the slots (not cached: numba's cache would not tell the two apart) for
+# a GPU's thousand; the same results either way (the parallel loops write only each slot's own arrays).
+_hogwild_epoch = njit(cache=True, fastmath=True)(_hogwild_epoch_py)
+_hogwild_epoch_parallel = njit(fastmath=True, parallel=True)(_hogwild_epoch_py)
+PARALLEL_SLOTS = 256  # the model runs its slots on every core from this many on
 
 
 @dataclass
@@ -692,8 +772,7 @@ def _epoch_table(config: TrainConfig, parts: Iterable[tuple[np.ndarray, np.ndarr
 def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
                   make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                   resident: int, epochs: int | None = None, start_epoch: int = 0, words_per_launch: int | None = None,
-                  in_flight: int = 2, rep_ticks: int = 1, par_lag: int = PAR_PHASED,
-                  par_stagger: int = 1) -> HogwildStats:
+                  in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False) -> HogwildStats:
     """A deterministic CPU model of the GPU's Hogwild: what the driver's plan trains when ``resident`` blocks
     run at once.
 
@@ -710,7 +789,7 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     equals with ``resident = 1``.  Trains ``w_in``/``w_out`` in place.
 
     ``words_per_launch`` defaults to the driver's (:func:`parvec.gpu.plan.default_words_per_launch`);
-    ``par_lag``: PAR's order (:func:`par_sentence`).
+    ``par_phased``: PAR's old order (:func:`par_order`).
 
     Example:
         >>> stats = hogwild_train(config, corpus.vocab.counts, w_in, w_out,
@@ -727,6 +806,7 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     is_par = config.algo == "par"
     batch = par_batch_size(config) if is_par else 1
     h_max = max(par_h_max(config), 1) if is_par else 1
+    lag, stagger = par_order(config, par_phased) if is_par else (PAR_PHASED, 1)
     stats = HogwildStats([], [], [])
     for epoch in range(start_epoch, epochs):
         table = _epoch_table(config, make_parts(epoch), epoch, schedule, wpl)
@@ -736,8 +816,9 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
             stats.mean_in_flight.append(0.0)
             continue
         tokens, s_start, s_end, s_id, s_alpha, s_launch, n_launches = table
-        loss, pairs, ticks, busy = _hogwild_epoch(
-            is_par, int(par_lag), int(par_stagger), w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
+        run = _hogwild_epoch_parallel if resident >= PARALLEL_SLOTS and numba.get_num_threads() > 1 else _hogwild_epoch
+        loss, pairs, ticks, busy = run(
+            is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
             n_launches, int(resident), int(in_flight), int(rep_ticks), keep, prob, alias, epoch_key(config.seed, epoch),
             config.window, config.negative, batch, float(config.par_h_factor), h_max, bool(config.compute_loss))
         stats.losses.append(loss / pairs if pairs else float("nan"))
