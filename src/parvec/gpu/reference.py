@@ -772,7 +772,8 @@ def _epoch_table(config: TrainConfig, parts: Iterable[tuple[np.ndarray, np.ndarr
 def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
                   make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                   resident: int, epochs: int | None = None, start_epoch: int = 0, words_per_launch: int | None = None,
-                  in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False) -> HogwildStats:
+                  in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False,
+                  parallel: bool | None = None) -> HogwildStats:
     """A deterministic CPU model of the GPU's Hogwild: what the driver's plan trains when ``resident`` blocks
     run at once.
 
@@ -789,7 +790,8 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     equals with ``resident = 1``.  Trains ``w_in``/``w_out`` in place.
 
     ``words_per_launch`` defaults to the driver's (:func:`parvec.gpu.plan.default_words_per_launch`);
-    ``par_phased``: PAR's old order (:func:`par_order`).
+    ``par_phased``: PAR's old order (:func:`par_order`); ``parallel``: the slots' steps on every core (the same
+    results; default: from :data:`PARALLEL_SLOTS` slots on, with more than one numba thread).
 
     Example:
         >>> stats = hogwild_train(config, corpus.vocab.counts, w_in, w_out,
@@ -816,7 +818,9 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
             stats.mean_in_flight.append(0.0)
             continue
         tokens, s_start, s_end, s_id, s_alpha, s_launch, n_launches = table
-        run = _hogwild_epoch_parallel if resident >= PARALLEL_SLOTS and numba.get_num_threads() > 1 else _hogwild_epoch
+        if parallel is None:
+            parallel = resident >= PARALLEL_SLOTS and numba.get_num_threads() > 1
+        run = _hogwild_epoch_parallel if parallel else _hogwild_epoch
         loss, pairs, ticks, busy = run(
             is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
             n_launches, int(resident), int(in_flight), int(rep_ticks), keep, prob, alias, epoch_key(config.seed, epoch),
