@@ -207,7 +207,8 @@ def ptx_resources(algo: str, dim: int, window: int, negative: int, par_batch: in
         smem_model = full_w2v.shared_bytes(threads, dim, window, negative)
     t0 = time.perf_counter()
     with _offline_nvvm(cc):
-        ptx, _ = cuda.compile_ptx(kernel.py_func, KERNEL_SIGNATURE[algo], cc=cc, fastmath=True)
+        ptx, _ = cuda.compile_ptx(kernel.py_func, KERNEL_SIGNATURE[algo], cc=cc, fastmath=True,
+                                  launch_bounds=kernel.targetoptions.get("launch_bounds"))
     name = f"{algo}-d{dim}-t{threads}-{reduction}"
     path = workdir / f"{name}.ptx"
     path.write_text(ptx, encoding="utf-8")
@@ -248,7 +249,7 @@ def run_ptx(ns: argparse.Namespace) -> int:
             for threads in ns.threads_per_block or [None]:
                 from parvec.gpu.blocks import threads_for
 
-                t = threads or threads_for(dim)
+                t = threads or threads_for(dim, algo)
                 for reduction in ns.reductions:
                     if reduction == "shuffle" and t % 32 or ns.only and f"{algo}:{reduction}" not in ns.only:
                         continue
@@ -625,7 +626,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
                 from parvec.gpu.blocks import threads_for
                 from parvec.gpu.driver import model_bytes_per_word
 
-                for threads in ns.threads_per_block or [threads_for(dim)]:
+                for threads in ns.threads_per_block or [threads_for(dim, algo)]:
                     for reduction in ns.reductions:
                         if reduction == "shuffle" and threads % 32:
                             continue

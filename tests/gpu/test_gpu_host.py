@@ -251,9 +251,11 @@ def test_shared_memory_limits_are_clear_errors():
     full_w2v.check_shared(256, 300, 5, 5)  # fits: 2 x 11 x 300 floats of ring
     with pytest.raises(ParvecError, match=r"window 10 at dim 300 needs .* lower --window or --dim"):
         full_w2v.check_shared(128, 300, 10, 5)
-    par_gpu.check_shared(256, 300, 8, 24, 75)
+    par_gpu.check_shared(256, 300, 5, 24, 45)  # fits: the ring (2 x 11 x 300 floats) beside the repulsion's chunks
     with pytest.raises(ParvecError, match="lower --par-batch, --negative or --window"):
         par_gpu.check_shared(128, 128, 10, 24, 475)  # negative 25, window 10
+    with pytest.raises(ParvecError, match=r"window 8, dim 300.*lower --par-batch, --negative or --window"):
+        par_gpu.check_shared(256, 300, 8, 24, 75)  # both buffers live at once (the interleaved order)
     from parvec.gpu.reference import par_batch_size
 
     with pytest.raises(ParvecError, match="par_batch must be >= 1"):

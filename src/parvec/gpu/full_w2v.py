@@ -31,7 +31,7 @@ import functools
 from numba import cuda, float32, float64, int32
 
 from parvec.errors import ParvecError
-from parvec.gpu.blocks import SHARED_LIMIT, make_window_pass, subsample_block
+from parvec.gpu.blocks import SHARED_LIMIT, kernel_jit, make_window_pass, subsample_block
 from parvec.gpu.plan import GPU_MAX_SENTENCE
 
 
@@ -85,7 +85,7 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
     MAXLEN = GPU_MAX_SENTENCE
     window_pass = make_window_pass(T, P, dim, window, NO, reduction)
 
-    @cuda.jit(fastmath=True)
+    @kernel_jit(T, shared_bytes(T, dim, window, negative))
     def full_w2v_kernel(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words, keep, prob,
                         alias, negs, neg_base, with_loss, out_loss, out_pairs):
         blk = cuda.blockIdx.x
@@ -101,9 +101,13 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
         red = cuda.shared.array((2, NO, T), float32)
         n = subsample_block(tokens, start, raw, keep, key, sentence, sent, cnt)
         pairs, loss = window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, start - neg_base,
-                                  with_loss, buf, red)
-        if cuda.threadIdx.x == 0:
+                                  with_loss, buf, red, buf, cnt, 0.0, 0)
+        t = cuda.threadIdx.x
+        if t == 0:
             out_loss[blk] = loss
             out_pairs[blk] = pairs
+        cuda.syncthreads()
+        if t != 0 and loss != 0.0:  # each thread's share of the loss (blocks.make_window_pass)
+            cuda.atomic.add(out_loss, blk, loss)
 
     return full_w2v_kernel
