@@ -298,6 +298,40 @@ def test_bench_repeats_the_corpus_and_reports_ratios(bench):
     assert bench.kept_fraction(np.array([1000, 1]), 1e-3) < 1
 
 
+def test_bench_reference_systems_floor_and_residency(bench):
+    assert bench.parse_reference_system("full-w2v@1320") == ("full-w2v", 1320)
+    assert bench.parse_reference_system("par-phased") == ("par-phased", None)
+    for bad in ("hogbatch@8", "par@0", "sgd", "par@x"):
+        with pytest.raises(ValueError, match="reference system"):
+            bench.parse_reference_system(bad)
+    from parvec.corpus import EncodedCorpus
+
+    c = EncodedCorpus.from_arrays(np.arange(10, dtype=np.int32), np.array([0, 4, 7, 10]))
+    assert bench.head_corpus(c, 8).offsets.tolist() == [0, 4, 7] and bench.head_corpus(c, 0) is c
+    assert bench.head_corpus(c, 3).offsets.tolist() == [0, 3]  # shorter than the first sentence: its head
+    rows = [{"dim": 128, "corpus": "c", "algo": "full-w2v", "system": "a", "words_per_sec": 1.2e8},
+            {"dim": 128, "corpus": "c", "algo": "full-w2v", "system": "b", "words_per_sec": 1.4e8},
+            {"dim": 100, "corpus": "c", "algo": "full-w2v", "system": "c", "words_per_sec": 9e8}]
+    assert bench.speed_floor_lines(rows, "c", 150e6) == [
+        "- floor: full-w2v at d 128, 140.0M words/s (b) >= 150M: NOT met (goal 200M: not met)"]
+    assert bench.speed_floor_lines(rows, "other", 150e6) == []
+    report = {"registers_per_thread": {"x": 96}, "shared_bytes_per_block": 18592, "threads_per_block": 64}
+    assert bench.resident_blocks(report, 132) == 1320 and bench.resident_blocks(report, None) is None
+
+
+def test_launch_bounds_and_default_blocks():
+    from parvec.gpu.blocks import min_blocks_per_sm, threads_for
+    from parvec.gpu.full_w2v import shared_bytes as fw_bytes
+    from parvec.gpu.par_gpu import shared_bytes as par_bytes
+
+    assert [threads_for(d) for d in (50, 100, 128, 300)] == [32, 64, 64, 256]
+    assert [threads_for(d, "par") for d in (50, 100, 128, 300)] == [64, 128, 128, 256]
+    # at most the blocks per SM the kernels had before (10 of 64 threads at d 128), and what shared memory allows
+    assert min_blocks_per_sm(64, fw_bytes(64, 128, 5, 5)) == 10
+    assert min_blocks_per_sm(64, par_bytes(64, 128, 5, 24, 45)) == 7  # the ring beside the repulsion's chunks
+    assert min_blocks_per_sm(256, fw_bytes(256, 300, 5, 5)) == 2
+
+
 def test_bench_without_gpu_says_so():
     if _has_gpu():
         pytest.skip("this machine has a CUDA GPU")
