@@ -10,7 +10,7 @@ in one run, on the same data, with quality beside speed.
    of at least ``--big-words`` (100M) made by repeating it in memory (never written to disk): full-w2v and
    par for every ``--threads-per-block`` x ``--reductions``, parvec's CPU hogbatch with every core of this
    host, and a plain PyTorch SGNS (two ``nn.Embedding(sparse=True)``, center/context pairs with negatives,
-   ``torch.optim.SGD``) when torch imports with CUDA.
+   ``torch.optim.SparseAdam`` on the batch's mean loss) when torch imports with CUDA.
 3. **Quality** after ``--quality-epochs`` (5) per ``--seeds`` (at least 3): WS-353, SimLex-999 and the Google
    analogies (top 30k) with parvec.evaluation, as benchmarks/bench_words.py scores them; each run, the
    means and each system's gap to CPU hogbatch.
@@ -19,9 +19,15 @@ in one run, on the same data, with quality beside speed.
    memory bandwidth; the kernel's registers, shared memory and the occupancy they allow; barriers per
    trained word.  Run it under Nsight Compute (``ncu --metrics dram__bytes.sum``) for the profiler's figure.
 
+5. **The floor and the bars**: whether full-w2v reaches ``--floor`` words/s at d 128 (no test times anything)
+   and the quality bars against CPU hogbatch and (``--cpu-quality par``) CPU par.
+
 Prints tables (ratios to CPU hogbatch) and writes everything as JSON.  Without a GPU it stops at once with
-"no CUDA device".  ``--ptx`` needs no GPU: it compiles the kernels for sm_90 with NVVM and ptxas (CUDA
-toolkit) and reports registers, spills, shared memory and the occupancy they allow on an H100.
+"no CUDA device".  ``--model-check`` runs only the hardware related-words runs on the GPU beside the CPU model
+of its Hogwild (:func:`parvec.gpu.reference.hogwild_train`) with the blocks the GPU holds.  Two modes need no
+GPU: ``--ptx`` compiles the kernels for sm_90 with NVVM and ptxas (CUDA toolkit) and reports registers,
+spills, shared memory and the occupancy they allow on an H100; ``--reference`` trains the kernels' orders on
+the CPU -- sequentially and in the Hogwild model -- beside CPU classic and hogbatch, over ``--seeds``.
 """
 
 from __future__ import annotations

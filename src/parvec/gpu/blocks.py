@@ -12,7 +12,10 @@ values) have constant sizes and loops the compiler can unroll into registers.
 
 Reductions: :func:`make_reduce` builds either a shared-memory tree (log2 T barriers; runs under numba's
 CUDA simulator) or a warp-shuffle butterfly with one barrier across warps (hardware only: the simulator
-has no shuffles).  Which is faster is for a GPU to tell (``benchmarks/bench_gpu.py`` runs both).
+has no shuffles; the driver's default on a GPU, faster on an H200: docs/gpu.md).
+
+Kernels are compiled by :func:`kernel_jit`: fast math and launch bounds (:func:`min_blocks_per_sm`) that keep
+the blocks per SM -- the sentences in flight -- at most what they were.
 
 Example:
     >>> window_pass = make_window_pass(64, 2, 128, 5, 6, "tree")  # doctest: +SKIP

@@ -28,11 +28,19 @@ added to ``w_out``.  Output rows are added as changes, not overwritten, so two c
 drawn twice, a word twice in the window) both count and concurrent blocks lose nothing but races.
 
 **PAR order** (:func:`par_sentence`).  Attraction is the FULL-W2V pass with no negatives (each center's
-output row against its contexts, label 1: Moon et al.'s Algorithm 3 with the ring).  Then repulsion,
-Algorithm 4: for each minibatch of ``B`` consecutive words, ``C_rep`` by the rule of
-:func:`parvec.gpu.rng.par_c_rep`, ``H = round(h_factor * negative * C_rep)`` shared negatives, and the three
-products from the rows as they are before the minibatch: ``G = -sigmoid(M_out M_in^T) alpha``,
-``w_out[negs] += G M_in``, ``w_in[words] += G^T M_out``.
+output row against its contexts, label 1: Moon et al.'s Algorithm 3 with the ring).  Repulsion, Algorithm 4,
+for each minibatch of ``B`` consecutive words: ``C_rep`` by the rule of :func:`parvec.gpu.rng.par_c_rep`,
+``H = round(h_factor * negative * C_rep)`` shared negatives, and the three products from the rows as they are
+before the minibatch: ``G = -sigmoid(M_out M_in^T) alpha``, ``w_out[negs] += G M_in``, ``w_in[words] += G^T
+M_out``.  Minibatch ``m`` of sentence ``s`` is repelled right after the attraction of the center ``window + s %
+B`` positions past its last word (:func:`par_order`); ``par_phased`` keeps the kernel's old order, the whole
+sentence's attraction and then its repulsion.
+
+Each center (and each minibatch) is three steps: what it reads from the shared matrices
+(:func:`center_reads`, :func:`minibatch_reads`), what it computes on its private copies (:func:`center_train`,
+:func:`minibatch_train`) and what it adds back (:func:`center_writes`, :func:`minibatch_writes`).  The
+sequential references run them one after the other; :func:`hogwild_train`, the deterministic model of the
+GPU's Hogwild, runs many sentences' steps in lockstep, every step's reads before any step's writes.
 
 Example:
     >>> words, pairs, loss = train_launch_reference("full-w2v", w_in, w_out, tokens, cut, launch, keep, prob,
