@@ -320,7 +320,7 @@ def test_bench_reference_systems_floor_and_residency(bench):
 
 
 def test_launch_bounds_and_default_blocks():
-    from parvec.gpu.blocks import min_blocks_per_sm, threads_for
+    from parvec.gpu.blocks import default_reduction, min_blocks_per_sm, threads_for
     from parvec.gpu.full_w2v import shared_bytes as fw_bytes
     from parvec.gpu.par_gpu import shared_bytes as par_bytes
 
@@ -330,6 +330,9 @@ def test_launch_bounds_and_default_blocks():
     assert min_blocks_per_sm(64, fw_bytes(64, 128, 5, 5)) == 10
     assert min_blocks_per_sm(64, par_bytes(64, 128, 5, 24, 45)) == 7  # the ring beside the repulsion's chunks
     assert min_blocks_per_sm(256, fw_bytes(256, 300, 5, 5)) == 2
+    # the shuffle by default on a GPU (faster on the H200), the tree under the simulator or for a partial warp
+    assert [default_reduction(t, sim) for t, sim in ((64, False), (32, False), (64, True), (16, False))] == [
+        "shuffle", "shuffle", "tree", "tree"]
 
 
 def test_bench_without_gpu_says_so():

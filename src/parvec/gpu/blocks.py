@@ -368,6 +368,18 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     return window_pass
 
 
+def default_reduction(n_threads: int, simulator: bool) -> str:
+    """The reduction a run uses unless told: ``shuffle`` on a GPU (1.2-1.4x the tree's words/s for full-w2v on an
+    H200: docs/gpu.md), ``tree`` under numba's simulator (no shuffles there) or for blocks that are not whole
+    warps.
+
+    Example:
+        >>> default_reduction(64, False), default_reduction(64, True), default_reduction(16, False)
+        ('shuffle', 'tree', 'tree')
+    """
+    return "tree" if simulator or n_threads % 32 else "shuffle"
+
+
 def threads_for(dim: int, algo: str = "full-w2v") -> int:
     """The default threads per block for a dimension, within [32, 256].  FULL-W2V: the power of two nearest
     ``dim / 2`` from above (about two dimensions per thread; on an H200 at d 128, 64 threads beat 32 and 128:

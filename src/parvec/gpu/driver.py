@@ -44,7 +44,7 @@ from parvec.config import TrainConfig
 from parvec.engine import Diverged, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.gpu import full_w2v, par_gpu
-from parvec.gpu.blocks import REDUCTIONS, threads_for
+from parvec.gpu.blocks import REDUCTIONS, default_reduction, threads_for
 from parvec.gpu.plan import (
     DEFAULT_WORDS_PER_LAUNCH,
     GPU_MAX_SENTENCE,
@@ -176,9 +176,7 @@ class GpuDriver(ModelTables):
                    or (SIM_THREADS_PER_BLOCK if sim else threads_for(config.dim, config.algo)))
         if threads < 1 or threads > 1024 or threads & (threads - 1):
             raise ParvecError(f"threads per block must be a power of two in [1, 1024], got {threads}")
-        # shuffle on a GPU (an H200 ran full-w2v 1.2-1.4x faster with it: docs/gpu.md); the simulator has no shuffles
-        reduction = (reduction or os.environ.get("PARVEC_GPU_REDUCTION")
-                     or ("tree" if sim or threads % 32 else "shuffle"))
+        reduction = reduction or os.environ.get("PARVEC_GPU_REDUCTION") or default_reduction(threads, sim)
         if reduction not in REDUCTIONS:
             raise ParvecError(f"the GPU reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
         if reduction == "shuffle" and (threads % 32 or simulated()):
