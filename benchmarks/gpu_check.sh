@@ -11,8 +11,8 @@
 #   model_check      the related-words runs on the GPU and in the CPU model of its Hogwild with this GPU's resident
 #                    blocks: loss per epoch and probes side by side
 #   speed_d100_d300  speed at d 100 and 300
-#   blocks_noloss    the block-size sweep at d 128 without the loss (what the loss costs: against bench_d128)
 #   par_launches     PAR at 100k and 1M words per launch (the old cap and full-w2v's): speed and quality, 1 seed
+#   blocks_noloss    the block-size sweep at d 128 without the loss (what the loss costs: against bench_d128)
 #
 #     benchmarks/gpu_check.sh OUT_DIR [CORPUS]     # logs and JSON under OUT_DIR
 #
@@ -52,11 +52,11 @@ stage() {  # stage NAME LIMIT_S CMD...: run CMD with at most LIMIT_S seconds (le
 bench=("$py" benchmarks/bench_gpu.py --no-tests --corpus "$corpus" --big-words 0)
 stage tests 200 "$py" -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rf
 stage bench_d128 210 "${bench[@]}" --dims 128 --cpu-quality hogbatch par --out "$out/bench_d128.json"
-stage model_check 100 "${bench[@]}" --model-check --out "$out/model_check.json"
+stage model_check 150 "${bench[@]}" --model-check --out "$out/model_check.json"
 stage speed_d100_d300 60 "${bench[@]}" --dims 100 300 --reductions shuffle --no-quality --no-torch \
     --out "$out/speed_d100_d300.json"
-stage blocks_noloss 50 "${bench[@]}" --dims 128 --no-quality --no-torch --no-cpu --no-loss --reductions shuffle \
-    --threads-per-block 32 64 128 256 --out "$out/blocks_noloss.json"
 stage par_launches 60 "${bench[@]}" --algos par --quality-dims 128 --reductions shuffle --seeds 1 --no-cpu \
     --words-per-launch 100000 1048576 --out "$out/par_launches.json"
+stage blocks_noloss 50 "${bench[@]}" --dims 128 --no-quality --no-torch --no-cpu --no-loss --reductions shuffle \
+    --threads-per-block 32 64 128 256 --out "$out/blocks_noloss.json"
 echo "total $((SECONDS - start))s" | tee -a "$out/summary.log"
