@@ -51,6 +51,7 @@ class Case:
     scale: float = 0.3  # the initial vectors' standard deviation
     alpha: float = 0.1  # the launch's rate at its first word (half of it at its end)
     uniform: bool = False  # a vocabulary larger than VOCAB: equal counts (no hot rows) instead of Zipf's
+    reduction: str = "tree"  # the simulator's run (tests/gpu/sim_shuffle.py gives it shuffles); the GPU runs both
 
     @property
     def independent(self) -> bool:
@@ -71,6 +72,10 @@ def _cases() -> list[Case]:
         cases.append(Case(f"{algo}-d33-drawn", algo, 33, (12, 30), sample=0.05, given_negatives=False))
         cases.append(Case(f"{algo}-d8-duplicates", algo, 8, (17,), duplicates=True))
         cases.append(Case(f"{algo}-d33-t32", algo, 33, (15,), threads=32))
+        # the shuffle reduction (the default on a GPU): one warp, and two warps added across a barrier
+        cases.append(Case(f"{algo}-d33-t32-shuffle", algo, 33, (15,), threads=32, reduction="shuffle"))
+        cases.append(Case(f"{algo}-d33-t64-shuffle", algo, 33, (9, 7), threads=64, reduction="shuffle",
+                          disjoint=True))
         # word2vec's window and negatives, PAR's minibatch of 24 with up to 45 shared negatives (more than the
         # block's threads), drawn on the device
         cases.append(Case(f"{algo}-d33-w5n5", algo, 33, (70,), sample=0.05, given_negatives=False, window=5,
@@ -175,7 +180,7 @@ def run_reference(case: Case, per_sentence: bool = False) -> dict:
             "w_in0": x["w_in"], "w_out0": x["w_out"]}
 
 
-def run_kernel(case: Case, per_sentence: bool = False, reduction: str = "tree", threads: int | None = None,
+def run_kernel(case: Case, per_sentence: bool = False, reduction: str | None = None, threads: int | None = None,
                inputs: dict | None = None) -> dict:
     """The case trained by the kernel (simulator or GPU, whichever numba.cuda is); ``inputs``: other inputs than
     :func:`case_inputs`'s."""
@@ -187,6 +192,7 @@ def run_kernel(case: Case, per_sentence: bool = False, reduction: str = "tree", 
 
     x = case_inputs(case) if inputs is None else inputs
     cfg = x["config"]
+    reduction = reduction or case.reduction
     threads = threads or case.threads or threads_for(cfg.dim, case.algo)
     if case.algo == "par":
         h_max = max(par_h_max(cfg), 1)
@@ -368,6 +374,9 @@ def _e2e(out: Path) -> dict:
 
 def main(out: Path) -> int:
     """Run every case and the end-to-end checks; write their results under ``out``."""
+    from sim_shuffle import emulate_warp_shuffles  # this folder: the script's own
+
+    emulate_warp_shuffles()
     sys.setswitchinterval(5e-5)  # the simulator's barriers poll 32 Python threads; the default 5 ms is 10x slower
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, object] = {"cases": {}, "errors": {}}

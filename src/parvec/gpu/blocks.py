@@ -11,8 +11,9 @@ small factories, so shared arrays have constant shapes and the per-thread arrays
 values) have constant sizes and loops the compiler can unroll into registers.
 
 Reductions: :func:`make_reduce` builds either a shared-memory tree (log2 T barriers; runs under numba's
-CUDA simulator) or a warp-shuffle butterfly with one barrier across warps (hardware only: the simulator
-has no shuffles; the driver's default on a GPU, faster on an H200: docs/gpu.md).
+CUDA simulator) or a warp-shuffle butterfly with one barrier across warps (the driver's default on a GPU,
+faster on an H200: docs/gpu.md; numba's simulator has no shuffles, the tests give it one:
+tests/gpu/sim_shuffle.py).
 
 Kernels are compiled by :func:`kernel_jit`: fast math and launch bounds (:func:`min_blocks_per_sm`) that keep
 the blocks per SM -- the sentences in flight -- at most what they were.
