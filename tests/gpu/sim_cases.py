@@ -76,6 +76,9 @@ def _cases() -> list[Case]:
         cases.append(Case(f"{algo}-d33-t32-shuffle", algo, 33, (15,), threads=32, reduction="shuffle"))
         cases.append(Case(f"{algo}-d33-t64-shuffle", algo, 33, (9, 7), threads=64, reduction="shuffle",
                           disjoint=True))
+        if algo == "full-w2v":  # negatives equal to the center: a lane whose output is skipped shares a zero
+            cases.append(Case(f"{algo}-d8-duplicates-shuffle", algo, 8, (17,), threads=32, reduction="shuffle",
+                              duplicates=True))
         # word2vec's window and negatives, PAR's minibatch of 24 with up to 45 shared negatives (more than the
         # block's threads), drawn on the device
         cases.append(Case(f"{algo}-d33-w5n5", algo, 33, (70,), sample=0.05, given_negatives=False, window=5,

@@ -189,6 +189,10 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     EXACT = D == P * T  # every thread owns P dimensions: no bound checks
     ROUNDS = -(-NO // T)  # outputs whose loss one thread takes
     PREFETCH = repel is None  # PAR's repulsion writes w_in between centers: its entering row is read in place
+    # with the shuffle reduction each lane computes one output's gradient and the warp shares them (one exponential
+    # and division per thread instead of n_out); with the tree every thread computes all of them
+    BROADCAST = reduction == "shuffle" and T % 32 == 0 and NO <= 32
+    FULL = 0xFFFFFFFF
     reduce = make_reduce(T, NO, reduction)
     after_center = _no_repel if repel is None else repel
     U = np.uint64
@@ -302,29 +306,51 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                         part[k] = acc
                     reduce(part, red, parity)
                     parity = 1 - parity
-                    for k in range(NO):
-                        f = part[k]
-                        e = float32(math.exp(-min(max(f, -CLAMP), CLAMP)))
-                        label = ONE if k == 0 else ZERO
+                    if BROADCAST:  # lane k computes output k's gradient (and loss) and hands it to the warp
+                        lane = ti % 32
+                        f = ZERO
+                        v = 0
+                        for k in range(NO):  # blended, not selected: a select chain becomes part[lane], on the stack
+                            on = 1 if lane == k else 0
+                            f += part[k] * float32(on)
+                            v += valid[k] * on
+                        fc = min(max(f, -CLAMP), CLAMP)
+                        e = float32(math.exp(-fc))
+                        label = ONE if lane == 0 else ZERO
                         err = label - ONE / (ONE + e)
                         if f > MAXEXP:
                             err = label - ONE
                         if f < -MAXEXP:
                             err = label
-                        grad[k] = err * alpha if valid[k] != 0 else ZERO
-                    if with_loss:  # thread k: output k's term (the logarithms of all outputs side by side)
-                        for r in range(ROUNDS):
-                            f = ZERO
-                            v = 0
-                            for k in range(NO):
-                                if ti == k - r * T:
-                                    f = part[k]
-                                    v = valid[k]
-                            if v != 0:
-                                fc = min(max(f, -CLAMP), CLAMP)
-                                e = float32(math.exp(-fc))
-                                lin = fc if ti + r * T > 0 else ZERO
-                                closs += float32(math.log(ONE + e)) + lin
+                        own = err * alpha if v != 0 else ZERO
+                        for k in range(NO):
+                            grad[k] = cuda.shfl_sync(FULL, own, k)
+                        if with_loss and ti < NO and v != 0:  # warp 0's lanes take the loss terms
+                            closs += float32(math.log(ONE + e)) + (fc if ti > 0 else ZERO)
+                    else:
+                        for k in range(NO):
+                            f = part[k]
+                            e = float32(math.exp(-min(max(f, -CLAMP), CLAMP)))
+                            label = ONE if k == 0 else ZERO
+                            err = label - ONE / (ONE + e)
+                            if f > MAXEXP:
+                                err = label - ONE
+                            if f < -MAXEXP:
+                                err = label
+                            grad[k] = err * alpha if valid[k] != 0 else ZERO
+                        if with_loss:  # thread k: output k's term (the logarithms of all outputs side by side)
+                            for r in range(ROUNDS):
+                                f = ZERO
+                                v = 0
+                                for k in range(NO):
+                                    if ti == k - r * T:
+                                        f = part[k]
+                                        v = valid[k]
+                                if v != 0:
+                                    fc = min(max(f, -CLAMP), CLAMP)
+                                    e = float32(math.exp(-fc))
+                                    lin = fc if ti + r * T > 0 else ZERO
+                                    closs += float32(math.log(ONE + e)) + lin
                     for q in range(P):
                         d = t + U(q) * UT
                         if EXACT or d < UD:
