@@ -157,7 +157,7 @@ def _no_repel(w_in, w_out, sent, n, i, m, key, sentence, alpha, prob, alias, neg
 
 @functools.cache
 def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_out: int, reduction: str,
-                     repel=None):
+                     repel=None, window_order: bool = False):
     """The FULL-W2V pass over one subsampled sentence (``n_out - 1`` negatives per center; ``n_out = 1`` is
     PAR's attraction), in the order :func:`parvec.gpu.reference.full_w2v_sentence` documents.
 
@@ -165,8 +165,11 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     rbuf, nid, h_factor, lag) -> (pairs, loss)``; ``buf`` is shared float32 holding the ring (``2 window + 1``
     rows) and the rows' values when they entered it (for the change written back); ``negs`` (rows > 0: test
     mode) gives the negatives.  The outputs' rows live in per-thread arrays (registers), each read once per
-    center and added back once.  ``repel`` (PAR) is called after every center with ``rbuf, nid, h_factor,
-    lag`` and returns (next minibatch, loss); without it (FULL-W2V) those arguments are unused.  ``loss`` is
+    center and added back once.  ``window_order`` (FULL-W2V): HogBatch's update -- every (context, output)
+    gradient from the values before the center, into the shared ``rbuf`` (``2 window x n_out`` floats), then
+    both updates (:func:`parvec.gpu.reference.center_train_window`); otherwise context by context (PAR's
+    attraction).  ``repel`` (PAR) is called after every center with ``rbuf, nid, h_factor, lag`` and returns
+    (next minibatch, loss); without it ``nid``, ``h_factor`` and ``lag`` are unused.  ``loss`` is
     this thread's share: thread ``k`` takes output ``k``'s terms (from the exponential the gradient already
     has), so the logarithms of a context word run side by side, off the other threads' path.
 
@@ -191,6 +194,7 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     PREFETCH = repel is None  # PAR's repulsion writes w_in between centers: its entering row is read in place
     # with the shuffle reduction each lane computes one output's gradient and the warp shares them (one exponential
     # and division per thread instead of n_out); with the tree every thread computes all of them
+    WINDOW = window_order
     BROADCAST = reduction == "shuffle" and T % 32 == 0 and NO <= 32
     FULL = 0xFFFFFFFF
     reduce = make_reduce(T, NO, reduction)
@@ -291,6 +295,7 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
             hi = min(n, i + W - b + 1)
             jb = U(lo) % URING * UD  # ring offset of context position j
             closs = ZERO  # this center's loss terms taken by this thread
+            c = 0  # the context's index in the window
             for j in range(lo, hi):
                 if j != i:
                     for q in range(P):
@@ -306,7 +311,28 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                         part[k] = acc
                     reduce(part, red, parity)
                     parity = 1 - parity
-                    if BROADCAST:  # lane k computes output k's gradient (and loss) and hands it to the warp
+                    if WINDOW:  # thread k: output k's gradient (and loss term) into the shared rbuf; updates below
+                        for r in range(ROUNDS):
+                            kk = ti + r * T
+                            f = ZERO
+                            v = 0
+                            for k in range(NO):  # blended, not selected (a select chain becomes part[kk], on the stack)
+                                on = 1 if kk == k else 0
+                                f += part[k] * float32(on)
+                                v += valid[k] * on
+                            if kk < NO:
+                                fc = min(max(f, -CLAMP), CLAMP)
+                                e = float32(math.exp(-fc))
+                                label = ONE if kk == 0 else ZERO
+                                err = label - ONE / (ONE + e)
+                                if f > MAXEXP:
+                                    err = label - ONE
+                                if f < -MAXEXP:
+                                    err = label
+                                rbuf[c * NO + kk] = err * alpha if v != 0 else ZERO
+                                if with_loss and v != 0:
+                                    closs += float32(math.log(ONE + e)) + (fc if kk > 0 else ZERO)
+                    elif BROADCAST:  # lane k computes output k's gradient (and loss) and hands it to the warp
                         lane = ti % 32
                         f = ZERO
                         v = 0
@@ -351,19 +377,41 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                                     e = float32(math.exp(-fc))
                                     lin = fc if ti + r * T > 0 else ZERO
                                     closs += float32(math.log(ONE + e)) + lin
-                    for q in range(P):
-                        d = t + U(q) * UT
-                        if EXACT or d < UD:
-                            x = xs[q]
-                            acc = ZERO
-                            for k in range(NO):
-                                acc += grad[k] * cur[k, q]
-                                cur[k, q] += grad[k] * x
-                            buf[jb + d] = x + acc
+                    if not WINDOW:
+                        for q in range(P):
+                            d = t + U(q) * UT
+                            if EXACT or d < UD:
+                                x = xs[q]
+                                acc = ZERO
+                                for k in range(NO):
+                                    acc += grad[k] * cur[k, q]
+                                    cur[k, q] += grad[k] * x
+                                buf[jb + d] = x + acc
                     pairs += 1
+                    c += 1
                 jb += UD
                 if jb == URINGD:
                     jb = UZERO
+            if WINDOW and c > 0:  # HogBatch's update: every gradient from the values before the center
+                cuda.syncthreads()  # the gradients are in rbuf
+                jb = U(lo) % URING * UD
+                c = 0
+                for j in range(lo, hi):
+                    if j != i:
+                        for q in range(P):
+                            d = t + U(q) * UT
+                            if EXACT or d < UD:
+                                x = buf[jb + d]
+                                acc = ZERO
+                                for k in range(NO):
+                                    gk = rbuf[c * NO + k]
+                                    cur[k, q] += gk * x
+                                    acc += gk * cur0[k, q]
+                                buf[jb + d] = x + acc
+                        c += 1
+                    jb += UD
+                    if jb == URINGD:
+                        jb = UZERO
             loss += float64(closs)
             for k in range(NO):
                 if valid[k] != 0:
@@ -452,6 +500,22 @@ def kernel_jit(n_threads: int, shared_bytes: int):
     if config.ENABLE_CUDASIM:
         return cuda.jit(fastmath=True)
     return cuda.jit(fastmath=True, launch_bounds=(n_threads, min_blocks_per_sm(n_threads, shared_bytes)))
+
+
+def residency_pad_bytes(n_threads: int, shared_bytes: int) -> int:
+    """Shared memory to add to a block of ``shared_bytes`` so that no more than :func:`min_blocks_per_sm` of them
+    fit on an SM: launch bounds set the fewest blocks, and a kernel that ptxas fits in fewer registers than the
+    bound would otherwise hold more -- more sentences in flight, which costs quality (docs/gpu.md).  0 when
+    shared memory already limits it, or when the pad would pass the 48 KB a block may use.
+
+    Example:
+        >>> residency_pad_bytes(64, 18832), residency_pad_bytes(64, 29364)
+        (1376, 0)
+    """
+    target = min_blocks_per_sm(n_threads, shared_bytes)
+    need = SM_SHARED_BYTES // (target + 1) - BLOCK_RESERVED_BYTES + 1  # one block more no longer fits
+    pad = -(-max(0, need - shared_bytes) // 16) * 16
+    return pad if shared_bytes + pad <= SHARED_LIMIT else 0
 
 
 def min_blocks_per_sm(n_threads: int, shared_bytes: int) -> int:

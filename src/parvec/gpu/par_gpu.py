@@ -41,7 +41,14 @@ import numpy as np
 from numba import cuda, float32, float64, int32, int64
 
 from parvec.errors import ParvecError
-from parvec.gpu.blocks import SHARED_LIMIT, draw_negative, kernel_jit, make_window_pass, subsample_block
+from parvec.gpu.blocks import (
+    SHARED_LIMIT,
+    draw_negative,
+    kernel_jit,
+    make_window_pass,
+    residency_pad_bytes,
+    subsample_block,
+)
 from parvec.gpu.plan import GPU_MAX_SENTENCE
 from parvec.gpu.rng import par_c_rep
 from parvec.kernels.classic import MAX_EXP
@@ -72,13 +79,27 @@ def buffer_floats(dim: int, window: int, batch: int, h_max: int) -> int:
 
 
 def shared_bytes(n_threads: int, dim: int, window: int, batch: int, h_max: int) -> int:
-    """Static shared memory of one PAR block (buffers, reduction, tokens, counts, negatives).
+    """Static shared memory of one PAR block (buffers, reduction, tokens and :func:`token_pad`, counts, negatives).
 
     Example:
-        >>> shared_bytes(64, 128, 5, 24, 45)
-        30916
+        >>> shared_bytes(64, 128, 5, 24, 45), shared_bytes(128, 128, 5, 24, 45)
+        (29364, 32340)
     """
+    return _base_bytes(n_threads, dim, window, batch, h_max) + token_pad(n_threads, dim, window, batch, h_max) * 4
+
+
+def _base_bytes(n_threads: int, dim: int, window: int, batch: int, h_max: int) -> int:
     return 4 * (buffer_floats(dim, window, batch, h_max) + 2 * n_threads + GPU_MAX_SENTENCE + n_threads + h_max)
+
+
+def token_pad(n_threads: int, dim: int, window: int, batch: int, h_max: int) -> int:
+    """Extra int32 slots of the block's token buffer (:func:`parvec.gpu.full_w2v.token_pad`'s reason).
+
+    Example:
+        >>> token_pad(128, 128, 5, 24, 45), token_pad(64, 128, 5, 24, 45)
+        (552, 0)
+    """
+    return residency_pad_bytes(n_threads, _base_bytes(n_threads, dim, window, batch, h_max)) // 4
 
 
 def check_shared(n_threads: int, dim: int, window: int, batch: int, h_max: int) -> None:
@@ -265,6 +286,7 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, batch: int
     HMAX = max(h_max, 1)
     RBUF = buffer_floats(dim, window, batch, HMAX) - RING
     MAXLEN = GPU_MAX_SENTENCE
+    TOKENS = MAXLEN + token_pad(n_threads, dim, window, batch, HMAX)
     attraction = make_window_pass(T, P, dim, window, 1, reduction, make_repulsion(T, dim, batch, HMAX, window,
                                                                                    negative))
 
@@ -281,7 +303,7 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, batch: int
         alpha = float32(alpha0 + (alpha1 - alpha0) * frac)
         buf = cuda.shared.array(RING, float32)
         rbuf = cuda.shared.array(RBUF, float32)
-        sent = cuda.shared.array(MAXLEN, int32)
+        sent = cuda.shared.array(TOKENS, int32)
         cnt = cuda.shared.array(T, int32)
         red = cuda.shared.array((2, 1, T), float32)
         nid = cuda.shared.array(HMAX, int32)

@@ -195,6 +195,67 @@ def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float3
 
 
 @njit(cache=True, fastmath=True)
+def center_train_window(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float32, window: int,
+                        negative: int, ring: np.ndarray, cur: np.ndarray, cur0: np.ndarray, valid: np.ndarray,
+                        gw: np.ndarray, acc: np.ndarray, with_loss: bool) -> tuple[int, float]:
+    """Center ``i``'s window in HogBatch's order (FULL-W2V's order since it closed the quality gap; the module
+    docstring): every (context, output) gradient from the values before the center, then both updates.
+    ``cur0`` holds the outputs' rows before the center (:func:`center_reads` fills it), ``gw`` at least
+    ``2 window x (negative + 1)`` floats.  Returns (pairs, loss).
+
+    Example:
+        >>> center_train_window(n, 0, key, 0, np.float32(0.025), 5, 5, ring, cur, cur0, valid, gw, acc,
+        ...                     True)  # doctest: +SKIP
+    """
+    dim = ring.shape[1]
+    ring_size = 2 * window + 1
+    n_out = negative + 1
+    b = window_shrink(key, sentence, i, window)
+    lo = max(0, i - window + b)
+    hi = min(n, i + window - b + 1)
+    pairs = 0
+    loss = 0.0
+    for j in range(lo, hi):
+        if j == i:
+            continue
+        slot = j % ring_size
+        for k in range(n_out):
+            gw[pairs, k] = _ZERO
+            if valid[k]:
+                f = _ZERO
+                for d in range(dim):
+                    f += ring[slot, d] * cur[k, d]
+                label = _ONE if k == 0 else _ZERO
+                if with_loss:
+                    err, lg, lin = pair_error_loss(f, label)
+                    loss += np.float64(lg) + np.float64(lin)
+                else:
+                    err = pair_error(f, label)
+                gw[pairs, k] = err * alpha
+        pairs += 1
+    c = 0
+    for j in range(lo, hi):
+        if j == i:
+            continue
+        slot = j % ring_size
+        # out_k += g_ck ring[j] (context by context), ring[j] += sum_k g_ck out_k, both from the values before
+        for k in range(n_out):
+            gk = gw[c, k]
+            for d in range(dim):
+                cur[k, d] += gk * ring[slot, d]
+        for d in range(dim):
+            acc[d] = _ZERO
+        for k in range(n_out):
+            gk = gw[c, k]
+            for d in range(dim):
+                acc[d] += gk * cur0[k, d]
+        for d in range(dim):
+            ring[slot, d] += acc[d]
+        c += 1
+    return pairs, loss
+
+
+@njit(cache=True, fastmath=True)
 def center_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, i: int, window: int, negative: int,
                   ring: np.ndarray, orig: np.ndarray, cur: np.ndarray, cur0: np.ndarray, outs: np.ndarray,
                   valid: np.ndarray) -> None:
@@ -219,17 +280,19 @@ def center_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int,
 @njit(cache=True, fastmath=True)
 def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64,
                       sentence: int, alpha: np.float32, window: int, negative: int, prob: np.ndarray,
-                      alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool) -> tuple[int, float]:
+                      alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool,
+                      window_order: bool) -> tuple[int, float]:
     """One sentence (``sent[:n]``, already subsampled) in the FULL-W2V kernel's order; returns (pairs, loss).
 
     ``negative`` = 0 is PAR's attraction.  With ``negs`` non-empty (test mode), negative ``k`` of the center at
     position ``i`` is ``negs[neg_row + i, k]`` instead of a draw.  Center by center: :func:`center_reads`,
-    :func:`center_train`, :func:`center_writes` (the Hogwild model, :func:`hogwild_train`, runs the same three
-    with other blocks' writes between them).
+    :func:`center_train_window` (``window_order``: FULL-W2V's) or :func:`center_train` (context by context:
+    PAR's attraction, and FULL-W2V's previous order), :func:`center_writes` (the Hogwild model,
+    :func:`hogwild_train`, runs the same three with other blocks' writes between them).
 
     Example:
         >>> full_w2v_sentence(w_in, w_out, sent, n, key, 0, np.float32(0.025), 5, 5, prob, alias,
-        ...                   np.zeros((0, 5), np.int32), 0, True)  # doctest: +SKIP
+        ...                   np.zeros((0, 5), np.int32), 0, True, True)  # doctest: +SKIP
     """
     dim = w_in.shape[1]
     ring_size = 2 * window + 1
@@ -241,13 +304,18 @@ def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: 
     outs = np.zeros(n_out, dtype=np.int64)
     valid = np.zeros(n_out, dtype=np.bool_)
     g = np.zeros(n_out, dtype=np.float32)
+    gw = np.zeros((2 * window, n_out), dtype=np.float32)
     acc = np.zeros(dim, dtype=np.float32)
     pairs = 0
     loss = 0.0
     for i in range(n):
         center_reads(w_in, w_out, sent, n, i, key, sentence, window, negative, prob, alias, negs, neg_row, ring,
                      orig, cur, cur0, outs, valid)
-        p, lo = center_train(n, i, key, sentence, alpha, window, negative, ring, cur, valid, g, acc, with_loss)
+        if window_order:
+            p, lo = center_train_window(n, i, key, sentence, alpha, window, negative, ring, cur, cur0, valid, gw,
+                                        acc, with_loss)
+        else:
+            p, lo = center_train(n, i, key, sentence, alpha, window, negative, ring, cur, valid, g, acc, with_loss)
         pairs += p
         loss += lo
         center_writes(w_in, w_out, sent, n, i, window, negative, ring, orig, cur, cur0, outs, valid)
@@ -404,7 +472,7 @@ def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
     """
     if lag < 0:
         pairs, loss = full_w2v_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, 0, prob, alias,
-                                        negs[:0], 0, with_loss)
+                                        negs[:0], 0, with_loss, False)
         return pairs, loss + par_repulsion(w_in, w_out, sent, n, key, sentence, alpha, window, negative, batch,
                                            h_factor, h_max, prob, alias, negs, neg_row, with_loss)
     dim = w_in.shape[1]
@@ -446,7 +514,7 @@ def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
 @njit(cache=True)
 def _train_launch(algo_par: bool, w_in, w_out, tokens, offsets, s_lo, s_hi, sentence_base, key, alpha0, alpha1,
                   words, keep, prob, alias, window, negative, batch, h_factor, h_max, negs, neg_base, with_loss,
-                  out_loss, out_pairs, lag, stagger):
+                  out_loss, out_pairs, lag, stagger, window_order):
     sent = np.empty(GPU_MAX_SENTENCE, dtype=np.int32)
     for s in range(s_lo, s_hi):
         start = offsets[s]
@@ -461,7 +529,7 @@ def _train_launch(algo_par: bool, w_in, w_out, tokens, offsets, s_lo, s_hi, sent
                                    h_max, prob, alias, negs, neg_row, with_loss, sentence_lag(lag, stagger, sentence))
         else:
             p, loss = full_w2v_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, negative, prob, alias,
-                                        negs, neg_row, with_loss)
+                                        negs, neg_row, with_loss, window_order)
         out_loss[s - s_lo] = loss
         out_pairs[s - s_lo] = p
 
@@ -511,13 +579,14 @@ def par_order(config: TrainConfig, phased: bool = False) -> tuple[int, int]:
 def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray,
                            launch: Launch, keep: np.ndarray, prob: np.ndarray, alias: np.ndarray,
                            config: TrainConfig, negs: np.ndarray | None = None, neg_base: int = 0,
-                           par_phased: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                           par_phased: bool = False, full_w2v_pairs: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Train one launch's sentences in order, as the kernel of ``algo`` does; returns per-sentence
     (loss float64, pairs int64), the arrays the kernel fills.
 
     ``negs`` (test mode) gives the negatives: rows indexed by token position minus ``neg_base`` (the
     sentence start plus the center's subsampled position; for PAR the minibatch's first position).
-    ``par_phased``: PAR in its old phased order (:func:`par_order`).
+    ``par_phased``: PAR in its old phased order (:func:`par_order`); ``full_w2v_pairs``: FULL-W2V in its old order,
+    context by context (:func:`center_train`).
 
     Example:
         >>> loss, pairs = train_launch_reference("full-w2v", w_in, w_out, tokens, cut, launch, keep, prob,
@@ -537,18 +606,19 @@ def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, token
                   launch.sentence_base, launch.key, launch.alpha0, launch.alpha1, launch.words, keep, prob, alias,
                   config.window, config.negative, batch, float(config.par_h_factor), h_max,
                   np.ascontiguousarray(negs, dtype=np.int32), int(neg_base), bool(config.compute_loss),
-                  out_loss, out_pairs, lag, stagger)
+                  out_loss, out_pairs, lag, stagger, not full_w2v_pairs)
     return out_loss, out_pairs
 
 
 def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
                     make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                     epochs: int | None = None, start_epoch: int = 0,
-                    words_per_launch: int = DEFAULT_WORDS_PER_LAUNCH, par_phased: bool = False) -> list[float]:
+                    words_per_launch: int = DEFAULT_WORDS_PER_LAUNCH, par_phased: bool = False,
+                    full_w2v_pairs: bool = False) -> list[float]:
     """What the GPU driver trains, on the CPU: the same plan, launch after launch, sentence after sentence.
 
-    Trains ``w_in``/``w_out`` in place and returns the loss per positive pair of each epoch (``par_phased``:
-    PAR's old order, :func:`par_order`).
+    Trains ``w_in``/``w_out`` in place and returns the loss per positive pair of each epoch (``par_phased``,
+    ``full_w2v_pairs``: the kernels' old orders, :func:`train_launch_reference`).
 
     Example:
         >>> reference_train(config, corpus.vocab.counts, w_in, w_out,
@@ -564,7 +634,8 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
         pairs = 0
         for tokens, cut, launch in epoch_launches(config, make_parts(epoch), epoch, schedule, words_per_launch):
             out_loss, out_pairs = train_launch_reference(config.algo, w_in, w_out, tokens, cut, launch, keep, prob,
-                                                         alias, config, par_phased=par_phased)
+                                                         alias, config, par_phased=par_phased,
+                                                         full_w2v_pairs=full_w2v_pairs)
             loss += float(out_loss.sum())
             pairs += int(out_pairs.sum())
         losses.append(loss / pairs if pairs else float("nan"))
@@ -581,9 +652,9 @@ def _finish(s_launch, s, remaining, done):
     return done
 
 
-def _hogwild_epoch_py(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch, n_launches,
-                   n_slots, in_flight, rep_ticks, keep, prob, alias, key, window, negative, batch, h_factor, h_max,
-                   with_loss):
+def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha,
+                      s_launch, n_launches, n_slots, in_flight, rep_ticks, keep, prob, alias, key, window, negative,
+                      batch, h_factor, h_max, with_loss):
     dim = w_in.shape[1]
     ring_size = 2 * window + 1
     n_neg = 0 if is_par else negative
@@ -605,6 +676,7 @@ def _hogwild_epoch_py(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end,
     outs = np.zeros((n_slots, n_out), dtype=np.int64)
     valid = np.zeros((n_slots, n_out), dtype=np.bool_)
     g = np.zeros((n_slots, n_out), dtype=np.float32)
+    gw = np.zeros((n_slots, 2 * window, n_out), dtype=np.float32)
     acc = np.zeros((n_slots, dim), dtype=np.float32)
     step_loss = np.zeros(n_slots, dtype=np.float64)
     step_pairs = np.zeros(n_slots, dtype=np.int64)
@@ -702,8 +774,12 @@ def _hogwild_epoch_py(is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end,
                     step_loss[q] = minibatch_train(nbh[q, 0], nbh[q, 1], alpha, m_in[q], m_out[q], gm[q], d_in[q],
                                                    d_out[q], with_loss)
             else:
-                p, lo = center_train(slen[q], ci[q], key, s_id[s], alpha, window, n_neg, ring[q], cur[q], valid[q],
-                                     g[q], acc[q], with_loss)
+                if window_order and not is_par:
+                    p, lo = center_train_window(slen[q], ci[q], key, s_id[s], alpha, window, n_neg, ring[q], cur[q],
+                                                cur0[q], valid[q], gw[q], acc[q], with_loss)
+                else:
+                    p, lo = center_train(slen[q], ci[q], key, s_id[s], alpha, window, n_neg, ring[q], cur[q],
+                                         valid[q], g[q], acc[q], with_loss)
                 step_pairs[q] = p
                 step_loss[q] = lo
         # ... and then writes, slot after slot (adds: the kernels' atomics).
@@ -780,7 +856,7 @@ def _epoch_table(config: TrainConfig, parts: Iterable[tuple[np.ndarray, np.ndarr
 def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
                   make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                   resident: int, epochs: int | None = None, start_epoch: int = 0, words_per_launch: int | None = None,
-                  in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False,
+                  in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False, full_w2v_pairs: bool = False,
                   parallel: bool | None = None) -> HogwildStats:
     """A deterministic CPU model of the GPU's Hogwild: what the driver's plan trains when ``resident`` blocks
     run at once.
@@ -798,8 +874,9 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     equals with ``resident = 1``.  Trains ``w_in``/``w_out`` in place.
 
     ``words_per_launch`` defaults to the driver's (:func:`parvec.gpu.plan.default_words_per_launch`);
-    ``par_phased``: PAR's old order (:func:`par_order`); ``parallel``: the slots' steps on every core (the same
-    results; default: from :data:`PARALLEL_SLOTS` slots on, with more than one numba thread).
+    ``par_phased``, ``full_w2v_pairs``: the kernels' old orders (:func:`train_launch_reference`); ``parallel``:
+    the slots' steps on every core (the same results; default: from :data:`PARALLEL_SLOTS` slots on, with more
+    than one numba thread).
 
     Example:
         >>> stats = hogwild_train(config, corpus.vocab.counts, w_in, w_out,
@@ -830,7 +907,7 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
             parallel = resident >= PARALLEL_SLOTS and numba.get_num_threads() > 1
         run = _hogwild_epoch_parallel if parallel else _hogwild_epoch
         loss, pairs, ticks, busy = run(
-            is_par, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
+            is_par, not full_w2v_pairs, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
             n_launches, int(resident), int(in_flight), int(rep_ticks), keep, prob, alias, epoch_key(config.seed, epoch),
             config.window, config.negative, batch, float(config.par_h_factor), h_max, bool(config.compute_loss))
         stats.losses.append(loss / pairs if pairs else float("nan"))
