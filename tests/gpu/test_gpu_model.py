@@ -18,7 +18,7 @@ import pytest
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.gpu.reference import hogwild_train, reference_train
-from parvec.trainer import init_input_vectors
+from parvec.model_tables import init_input_vectors
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared related-words checks
 from related_words import assert_learns_related_words  # noqa: E402
