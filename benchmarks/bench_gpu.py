@@ -10,7 +10,7 @@ in one run, on the same data, with quality beside speed.
    of at least ``--big-words`` (100M) made by repeating it in memory (never written to disk): full-w2v and
    par for every ``--threads-per-block`` x ``--reductions``, parvec's CPU hogbatch with every core of this
    host, and a plain PyTorch SGNS (two ``nn.Embedding(sparse=True)``, center/context pairs with negatives,
-   ``torch.optim.SGD``) when torch imports with CUDA.
+   ``torch.optim.SparseAdam`` on the batch's mean loss) when torch imports with CUDA.
 3. **Quality** after ``--quality-epochs`` (5) per ``--seeds`` (at least 3): WS-353, SimLex-999 and the Google
    analogies (top 30k) with parvec.evaluation, as benchmarks/bench_words.py scores them; each run, the
    means and each system's gap to CPU hogbatch.
@@ -19,9 +19,15 @@ in one run, on the same data, with quality beside speed.
    memory bandwidth; the kernel's registers, shared memory and the occupancy they allow; barriers per
    trained word.  Run it under Nsight Compute (``ncu --metrics dram__bytes.sum``) for the profiler's figure.
 
+5. **The floor and the bars**: whether full-w2v reaches ``--floor`` words/s at d 128 (no test times anything)
+   and the quality bars against CPU hogbatch and (``--cpu-quality par``) CPU par.
+
 Prints tables (ratios to CPU hogbatch) and writes everything as JSON.  Without a GPU it stops at once with
-"no CUDA device".  ``--ptx`` needs no GPU: it compiles the kernels for sm_90 with NVVM and ptxas (CUDA
-toolkit) and reports registers, spills, shared memory and the occupancy they allow on an H100.
+"no CUDA device".  ``--model-check`` runs only the hardware related-words runs on the GPU beside the CPU model
+of its Hogwild (:func:`parvec.gpu.reference.hogwild_train`) with the blocks the GPU holds.  Two modes need no
+GPU: ``--ptx`` compiles the kernels for sm_90 with NVVM and ptxas (CUDA toolkit) and reports registers,
+spills, shared memory and the occupancy they allow on an H100; ``--reference`` trains the kernels' orders on
+the CPU -- sequentially and in the Hogwild model -- beside CPU classic and hogbatch, over ``--seeds``.
 """
 
 from __future__ import annotations
@@ -207,7 +213,8 @@ def ptx_resources(algo: str, dim: int, window: int, negative: int, par_batch: in
         smem_model = full_w2v.shared_bytes(threads, dim, window, negative)
     t0 = time.perf_counter()
     with _offline_nvvm(cc):
-        ptx, _ = cuda.compile_ptx(kernel.py_func, KERNEL_SIGNATURE[algo], cc=cc, fastmath=True)
+        ptx, _ = cuda.compile_ptx(kernel.py_func, KERNEL_SIGNATURE[algo], cc=cc, fastmath=True,
+                                  launch_bounds=kernel.targetoptions.get("launch_bounds"))
     name = f"{algo}-d{dim}-t{threads}-{reduction}"
     path = workdir / f"{name}.ptx"
     path.write_text(ptx, encoding="utf-8")
@@ -248,7 +255,7 @@ def run_ptx(ns: argparse.Namespace) -> int:
             for threads in ns.threads_per_block or [None]:
                 from parvec.gpu.blocks import threads_for
 
-                t = threads or threads_for(dim)
+                t = threads or threads_for(dim, algo)
                 for reduction in ns.reductions:
                     if reduction == "shuffle" and t % 32 or ns.only and f"{algo}:{reduction}" not in ns.only:
                         continue
@@ -304,7 +311,7 @@ def cpu_facts() -> dict[str, Any]:
 
 
 def train_gpu(corpus: Any, algo: str, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
-              threads: int | None = None, reduction: str = "tree",
+              threads: int | None = None, reduction: str | None = None,
               words_per_launch: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
     from parvec.config import TrainConfig
     from parvec.gpu.driver import GpuTrainer
@@ -319,31 +326,46 @@ def train_gpu(corpus: Any, algo: str, dim: int, ns: argparse.Namespace, epochs: 
     return trainer, stats, trainer.report()["gpu"]
 
 
-def train_cpu(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed: int) -> tuple[Any, Any]:
+def train_cpu(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
+              algo: str = "hogbatch") -> tuple[Any, Any]:
     from parvec.config import TrainConfig, default_threads
     from parvec.trainer import Trainer
 
-    cfg = TrainConfig(algo="hogbatch", dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
-                      epochs=epochs, seed=seed, threads=default_threads(), progress=False)
+    cfg = TrainConfig(algo=algo, dim=dim, par_batch=ns.par_batch, window=ns.window, negative=ns.negative,
+                      sample=ns.sample, epochs=epochs, seed=seed, threads=default_threads(), progress=False)
     trainer = Trainer(cfg, corpus.vocab.counts)
     trainer.warm_up((corpus.tokens, corpus.offsets))
     return trainer, trainer.train(corpus)
 
 
+# SparseAdam's rate at the start (decaying linearly to 1e-4 of it, as word2vec's does).  On the demo corpus (1 epoch,
+# d 32, 4,096-token batches, on the CPU) 0.01 scored 0.134 / 0.092 on WS-353 / SimLex-999 where CPU hogbatch scored
+# 0.119 / 0.077, and plain SGD with each row's summed gradient divided by its uses in the batch -0.075 / 0.046 (a
+# frequent word gets one step per batch); at d 64 with 16,384-token batches (122 steps an epoch there), 0.002 scored
+# -0.091 / 0.038.  The shared corpus's 5 epochs give 16,384-token batches about 5,000 steps.
+TORCH_LR = 0.01
+TORCH_BATCH_TOKENS = 1 << 14
+
+
 def torch_sgns(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
-               batch_tokens: int = 1 << 16) -> tuple[np.ndarray, float] | None:
-    """A plain PyTorch SGNS: two sparse embeddings, (center, context) pairs within word2vec.c's random window,
-    ``negative`` unigram^0.75 negatives per pair, SGD with the learning rate decaying linearly by words.
-    Returns (input vectors, training seconds), or None without torch/CUDA."""
+               batch_tokens: int = TORCH_BATCH_TOKENS, lr: float = TORCH_LR,
+               device: str = "cuda") -> tuple[np.ndarray, float] | None:
+    """A plain PyTorch SGNS: two sparse embeddings, (context, center) pairs within word2vec.c's random window in
+    each batch of ``batch_tokens`` tokens (before subsampling), ``negative`` unigram^0.75 negatives per pair, the
+    mean loss over the batch's pairs minimised with ``torch.optim.SparseAdam`` (what PyTorch SGNS implementations
+    use: a row's step does not grow with how often its word occurs in the batch; plain SGD on the summed loss at
+    word2vec's rate per pair gave a frequent word thousands of stale steps at once and diverged), its rate
+    decaying linearly by words.  Returns (input vectors, training seconds), or None without torch (or CUDA, for
+    ``device="cuda"``)."""
     try:
         import torch
     except ImportError:
         return None
-    if not torch.cuda.is_available():
+    if device == "cuda" and not torch.cuda.is_available():
         return None
     from parvec.sampling import keep_probabilities, noise_distribution
 
-    dev = torch.device("cuda")
+    dev = torch.device(device)
     gen = torch.Generator(device=dev).manual_seed(seed)
     counts = corpus.vocab.counts
     v = len(counts)
@@ -352,7 +374,7 @@ def torch_sgns(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed:
     with torch.no_grad():
         emb_in.weight.uniform_(-0.5 / dim, 0.5 / dim, generator=gen)
         emb_out.weight.zero_()
-    opt = torch.optim.SGD(list(emb_in.parameters()) + list(emb_out.parameters()), lr=0.025)
+    opt = torch.optim.SparseAdam(list(emb_in.parameters()) + list(emb_out.parameters()), lr=lr)
     keep = torch.as_tensor(keep_probabilities(counts, ns.sample), device=dev)
     noise = torch.as_tensor(noise_distribution(np.maximum(counts, 0), 0.75), dtype=torch.float32, device=dev)
     table = torch.multinomial(noise, 1 << 24, replacement=True, generator=gen)  # word2vec.c's unigram table
@@ -361,7 +383,8 @@ def torch_sgns(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed:
     n = len(tokens)
     total = n * epochs
     done = 0
-    torch.cuda.synchronize()
+    if device == "cuda":
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(epochs):
         for lo in range(0, n, batch_tokens):
@@ -380,19 +403,22 @@ def torch_sgns(corpus: Any, dim: int, ns: argparse.Namespace, epochs: int, seed:
                     contexts.append(tok[idx[ok] + o])
             c = torch.cat(centers)
             x = torch.cat(contexts)
+            done += len(tokens[lo:lo + batch_tokens])
+            if len(c) == 0:
+                continue
             negs = table[torch.randint(0, len(table), (len(c), ns.negative), device=dev, generator=gen)]
-            lr = max(0.025 * 1e-4, 0.025 * (1 - done / total))
-            for group in opt.param_groups:
-                group["lr"] = lr
+            rate = lr * max(1e-4, 1 - done / total)
             u = emb_in(x)  # the context's input vector, trained against the center and the negatives
             pos = (u * emb_out(c)).sum(-1)
             neg = torch.bmm(emb_out(negs), u.unsqueeze(-1)).squeeze(-1)
             loss = -(torch.nn.functional.logsigmoid(pos).sum() + torch.nn.functional.logsigmoid(-neg).sum())
+            for group in opt.param_groups:
+                group["lr"] = rate
             opt.zero_grad()
-            loss.backward()
+            (loss / len(c)).backward()
             opt.step()
-            done += len(tokens[lo:lo + batch_tokens])
-    torch.cuda.synchronize()
+    if device == "cuda":
+        torch.cuda.synchronize()
     return emb_in.weight.detach().cpu().numpy(), time.perf_counter() - t0
 
 
@@ -453,6 +479,235 @@ def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw
     return 0
 
 
+# ------------------------------------------------------------------------------- --reference (no GPU needed)
+REFERENCE_SYSTEMS = ("full-w2v", "par", "par-phased", "classic", "hogbatch")
+
+
+def parse_reference_system(name: str) -> tuple[str, int | None]:
+    """``"full-w2v"`` -> ("full-w2v", None): the sequential reference; ``"par@1584"`` -> ("par", 1584): the
+    Hogwild model (:func:`parvec.gpu.reference.hogwild_train`) with 1584 resident blocks.
+
+    Example:
+        >>> parse_reference_system("par-phased@200"), parse_reference_system("hogbatch")
+        (('par-phased', 200), ('hogbatch', None))
+    """
+    base, _, n = name.partition("@")
+    if base not in REFERENCE_SYSTEMS or (n and (not n.isdigit() or int(n) < 1)) or (n and base in ("classic",
+                                                                                                    "hogbatch")):
+        raise ValueError(f"reference system {name!r}: one of {', '.join(REFERENCE_SYSTEMS)}, the GPU ones "
+                         "optionally @RESIDENT_BLOCKS")
+    return base, int(n) if n else None
+
+
+def head_corpus(corpus: Any, words: int) -> Any:
+    """The corpus's first sentences holding at most ``words`` tokens (all of it when ``words`` is 0).
+
+    Example:
+        >>> from parvec.corpus import EncodedCorpus
+        >>> c = EncodedCorpus.from_arrays(np.arange(6, dtype=np.int32), np.array([0, 2, 4, 6]))
+        >>> head_corpus(c, 5).offsets.tolist()
+        [0, 2, 4]
+    """
+    if not words or words >= corpus.n_tokens:
+        return corpus
+    k = int(np.searchsorted(corpus.offsets, words, side="right")) - 1
+    if k < 1:
+        k = 1
+        offsets = np.array([0, words], dtype=np.int64)
+    else:
+        offsets = np.asarray(corpus.offsets[:k + 1], dtype=np.int64)
+    return type(corpus).from_arrays(corpus.tokens[:offsets[-1]], offsets, corpus.vocab)
+
+
+def train_reference(corpus: Any, system: str, dim: int, ns: argparse.Namespace, epochs: int,
+                    seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """One run of a ``--reference`` system on the CPU: (input vectors, facts of the run)."""
+    from parvec.config import TrainConfig, default_threads
+    from parvec.gpu.reference import hogwild_train, reference_train
+    from parvec.trainer import Trainer, init_input_vectors
+
+    base, resident = parse_reference_system(system)
+    facts: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    if base in ("classic", "hogbatch"):
+        cfg = TrainConfig(algo=base, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
+                          epochs=epochs, seed=seed, threads=default_threads(), progress=False)
+        trainer = Trainer(cfg, corpus.vocab.counts)
+        trainer.warm_up((corpus.tokens, corpus.offsets))
+        t0 = time.perf_counter()
+        stats = trainer.train(corpus)
+        facts.update(threads=cfg.threads, losses=stats.loss_per_epoch)
+        w = trainer.w_in
+    else:
+        algo = "par" if base.startswith("par") else base
+        cfg = TrainConfig(device="cuda", algo=algo, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
+                          epochs=epochs, seed=seed, par_batch=ns.par_batch, progress=False)
+        n = len(corpus.vocab)
+        w = init_input_vectors(n, dim, seed)
+        w_out = np.zeros((n, dim), np.float32)
+        parts = lambda epoch: [(corpus.tokens, corpus.offsets)]  # noqa: E731
+        phased = base == "par-phased"
+        if resident is None:
+            from parvec.gpu.plan import default_words_per_launch
+
+            facts["losses"] = reference_train(cfg, corpus.vocab.counts, w, w_out, parts, corpus.n_tokens,
+                                              words_per_launch=default_words_per_launch(algo, corpus.n_tokens),
+                                              par_phased=phased)
+        else:
+            stats = hogwild_train(cfg, corpus.vocab.counts, w, w_out, parts, corpus.n_tokens, resident,
+                                  par_phased=phased)
+            facts.update(losses=stats.losses, mean_in_flight=stats.mean_in_flight, resident=resident)
+    facts["seconds"] = time.perf_counter() - t0
+    return w, facts
+
+
+def run_reference(ns: argparse.Namespace) -> int:
+    """``--reference``: quality over ``--seeds`` of the GPU kernels' update orders run on the CPU -- the
+    sequential references and the Hogwild model at a GPU's concurrency -- beside CPU classic and hogbatch, so
+    each GPU gap splits into the algorithm's (reference - hogbatch) and the concurrency's (model - reference).
+    Rows are printed and written (``--out``) as they come."""
+    from parvec.corpus import EncodedCorpus, ReadOptions
+
+    bw = _bench_words()
+    systems = list(ns.reference_systems)
+    dim = ns.quality_dims[0]
+    corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
+    corpus = head_corpus(corpus, ns.reference_words)
+    result: dict[str, Any] = {"cpu": cpu_facts(), "args": {k: str(v) for k, v in vars(ns).items()},
+                              "corpus_tokens": corpus.n_tokens, "reference": []}
+    rows = result["reference"]
+    print(f"--reference: {corpus.n_tokens:,} tokens of {ns.corpus.name}, d {dim}, {ns.quality_epochs} epochs, seeds "
+          f"{ns.seeds}, CPU {result['cpu']}", file=sys.stderr, flush=True)
+    quality: dict[str, dict[int, Any]] = {}
+    for seed in ns.seeds:
+        for system in systems:
+            w, facts = train_reference(corpus, system, dim, ns, ns.quality_epochs, seed)
+            q = evaluate_vectors(w, corpus)
+            quality.setdefault(system, {})[seed] = q
+            rows.append({"system": system, "seed": seed, "dim": dim, "epochs": ns.quality_epochs, **facts,
+                         "quality": q})
+            loss = " ".join(f"{x:.3f}" for x in facts.get("losses", []))
+            print(f"reference {system} seed {seed}: {fmt_scores(bw, q)} (WS-353 / SimLex-999 / analogy %); loss "
+                  f"{loss}; {facts['seconds']:.0f} s", file=sys.stderr, flush=True)
+            if ns.out:
+                ns.out.parent.mkdir(parents=True, exist_ok=True)
+                ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    full = {k: v for k, v in quality.items() if len(v) == len(ns.seeds)}
+    lines = [f"CPU {result['cpu']['model']} ({result['cpu']['cores']} cores); {corpus.n_tokens:,} tokens of "
+             f"{ns.corpus.name}; d {dim}, window {ns.window}, negative {ns.negative}, sample {ns.sample}, "
+             f"{ns.quality_epochs} epochs"]
+    if len(ns.seeds) > 1 and full:
+        lines += ["", bw.seed_table(full, ns.seeds)]
+    means = {k: [statistics.mean(bw._scores(v[s])[i] for s in ns.seeds) for i in range(3)] for k, v in full.items()}
+    for system, m in means.items():
+        base, resident = parse_reference_system(system)
+        for other, label in (("hogbatch", "hogbatch"), (base, "its sequential reference")):
+            if other in means and other != system and (other != base or resident is not None):
+                gap = [a - b for a, b in zip(m, means[other], strict=True)]
+                lines.append(f"- {system} - {label} (means): WS-353 {gap[0]:+.3f}, SimLex-999 {gap[1]:+.3f}, "
+                             f"analogy {gap[2]:+.1f} points")
+    table = "\n".join(lines)
+    result["table"] = table
+    print(table)
+    if ns.out:
+        ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+# the hardware related-words tests' settings (tests/gpu/test_gpu_hardware.py) on the 2M-token demo corpus
+MODEL_CHECK = {"full-w2v": dict(dim=100, epochs=2, sample=1e-3, seed=1), "par": dict(dim=50, epochs=3, sample=1e-3,
+                                                                                      seed=4)}
+
+
+def resident_blocks(report: dict[str, Any], sms: int | None) -> int | None:
+    """The blocks a GPU holds at once for a trained kernel (its registers and shared memory, :func:`occupancy`
+    x SMs), from the driver's report; None when a figure is missing.
+
+    Example:
+        >>> resident_blocks({"registers_per_thread": 96, "shared_bytes_per_block": 18592, "threads_per_block": 64},
+        ...                 132)
+        1320
+    """
+    regs = report.get("registers_per_thread")
+    if isinstance(regs, dict):
+        regs = max(regs.values()) if regs else None
+    if not regs or not sms:
+        return None
+    return occupancy(int(regs), int(report["shared_bytes_per_block"]), int(report["threads_per_block"]))[
+        "blocks_per_sm"] * int(sms)
+
+
+def related_words_probes(w: np.ndarray, corpus: Any, algo: str) -> dict[str, bool]:
+    """The hardware related-words test's probes (tests/gpu/test_gpu_hardware.py) on trained vectors."""
+    sys.path.insert(0, str(REPO / "tests" / "gpu"))
+    import test_gpu_hardware as hw
+
+    w = w / np.linalg.norm(w, axis=1, keepdims=True)
+    idx = corpus.vocab.index
+
+    def top(word: str) -> set[str]:
+        return {corpus.vocab.words[i] for i in np.argsort(-(w @ w[idx[word]]))[1:11]}
+
+    if algo == "par":
+        return {"king": len(top("king") & hw.ROYAL) >= 3, "france": len(top("france") & hw.PAR_COUNTRIES) >= 4,
+                "january": len(top("january") & hw.MONTHS) >= 6}
+    return {"king": bool(top("king") & {"queen", "prince", "emperor"}), "three": len(top("three") & hw.NUMBERS) >= 4,
+            "january": len(top("january") & hw.MONTHS) >= 6, "france": len(top("france") & hw.COUNTRIES) >= 4}
+
+
+def model_check(ns: argparse.Namespace, result: dict[str, Any]) -> list[str]:
+    """``--model-check``: the hardware related-words runs (demo corpus, the driver's defaults) on the GPU and in
+    the Hogwild model with the blocks this GPU holds for the kernel (:func:`resident_blocks`), and with
+    ``--model-check-sequential`` sequentially: loss per epoch, sentences in flight and the probes of each, side
+    by side."""
+    from parvec.config import TrainConfig
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.gpu.driver import GpuTrainer
+    from parvec.gpu.reference import hogwild_train, reference_train
+    from parvec.trainer import init_input_vectors
+
+    corpus = EncodedCorpus.from_file(DEMO_CORPUS, ReadOptions(min_count=5), cache_dir=Path(ns.work) / "cache")
+    parts = lambda epoch: [(corpus.tokens, corpus.offsets)]  # noqa: E731
+    rows = result.setdefault("model_check", [])
+    lines = ["", "Model against hardware (demo corpus, the related-words tests' settings; loss per epoch, "
+                 "sentences in flight, probes passed):", "",
+             "| algo | run | loss per epoch | in flight | probes | seconds |", "| --- | --- | --- | --- | --- | --- |"]
+    for algo in sorted(ns.algos, key=lambda a: a != "par"):  # PAR first: its hardware test is the one that failed
+        cfg = TrainConfig(device="cuda", algo=algo, progress=False, **MODEL_CHECK[algo])
+        trainer = GpuTrainer(cfg, corpus.vocab.counts)
+        trainer.warm_up()
+        stats = trainer.train(corpus)
+        rep = trainer.report()["gpu"]
+        resident = resident_blocks(rep, result["device"].get("sms"))
+        runs = [("GPU", trainer.w_in, stats.loss_per_epoch, None, stats.seconds)]
+        n = len(corpus.vocab)
+        if resident:
+            w_in, w_out = init_input_vectors(n, cfg.dim, cfg.seed), np.zeros((n, cfg.dim), np.float32)
+            t0 = time.perf_counter()
+            st = hogwild_train(cfg, corpus.vocab.counts, w_in, w_out, parts, corpus.n_tokens, resident,
+                               words_per_launch=trainer.words_per_launch)
+            runs.append((f"model, {resident} blocks", w_in, st.losses, st.mean_in_flight, time.perf_counter() - t0))
+        if ns.model_check_sequential:
+            w_in, w_out = init_input_vectors(n, cfg.dim, cfg.seed), np.zeros((n, cfg.dim), np.float32)
+            t0 = time.perf_counter()
+            losses = reference_train(cfg, corpus.vocab.counts, w_in, w_out, parts, corpus.n_tokens,
+                                     words_per_launch=trainer.words_per_launch)
+            runs.append(("sequential", w_in, losses, None, time.perf_counter() - t0))
+        for name, w, loss, flight, sec in runs:
+            probes = related_words_probes(w, corpus, algo)
+            rows.append({"algo": algo, "run": name, "losses": loss, "in_flight": flight, "probes": probes,
+                         "seconds": sec, "report": rep if name == "GPU" else None})
+            fl = "-" if flight is None else " ".join(f"{x:.0f}" for x in flight)
+            lines.append(f"| {algo} | {name} | {' '.join(f'{x:.3f}' for x in loss)} | {fl} | "
+                         f"{sum(probes.values())}/{len(probes)} | {sec:.1f} |")
+            print(f"model check {algo} {name}: loss {loss} probes {probes}", file=sys.stderr, flush=True)
+            if ns.out:  # as they come: a stage cut off at its time limit keeps what it measured
+                ns.out.parent.mkdir(parents=True, exist_ok=True)
+                ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return lines
+
+
 def run_gpu(ns: argparse.Namespace) -> int:
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.errors import ParvecError
@@ -473,6 +728,14 @@ def run_gpu(ns: argparse.Namespace) -> int:
         result["hardware_tests"] = {"rc": proc.returncode, "summary": proc.stdout.strip().splitlines()[-1:]}
         print(f"hardware equivalence tests: rc {proc.returncode}: {result['hardware_tests']['summary']}",
               file=sys.stderr, flush=True)
+    if ns.model_check:
+        table = "\n".join(model_check(ns, result))
+        result["table"] = table
+        print(table)
+        if ns.out:
+            ns.out.parent.mkdir(parents=True, exist_ok=True)
+            ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+        return 0
     corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
     if ns.words_per_launch:
         return launch_sweep(ns, corpus, result, bw)
@@ -490,7 +753,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
                 from parvec.gpu.blocks import threads_for
                 from parvec.gpu.driver import model_bytes_per_word
 
-                for threads in ns.threads_per_block or [threads_for(dim)]:
+                for threads in ns.threads_per_block or [threads_for(dim, algo)]:
                     for reduction in ns.reductions:
                         if reduction == "shuffle" and threads % 32:
                             continue
@@ -544,9 +807,9 @@ def run_gpu(ns: argparse.Namespace) -> int:
                                                               "error": str(exc)})
                     continue
                 quality.setdefault(f"{algo} d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
-            if not ns.no_cpu:
-                trainer, _ = train_cpu(corpus, dim, ns, ns.quality_epochs, seed)
-                quality.setdefault(f"hogbatch-cpu d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
+            for cpu_algo in [] if ns.no_cpu else ns.cpu_quality:
+                trainer, _ = train_cpu(corpus, dim, ns, ns.quality_epochs, seed, cpu_algo)
+                quality.setdefault(f"{cpu_algo}-cpu d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
             for system, by_seed in quality.items():
                 if seed in by_seed:
                     print(f"quality seed {seed} {system}: {fmt_scores(bw, by_seed[seed])}", file=sys.stderr,
@@ -576,9 +839,19 @@ def run_gpu(ns: argparse.Namespace) -> int:
                         for i in range(3)]
                 lines.append(f"- {system} − hogbatch-cpu d{dim} (means): WS-353 {gaps[0]:+.3f}, SimLex-999 "
                              f"{gaps[1]:+.3f}, analogy {gaps[2]:+.1f} points")
+            # the bars: full-w2v within 0.01 / 0.01 / 1 point of CPU hogbatch; par within 0.02 / 0.02 / 2 of CPU par
+            for gpu, cpu, bars in ((f"full-w2v d{dim}", f"hogbatch-cpu d{dim}", (0.01, 0.01, 1.0)),
+                                   (f"par d{dim}", f"par-cpu d{dim}", (0.02, 0.02, 2.0))):
+                if gpu in full and cpu in full:
+                    gaps = [statistics.mean(bw._scores(full[gpu][s])[i] - bw._scores(full[cpu][s])[i]
+                                            for s in ns.seeds) for i in range(3)]
+                    met = all(g >= -b for g, b in zip(gaps, bars, strict=True))
+                    lines.append(f"- bar: {gpu} within {bars[0]} / {bars[1]} / {bars[2]:.0f} of {cpu} (means): "
+                                 f"{'met' if met else 'NOT met'} ({gaps[0]:+.3f} / {gaps[1]:+.3f} / {gaps[2]:+.1f})")
     for system, by_seed in quality.items():
         if len(by_seed) < len(ns.seeds):
             lines.append(f"- {system} (seed {next(iter(by_seed))}): {fmt_scores(bw, next(iter(by_seed.values())))}")
+    lines += speed_floor_lines(rows, ns.corpus.name, ns.floor)
     table = "\n".join(lines)
     result["table"] = table
     print(table)
@@ -586,6 +859,24 @@ def run_gpu(ns: argparse.Namespace) -> int:
         ns.out.parent.mkdir(parents=True, exist_ok=True)
         ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return 0
+
+
+def speed_floor_lines(rows: list[dict[str, Any]], corpus: str, floor: float, goal: float = 200e6) -> list[str]:
+    """The words/s floor, judged here and not in a test (no timed asserts): full-w2v's fastest run at d 128 on
+    ``corpus`` against ``floor`` (and the ``goal``).
+
+    Example:
+        >>> speed_floor_lines([{"dim": 128, "corpus": "c", "algo": "full-w2v", "system": "full-w2v t64 shuffle",
+        ...                     "words_per_sec": 1.6e8}], "c", 150e6)
+        ['- floor: full-w2v at d 128, 160.0M words/s (full-w2v t64 shuffle) >= 150M: met (goal 200M: not met)']
+    """
+    best = max((r for r in rows if r.get("algo") == "full-w2v" and r["dim"] == 128 and r["corpus"] == corpus),
+               key=lambda r: r["words_per_sec"], default=None)
+    if best is None:
+        return []
+    wps = best["words_per_sec"]
+    return [f"- floor: full-w2v at d 128, {wps / 1e6:.1f}M words/s ({best['system']}) >= {floor / 1e6:.0f}M: "
+            f"{'met' if wps >= floor else 'NOT met'} (goal {goal / 1e6:.0f}M: {'met' if wps >= goal else 'not met'})"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -610,7 +901,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--words-per-launch", nargs="+", type=int, default=None,
                     help="run only the launch-size sweep: speed and quality per words per launch (see launch_sweep)")
     ap.add_argument("--no-tests", action="store_true", help="skip the hardware equivalence tests")
-    ap.add_argument("--no-cpu", action="store_true", help="skip CPU hogbatch")
+    ap.add_argument("--no-cpu", action="store_true", help="skip the CPU runs")
+    ap.add_argument("--cpu-quality", nargs="+", default=["hogbatch"], choices=("hogbatch", "par", "classic"),
+                    help="CPU algorithms whose quality runs beside the GPU's (par: PAR's bar is CPU par's)")
+    ap.add_argument("--floor", type=float, default=150e6,
+                    help="the words/s floor full-w2v must reach at d 128 (the summary says met or not)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch SGNS")
     ap.add_argument("--no-quality", action="store_true", help="speed only: skip the quality runs")
     ap.add_argument("--no-loss", action="store_true",
@@ -619,12 +914,31 @@ def main(argv: list[str] | None = None) -> int:
                     help="compile the kernels for sm_90 (NVVM + ptxas, no GPU needed) and report their resources")
     ap.add_argument("--only", nargs="+", default=None, metavar="ALGO:REDUCTION",
                     help="--ptx: compile only these (e.g. full-w2v:shuffle par:tree)")
+    ap.add_argument("--model-check", action="store_true",
+                    help="only the model against the hardware: the related-words runs on the GPU, in the Hogwild model "
+                         "with this GPU's resident blocks, and sequentially (the demo corpus)")
+    ap.add_argument("--model-check-sequential", action="store_true",
+                    help="--model-check: the sequential reference too (deterministic: it needs no GPU)")
+    ap.add_argument("--reference", action="store_true",
+                    help="no GPU: quality over --seeds of the kernels' orders on the CPU (sequential, and the Hogwild "
+                         "model with SYSTEM@RESIDENT_BLOCKS) beside CPU classic and hogbatch (--reference-systems)")
+    ap.add_argument("--reference-systems", nargs="+", default=["full-w2v", "par", "classic", "hogbatch"],
+                    metavar="SYSTEM", help=f"--reference: of {', '.join(REFERENCE_SYSTEMS)}; the GPU ones @N: the "
+                                           "Hogwild model with N resident blocks (e.g. full-w2v@1320)")
+    ap.add_argument("--reference-words", type=int, default=0,
+                    help="--reference: train on the corpus's first sentences of at most this many tokens (0: all)")
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench-gpu")
     ap.add_argument("--out", type=Path, help="write all results as JSON here")
     ns = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))
     if ns.ptx:
         return run_ptx(ns)
+    if ns.reference:
+        try:
+            [parse_reference_system(x) for x in ns.reference_systems]
+        except ValueError as exc:
+            ap.error(str(exc))
+        return run_reference(ns)
     if len(ns.seeds) < 3:
         print("note: quality is judged on the mean over >= 3 seeds (--seeds)", file=sys.stderr)
     return run_gpu(ns)

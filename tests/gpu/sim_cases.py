@@ -44,6 +44,14 @@ class Case:
     given_negatives: bool = True  # test mode: negatives from an array (else drawn on the device)
     disjoint: bool = False  # sentences (and their negatives) use disjoint words: blocks are independent
     duplicates: bool = False  # repeated words in the window, negatives equal to the center and to each other
+    window: int = WINDOW
+    negative: int = NEGATIVE
+    par_batch: int = PAR_BATCH
+    vocab: int = VOCAB
+    scale: float = 0.3  # the initial vectors' standard deviation
+    alpha: float = 0.1  # the launch's rate at its first word (half of it at its end)
+    uniform: bool = False  # a vocabulary larger than VOCAB: equal counts (no hot rows) instead of Zipf's
+    reduction: str = "tree"  # the simulator's run (tests/gpu/sim_shuffle.py gives it shuffles); the GPU runs both
 
     @property
     def independent(self) -> bool:
@@ -64,11 +72,34 @@ def _cases() -> list[Case]:
         cases.append(Case(f"{algo}-d33-drawn", algo, 33, (12, 30), sample=0.05, given_negatives=False))
         cases.append(Case(f"{algo}-d8-duplicates", algo, 8, (17,), duplicates=True))
         cases.append(Case(f"{algo}-d33-t32", algo, 33, (15,), threads=32))
+        # the shuffle reduction (the default on a GPU): one warp, and two warps added across a barrier
+        cases.append(Case(f"{algo}-d33-t32-shuffle", algo, 33, (15,), threads=32, reduction="shuffle"))
+        cases.append(Case(f"{algo}-d33-t64-shuffle", algo, 33, (9, 7), threads=64, reduction="shuffle",
+                          disjoint=True))
+        if algo == "full-w2v":  # negatives equal to the center: a lane whose output is skipped shares a zero
+            cases.append(Case(f"{algo}-d8-duplicates-shuffle", algo, 8, (17,), threads=32, reduction="shuffle",
+                              duplicates=True))
+        # word2vec's window and negatives, PAR's minibatch of 24 with up to 45 shared negatives (more than the
+        # block's threads), drawn on the device
+        cases.append(Case(f"{algo}-d33-w5n5", algo, 33, (70,), sample=0.05, given_negatives=False, window=5,
+                          negative=5, par_batch=24, vocab=200))
     return cases
 
 
 CASES = _cases()
 CASE_NAMES = [c.name for c in CASES]
+
+
+def _production_cases() -> list[Case]:
+    """Hardware only (too slow for the simulator): the defaults' sizes -- window 5, negative 5, PAR's minibatch
+    24 (up to 45 shared negatives), two 1,000-token sentences, d 100, 128 and 300, a 2,000-word vocabulary,
+    word2vec-like magnitudes -- with negatives and subsampling drawn on the device."""
+    return [Case(f"{algo}-d{dim}-production", algo, dim, (1000, 1000), threads=0, sample=1e-3,
+                 given_negatives=False, window=5, negative=5, par_batch=24, vocab=2000, scale=0.05, alpha=0.025)
+            for algo in ("full-w2v", "par") for dim in (100, 128, 300)]
+
+
+PRODUCTION_CASES = _production_cases()
 
 
 def case_inputs(case: Case) -> dict:
@@ -83,7 +114,8 @@ def case_inputs(case: Case) -> dict:
     n_sent = len(case.lengths)
     offsets = np.concatenate([[0], np.cumsum(case.lengths)]).astype(np.int64)
     tokens = np.empty(offsets[-1], dtype=np.int32)
-    part = VOCAB // n_sent if case.disjoint else VOCAB
+    vocab = case.vocab
+    part = vocab // n_sent if case.disjoint else vocab
     ranges = []
     for s in range(n_sent):
         lo = s * part if case.disjoint else 0
@@ -91,10 +123,15 @@ def case_inputs(case: Case) -> dict:
         tokens[offsets[s]:offsets[s + 1]] = rng.integers(lo, lo + part, case.lengths[s])
     if case.duplicates:
         tokens[:] = rng.choice([3, 5, 7, 11], size=len(tokens))
-    counts = rng.integers(1, 200, VOCAB).astype(np.int64)
-    config = TrainConfig(device="cuda", algo=case.algo, dim=case.dim, window=WINDOW, negative=NEGATIVE,
-                         par_batch=PAR_BATCH, sample=case.sample, progress=False)
-    width = max(par_h_max(config), 1) if case.algo == "par" else NEGATIVE
+    if vocab > VOCAB:  # Zipf-like counts, most frequent first: the hot rows of real text (or all alike)
+        counts = np.full(vocab, 1000, np.int64) if case.uniform else (1_000_000 / np.arange(1, vocab + 1)).astype(
+            np.int64) + 1
+        tokens[:] = rng.choice(vocab, size=len(tokens), p=counts / counts.sum())
+    else:
+        counts = rng.integers(1, 200, vocab).astype(np.int64)
+    config = TrainConfig(device="cuda", algo=case.algo, dim=case.dim, window=case.window, negative=case.negative,
+                         par_batch=case.par_batch, sample=case.sample, progress=False)
+    width = max(par_h_max(config), 1) if case.algo == "par" else case.negative
     negs = np.zeros((len(tokens), width), dtype=np.int32)
     for s in range(n_sent):
         lo, hi = ranges[s]
@@ -107,11 +144,11 @@ def case_inputs(case: Case) -> dict:
     prob, alias = alias_table(noise_distribution(counts))
     return {
         "config": config, "tokens": tokens, "offsets": offsets,
-        "w_in": (rng.standard_normal((VOCAB, case.dim)) * 0.3).astype(np.float32),
-        "w_out": (rng.standard_normal((VOCAB, case.dim)) * 0.3).astype(np.float32),
+        "w_in": (rng.standard_normal((vocab, case.dim)) * case.scale).astype(np.float32),
+        "w_out": (rng.standard_normal((vocab, case.dim)) * case.scale).astype(np.float32),
         "keep": keep_probabilities(counts, case.sample), "prob": prob, "alias": alias,
         "negs": negs if case.given_negatives else np.zeros((0, width), dtype=np.int32),
-        "launch": Launch(0, 0, n_sent, 7, int(offsets[-1]), 0.1, 0.05, epoch_key(3, 0)),
+        "launch": Launch(0, 0, n_sent, 7, int(offsets[-1]), case.alpha, case.alpha / 2, epoch_key(3, 0)),
     }
 
 
@@ -146,16 +183,20 @@ def run_reference(case: Case, per_sentence: bool = False) -> dict:
             "w_in0": x["w_in"], "w_out0": x["w_out"]}
 
 
-def run_kernel(case: Case, per_sentence: bool = False, reduction: str = "tree", threads: int | None = None) -> dict:
-    """The case trained by the kernel (simulator or GPU, whichever numba.cuda is)."""
+def run_kernel(case: Case, per_sentence: bool = False, reduction: str | None = None, threads: int | None = None,
+               inputs: dict | None = None) -> dict:
+    """The case trained by the kernel (simulator or GPU, whichever numba.cuda is); ``inputs``: other inputs than
+    :func:`case_inputs`'s."""
     from numba import cuda
 
     from parvec.gpu import full_w2v, par_gpu
+    from parvec.gpu.blocks import threads_for
     from parvec.gpu.reference import par_batch_size, par_h_max
 
-    x = case_inputs(case)
+    x = case_inputs(case) if inputs is None else inputs
     cfg = x["config"]
-    threads = threads or case.threads
+    reduction = reduction or case.reduction
+    threads = threads or case.threads or threads_for(cfg.dim, case.algo)
     if case.algo == "par":
         h_max = max(par_h_max(cfg), 1)
         kernel = par_gpu.make_kernel(threads, cfg.dim, cfg.window, cfg.negative, par_batch_size(cfg), h_max, reduction)
@@ -336,6 +377,9 @@ def _e2e(out: Path) -> dict:
 
 def main(out: Path) -> int:
     """Run every case and the end-to-end checks; write their results under ``out``."""
+    from sim_shuffle import emulate_warp_shuffles  # this folder: the script's own
+
+    emulate_warp_shuffles()
     sys.setswitchinterval(5e-5)  # the simulator's barriers poll 32 Python threads; the default 5 ms is 10x slower
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, object] = {"cases": {}, "errors": {}}

@@ -251,9 +251,11 @@ def test_shared_memory_limits_are_clear_errors():
     full_w2v.check_shared(256, 300, 5, 5)  # fits: 2 x 11 x 300 floats of ring
     with pytest.raises(ParvecError, match=r"window 10 at dim 300 needs .* lower --window or --dim"):
         full_w2v.check_shared(128, 300, 10, 5)
-    par_gpu.check_shared(256, 300, 8, 24, 75)
+    par_gpu.check_shared(256, 300, 5, 24, 45)  # fits: the ring (2 x 11 x 300 floats) beside the repulsion's chunks
     with pytest.raises(ParvecError, match="lower --par-batch, --negative or --window"):
         par_gpu.check_shared(128, 128, 10, 24, 475)  # negative 25, window 10
+    with pytest.raises(ParvecError, match=r"window 8, dim 300.*lower --par-batch, --negative or --window"):
+        par_gpu.check_shared(256, 300, 8, 24, 75)  # both buffers live at once (the interleaved order)
     from parvec.gpu.reference import par_batch_size
 
     with pytest.raises(ParvecError, match="par_batch must be >= 1"):
@@ -294,6 +296,43 @@ def test_bench_repeats_the_corpus_and_reports_ratios(bench):
                                               "limited_by": "registers"}
     assert bench.barriers_per_word("full-w2v", 5, 64, "tree") == 42
     assert bench.kept_fraction(np.array([1000, 1]), 1e-3) < 1
+
+
+def test_bench_reference_systems_floor_and_residency(bench):
+    assert bench.parse_reference_system("full-w2v@1320") == ("full-w2v", 1320)
+    assert bench.parse_reference_system("par-phased") == ("par-phased", None)
+    for bad in ("hogbatch@8", "par@0", "sgd", "par@x"):
+        with pytest.raises(ValueError, match="reference system"):
+            bench.parse_reference_system(bad)
+    from parvec.corpus import EncodedCorpus
+
+    c = EncodedCorpus.from_arrays(np.arange(10, dtype=np.int32), np.array([0, 4, 7, 10]))
+    assert bench.head_corpus(c, 8).offsets.tolist() == [0, 4, 7] and bench.head_corpus(c, 0) is c
+    assert bench.head_corpus(c, 3).offsets.tolist() == [0, 3]  # shorter than the first sentence: its head
+    rows = [{"dim": 128, "corpus": "c", "algo": "full-w2v", "system": "a", "words_per_sec": 1.2e8},
+            {"dim": 128, "corpus": "c", "algo": "full-w2v", "system": "b", "words_per_sec": 1.4e8},
+            {"dim": 100, "corpus": "c", "algo": "full-w2v", "system": "c", "words_per_sec": 9e8}]
+    assert bench.speed_floor_lines(rows, "c", 150e6) == [
+        "- floor: full-w2v at d 128, 140.0M words/s (b) >= 150M: NOT met (goal 200M: not met)"]
+    assert bench.speed_floor_lines(rows, "other", 150e6) == []
+    report = {"registers_per_thread": {"x": 96}, "shared_bytes_per_block": 18592, "threads_per_block": 64}
+    assert bench.resident_blocks(report, 132) == 1320 and bench.resident_blocks(report, None) is None
+
+
+def test_launch_bounds_and_default_blocks():
+    from parvec.gpu.blocks import default_reduction, min_blocks_per_sm, threads_for
+    from parvec.gpu.full_w2v import shared_bytes as fw_bytes
+    from parvec.gpu.par_gpu import shared_bytes as par_bytes
+
+    assert [threads_for(d) for d in (50, 100, 128, 300)] == [32, 64, 64, 256]
+    assert [threads_for(d, "par") for d in (50, 100, 128, 300)] == [64, 128, 128, 256]
+    # at most the blocks per SM the kernels had before (10 of 64 threads at d 128), and what shared memory allows
+    assert min_blocks_per_sm(64, fw_bytes(64, 128, 5, 5)) == 10
+    assert min_blocks_per_sm(64, par_bytes(64, 128, 5, 24, 45)) == 7  # the ring beside the repulsion's chunks
+    assert min_blocks_per_sm(256, fw_bytes(256, 300, 5, 5)) == 2
+    # the shuffle by default on a GPU (faster on the H200), the tree under the simulator or for a partial warp
+    assert [default_reduction(t, sim) for t, sim in ((64, False), (32, False), (64, True), (16, False))] == [
+        "shuffle", "shuffle", "tree", "tree"]
 
 
 def test_bench_without_gpu_says_so():

@@ -8,7 +8,8 @@ is paid once; tests/gpu/conftest.py starts it) and these tests check what it wro
   per-sentence loss and positive pairs: V = 40, d in {8, 33}, window 2, negative 2; one-word sentences,
   sentences shorter than the window, longer than the ring / the block's 8 threads / PAR's minibatch /
   one 32-dimension chunk; several sentences in one launch; negatives drawn on the device with
-  subsampling; repeated words and negatives; 32 threads per block;
+  subsampling; repeated words and negatives; 32 threads per block; the shuffle reduction with one and two
+  warps (tests/gpu/sim_shuffle.py gives the simulator warp shuffles); window 5 and negative 5;
 - ``Word2Vec(sentences=..., device="cuda")`` (full-w2v, the default there, and par) gives finite vectors
   equal to the reference driver's; the driver's resident and streamed corpus paths agree with each other
   and with the reference over several launches and epochs; a run resumed after epoch 1 ends where the

@@ -11,8 +11,12 @@ small factories, so shared arrays have constant shapes and the per-thread arrays
 values) have constant sizes and loops the compiler can unroll into registers.
 
 Reductions: :func:`make_reduce` builds either a shared-memory tree (log2 T barriers; runs under numba's
-CUDA simulator) or a warp-shuffle butterfly with one barrier across warps (hardware only: the simulator
-has no shuffles).  Which is faster is for a GPU to tell (``benchmarks/bench_gpu.py`` runs both).
+CUDA simulator) or a warp-shuffle butterfly with one barrier across warps (the driver's default on a GPU,
+faster on an H200: docs/gpu.md; numba's simulator has no shuffles, the tests give it one:
+tests/gpu/sim_shuffle.py).
+
+Kernels are compiled by :func:`kernel_jit`: fast math and launch bounds (:func:`min_blocks_per_sm`) that keep
+the blocks per SM -- the sentences in flight -- at most what they were.
 
 Example:
     >>> window_pass = make_window_pass(64, 2, 128, 5, 6, "tree")  # doctest: +SKIP
@@ -21,17 +25,19 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 
-from numba import cuda, float32, int32, int64
+import numpy as np
+from numba import cuda, float32, float64, int32, int64
 
 from parvec.gpu.rng import keeps_token, negative_pick, window_shrink
-from parvec.gpu.sgns import pair_error, pair_loss
+from parvec.kernels.classic import MAX_EXP
 
 REDUCTIONS = ("tree", "shuffle")
 SHARED_LIMIT = 48 * 1024  # bytes of static shared memory one block may use
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, fastmath=True)
 def draw_negative(key, sentence, position, k, prob, alias):
     """:func:`parvec.gpu.rng.negative_sample` for kernels: the same draw, with the table lookups in device
     code (numba's simulator cannot pass its device arrays to a CPU-compiled function)."""
@@ -41,7 +47,7 @@ def draw_negative(key, sentence, position, k, prob, alias):
     return int64(alias[j])
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, fastmath=True)
 def subsample_block(tokens, start, raw, keep, key, sentence, sent, cnt):
     """Copy the kept tokens of ``tokens[start:start + raw]`` into the shared ``sent``; returns how many.
 
@@ -93,7 +99,7 @@ def make_reduce(n_threads: int, n_values: int, kind: str):
     K = n_values
     if kind == "tree":
 
-        @cuda.jit(device=True)
+        @cuda.jit(device=True, fastmath=True)
         def reduce_tree(part, red, parity):
             t = cuda.threadIdx.x
             for k in range(K):
@@ -117,7 +123,7 @@ def make_reduce(n_threads: int, n_values: int, kind: str):
     WARPS = T // 32
     FULL = 0xFFFFFFFF
 
-    @cuda.jit(device=True)
+    @cuda.jit(device=True, fastmath=True)
     def reduce_shuffle(part, red, parity):
         t = cuda.threadIdx.x
         for k in range(K):
@@ -142,16 +148,37 @@ def make_reduce(n_threads: int, n_values: int, kind: str):
     return reduce_shuffle
 
 
+@cuda.jit(device=True, fastmath=True)
+def _no_repel(w_in, w_out, sent, n, i, m, key, sentence, alpha, prob, alias, negs, neg_row, with_loss, rbuf, nid,
+              h_factor, lag):
+    """FULL-W2V's (empty) step after each center: PAR's kernel repels its minibatches there."""
+    return m, 0.0
+
+
 @functools.cache
-def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_out: int, reduction: str):
+def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_out: int, reduction: str,
+                     repel=None, window_order: bool = False):
     """The FULL-W2V pass over one subsampled sentence (``n_out - 1`` negatives per center; ``n_out = 1`` is
     PAR's attraction), in the order :func:`parvec.gpu.reference.full_w2v_sentence` documents.
 
-    ``window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, neg_row, with_loss, buf,
-    red) -> (pairs, loss)``; ``buf`` is shared float32 holding the ring (``2 window + 1`` rows) and the
-    rows' values when they entered it (for the change written back); ``negs`` (rows > 0: test mode) gives
-    the negatives.  The outputs' rows live in per-thread arrays (registers), each read once per center
-    and added back once.  ``loss`` is thread 0's (the others return 0).
+    ``window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, neg_row, with_loss, buf, red,
+    rbuf, nid, h_factor, lag) -> (pairs, loss)``; ``buf`` is shared float32 holding the ring (``2 window + 1``
+    rows) and the rows' values when they entered it (for the change written back); ``negs`` (rows > 0: test
+    mode) gives the negatives.  The outputs' rows live in per-thread arrays (registers), each read once per
+    center and added back once.  ``window_order`` (FULL-W2V): HogBatch's update -- every (context, output)
+    gradient from the values before the center, into the shared ``rbuf`` (``2 window x n_out`` floats), then
+    both updates (:func:`parvec.gpu.reference.center_train_window`); otherwise context by context (PAR's
+    attraction).  ``repel`` (PAR) is called after every center with ``rbuf, nid, h_factor, lag`` and returns
+    (next minibatch, loss); without it ``nid``, ``h_factor`` and ``lag`` are unused.  ``loss`` is
+    this thread's share: thread ``k`` takes output ``k``'s terms (from the exponential the gradient already
+    has), so the logarithms of a context word run side by side, off the other threads' path.
+
+    Per center, the next center's negatives are drawn (hash and alias table) and, without ``repel``, the
+    input row entering the ring next is read into registers while this center trains; the row is stored
+    after this center's leaving row is added back (plus that row's change when it is the same word, so the
+    ring holds what a read after the write gives).  Each context's ring values are read from shared memory
+    once.  Index arithmetic is unsigned (no negative-index wraparound) and, when every thread owns ``P``
+    dimensions, free of bound checks.
 
     Example:
         >>> window_pass = make_window_pass(64, 2, 128, 5, 6, "tree")  # doctest: +SKIP
@@ -162,121 +189,344 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     W = window
     NO = n_out
     RING = 2 * W + 1
-    ORIG = RING * D
+    EXACT = D == P * T  # every thread owns P dimensions: no bound checks
+    ROUNDS = -(-NO // T)  # outputs whose loss one thread takes
+    PREFETCH = repel is None  # PAR's repulsion writes w_in between centers: its entering row is read in place
+    # with the shuffle reduction each lane computes one output's gradient and the warp shares them (one exponential
+    # and division per thread instead of n_out); with the tree every thread computes all of them
+    WINDOW = window_order
+    BROADCAST = reduction == "shuffle" and T % 32 == 0 and NO <= 32
+    FULL = 0xFFFFFFFF
     reduce = make_reduce(T, NO, reduction)
+    after_center = _no_repel if repel is None else repel
+    U = np.uint64
+    UD = U(D)
+    UT = U(T)
+    UORIG = U(RING * D)
+    URINGD = U(RING * D)
+    URING = U(RING)
+    UZERO = U(0)
+    ONE = float32(1.0)
+    ZERO = float32(0.0)
+    CLAMP = float32(20.0)
+    MAXEXP = float32(MAX_EXP)
 
-    @cuda.jit(device=True)
-    def load_row(w_in, row, slot, buf):
-        t = cuda.threadIdx.x
+    @cuda.jit(device=True, fastmath=True)
+    def load_row(w_in, row, base, buf):
+        t = U(cuda.threadIdx.x)
         for q in range(P):
-            d = t + q * T
-            if d < D:
+            d = t + U(q) * UT
+            if EXACT or d < UD:
                 v = w_in[row, d]
-                buf[slot * D + d] = v
-                buf[ORIG + slot * D + d] = v
+                buf[base + d] = v
+                buf[UORIG + base + d] = v
 
-    @cuda.jit(device=True)
-    def flush_row(w_in, row, slot, buf):
-        t = cuda.threadIdx.x
+    @cuda.jit(device=True, fastmath=True)
+    def flush_row(w_in, row, base, buf):
+        t = U(cuda.threadIdx.x)
         for q in range(P):
-            d = t + q * T
-            if d < D:
-                cuda.atomic.add(w_in, (row, d), buf[slot * D + d] - buf[ORIG + slot * D + d])
+            d = t + U(q) * UT
+            if EXACT or d < UD:
+                cuda.atomic.add(w_in, (row, d), buf[base + d] - buf[UORIG + base + d])
 
-    @cuda.jit(device=True)
-    def window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, neg_row, with_loss, buf, red):
-        t = cuda.threadIdx.x
+    @cuda.jit(device=True, fastmath=True)
+    def draw_outputs(negs, neg_row, i, key, sentence, prob, alias, nxt):
+        use_negs = negs.shape[0] > 0
+        for k in range(1, NO):
+            if use_negs:
+                nxt[k] = negs[neg_row + i, k - 1]
+            else:
+                nxt[k] = int32(draw_negative(key, sentence, i, k - 1, prob, alias))
+
+    @cuda.jit(device=True, fastmath=True)
+    def window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, neg_row, with_loss, buf, red,
+                    rbuf, nid, h_factor, lag):
+        ti = cuda.threadIdx.x
+        t = U(ti)
         cur = cuda.local.array((NO, P), float32)
         cur0 = cuda.local.array((NO, P), float32)
         part = cuda.local.array(NO, float32)
         grad = cuda.local.array(NO, float32)
-        outs = cuda.local.array(NO, int64)
+        outs = cuda.local.array(NO, int32)
+        nxt = cuda.local.array(NO, int32)
         valid = cuda.local.array(NO, int32)
-        use_negs = negs.shape[0] > 0
+        xs = cuda.local.array(P, float32)
+        pre = cuda.local.array(P, float32)
         pairs = 0
         loss = 0.0
         parity = 0
+        m = 0  # PAR: the next minibatch to repel
         for p in range(min(W + 1, n)):
-            load_row(w_in, sent[p], p % RING, buf)
+            load_row(w_in, U(sent[p]), U(p) * UD, buf)
+        draw_outputs(negs, neg_row, 0, key, sentence, prob, alias, nxt)
+        enter = U(W) * UD  # ring offset of the row entering at the next center (position i + 1 + W)
         for i in range(n):
-            if i > 0 and i + W < n:  # the position entering the window
-                load_row(w_in, sent[i + W], (i + W) % RING, buf)
-            b = window_shrink(key, sentence, i, W)
-            lo = max(0, i - W + b)
-            hi = min(n, i + W - b + 1)
-            center = int64(sent[i])
+            enter += UD
+            if enter == URINGD:
+                enter = UZERO
+            if not PREFETCH and i > 0 and i + W < n:  # the position entering the window, read now
+                load_row(w_in, U(sent[i + W]), U(i + W) % URING * UD, buf)
+            center = sent[i]
             outs[0] = center
             valid[0] = 1
             for k in range(1, NO):
-                if use_negs:
-                    o = int64(negs[neg_row + i, k - 1])
-                else:
-                    o = draw_negative(key, sentence, i, k - 1, prob, alias)
-                outs[k] = o
-                valid[k] = 1 if o != center else 0
+                outs[k] = nxt[k]
+                valid[k] = 1 if nxt[k] != center else 0
             for k in range(NO):
+                row = U(outs[k])
                 for q in range(P):
-                    d = t + q * T
-                    v = float32(0.0)
-                    if d < D:
-                        v = w_out[outs[k], d]
+                    d = t + U(q) * UT
+                    v = ZERO
+                    if EXACT or d < UD:
+                        v = w_out[row, d]
                     cur[k, q] = v
                     cur0[k, q] = v
-            for j in range(lo, hi):
-                if j == i:
-                    continue
-                slot = j % RING
-                for k in range(NO):
-                    acc = float32(0.0)
-                    for q in range(P):
-                        d = t + q * T
-                        if d < D:
-                            acc += buf[slot * D + d] * cur[k, q]
-                    part[k] = acc
-                reduce(part, red, parity)
-                parity = 1 - parity
-                for k in range(NO):
-                    grad[k] = float32(0.0)
-                    if valid[k] != 0:
-                        label = float32(1.0) if k == 0 else float32(0.0)
-                        grad[k] = pair_error(part[k], label) * alpha
-                        if with_loss and t == 0:
-                            loss += pair_loss(part[k], label)
+            # while this center trains: the next center's negatives, and the row entering at the next center
+            if i + 1 < n:
+                draw_outputs(negs, neg_row, i + 1, key, sentence, prob, alias, nxt)
+            if PREFETCH and i + 1 + W < n:
+                row = U(sent[i + 1 + W])
                 for q in range(P):
-                    d = t + q * T
-                    if d < D:
-                        x = buf[slot * D + d]
-                        acc = float32(0.0)
+                    d = t + U(q) * UT
+                    if EXACT or d < UD:
+                        pre[q] = w_in[row, d]
+            b = window_shrink(key, sentence, i, W)
+            lo = max(0, i - W + b)
+            hi = min(n, i + W - b + 1)
+            jb = U(lo) % URING * UD  # ring offset of context position j
+            closs = ZERO  # this center's loss terms taken by this thread
+            c = 0  # the context's index in the window
+            for j in range(lo, hi):
+                if j != i:
+                    for q in range(P):
+                        d = t + U(q) * UT
+                        x = ZERO
+                        if EXACT or d < UD:
+                            x = buf[jb + d]
+                        xs[q] = x
+                    for k in range(NO):
+                        acc = ZERO
+                        for q in range(P):
+                            acc += xs[q] * cur[k, q]
+                        part[k] = acc
+                    reduce(part, red, parity)
+                    parity = 1 - parity
+                    if WINDOW:  # thread k: output k's gradient (and loss term) into the shared rbuf; updates below
+                        for r in range(ROUNDS):
+                            kk = ti + r * T
+                            f = ZERO
+                            v = 0
+                            for k in range(NO):  # blended, not selected (a select chain becomes part[kk], on the stack)
+                                on = 1 if kk == k else 0
+                                f += part[k] * float32(on)
+                                v += valid[k] * on
+                            if kk < NO:
+                                fc = min(max(f, -CLAMP), CLAMP)
+                                e = float32(math.exp(-fc))
+                                label = ONE if kk == 0 else ZERO
+                                err = label - ONE / (ONE + e)
+                                if f > MAXEXP:
+                                    err = label - ONE
+                                if f < -MAXEXP:
+                                    err = label
+                                rbuf[c * NO + kk] = err * alpha if v != 0 else ZERO
+                                if with_loss and v != 0:
+                                    closs += float32(math.log(ONE + e)) + (fc if kk > 0 else ZERO)
+                    elif BROADCAST:  # lane k computes output k's gradient (and loss) and hands it to the warp
+                        lane = ti % 32
+                        f = ZERO
+                        v = 0
+                        for k in range(NO):  # blended, not selected: a select chain becomes part[lane], on the stack
+                            on = 1 if lane == k else 0
+                            f += part[k] * float32(on)
+                            v += valid[k] * on
+                        fc = min(max(f, -CLAMP), CLAMP)
+                        e = float32(math.exp(-fc))
+                        label = ONE if lane == 0 else ZERO
+                        err = label - ONE / (ONE + e)
+                        if f > MAXEXP:
+                            err = label - ONE
+                        if f < -MAXEXP:
+                            err = label
+                        own = err * alpha if v != 0 else ZERO
                         for k in range(NO):
-                            acc += grad[k] * cur[k, q]
-                            cur[k, q] += grad[k] * x
-                        buf[slot * D + d] = x + acc
-                pairs += 1
+                            grad[k] = cuda.shfl_sync(FULL, own, k)
+                        if with_loss and ti < NO and v != 0:  # warp 0's lanes take the loss terms
+                            closs += float32(math.log(ONE + e)) + (fc if ti > 0 else ZERO)
+                    else:
+                        for k in range(NO):
+                            f = part[k]
+                            e = float32(math.exp(-min(max(f, -CLAMP), CLAMP)))
+                            label = ONE if k == 0 else ZERO
+                            err = label - ONE / (ONE + e)
+                            if f > MAXEXP:
+                                err = label - ONE
+                            if f < -MAXEXP:
+                                err = label
+                            grad[k] = err * alpha if valid[k] != 0 else ZERO
+                        if with_loss:  # thread k: output k's term (the logarithms of all outputs side by side)
+                            for r in range(ROUNDS):
+                                f = ZERO
+                                v = 0
+                                for k in range(NO):
+                                    if ti == k - r * T:
+                                        f = part[k]
+                                        v = valid[k]
+                                if v != 0:
+                                    fc = min(max(f, -CLAMP), CLAMP)
+                                    e = float32(math.exp(-fc))
+                                    lin = fc if ti + r * T > 0 else ZERO
+                                    closs += float32(math.log(ONE + e)) + lin
+                    if not WINDOW:
+                        for q in range(P):
+                            d = t + U(q) * UT
+                            if EXACT or d < UD:
+                                x = xs[q]
+                                acc = ZERO
+                                for k in range(NO):
+                                    acc += grad[k] * cur[k, q]
+                                    cur[k, q] += grad[k] * x
+                                buf[jb + d] = x + acc
+                    pairs += 1
+                    c += 1
+                jb += UD
+                if jb == URINGD:
+                    jb = UZERO
+            if WINDOW and c > 0:  # HogBatch's update: every gradient from the values before the center
+                cuda.syncthreads()  # the gradients are in rbuf
+                jb = U(lo) % URING * UD
+                c = 0
+                for j in range(lo, hi):
+                    if j != i:
+                        for q in range(P):
+                            d = t + U(q) * UT
+                            if EXACT or d < UD:
+                                x = buf[jb + d]
+                                acc = ZERO
+                                for k in range(NO):
+                                    gk = rbuf[c * NO + k]
+                                    cur[k, q] += gk * x
+                                    acc += gk * cur0[k, q]
+                                buf[jb + d] = x + acc
+                        c += 1
+                    jb += UD
+                    if jb == URINGD:
+                        jb = UZERO
+            loss += float64(closs)
             for k in range(NO):
                 if valid[k] != 0:
+                    row = U(outs[k])
                     for q in range(P):
-                        d = t + q * T
-                        if d < D:
-                            cuda.atomic.add(w_out, (outs[k], d), cur[k, q] - cur0[k, q])
-            if i - W >= 0:  # the position leaving the window
-                flush_row(w_in, sent[i - W], (i - W) % RING, buf)
-        for p in range(max(0, n - W), n):
-            flush_row(w_in, sent[p], p % RING, buf)
+                        d = t + U(q) * UT
+                        if EXACT or d < UD:
+                            cuda.atomic.add(w_out, (row, d), cur[k, q] - cur0[k, q])
+            if i - W >= 0:  # the position leaving the window; its slot is the one entering next
+                flush_row(w_in, U(sent[i - W]), enter, buf)
+            if i == n - 1:  # the last center: every row left in the ring goes back
+                for p in range(max(0, n - W), n):
+                    flush_row(w_in, U(sent[p]), U(p) % URING * UD, buf)
+            if PREFETCH and i + 1 + W < n:
+                same = i - W >= 0 and sent[i - W] == sent[i + 1 + W]
+                for q in range(P):
+                    d = t + U(q) * UT
+                    if EXACT or d < UD:
+                        v = pre[q]
+                        if same:  # the row just added back: what a read after that add gives
+                            v = v + (buf[enter + d] - buf[UORIG + enter + d])
+                        buf[enter + d] = v
+                        buf[UORIG + enter + d] = v
+            m, rl = after_center(w_in, w_out, sent, n, i, m, key, sentence, alpha, prob, alias, negs, neg_row,
+                                 with_loss, rbuf, nid, h_factor, lag)
+            loss += rl
         return pairs, loss
 
     return window_pass
 
 
-def threads_for(dim: int) -> int:
-    """The default threads per block for a dimension: the power of two nearest ``dim / 2`` from above,
-    within [32, 256] (about two dimensions per thread).  A guess until a GPU measures it
-    (``benchmarks/bench_gpu.py --threads-per-block``).
+def default_reduction(n_threads: int, simulator: bool) -> str:
+    """The reduction a run uses unless told: ``shuffle`` on a GPU (1.2-1.4x the tree's words/s for full-w2v on an
+    H200: docs/gpu.md), ``tree`` under numba's simulator (no shuffles there) or for blocks that are not whole
+    warps.
+
+    Example:
+        >>> default_reduction(64, False), default_reduction(64, True), default_reduction(16, False)
+        ('shuffle', 'tree', 'tree')
+    """
+    return "tree" if simulator or n_threads % 32 else "shuffle"
+
+
+def threads_for(dim: int, algo: str = "full-w2v") -> int:
+    """The default threads per block for a dimension, within [32, 256].  FULL-W2V: the power of two nearest
+    ``dim / 2`` from above (about two dimensions per thread; on an H200 at d 128, 64 threads beat 32 and 128:
+    docs/gpu.md).  PAR: the power of two from ``dim`` (a thread per dimension; at d 128 on the H200, 128
+    threads ran PAR 1.5x faster than 64).
 
     Example:
         >>> threads_for(100), threads_for(128), threads_for(300), threads_for(8)
         (64, 64, 256, 32)
+        >>> threads_for(50, "par"), threads_for(100, "par"), threads_for(128, "par"), threads_for(300, "par")
+        (64, 128, 128, 256)
     """
     t = 32
+    if algo == "par":
+        while t < 256 and t < dim:
+            t *= 2
+        return t
     while t < 256 and 2 * t < dim:
         t *= 2
     return t
+
+
+# Blocks per SM the kernels are compiled for (launch bounds: ptxas keeps registers within what that many blocks
+# of T threads leave, 65,536 / (blocks x T)), by threads per block.  At most the residency the kernels had before
+# the loss moved to the lanes (FULL-W2V on sm_90: 14 blocks of 32 threads, 10 of 64, 7 of 128, 2-3 of 256), one
+# fewer where ptxas would spill at that bound (128 threads: 16-24 bytes at 7; 256: 8-28 bytes at 3).  Left alone,
+# ptxas spends up to 30 registers more on the same code and fits fewer blocks.  Never more than shared memory
+# allows (min_blocks_per_sm).
+RESIDENT_BLOCKS = {32: 14, 64: 10, 128: 6, 256: 2}
+SM_SHARED_BYTES = 228 * 1024  # an sm_90 SM's shared memory
+BLOCK_RESERVED_BYTES = 1024  # shared memory the runtime reserves per block
+
+
+def kernel_jit(n_threads: int, shared_bytes: int):
+    """``cuda.jit`` for a kernel of ``n_threads`` threads using ``shared_bytes`` of shared memory: fast math and
+    launch bounds of :func:`min_blocks_per_sm` blocks per SM (numba's simulator takes no launch bounds).
+
+    Example:
+        >>> jit = kernel_jit(64, 18592)  # doctest: +SKIP
+    """
+    from numba import config
+
+    if config.ENABLE_CUDASIM:
+        return cuda.jit(fastmath=True)
+    return cuda.jit(fastmath=True, launch_bounds=(n_threads, min_blocks_per_sm(n_threads, shared_bytes)))
+
+
+def residency_pad_bytes(n_threads: int, shared_bytes: int) -> int:
+    """Shared memory to add to a block of ``shared_bytes`` so that no more than :func:`min_blocks_per_sm` of them
+    fit on an SM: launch bounds set the fewest blocks, and a kernel that ptxas fits in fewer registers than the
+    bound would otherwise hold more -- more sentences in flight, which costs quality (docs/gpu.md).  0 when
+    shared memory already limits it, or when the pad would pass the 48 KB a block may use.
+
+    Example:
+        >>> residency_pad_bytes(64, 18832), residency_pad_bytes(64, 29364)
+        (1376, 0)
+    """
+    target = min_blocks_per_sm(n_threads, shared_bytes)
+    need = SM_SHARED_BYTES // (target + 1) - BLOCK_RESERVED_BYTES + 1  # one block more no longer fits
+    pad = -(-max(0, need - shared_bytes) // 16) * 16
+    return pad if shared_bytes + pad <= SHARED_LIMIT else 0
+
+
+def min_blocks_per_sm(n_threads: int, shared_bytes: int) -> int:
+    """The minimum blocks per SM a kernel is compiled for (its launch bounds): :data:`RESIDENT_BLOCKS` for the
+    block size, at most what shared memory holds.
+
+    Example:
+        >>> min_blocks_per_sm(64, 18592), min_blocks_per_sm(64, 29364), min_blocks_per_sm(128, 30132)
+        (10, 7, 6)
+        >>> min_blocks_per_sm(1024, 100)
+        1
+    """
+    by_smem = SM_SHARED_BYTES // (shared_bytes + BLOCK_RESERVED_BYTES)
+    return max(1, min(RESIDENT_BLOCKS.get(n_threads, 1), by_smem))

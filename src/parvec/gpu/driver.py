@@ -45,7 +45,7 @@ from parvec.config import TrainConfig
 from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.gpu import full_w2v, par_gpu
-from parvec.gpu.blocks import REDUCTIONS, threads_for
+from parvec.gpu.blocks import REDUCTIONS, default_reduction, threads_for
 from parvec.gpu.plan import (
     DEFAULT_WORDS_PER_LAUNCH,
     GPU_MAX_SENTENCE,
@@ -143,7 +143,8 @@ class GpuDriver(ModelTables, DriverBase):
     :class:`parvec.engine.Driver` whose unit is a kernel launch (module docstring).
 
     ``threads_per_block`` (a power of two; default :func:`parvec.gpu.blocks.threads_for`, or
-    ``$PARVEC_GPU_THREADS``), ``reduction`` ("tree" or "shuffle"; default tree, or ``$PARVEC_GPU_REDUCTION``),
+    ``$PARVEC_GPU_THREADS``), ``reduction`` ("tree" or "shuffle"; default shuffle on a GPU, tree under the
+    simulator or with blocks that are not whole warps, or ``$PARVEC_GPU_REDUCTION``),
     ``words_per_launch`` (at least 20,000 on a GPU; default :func:`parvec.gpu.plan.default_words_per_launch`
     of the epoch: 1/16 of it, at most ~1M for full-w2v and 100k for par; or ``$PARVEC_GPU_WORDS_PER_LAUNCH``) and
     ``resident`` (False streams every part) are tuning knobs for benchmarks and tests.
@@ -172,10 +173,10 @@ class GpuDriver(ModelTables, DriverBase):
             _SIMULATOR_NOTED[0] = True
             print(simulator_note(), file=sys.stderr, flush=True)
         threads = (threads_per_block or _env_int("PARVEC_GPU_THREADS")
-                   or (SIM_THREADS_PER_BLOCK if sim else threads_for(config.dim)))
+                   or (SIM_THREADS_PER_BLOCK if sim else threads_for(config.dim, str(config.algo))))
         if threads < 1 or threads > 1024 or threads & (threads - 1):
             raise ParvecError(f"threads per block must be a power of two in [1, 1024], got {threads}")
-        reduction = reduction or os.environ.get("PARVEC_GPU_REDUCTION") or "tree"
+        reduction = reduction or os.environ.get("PARVEC_GPU_REDUCTION") or default_reduction(threads, sim)
         if reduction not in REDUCTIONS:
             raise ParvecError(f"the GPU reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
         if reduction == "shuffle" and (threads % 32 or simulated()):

@@ -31,21 +31,38 @@ import functools
 from numba import cuda, float32, float64, int32
 
 from parvec.errors import ParvecError
-from parvec.gpu.blocks import SHARED_LIMIT, make_window_pass, subsample_block
+from parvec.gpu.blocks import SHARED_LIMIT, kernel_jit, make_window_pass, residency_pad_bytes, subsample_block
 from parvec.gpu.plan import GPU_MAX_SENTENCE
 
 
 def shared_bytes(n_threads: int, dim: int, window: int, negative: int) -> int:
     """Static shared memory of one FULL-W2V block: the ring and its entry values (2 x (2 window + 1) rows),
-    the reduction buffers, the sentence's tokens and the subsampling counts (ptxas reports exactly this, less
-    the unused reduction buffer of a one-warp block with the shuffle reduction).
+    the reduction buffers, the sentence's tokens (and :func:`token_pad`), the subsampling counts and a center's
+    gradients (ptxas reports exactly this, less the unused reduction buffer of a one-warp block with the shuffle
+    reduction).
 
     Example:
         >>> shared_bytes(64, 128, 5, 5)
-        18592
+        20208
     """
+    return _base_bytes(n_threads, dim, window, negative) + token_pad(n_threads, dim, window, negative) * 4
+
+
+def _base_bytes(n_threads: int, dim: int, window: int, negative: int) -> int:
     ring = 2 * (2 * window + 1) * dim
-    return 4 * (ring + 2 * (negative + 1) * n_threads + GPU_MAX_SENTENCE + n_threads)
+    gradients = 2 * window * (negative + 1)  # a center's (context, output) gradients (the window order)
+    return 4 * (ring + 2 * (negative + 1) * n_threads + GPU_MAX_SENTENCE + n_threads + gradients)
+
+
+def token_pad(n_threads: int, dim: int, window: int, negative: int) -> int:
+    """Extra int32 slots of the block's token buffer: :func:`parvec.gpu.blocks.residency_pad_bytes`, so the blocks
+    per SM stay what the launch bounds say.
+
+    Example:
+        >>> token_pad(64, 128, 5, 5)
+        344
+    """
+    return residency_pad_bytes(n_threads, _base_bytes(n_threads, dim, window, negative)) // 4
 
 
 def check_shared(n_threads: int, dim: int, window: int, negative: int) -> None:
@@ -83,9 +100,11 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
     NO = negative + 1
     BUF = 2 * (2 * window + 1) * dim
     MAXLEN = GPU_MAX_SENTENCE
-    window_pass = make_window_pass(T, P, dim, window, NO, reduction)
+    TOKENS = MAXLEN + token_pad(n_threads, dim, window, negative)
+    GW = 2 * window * NO
+    window_pass = make_window_pass(T, P, dim, window, NO, reduction, None, True)
 
-    @cuda.jit(fastmath=True)
+    @kernel_jit(T, shared_bytes(T, dim, window, negative))
     def full_w2v_kernel(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words, keep, prob,
                         alias, negs, neg_base, with_loss, out_loss, out_pairs):
         blk = cuda.blockIdx.x
@@ -96,14 +115,19 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
         frac = float64(offsets[s] - offsets[s_lo]) / float64(max(words, 1))
         alpha = float32(alpha0 + (alpha1 - alpha0) * frac)
         buf = cuda.shared.array(BUF, float32)
-        sent = cuda.shared.array(MAXLEN, int32)
+        sent = cuda.shared.array(TOKENS, int32)
         cnt = cuda.shared.array(T, int32)
         red = cuda.shared.array((2, NO, T), float32)
+        grads = cuda.shared.array(GW, float32)
         n = subsample_block(tokens, start, raw, keep, key, sentence, sent, cnt)
         pairs, loss = window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, start - neg_base,
-                                  with_loss, buf, red)
-        if cuda.threadIdx.x == 0:
+                                  with_loss, buf, red, grads, cnt, 0.0, 0)
+        t = cuda.threadIdx.x
+        if t == 0:
             out_loss[blk] = loss
             out_pairs[blk] = pairs
+        cuda.syncthreads()
+        if t != 0 and loss != 0.0:  # each thread's share of the loss (blocks.make_window_pass)
+            cuda.atomic.add(out_loss, blk, loss)
 
     return full_w2v_kernel

@@ -28,11 +28,19 @@ added to ``w_out``.  Output rows are added as changes, not overwritten, so two c
 drawn twice, a word twice in the window) both count and concurrent blocks lose nothing but races.
 
 **PAR order** (:func:`par_sentence`).  Attraction is the FULL-W2V pass with no negatives (each center's
-output row against its contexts, label 1: Moon et al.'s Algorithm 3 with the ring).  Then repulsion,
-Algorithm 4: for each minibatch of ``B`` consecutive words, ``C_rep`` by the rule of
-:func:`parvec.gpu.rng.par_c_rep`, ``H = round(h_factor * negative * C_rep)`` shared negatives, and the three
-products from the rows as they are before the minibatch: ``G = -sigmoid(M_out M_in^T) alpha``,
-``w_out[negs] += G M_in``, ``w_in[words] += G^T M_out``.
+output row against its contexts, label 1: Moon et al.'s Algorithm 3 with the ring).  Repulsion, Algorithm 4,
+for each minibatch of ``B`` consecutive words: ``C_rep`` by the rule of :func:`parvec.gpu.rng.par_c_rep`,
+``H = round(h_factor * negative * C_rep)`` shared negatives, and the three products from the rows as they are
+before the minibatch: ``G = -sigmoid(M_out M_in^T) alpha``, ``w_out[negs] += G M_in``, ``w_in[words] += G^T
+M_out``.  Minibatch ``m`` of sentence ``s`` is repelled right after the attraction of the center ``window + s %
+B`` positions past its last word (:func:`par_order`); ``par_phased`` keeps the kernel's old order, the whole
+sentence's attraction and then its repulsion.
+
+Each center (and each minibatch) is three steps: what it reads from the shared matrices
+(:func:`center_reads`, :func:`minibatch_reads`), what it computes on its private copies (:func:`center_train`,
+:func:`minibatch_train`) and what it adds back (:func:`center_writes`, :func:`minibatch_writes`).  The
+sequential references run them one after the other; :func:`hogwild_train`, the deterministic model of the
+GPU's Hogwild, runs many sentences' steps in lockstep, every step's reads before any step's writes.
 
 Example:
     >>> words, pairs, loss = train_launch_reference("full-w2v", w_in, w_out, tokens, cut, launch, keep, prob,
@@ -42,20 +50,29 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from parvec.config import TrainConfig
-from parvec.gpu.plan import DEFAULT_WORDS_PER_LAUNCH, GPU_MAX_SENTENCE, Launch, epoch_launches
-from parvec.gpu.rng import keeps_token, negative_sample, par_c_rep, window_shrink
-from parvec.gpu.sgns import pair_error, pair_loss
+from parvec.gpu.plan import (
+    DEFAULT_WORDS_PER_LAUNCH,
+    GPU_MAX_SENTENCE,
+    Launch,
+    default_words_per_launch,
+    epoch_launches,
+)
+from parvec.gpu.rng import epoch_key, keeps_token, negative_sample, par_c_rep, window_shrink
+from parvec.gpu.sgns import pair_error, pair_error_loss
 from parvec.kernels.par import shared_negatives
 from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
 
 _ONE = np.float32(1.0)
 _ZERO = np.float32(0.0)
+PAR_PHASED = -1  # PAR's old GPU order: every center's attraction, then every minibatch's repulsion (par_sentence)
 
 
 @njit(cache=True)
@@ -77,18 +94,205 @@ def subsample(tokens: np.ndarray, start: int, end: int, keep: np.ndarray, key: n
     return n
 
 
+@njit(inline="always")
+def _ring_load(w_in, row, ring, orig, slot):
+    for d in range(w_in.shape[1]):
+        ring[slot, d] = w_in[row, d]
+        orig[slot, d] = ring[slot, d]
+
+
+@njit(inline="always")
+def _ring_flush(w_in, row, ring, orig, slot):
+    for d in range(w_in.shape[1]):
+        w_in[row, d] += ring[slot, d] - orig[slot, d]
+
+
+@njit(cache=True, fastmath=True)
+def center_reads(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, i: int, key: np.uint64,
+                 sentence: int, window: int, negative: int, prob: np.ndarray, alias: np.ndarray, negs: np.ndarray,
+                 neg_row: int, ring: np.ndarray, orig: np.ndarray, cur: np.ndarray, cur0: np.ndarray,
+                 outs: np.ndarray, valid: np.ndarray) -> None:
+    """What center ``i`` of the FULL-W2V order reads from the shared matrices: the input row entering the ring
+    (the first ``window + 1`` at ``i = 0``) and the outputs' rows (center and negatives) into ``cur``/``cur0``.
+
+    Example:
+        >>> center_reads(w_in, w_out, sent, n, 0, key, 0, 5, 5, prob, alias, negs, 0, ring, orig, cur, cur0,
+        ...              outs, valid)  # doctest: +SKIP
+    """
+    ring_size = 2 * window + 1
+    if i == 0:
+        for p in range(min(window + 1, n)):
+            _ring_load(w_in, sent[p], ring, orig, p % ring_size)
+    elif i + window < n:  # the position entering the window
+        _ring_load(w_in, sent[i + window], ring, orig, (i + window) % ring_size)
+    center = sent[i]
+    outs[0] = center
+    valid[0] = True
+    for k in range(negative):
+        if negs.shape[0] > 0:
+            t = np.int64(negs[neg_row + i, k])
+        else:
+            t = negative_sample(key, sentence, i, k, prob, alias)
+        outs[k + 1] = t
+        valid[k + 1] = t != center
+    for k in range(negative + 1):
+        for d in range(w_out.shape[1]):
+            cur[k, d] = w_out[outs[k], d]
+            cur0[k, d] = cur[k, d]
+
+
+@njit(cache=True, fastmath=True)
+def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float32, window: int, negative: int,
+                 ring: np.ndarray, cur: np.ndarray, valid: np.ndarray, g: np.ndarray, acc: np.ndarray,
+                 with_loss: bool) -> tuple[int, float]:
+    """Center ``i``'s window on the block's private copies (the ring and the outputs' rows); returns
+    (pairs, loss).  The order is the module docstring's.
+
+    Example:
+        >>> center_train(n, 0, key, 0, np.float32(0.025), 5, 5, ring, cur, valid, g, acc, True)  # doctest: +SKIP
+    """
+    dim = ring.shape[1]
+    ring_size = 2 * window + 1
+    n_out = negative + 1
+    b = window_shrink(key, sentence, i, window)
+    lo = max(0, i - window + b)
+    hi = min(n, i + window - b + 1)
+    pairs = 0
+    loss = 0.0
+    for j in range(lo, hi):
+        if j == i:
+            continue
+        slot = j % ring_size
+        for k in range(n_out):
+            g[k] = _ZERO
+            if valid[k]:
+                f = _ZERO
+                for d in range(dim):
+                    f += ring[slot, d] * cur[k, d]
+                label = _ONE if k == 0 else _ZERO
+                if with_loss:
+                    err, lg, lin = pair_error_loss(f, label)
+                    loss += np.float64(lg) + np.float64(lin)
+                else:
+                    err = pair_error(f, label)
+                g[k] = err * alpha
+        # ring[j] += sum_k g_k out_k and out_k += g_k ring[j], both from the values before this step
+        # (the kernel's per-dimension order: the sum over k in k order; loops split so they vectorise).
+        for d in range(dim):
+            acc[d] = _ZERO
+        for k in range(n_out):
+            gk = g[k]
+            for d in range(dim):
+                acc[d] += gk * cur[k, d]
+        for k in range(n_out):
+            gk = g[k]
+            for d in range(dim):
+                cur[k, d] += gk * ring[slot, d]
+        for d in range(dim):
+            ring[slot, d] += acc[d]
+        pairs += 1
+    return pairs, loss
+
+
+@njit(cache=True, fastmath=True)
+def center_train_window(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float32, window: int,
+                        negative: int, ring: np.ndarray, cur: np.ndarray, cur0: np.ndarray, valid: np.ndarray,
+                        gw: np.ndarray, acc: np.ndarray, with_loss: bool) -> tuple[int, float]:
+    """Center ``i``'s window in HogBatch's order (FULL-W2V's order since it closed the quality gap; the module
+    docstring): every (context, output) gradient from the values before the center, then both updates.
+    ``cur0`` holds the outputs' rows before the center (:func:`center_reads` fills it), ``gw`` at least
+    ``2 window x (negative + 1)`` floats.  Returns (pairs, loss).
+
+    Example:
+        >>> center_train_window(n, 0, key, 0, np.float32(0.025), 5, 5, ring, cur, cur0, valid, gw, acc,
+        ...                     True)  # doctest: +SKIP
+    """
+    dim = ring.shape[1]
+    ring_size = 2 * window + 1
+    n_out = negative + 1
+    b = window_shrink(key, sentence, i, window)
+    lo = max(0, i - window + b)
+    hi = min(n, i + window - b + 1)
+    pairs = 0
+    loss = 0.0
+    for j in range(lo, hi):
+        if j == i:
+            continue
+        slot = j % ring_size
+        for k in range(n_out):
+            gw[pairs, k] = _ZERO
+            if valid[k]:
+                f = _ZERO
+                for d in range(dim):
+                    f += ring[slot, d] * cur[k, d]
+                label = _ONE if k == 0 else _ZERO
+                if with_loss:
+                    err, lg, lin = pair_error_loss(f, label)
+                    loss += np.float64(lg) + np.float64(lin)
+                else:
+                    err = pair_error(f, label)
+                gw[pairs, k] = err * alpha
+        pairs += 1
+    c = 0
+    for j in range(lo, hi):
+        if j == i:
+            continue
+        slot = j % ring_size
+        # out_k += g_ck ring[j] (context by context), ring[j] += sum_k g_ck out_k, both from the values before
+        for k in range(n_out):
+            gk = gw[c, k]
+            for d in range(dim):
+                cur[k, d] += gk * ring[slot, d]
+        for d in range(dim):
+            acc[d] = _ZERO
+        for k in range(n_out):
+            gk = gw[c, k]
+            for d in range(dim):
+                acc[d] += gk * cur0[k, d]
+        for d in range(dim):
+            ring[slot, d] += acc[d]
+        c += 1
+    return pairs, loss
+
+
+@njit(cache=True, fastmath=True)
+def center_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, i: int, window: int, negative: int,
+                  ring: np.ndarray, orig: np.ndarray, cur: np.ndarray, cur0: np.ndarray, outs: np.ndarray,
+                  valid: np.ndarray) -> None:
+    """What center ``i`` adds to the shared matrices: its outputs' changes, the change of the input row leaving
+    the ring (all the ring's rows after the last center).
+
+    Example:
+        >>> center_writes(w_in, w_out, sent, n, 0, 5, 5, ring, orig, cur, cur0, outs, valid)  # doctest: +SKIP
+    """
+    ring_size = 2 * window + 1
+    for k in range(negative + 1):
+        if valid[k]:
+            for d in range(w_out.shape[1]):
+                w_out[outs[k], d] += cur[k, d] - cur0[k, d]
+    if i - window >= 0:  # the position leaving the window
+        _ring_flush(w_in, sent[i - window], ring, orig, (i - window) % ring_size)
+    if i == n - 1:
+        for p in range(max(0, n - window), n):
+            _ring_flush(w_in, sent[p], ring, orig, p % ring_size)
+
+
 @njit(cache=True, fastmath=True)
 def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64,
                       sentence: int, alpha: np.float32, window: int, negative: int, prob: np.ndarray,
-                      alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool) -> tuple[int, float]:
+                      alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool,
+                      window_order: bool) -> tuple[int, float]:
     """One sentence (``sent[:n]``, already subsampled) in the FULL-W2V kernel's order; returns (pairs, loss).
 
     ``negative`` = 0 is PAR's attraction.  With ``negs`` non-empty (test mode), negative ``k`` of the center at
-    position ``i`` is ``negs[neg_row + i, k]`` instead of a draw.
+    position ``i`` is ``negs[neg_row + i, k]`` instead of a draw.  Center by center: :func:`center_reads`,
+    :func:`center_train_window` (``window_order``: FULL-W2V's) or :func:`center_train` (context by context:
+    PAR's attraction, and FULL-W2V's previous order), :func:`center_writes` (the Hogwild model,
+    :func:`hogwild_train`, runs the same three with other blocks' writes between them).
 
     Example:
         >>> full_w2v_sentence(w_in, w_out, sent, n, key, 0, np.float32(0.025), 5, 5, prob, alias,
-        ...                   np.zeros((0, 5), np.int32), 0, True)  # doctest: +SKIP
+        ...                   np.zeros((0, 5), np.int32), 0, True, True)  # doctest: +SKIP
     """
     dim = w_in.shape[1]
     ring_size = 2 * window + 1
@@ -100,86 +304,116 @@ def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: 
     outs = np.zeros(n_out, dtype=np.int64)
     valid = np.zeros(n_out, dtype=np.bool_)
     g = np.zeros(n_out, dtype=np.float32)
+    gw = np.zeros((2 * window, n_out), dtype=np.float32)
     acc = np.zeros(dim, dtype=np.float32)
     pairs = 0
     loss = 0.0
-    for p in range(min(window + 1, n)):
-        slot = p % ring_size
-        for d in range(dim):
-            ring[slot, d] = w_in[sent[p], d]
-            orig[slot, d] = ring[slot, d]
     for i in range(n):
-        if i > 0 and i + window < n:  # the position entering the window
-            slot = (i + window) % ring_size
-            for d in range(dim):
-                ring[slot, d] = w_in[sent[i + window], d]
-                orig[slot, d] = ring[slot, d]
-        b = window_shrink(key, sentence, i, window)
-        lo = max(0, i - window + b)
-        hi = min(n, i + window - b + 1)
-        center = sent[i]
-        outs[0] = center
-        valid[0] = True
-        for k in range(negative):
-            if negs.shape[0] > 0:
-                t = np.int64(negs[neg_row + i, k])
-            else:
-                t = negative_sample(key, sentence, i, k, prob, alias)
-            outs[k + 1] = t
-            valid[k + 1] = t != center
-        for k in range(n_out):
-            for d in range(dim):
-                cur[k, d] = w_out[outs[k], d]
-                cur0[k, d] = cur[k, d]
-        for j in range(lo, hi):
-            if j == i:
-                continue
-            slot = j % ring_size
-            for k in range(n_out):
-                g[k] = _ZERO
-                if valid[k]:
-                    f = _ZERO
-                    for d in range(dim):
-                        f += ring[slot, d] * cur[k, d]
-                    label = _ONE if k == 0 else _ZERO
-                    g[k] = pair_error(f, label) * alpha
-                    if with_loss:
-                        loss += pair_loss(f, label)
-            # ring[j] += sum_k g_k out_k and out_k += g_k ring[j], both from the values before this step
-            # (the kernel's per-dimension order: the sum over k in k order; loops split so they vectorise).
-            for d in range(dim):
-                acc[d] = _ZERO
-            for k in range(n_out):
-                gk = g[k]
-                for d in range(dim):
-                    acc[d] += gk * cur[k, d]
-            for k in range(n_out):
-                gk = g[k]
-                for d in range(dim):
-                    cur[k, d] += gk * ring[slot, d]
-            for d in range(dim):
-                ring[slot, d] += acc[d]
-            pairs += 1
-        for k in range(n_out):
-            if valid[k]:
-                for d in range(dim):
-                    w_out[outs[k], d] += cur[k, d] - cur0[k, d]
-        if i - window >= 0:  # the position leaving the window
-            slot = (i - window) % ring_size
-            for d in range(dim):
-                w_in[sent[i - window], d] += ring[slot, d] - orig[slot, d]
-    for p in range(max(0, n - window), n):
-        slot = p % ring_size
-        for d in range(dim):
-            w_in[sent[p], d] += ring[slot, d] - orig[slot, d]
+        center_reads(w_in, w_out, sent, n, i, key, sentence, window, negative, prob, alias, negs, neg_row, ring,
+                     orig, cur, cur0, outs, valid)
+        if window_order:
+            p, lo = center_train_window(n, i, key, sentence, alpha, window, negative, ring, cur, cur0, valid, gw,
+                                        acc, with_loss)
+        else:
+            p, lo = center_train(n, i, key, sentence, alpha, window, negative, ring, cur, valid, g, acc, with_loss)
+        pairs += p
+        loss += lo
+        center_writes(w_in, w_out, sent, n, i, window, negative, ring, orig, cur, cur0, outs, valid)
     return pairs, loss
+
+
+@njit(cache=True, fastmath=True)
+def minibatch_reads(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, min_pos: int, key: np.uint64,
+                    sentence: int, window: int, negative: int, batch: int, h_factor: float, h_max: int,
+                    prob: np.ndarray, alias: np.ndarray, negs: np.ndarray, neg_row: int, nid: np.ndarray,
+                    m_in: np.ndarray, m_out: np.ndarray) -> tuple[int, int]:
+    """What PAR's repulsion minibatch at ``min_pos`` reads: its ``C_rep``, its shared negatives into ``nid``,
+    the words' input rows into ``m_in`` and the negatives' output rows into ``m_out``; returns (words,
+    negatives).
+
+    Example:
+        >>> nb, nh = minibatch_reads(w_in, w_out, sent, n, 0, key, 0, 5, 5, 24, 1.0, 45, prob, alias, negs, 0,
+        ...                          nid, m_in, m_out)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    c_rep = par_c_rep(key, sentence, min_pos, n, window)
+    nh = min(int(h_factor * negative * c_rep + 0.5), h_max)
+    nb = min(batch, n - min_pos)
+    if nh == 0:
+        return nb, 0
+    for h in range(nh):
+        if negs.shape[0] > 0:
+            nid[h] = negs[neg_row + min_pos, h]
+        else:
+            nid[h] = negative_sample(key, sentence, min_pos, h, prob, alias)
+    for b in range(nb):
+        for d in range(dim):
+            m_in[b, d] = w_in[sent[min_pos + b], d]
+    for h in range(nh):
+        for d in range(dim):
+            m_out[h, d] = w_out[nid[h], d]
+    return nb, nh
+
+
+@njit(cache=True, fastmath=True)
+def minibatch_train(nb: int, nh: int, alpha: np.float32, m_in: np.ndarray, m_out: np.ndarray, gm: np.ndarray,
+                    d_in: np.ndarray, d_out: np.ndarray, with_loss: bool) -> float:
+    """The repulsion minibatch's changes from what :func:`minibatch_reads` read: ``G = -sigmoid(M_out M_in^T)
+    alpha``, ``d_out = G M_in``, ``d_in = G^T M_out``; returns the loss.
+
+    Example:
+        >>> minibatch_train(nb, nh, np.float32(0.025), m_in, m_out, gm, d_in, d_out, True)  # doctest: +SKIP
+    """
+    dim = m_in.shape[1]
+    loss = 0.0
+    for h in range(nh):
+        for b in range(nb):
+            f = _ZERO
+            for d in range(dim):
+                f += m_out[h, d] * m_in[b, d]
+            if with_loss:
+                err, lg, lin = pair_error_loss(f, _ZERO)
+                loss += np.float64(lg) + np.float64(lin)
+            else:
+                err = pair_error(f, _ZERO)
+            gm[h, b] = err * alpha
+    for h in range(nh):
+        for d in range(dim):
+            acc = _ZERO
+            for b in range(nb):
+                acc += gm[h, b] * m_in[b, d]
+            d_out[h, d] = acc
+    for b in range(nb):
+        for d in range(dim):
+            acc = _ZERO
+            for h in range(nh):
+                acc += gm[h, b] * m_out[h, d]
+            d_in[b, d] = acc
+    return loss
+
+
+@njit(cache=True, fastmath=True)
+def minibatch_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, min_pos: int, nb: int, nh: int,
+                     nid: np.ndarray, d_in: np.ndarray, d_out: np.ndarray) -> None:
+    """What the repulsion minibatch adds: ``w_out[negs] += d_out``, ``w_in[words] += d_in``.
+
+    Example:
+        >>> minibatch_writes(w_in, w_out, sent, 0, nb, nh, nid, d_in, d_out)  # doctest: +SKIP
+    """
+    dim = w_in.shape[1]
+    for h in range(nh):
+        for d in range(dim):
+            w_out[nid[h], d] += d_out[h, d]
+    for b in range(nb):
+        for d in range(dim):
+            w_in[sent[min_pos + b], d] += d_in[b, d]
 
 
 @njit(cache=True, fastmath=True)
 def par_repulsion(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64, sentence: int,
                   alpha: np.float32, window: int, negative: int, batch: int, h_factor: float, h_max: int,
                   prob: np.ndarray, alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool) -> float:
-    """PAR's repulsion of one subsampled sentence in the GPU kernel's order; returns the loss.
+    """PAR's repulsion of one subsampled sentence in the GPU kernel's phased order; returns the loss.
 
     With ``negs`` non-empty (test mode), negative ``h`` of the minibatch starting at ``min_pos`` is
     ``negs[neg_row + min_pos, h]``.
@@ -193,51 +427,94 @@ def par_repulsion(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int,
     nid = np.zeros(h_max, dtype=np.int64)
     m_in = np.zeros((batch, dim), dtype=np.float32)
     m_out = np.zeros((h_max, dim), dtype=np.float32)
+    d_in = np.zeros((batch, dim), dtype=np.float32)
+    d_out = np.zeros((h_max, dim), dtype=np.float32)
     gm = np.zeros((h_max, batch), dtype=np.float32)
     for min_pos in range(0, n, batch):
-        c_rep = par_c_rep(key, sentence, min_pos, n, window)
-        nh = min(int(h_factor * negative * c_rep + 0.5), h_max)
-        nb = min(batch, n - min_pos)
-        if nh == 0:
-            continue
-        for h in range(nh):
-            if negs.shape[0] > 0:
-                nid[h] = negs[neg_row + min_pos, h]
-            else:
-                nid[h] = negative_sample(key, sentence, min_pos, h, prob, alias)
-        for b in range(nb):
-            for d in range(dim):
-                m_in[b, d] = w_in[sent[min_pos + b], d]
-        for h in range(nh):
-            for d in range(dim):
-                m_out[h, d] = w_out[nid[h], d]
-        for h in range(nh):
-            for b in range(nb):
-                f = _ZERO
-                for d in range(dim):
-                    f += m_out[h, d] * m_in[b, d]
-                gm[h, b] = pair_error(f, _ZERO) * alpha
-                if with_loss:
-                    loss += pair_loss(f, _ZERO)
-        for h in range(nh):
-            for d in range(dim):
-                acc = _ZERO
-                for b in range(nb):
-                    acc += gm[h, b] * m_in[b, d]
-                w_out[nid[h], d] += acc
-        for b in range(nb):
-            for d in range(dim):
-                acc = _ZERO
-                for h in range(nh):
-                    acc += gm[h, b] * m_out[h, d]
-                w_in[sent[min_pos + b], d] += acc
+        nb, nh = minibatch_reads(w_in, w_out, sent, n, min_pos, key, sentence, window, negative, batch, h_factor,
+                                 h_max, prob, alias, negs, neg_row, nid, m_in, m_out)
+        if nh > 0:
+            loss += minibatch_train(nb, nh, alpha, m_in, m_out, gm, d_in, d_out, with_loss)
+            minibatch_writes(w_in, w_out, sent, min_pos, nb, nh, nid, d_in, d_out)
     return loss
+
+
+@njit(inline="always")
+def sentence_lag(lag: int, stagger: int, sentence: int) -> int:
+    """PAR's interleaving lag for one sentence: ``lag + sentence % stagger`` (``lag < 0``: phased, kept)."""
+    if lag < 0:
+        return lag
+    return lag + sentence % max(stagger, 1)
+
+
+@njit(inline="always")
+def _minibatch_ready(m: int, n: int, batch: int, lag: int) -> int:
+    """The center after whose attraction PAR's minibatch ``m`` is repelled (interleaved order, ``lag >= 0``):
+    ``lag`` centers past its last word, at most the sentence's last center."""
+    return min(n - 1, min(m * batch + batch, n) - 1 + lag)
+
+
+@njit(cache=True, fastmath=True)
+def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64, sentence: int,
+                 alpha: np.float32, window: int, negative: int, batch: int, h_factor: float, h_max: int,
+                 prob: np.ndarray, alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool,
+                 lag: int) -> tuple[int, float]:
+    """One subsampled sentence in the PAR kernel's order; returns (pairs, loss).
+
+    ``lag < 0`` (:data:`PAR_PHASED`): the attraction of every center, then the repulsion of every minibatch.
+    ``lag >= 0`` (interleaved): minibatch ``m`` is repelled right after the attraction of the center ``lag``
+    positions past its last word (so with ``lag = window`` its words' rows have left the ring), the
+    minibatches still waiting after the last center in order.
+
+    Example:
+        >>> par_sentence(w_in, w_out, sent, n, key, 0, np.float32(0.025), 5, 5, 24, 1.0, 45, prob, alias,
+        ...              np.zeros((0, 45), np.int32), 0, True, 5)  # doctest: +SKIP
+    """
+    if lag < 0:
+        pairs, loss = full_w2v_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, 0, prob, alias,
+                                        negs[:0], 0, with_loss, False)
+        return pairs, loss + par_repulsion(w_in, w_out, sent, n, key, sentence, alpha, window, negative, batch,
+                                           h_factor, h_max, prob, alias, negs, neg_row, with_loss)
+    dim = w_in.shape[1]
+    ring_size = 2 * window + 1
+    ring = np.zeros((ring_size, dim), dtype=np.float32)
+    orig = np.zeros((ring_size, dim), dtype=np.float32)
+    cur = np.zeros((1, dim), dtype=np.float32)
+    cur0 = np.zeros((1, dim), dtype=np.float32)
+    outs = np.zeros(1, dtype=np.int64)
+    valid = np.zeros(1, dtype=np.bool_)
+    g = np.zeros(1, dtype=np.float32)
+    acc = np.zeros(dim, dtype=np.float32)
+    nid = np.zeros(h_max, dtype=np.int64)
+    m_in = np.zeros((batch, dim), dtype=np.float32)
+    m_out = np.zeros((h_max, dim), dtype=np.float32)
+    d_in = np.zeros((batch, dim), dtype=np.float32)
+    d_out = np.zeros((h_max, dim), dtype=np.float32)
+    gm = np.zeros((h_max, batch), dtype=np.float32)
+    pairs = 0
+    loss = 0.0
+    m = 0
+    for i in range(n):
+        center_reads(w_in, w_out, sent, n, i, key, sentence, window, 0, prob, alias, negs[:0], 0, ring, orig, cur,
+                     cur0, outs, valid)
+        p, lo = center_train(n, i, key, sentence, alpha, window, 0, ring, cur, valid, g, acc, with_loss)
+        pairs += p
+        loss += lo
+        center_writes(w_in, w_out, sent, n, i, window, 0, ring, orig, cur, cur0, outs, valid)
+        while m * batch < n and _minibatch_ready(m, n, batch, lag) == i:
+            nb, nh = minibatch_reads(w_in, w_out, sent, n, m * batch, key, sentence, window, negative, batch,
+                                     h_factor, h_max, prob, alias, negs, neg_row, nid, m_in, m_out)
+            if nh > 0:
+                loss += minibatch_train(nb, nh, alpha, m_in, m_out, gm, d_in, d_out, with_loss)
+                minibatch_writes(w_in, w_out, sent, m * batch, nb, nh, nid, d_in, d_out)
+            m += 1
+    return pairs, loss
 
 
 @njit(cache=True)
 def _train_launch(algo_par: bool, w_in, w_out, tokens, offsets, s_lo, s_hi, sentence_base, key, alpha0, alpha1,
                   words, keep, prob, alias, window, negative, batch, h_factor, h_max, negs, neg_base, with_loss,
-                  out_loss, out_pairs):
+                  out_loss, out_pairs, lag, stagger, window_order):
     sent = np.empty(GPU_MAX_SENTENCE, dtype=np.int32)
     for s in range(s_lo, s_hi):
         start = offsets[s]
@@ -248,13 +525,11 @@ def _train_launch(algo_par: bool, w_in, w_out, tokens, offsets, s_lo, s_hi, sent
         n = subsample(tokens, start, end, keep, key, sentence, sent)
         neg_row = start - neg_base
         if algo_par:
-            p, loss = full_w2v_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, 0, prob, alias,
-                                        negs[:0], 0, with_loss)
-            loss += par_repulsion(w_in, w_out, sent, n, key, sentence, alpha, window, negative, batch, h_factor,
-                                  h_max, prob, alias, negs, neg_row, with_loss)
+            p, loss = par_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, negative, batch, h_factor,
+                                   h_max, prob, alias, negs, neg_row, with_loss, sentence_lag(lag, stagger, sentence))
         else:
             p, loss = full_w2v_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, negative, prob, alias,
-                                        negs, neg_row, with_loss)
+                                        negs, neg_row, with_loss, window_order)
         out_loss[s - s_lo] = loss
         out_pairs[s - s_lo] = p
 
@@ -285,15 +560,33 @@ def par_h_max(config: TrainConfig) -> int:
     return int(shared_negatives(2 * config.window - 1, config.negative, config.par_h_factor))
 
 
+def par_order(config: TrainConfig, phased: bool = False) -> tuple[int, int]:
+    """(lag, stagger) of PAR's order on the GPU (:func:`par_sentence`, :func:`sentence_lag`): minibatch ``m`` of
+    sentence ``s`` is repelled ``window + s % par_batch`` centers after its last word, so its words' rows have
+    left the ring and the blocks of a launch, which start together, repel at ``par_batch`` different moments;
+    ``phased``: the attraction of the whole sentence first (lag :data:`PAR_PHASED`), the order the Hogwild
+    model shows diverging when a GPU's blocks run it in step.
+
+    Example:
+        >>> par_order(TrainConfig(device="cuda", algo="par", window=5, par_batch=24))
+        (5, 24)
+    """
+    if phased:
+        return PAR_PHASED, 1
+    return int(config.window), par_batch_size(config)
+
+
 def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray,
                            launch: Launch, keep: np.ndarray, prob: np.ndarray, alias: np.ndarray,
-                           config: TrainConfig, negs: np.ndarray | None = None,
-                           neg_base: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                           config: TrainConfig, negs: np.ndarray | None = None, neg_base: int = 0,
+                           par_phased: bool = False, full_w2v_pairs: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Train one launch's sentences in order, as the kernel of ``algo`` does; returns per-sentence
     (loss float64, pairs int64), the arrays the kernel fills.
 
     ``negs`` (test mode) gives the negatives: rows indexed by token position minus ``neg_base`` (the
     sentence start plus the center's subsampled position; for PAR the minibatch's first position).
+    ``par_phased``: PAR in its old phased order (:func:`par_order`); ``full_w2v_pairs``: FULL-W2V in its old order,
+    context by context (:func:`center_train`).
 
     Example:
         >>> loss, pairs = train_launch_reference("full-w2v", w_in, w_out, tokens, cut, launch, keep, prob,
@@ -308,21 +601,24 @@ def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, token
     width = h_max if is_par else max(config.negative, 1)
     if negs is None:
         negs = np.zeros((0, width), dtype=np.int32)
+    lag, stagger = par_order(config, par_phased) if is_par else (PAR_PHASED, 1)
     _train_launch(is_par, w_in, w_out, tokens, np.asarray(offsets, dtype=np.int64), launch.s_lo, launch.s_hi,
                   launch.sentence_base, launch.key, launch.alpha0, launch.alpha1, launch.words, keep, prob, alias,
                   config.window, config.negative, batch, float(config.par_h_factor), h_max,
                   np.ascontiguousarray(negs, dtype=np.int32), int(neg_base), bool(config.compute_loss),
-                  out_loss, out_pairs)
+                  out_loss, out_pairs, lag, stagger, not full_w2v_pairs)
     return out_loss, out_pairs
 
 
 def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
                     make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                     epochs: int | None = None, start_epoch: int = 0,
-                    words_per_launch: int = DEFAULT_WORDS_PER_LAUNCH) -> list[float]:
+                    words_per_launch: int = DEFAULT_WORDS_PER_LAUNCH, par_phased: bool = False,
+                    full_w2v_pairs: bool = False) -> list[float]:
     """What the GPU driver trains, on the CPU: the same plan, launch after launch, sentence after sentence.
 
-    Trains ``w_in``/``w_out`` in place and returns the loss per positive pair of each epoch.
+    Trains ``w_in``/``w_out`` in place and returns the loss per positive pair of each epoch (``par_phased``,
+    ``full_w2v_pairs``: the kernels' old orders, :func:`train_launch_reference`).
 
     Example:
         >>> reference_train(config, corpus.vocab.counts, w_in, w_out,
@@ -338,8 +634,283 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
         pairs = 0
         for tokens, cut, launch in epoch_launches(config, make_parts(epoch), epoch, schedule, words_per_launch):
             out_loss, out_pairs = train_launch_reference(str(config.algo), w_in, w_out, tokens, cut, launch, keep, prob,
-                                                         alias, config)
+                                                         alias, config, par_phased=par_phased,
+                                                         full_w2v_pairs=full_w2v_pairs)
             loss += float(out_loss.sum())
             pairs += int(out_pairs.sum())
         losses.append(loss / pairs if pairs else float("nan"))
     return losses
+
+
+# ------------------------------------------------------------------------------------------ the Hogwild model
+@njit(inline="always")
+def _finish(s_launch, s, remaining, done):
+    """Sentence ``s`` is done; returns how many launches from the first are now complete."""
+    remaining[s_launch[s]] -= 1
+    while done < len(remaining) and remaining[done] == 0:
+        done += 1
+    return done
+
+
+def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha,
+                      s_launch, n_launches, n_slots, in_flight, rep_ticks, keep, prob, alias, key, window, negative,
+                      batch, h_factor, h_max, with_loss):
+    dim = w_in.shape[1]
+    ring_size = 2 * window + 1
+    n_neg = 0 if is_par else negative
+    n_out = n_neg + 1
+    n_sent = len(s_start)
+    sent = np.zeros((n_slots, GPU_MAX_SENTENCE), dtype=np.int32)
+    slen = np.zeros(n_slots, dtype=np.int64)
+    sidx = np.full(n_slots, -1, dtype=np.int64)  # the slot's sentence (row of the epoch's table), -1: none
+    ci = np.zeros(n_slots, dtype=np.int64)  # its next center
+    mi = np.zeros(n_slots, dtype=np.int64)  # PAR: its next minibatch
+    kind = np.zeros(n_slots, dtype=np.int64)  # the step in progress: 0 a center, 1 a minibatch
+    left = np.zeros(n_slots, dtype=np.int64)  # ticks left in that step (0: the next step starts this tick)
+    starts = np.zeros(n_slots, dtype=np.bool_)
+    ends = np.zeros(n_slots, dtype=np.bool_)
+    ring = np.zeros((n_slots, ring_size, dim), dtype=np.float32)
+    orig = np.zeros((n_slots, ring_size, dim), dtype=np.float32)
+    cur = np.zeros((n_slots, n_out, dim), dtype=np.float32)
+    cur0 = np.zeros((n_slots, n_out, dim), dtype=np.float32)
+    outs = np.zeros((n_slots, n_out), dtype=np.int64)
+    valid = np.zeros((n_slots, n_out), dtype=np.bool_)
+    g = np.zeros((n_slots, n_out), dtype=np.float32)
+    gw = np.zeros((n_slots, 2 * window, n_out), dtype=np.float32)
+    acc = np.zeros((n_slots, dim), dtype=np.float32)
+    step_loss = np.zeros(n_slots, dtype=np.float64)
+    step_pairs = np.zeros(n_slots, dtype=np.int64)
+    rb = n_slots if is_par else 1  # PAR's repulsion state per slot
+    nid = np.zeros((rb, h_max), dtype=np.int64)
+    m_in = np.zeros((rb, batch, dim), dtype=np.float32)
+    m_out = np.zeros((rb, h_max, dim), dtype=np.float32)
+    d_in = np.zeros((rb, batch, dim), dtype=np.float32)
+    d_out = np.zeros((rb, h_max, dim), dtype=np.float32)
+    gm = np.zeros((rb, h_max, batch), dtype=np.float32)
+    nbh = np.zeros((rb, 2), dtype=np.int64)
+    no_negs = np.zeros((0, max(h_max, negative, 1)), dtype=np.int32)
+    remaining = np.zeros(n_launches, dtype=np.int64)
+    for s in range(n_sent):
+        remaining[s_launch[s]] += 1
+    done = 0
+    nxt = 0
+    loss = 0.0
+    pairs = 0
+    ticks = 0
+    busy = 0  # slot-ticks with a sentence: busy / ticks is the mean concurrency
+    while True:
+        # Idle slots take the next sentences the plan allows (launch k once launch k - in_flight is done) ...
+        active = 0
+        for q in range(n_slots):
+            starts[q] = False
+            if sidx[q] < 0:
+                while nxt < n_sent and s_launch[nxt] < done + in_flight:
+                    s = nxt
+                    nxt += 1
+                    n = subsample(tokens, s_start[s], s_end[s], keep, key, s_id[s], sent[q])
+                    if n == 0:
+                        done = _finish(s_launch, s, remaining, done)
+                        continue
+                    sidx[q] = s
+                    slen[q] = n
+                    ci[q] = 0
+                    mi[q] = 0
+                    left[q] = 0
+                    break
+                if sidx[q] < 0:
+                    continue
+            active += 1
+            if left[q] > 0:
+                continue
+            starts[q] = True
+            n = slen[q]
+            kind[q] = 0
+            left[q] = 1
+            if is_par:
+                nmb = (n + batch - 1) // batch
+                if lag < 0:
+                    repel = ci[q] >= n
+                else:
+                    repel = mi[q] < nmb and ci[q] > _minibatch_ready(mi[q], n, batch,
+                                                                     sentence_lag(lag, stagger, s_id[sidx[q]]))
+                if repel:
+                    kind[q] = 1
+                    left[q] = rep_ticks
+        if active == 0:
+            if nxt >= n_sent:
+                break
+            continue
+        ticks += 1
+        busy += active
+        # ... every step starting this tick reads the shared rows (nothing writes them meanwhile) ...
+        for q in prange(n_slots):
+            if not starts[q]:
+                continue
+            s = sidx[q]
+            n = slen[q]
+            if kind[q] == 1:
+                nb, nh = minibatch_reads(w_in, w_out, sent[q], n, mi[q] * batch, key, s_id[s], window, negative,
+                                         batch, h_factor, h_max, prob, alias, no_negs, 0, nid[q], m_in[q], m_out[q])
+                nbh[q, 0] = nb
+                nbh[q, 1] = nh
+            else:
+                center_reads(w_in, w_out, sent[q], n, ci[q], key, s_id[s], window, n_neg, prob, alias, no_negs, 0,
+                             ring[q], orig[q], cur[q], cur0[q], outs[q], valid[q])
+        # ... every step ending this tick trains on its private copies ...
+        for q in range(n_slots):
+            ends[q] = False
+            if sidx[q] >= 0:
+                left[q] -= 1
+                ends[q] = left[q] == 0
+        for q in prange(n_slots):
+            if not ends[q]:
+                continue
+            s = sidx[q]
+            alpha = np.float32(s_alpha[s])
+            if kind[q] == 1:
+                step_pairs[q] = 0
+                step_loss[q] = 0.0
+                if nbh[q, 1] > 0:
+                    step_loss[q] = minibatch_train(nbh[q, 0], nbh[q, 1], alpha, m_in[q], m_out[q], gm[q], d_in[q],
+                                                   d_out[q], with_loss)
+            else:
+                if window_order and not is_par:
+                    p, lo = center_train_window(slen[q], ci[q], key, s_id[s], alpha, window, n_neg, ring[q], cur[q],
+                                                cur0[q], valid[q], gw[q], acc[q], with_loss)
+                else:
+                    p, lo = center_train(slen[q], ci[q], key, s_id[s], alpha, window, n_neg, ring[q], cur[q],
+                                         valid[q], g[q], acc[q], with_loss)
+                step_pairs[q] = p
+                step_loss[q] = lo
+        # ... and then writes, slot after slot (adds: the kernels' atomics).
+        for q in range(n_slots):
+            if not ends[q]:
+                continue
+            n = slen[q]
+            loss += step_loss[q]
+            pairs += step_pairs[q]
+            if kind[q] == 1:
+                if nbh[q, 1] > 0:
+                    minibatch_writes(w_in, w_out, sent[q], mi[q] * batch, nbh[q, 0], nbh[q, 1], nid[q], d_in[q],
+                                     d_out[q])
+                mi[q] += 1
+            else:
+                center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
+                              outs[q], valid[q])
+                ci[q] += 1
+            if ci[q] >= n and (not is_par or mi[q] * batch >= n):
+                done = _finish(s_launch, sidx[q], remaining, done)
+                sidx[q] = -1
+    return loss, pairs, ticks, busy
+
+
+# Two compilations of the same loop: serial (cached) for few slots, where a parallel region per tick costs more
+# than the tick's work, and parallel over the slots (not cached: numba's cache would not tell the two apart) for
+# a GPU's thousand; the same results either way (the parallel loops write only each slot's own arrays).
+_hogwild_epoch = njit(cache=True, fastmath=True)(_hogwild_epoch_py)
+_hogwild_epoch_parallel = njit(fastmath=True, parallel=True)(_hogwild_epoch_py)
+PARALLEL_SLOTS = 256  # the model runs its slots on every core from this many on
+
+
+@dataclass
+class HogwildStats:
+    """What :func:`hogwild_train` measured: loss per positive pair per epoch, and the concurrency it ran at
+    (``ticks`` lockstep steps, ``mean_in_flight`` sentences in flight on average)."""
+
+    losses: list[float]
+    ticks: list[int]
+    mean_in_flight: list[float]
+
+
+def _epoch_table(config: TrainConfig, parts: Iterable[tuple[np.ndarray, np.ndarray]], epoch: int,
+                 schedule: Schedule, words_per_launch: int):
+    """The epoch's sentences as the GPU plan orders them (:func:`parvec.gpu.plan.epoch_launches`): one token
+    array and per sentence its bounds, RNG index, rate and launch."""
+    arrays: list[np.ndarray] = []
+    bases: dict[int, int] = {}
+    starts, ends, ids, alphas, launch_of = [], [], [], [], []
+    total = 0
+    n_launches = 0
+    for tokens, cut, launch in epoch_launches(config, parts, epoch, schedule, words_per_launch):
+        if id(tokens) not in bases:
+            bases[id(tokens)] = total
+            arrays.append(tokens)
+            total += len(tokens)
+        base = bases[id(tokens)]
+        lo, hi = launch.s_lo, launch.s_hi
+        starts.append(cut[lo:hi] + base)
+        ends.append(cut[lo + 1:hi + 1] + base)
+        ids.append(launch.sentence_base + np.arange(hi - lo, dtype=np.int64))
+        frac = (cut[lo:hi] - cut[lo]).astype(np.float64) / float(max(launch.words, 1))
+        alphas.append((launch.alpha0 + (launch.alpha1 - launch.alpha0) * frac).astype(np.float32))
+        launch_of.append(np.full(hi - lo, n_launches, dtype=np.int64))
+        n_launches += 1
+    if not arrays:
+        return None
+    tokens = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    cat = np.concatenate
+    return (np.ascontiguousarray(tokens, dtype=np.int32), cat(starts).astype(np.int64), cat(ends).astype(np.int64),
+            cat(ids), cat(alphas), cat(launch_of), n_launches)
+
+
+def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
+                  make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
+                  resident: int, epochs: int | None = None, start_epoch: int = 0, words_per_launch: int | None = None,
+                  in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False, full_w2v_pairs: bool = False,
+                  parallel: bool | None = None) -> HogwildStats:
+    """A deterministic CPU model of the GPU's Hogwild: what the driver's plan trains when ``resident`` blocks
+    run at once.
+
+    The epoch's sentences are handed, in the plan's order, to ``resident`` slots (the thread blocks one GPU
+    holds at a time: SMs x blocks per SM), and a slot that finishes takes the next sentence, as the block
+    scheduler does; a sentence of launch ``k`` may start only once launch ``k - in_flight`` has finished (the
+    driver keeps two launches in flight).  The slots advance in lockstep, one step per tick: a step is one
+    center of the kernel's order (:func:`center_reads`, :func:`center_train`, :func:`center_writes`) or one of
+    PAR's repulsion minibatches (:func:`minibatch_reads`, :func:`minibatch_writes`; it lasts ``rep_ticks``
+    ticks, reading at its first and writing at its last).  In each tick every step that starts reads the
+    shared rows before any step that ends writes, so what a block reads misses the changes of every block
+    in the middle of a step, exactly as on the GPU when blocks run at the same pace; the writes are added
+    (the kernels' atomics).  The same arithmetic and random numbers as :func:`reference_train`, which this
+    equals with ``resident = 1``.  Trains ``w_in``/``w_out`` in place.
+
+    ``words_per_launch`` defaults to the driver's (:func:`parvec.gpu.plan.default_words_per_launch`);
+    ``par_phased``, ``full_w2v_pairs``: the kernels' old orders (:func:`train_launch_reference`); ``parallel``:
+    the slots' steps on every core (the same results; default: from :data:`PARALLEL_SLOTS` slots on, with more
+    than one numba thread).
+
+    Example:
+        >>> stats = hogwild_train(config, corpus.vocab.counts, w_in, w_out,
+        ...                       lambda e: [(corpus.tokens, corpus.offsets)], corpus.n_tokens, 1320)  # doctest: +SKIP
+        >>> stats.losses  # doctest: +SKIP
+    """
+    if resident < 1 or in_flight < 1 or rep_ticks < 1:
+        raise ValueError(f"resident, in_flight and rep_ticks must be >= 1, got {resident}, {in_flight}, {rep_ticks}")
+    epochs = config.epochs if epochs is None else epochs
+    schedule = Schedule.of(config, words_per_epoch, epochs)
+    wpl = words_per_launch or default_words_per_launch(str(config.algo), words_per_epoch)
+    keep = keep_probabilities(counts, config.sample)
+    prob, alias = word_noise_tables(counts, config.ns_exponent)
+    is_par = config.algo == "par"
+    batch = par_batch_size(config) if is_par else 1
+    h_max = max(par_h_max(config), 1) if is_par else 1
+    lag, stagger = par_order(config, par_phased) if is_par else (PAR_PHASED, 1)
+    stats = HogwildStats([], [], [])
+    for epoch in range(start_epoch, epochs):
+        table = _epoch_table(config, make_parts(epoch), epoch, schedule, wpl)
+        if table is None:
+            stats.losses.append(float("nan"))
+            stats.ticks.append(0)
+            stats.mean_in_flight.append(0.0)
+            continue
+        tokens, s_start, s_end, s_id, s_alpha, s_launch, n_launches = table
+        if parallel is None:
+            parallel = resident >= PARALLEL_SLOTS and numba.get_num_threads() > 1
+        run = _hogwild_epoch_parallel if parallel else _hogwild_epoch
+        loss, pairs, ticks, busy = run(
+            is_par, not full_w2v_pairs, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
+            n_launches, int(resident), int(in_flight), int(rep_ticks), keep, prob, alias, epoch_key(config.seed, epoch),
+            config.window, config.negative, batch, float(config.par_h_factor), h_max, bool(config.compute_loss))
+        stats.losses.append(loss / pairs if pairs else float("nan"))
+        stats.ticks.append(int(ticks))
+        stats.mean_in_flight.append(busy / ticks if ticks else 0.0)
+    return stats

@@ -2,7 +2,8 @@
 
 The same formulas as :func:`parvec.kernels.classic.sgns_step`: the gradient's sigmoid saturates beyond
 +-MAX_EXP (word2vec.c), the loss uses the exact sigmoid with the score clamped to +-20.  They are split in
-two so a kernel computes the logarithm only when it reports the loss.  Like :mod:`parvec.gpu.rng` these
+two so a kernel computes the logarithm only when it reports the loss; :func:`pair_error_loss` gives both from
+one exponential (the same values as the two).  Like :mod:`parvec.gpu.rng` these
 are ``numba.njit`` functions that numba-cuda compiles as device functions when a kernel calls them.
 
 Example:
@@ -51,3 +52,24 @@ def pair_loss(f: np.float32, label: np.float32) -> np.float64:
     """
     fc = min(max(f, -_CLAMP), _CLAMP)
     return np.float64(math.log(_ONE + np.float32(math.exp(-fc)))) + np.float64((_ONE - label) * fc)
+
+
+@njit(inline="always")
+def pair_error_loss(f: np.float32, label: np.float32) -> tuple[np.float32, np.float32, np.float32]:
+    """:func:`pair_error` and :func:`pair_loss` from one exponential: ``(error, log term, linear term)``, the
+    loss being ``float64(log term) + float64(linear term)`` -- exactly :func:`pair_loss`'s value.
+
+    Example:
+        >>> err, lg, lin = pair_error_loss(np.float32(0.0), np.float32(0.0))
+        >>> float(err), round(float(lg) + float(lin), 4)
+        (-0.5, 0.6931)
+    """
+    fc = min(max(f, -_CLAMP), _CLAMP)
+    e = np.float32(math.exp(-fc))
+    if f > _MAX_EXP:
+        err = label - _ONE
+    elif f < -_MAX_EXP:
+        err = label
+    else:
+        err = label - _ONE / (_ONE + e)
+    return err, np.float32(math.log(_ONE + e)), (_ONE - label) * fc
