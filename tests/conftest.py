@@ -19,15 +19,22 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group the tests for ``pytest -n N --dist loadgroup`` (pytest-xdist): every test that starts or uses a
-    Ray (``tests/distributed``, the ``ray`` mark) runs in one worker, one after the other, on the one local Ray
-    of that worker's session; every other test goes with its file, so a file's module and session fixtures are
-    built in one worker only.  Without ``-n`` the marks change nothing."""
-    for item in items:
-        path = Path(str(item.path)).resolve()
-        uses_ray = "distributed" in path.relative_to(REPO).parts or item.get_closest_marker("ray") is not None
-        item.add_marker(pytest.mark.xdist_group("ray" if uses_ray else str(path.relative_to(REPO))))
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown (and unused) without the plugin
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``pytest -n N --dist loadfile`` (pytest-xdist) keeps every test file whole in one worker, so that a file's
+    module and session fixtures are built once; here, in addition, every file of ``tests/distributed`` forms one
+    unit: the cluster tests run one after the other in one worker, on the one local Ray of that worker's
+    session, never two Rays at once.  Other ``--dist`` modes are xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ClusterTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/distributed" if path.startswith("tests/distributed/") else path
+
+    return ClusterTestsTogether(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)

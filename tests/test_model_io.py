@@ -205,7 +205,6 @@ def test_moving_an_exported_array_in_checks_its_shape(tmp_path):
     assert syn.exists() and vec.exists()  # nothing was moved
 
 
-@pytest.mark.ray
 def test_a_sharded_save_model_from_the_cli_is_verified_on_load(tmp_path):
     pytest.importorskip("ray")
     corpus = tmp_path / "c.txt"
