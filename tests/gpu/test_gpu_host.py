@@ -5,7 +5,6 @@ bytes model, the benchmark's pure parts, and (where a CUDA toolkit exists) the k
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_modules import load
 from numba import njit
 
 from parvec.capabilities import ALGORITHMS, GPU_ALGORITHMS
@@ -275,10 +275,7 @@ def test_bytes_model():
 # -------------------------------------------------------------------------------------------- the benchmark
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_gpu", REPO / "benchmarks" / "bench_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("bench_gpu", "bench_words")
 
 
 def test_bench_repeats_the_corpus_and_reports_ratios(bench):
