@@ -419,9 +419,23 @@ def evaluate_vectors(w: np.ndarray, corpus: Any) -> dict[str, Any]:
     return evaluate(kv, **default_eval_paths())
 
 
+def scores(q: dict[str, Any]) -> tuple[float, float, float]:
+    """(WS-353 Spearman, SimLex-999 Spearman, analogy %) of one evaluation, NaN for a score it could not take
+    (no pair or question in the vocabulary: the evaluator says None).
+
+    Example:
+        >>> scores({"ws353": {"spearman": 0.5}, "simlex": {"spearman": None}, "analogies": {"3cosadd": 0.25}})
+        (0.5, nan, 25.0)
+    """
+    nan = float("nan")
+    ws, sl = (q.get(k, {}).get("spearman") for k in ("ws353", "simlex"))
+    an = q.get("analogies", {}).get("3cosadd")
+    return (nan if ws is None else float(ws), nan if sl is None else float(sl), nan if an is None else 100 * an)
+
+
 def fmt_scores(bw: Any, q: dict[str, Any]) -> str:
     """WS-353 / SimLex-999 / analogy % of one evaluation, '-' for a score it could not take."""
-    return " / ".join("-" if x is None or x != x else f"{x:.3f}" for x in bw._scores(q))
+    return " / ".join("-" if x is None or x != x else f"{x:.3f}" for x in scores(q))
 
 
 def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw: Any) -> int:
@@ -437,9 +451,9 @@ def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw
     def record(row: dict[str, Any]) -> None:
         rows.append(row)
         q = row.get("quality")
-        scores = fmt_scores(bw, q) if q else row.get("error", "")
+        shown = fmt_scores(bw, q) if q else row.get("error", "")
         print(f"sweep {row['system']} seed {row['seed']}: {row.get('words_per_sec', 0) / 1e6:.2f}M words/s "
-              f"(WS-353 / SimLex-999 / analogy %) {scores}", file=sys.stderr, flush=True)
+              f"(WS-353 / SimLex-999 / analogy %) {shown}", file=sys.stderr, flush=True)
         if ns.out:
             harness.write_json(ns.out, BENCHMARK, result)
 
@@ -512,7 +526,8 @@ def train_reference(corpus: Any, system: str, dim: int, ns: argparse.Namespace, 
     """One run of a ``--reference`` system on the CPU: (input vectors, facts of the run)."""
     from parvec.config import TrainConfig, default_threads
     from parvec.gpu.reference import hogwild_train, reference_train
-    from parvec.trainer import Trainer, init_input_vectors
+    from parvec.model_tables import init_input_vectors
+    from parvec.trainer import Trainer
 
     base, resident = parse_reference_system(system)
     facts: dict[str, Any] = {}
@@ -585,7 +600,7 @@ def run_reference(ns: argparse.Namespace) -> int:
              f"{ns.quality_epochs} epochs"]
     if len(ns.seeds) > 1 and full:
         lines += ["", bw.seed_table(full, ns.seeds)]
-    means = {k: [statistics.mean(bw._scores(v[s])[i] for s in ns.seeds) for i in range(3)] for k, v in full.items()}
+    means = {k: [statistics.mean(scores(v[s])[i] for s in ns.seeds) for i in range(3)] for k, v in full.items()}
     for system, m in means.items():
         base, resident = parse_reference_system(system)
         for other, label in (("hogbatch", "hogbatch"), (base, "its sequential reference")):
@@ -663,7 +678,7 @@ def model_check(ns: argparse.Namespace, result: dict[str, Any]) -> list[str]:
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.gpu.driver import GpuTrainer
     from parvec.gpu.reference import hogwild_train, reference_train
-    from parvec.trainer import init_input_vectors
+    from parvec.model_tables import init_input_vectors
 
     corpus = EncodedCorpus.from_file(DEMO_CORPUS, ReadOptions(min_count=5), cache_dir=Path(ns.work) / "cache")
     parts = lambda epoch: [(corpus.tokens, corpus.offsets)]  # noqa: E731
@@ -843,7 +858,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
             for system, by_seed in full.items():
                 if system.startswith("hogbatch"):
                     continue
-                gaps = [statistics.mean(bw._scores(by_seed[s])[i] - bw._scores(ref[s])[i] for s in ns.seeds)
+                gaps = [statistics.mean(scores(by_seed[s])[i] - scores(ref[s])[i] for s in ns.seeds)
                         for i in range(3)]
                 lines.append(f"- {system} − hogbatch-cpu d{dim} (means): WS-353 {gaps[0]:+.3f}, SimLex-999 "
                              f"{gaps[1]:+.3f}, analogy {gaps[2]:+.1f} points")
@@ -851,7 +866,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
             for gpu, cpu, bars in ((f"full-w2v d{dim}", f"hogbatch-cpu d{dim}", (0.01, 0.01, 1.0)),
                                    (f"par d{dim}", f"par-cpu d{dim}", (0.02, 0.02, 2.0))):
                 if gpu in full and cpu in full:
-                    gaps = [statistics.mean(bw._scores(full[gpu][s])[i] - bw._scores(full[cpu][s])[i]
+                    gaps = [statistics.mean(scores(full[gpu][s])[i] - scores(full[cpu][s])[i]
                                             for s in ns.seeds) for i in range(3)]
                     met = all(g >= -b for g, b in zip(gaps, bars, strict=True))
                     lines.append(f"- bar: {gpu} within {bars[0]} / {bars[1]} / {bars[2]:.0f} of {cpu} (means): "
