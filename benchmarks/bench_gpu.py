@@ -22,12 +22,15 @@ in one run, on the same data, with quality beside speed.
 5. **The floor and the bars**: whether full-w2v reaches ``--floor`` words/s at d 128 (no test times anything)
    and the quality bars against CPU hogbatch and (``--cpu-quality par``) CPU par.
 
-Prints tables (ratios to CPU hogbatch) and writes everything as JSON.  Without a GPU it stops at once with
-"no CUDA device".  ``--model-check`` runs only the hardware related-words runs on the GPU beside the CPU model
-of its Hogwild (:func:`parvec.gpu.reference.hogwild_train`) with the blocks the GPU holds.  Two modes need no
-GPU: ``--ptx`` compiles the kernels for sm_90 with NVVM and ptxas (CUDA toolkit) and reports registers,
-spills, shared memory and the occupancy they allow on an H100; ``--reference`` trains the kernels' orders on
-the CPU -- sequentially and in the Hogwild model -- beside CPU classic and hogbatch, over ``--seeds``.
+Prints tables (ratios to CPU hogbatch) and writes everything to ``--out`` as benchmarks/harness.py's JSON: the
+header naming the machine (CPU model and ISA, the GPU model from ``nvidia-smi``) and the code, then this script's
+keys (``device``, ``cpu``, ``args``, ``speed``, ``quality``, ``table``; ``model_check``, ``launch_sweep``,
+``reference`` or ``ptx`` in those modes). Without a GPU it stops at once with "no CUDA device". ``--model-check``
+runs only the hardware related-words runs on the GPU beside the CPU model of its Hogwild
+(:func:`parvec.gpu.reference.hogwild_train`) with the blocks the GPU holds. Two modes need no GPU: ``--ptx``
+compiles the kernels for sm_90 with NVVM and ptxas (CUDA toolkit) and reports registers, spills, shared memory and
+the occupancy they allow on an H100; ``--reference`` trains the kernels' orders on the CPU -- sequentially and in
+the Hogwild model -- beside CPU classic and hogbatch, over ``--seeds``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
-import json
 import math
 import os
 import re
@@ -47,10 +49,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import bench_words
+import harness
 import numpy as np
+from harness import DEFAULT_CORPUS, DEMO_CORPUS, REPO
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
+BENCHMARK = "bench_gpu"
 GPU_ALGOS = ("full-w2v", "par")
 # sm_90 (H100) limits for the static occupancy of --ptx: registers, shared memory (bytes), warps, blocks per SM
 SM90 = {"regs": 65536, "smem": 228 * 1024, "smem_block_reserved": 1024, "warps": 64, "blocks": 32}
@@ -62,14 +66,6 @@ KERNEL_SIGNATURE = {
            "int64, float32[::1], float32[::1], int32[::1], int32[:, ::1], int64, float64, boolean, float64[::1], "
            "int64[::1])",
 }
-
-
-def _bench_words():
-    """benchmarks/bench_words.py as a module (its score helpers are reused, not copied)."""
-    spec = importlib.util.spec_from_file_location("bench_words", Path(__file__).with_name("bench_words.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ----------------------------------------------------------------------------------------------- pure parts
@@ -272,8 +268,7 @@ def run_ptx(ns: argparse.Namespace) -> int:
                           f"{row['blocks_per_sm']} blocks / {row['warps_per_sm']} warps per SM "
                           f"({100 * row['occupancy']:.0f}%, by {row['limited_by']})", flush=True)
     if ns.out:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps({"ptx": rows}, indent=1), encoding="utf-8")
+        harness.write_json(ns.out, BENCHMARK, {"ptx": rows})
     return 0
 
 
@@ -298,16 +293,10 @@ def device_facts() -> dict[str, Any]:
 
 
 def cpu_facts() -> dict[str, Any]:
-    """The host CPU model and the cores this process may use."""
+    """The host CPU model (the harness's: ``lscpu``, else /proc/cpuinfo) and the cores CPU hogbatch uses."""
     from parvec.config import default_threads
 
-    model = ""
-    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {"model": model, "cores": default_threads()}
+    return {"model": harness.cpu_model(), "cores": default_threads()}
 
 
 def train_gpu(corpus: Any, algo: str, dim: int, ns: argparse.Namespace, epochs: int, seed: int,
@@ -430,9 +419,23 @@ def evaluate_vectors(w: np.ndarray, corpus: Any) -> dict[str, Any]:
     return evaluate(kv, **default_eval_paths())
 
 
+def scores(q: dict[str, Any]) -> tuple[float, float, float]:
+    """(WS-353 Spearman, SimLex-999 Spearman, analogy %) of one evaluation, NaN for a score it could not take
+    (no pair or question in the vocabulary: the evaluator says None).
+
+    Example:
+        >>> scores({"ws353": {"spearman": 0.5}, "simlex": {"spearman": None}, "analogies": {"3cosadd": 0.25}})
+        (0.5, nan, 25.0)
+    """
+    nan = float("nan")
+    ws, sl = (q.get(k, {}).get("spearman") for k in ("ws353", "simlex"))
+    an = q.get("analogies", {}).get("3cosadd")
+    return (nan if ws is None else float(ws), nan if sl is None else float(sl), nan if an is None else 100 * an)
+
+
 def fmt_scores(bw: Any, q: dict[str, Any]) -> str:
     """WS-353 / SimLex-999 / analogy % of one evaluation, '-' for a score it could not take."""
-    return " / ".join("-" if x is None or x != x else f"{x:.3f}" for x in bw._scores(q))
+    return " / ".join("-" if x is None or x != x else f"{x:.3f}" for x in scores(q))
 
 
 def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw: Any) -> int:
@@ -448,12 +451,11 @@ def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw
     def record(row: dict[str, Any]) -> None:
         rows.append(row)
         q = row.get("quality")
-        scores = fmt_scores(bw, q) if q else row.get("error", "")
+        shown = fmt_scores(bw, q) if q else row.get("error", "")
         print(f"sweep {row['system']} seed {row['seed']}: {row.get('words_per_sec', 0) / 1e6:.2f}M words/s "
-              f"(WS-353 / SimLex-999 / analogy %) {scores}", file=sys.stderr, flush=True)
+              f"(WS-353 / SimLex-999 / analogy %) {shown}", file=sys.stderr, flush=True)
         if ns.out:
-            ns.out.parent.mkdir(parents=True, exist_ok=True)
-            ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+            harness.write_json(ns.out, BENCHMARK, result)
 
     raw = corpus.raw_words * ns.quality_epochs
     for seed in ns.seeds:
@@ -524,7 +526,8 @@ def train_reference(corpus: Any, system: str, dim: int, ns: argparse.Namespace, 
     """One run of a ``--reference`` system on the CPU: (input vectors, facts of the run)."""
     from parvec.config import TrainConfig, default_threads
     from parvec.gpu.reference import hogwild_train, reference_train
-    from parvec.trainer import Trainer, init_input_vectors
+    from parvec.model_tables import init_input_vectors
+    from parvec.trainer import Trainer
 
     base, resident = parse_reference_system(system)
     facts: dict[str, Any] = {}
@@ -568,7 +571,7 @@ def run_reference(ns: argparse.Namespace) -> int:
     Rows are printed and written (``--out``) as they come."""
     from parvec.corpus import EncodedCorpus, ReadOptions
 
-    bw = _bench_words()
+    bw = bench_words
     systems = list(ns.reference_systems)
     dim = ns.quality_dims[0]
     corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
@@ -590,15 +593,14 @@ def run_reference(ns: argparse.Namespace) -> int:
             print(f"reference {system} seed {seed}: {fmt_scores(bw, q)} (WS-353 / SimLex-999 / analogy %); loss "
                   f"{loss}; {facts['seconds']:.0f} s", file=sys.stderr, flush=True)
             if ns.out:
-                ns.out.parent.mkdir(parents=True, exist_ok=True)
-                ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+                harness.write_json(ns.out, BENCHMARK, result)
     full = {k: v for k, v in quality.items() if len(v) == len(ns.seeds)}
     lines = [f"CPU {result['cpu']['model']} ({result['cpu']['cores']} cores); {corpus.n_tokens:,} tokens of "
              f"{ns.corpus.name}; d {dim}, window {ns.window}, negative {ns.negative}, sample {ns.sample}, "
              f"{ns.quality_epochs} epochs"]
     if len(ns.seeds) > 1 and full:
         lines += ["", bw.seed_table(full, ns.seeds)]
-    means = {k: [statistics.mean(bw._scores(v[s])[i] for s in ns.seeds) for i in range(3)] for k, v in full.items()}
+    means = {k: [statistics.mean(scores(v[s])[i] for s in ns.seeds) for i in range(3)] for k, v in full.items()}
     for system, m in means.items():
         base, resident = parse_reference_system(system)
         for other, label in (("hogbatch", "hogbatch"), (base, "its sequential reference")):
@@ -610,11 +612,10 @@ def run_reference(ns: argparse.Namespace) -> int:
     result["table"] = table
     print(table)
     if ns.out:
-        ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+        harness.write_json(ns.out, BENCHMARK, result)
     return 0
 
 
-DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 # the hardware related-words tests' settings (tests/gpu/test_gpu_hardware.py) on the 2M-token demo corpus
 MODEL_CHECK = {"full-w2v": dict(dim=100, epochs=2, sample=1e-3, seed=1), "par": dict(dim=50, epochs=3, sample=1e-3,
                                                                                       seed=4)}
@@ -638,10 +639,22 @@ def resident_blocks(report: dict[str, Any], sms: int | None) -> int | None:
         "blocks_per_sm"] * int(sms)
 
 
+def _hardware_tests() -> Any:
+    """tests/gpu/test_gpu_hardware.py as a module (its probe word sets), after the tests/gpu/sim_cases.py it
+    imports, both registered under their names as pytest would import them."""
+    for name in ("sim_cases", "test_gpu_hardware"):
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "gpu" / f"{name}.py")
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    return sys.modules["test_gpu_hardware"]
+
+
 def related_words_probes(w: np.ndarray, corpus: Any, algo: str) -> dict[str, bool]:
     """The hardware related-words test's probes (tests/gpu/test_gpu_hardware.py) on trained vectors."""
-    sys.path.insert(0, str(REPO / "tests" / "gpu"))
-    import test_gpu_hardware as hw
+    hw = _hardware_tests()
 
     w = w / np.linalg.norm(w, axis=1, keepdims=True)
     idx = corpus.vocab.index
@@ -665,7 +678,7 @@ def model_check(ns: argparse.Namespace, result: dict[str, Any]) -> list[str]:
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.gpu.driver import GpuTrainer
     from parvec.gpu.reference import hogwild_train, reference_train
-    from parvec.trainer import init_input_vectors
+    from parvec.model_tables import init_input_vectors
 
     corpus = EncodedCorpus.from_file(DEMO_CORPUS, ReadOptions(min_count=5), cache_dir=Path(ns.work) / "cache")
     parts = lambda epoch: [(corpus.tokens, corpus.offsets)]  # noqa: E731
@@ -703,8 +716,7 @@ def model_check(ns: argparse.Namespace, result: dict[str, Any]) -> list[str]:
                          f"{sum(probes.values())}/{len(probes)} | {sec:.1f} |")
             print(f"model check {algo} {name}: loss {loss} probes {probes}", file=sys.stderr, flush=True)
             if ns.out:  # as they come: a stage cut off at its time limit keeps what it measured
-                ns.out.parent.mkdir(parents=True, exist_ok=True)
-                ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+                harness.write_json(ns.out, BENCHMARK, result)
     return lines
 
 
@@ -718,7 +730,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
     except ParvecError as exc:
         print(f"no CUDA device: {exc}", file=sys.stderr)
         return 2
-    bw = _bench_words()
+    bw = bench_words
     result: dict[str, Any] = {"device": device_facts(), "cpu": cpu_facts(), "args": {k: str(v) for k, v in
                                                                                      vars(ns).items()}}
     print(f"device: {result['device']}; host CPU: {result['cpu']}", file=sys.stderr, flush=True)
@@ -733,21 +745,28 @@ def run_gpu(ns: argparse.Namespace) -> int:
         result["table"] = table
         print(table)
         if ns.out:
-            ns.out.parent.mkdir(parents=True, exist_ok=True)
-            ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+            harness.write_json(ns.out, BENCHMARK, result)
         return 0
     corpus = EncodedCorpus.from_file(ns.corpus, ReadOptions(min_count=ns.min_count), cache_dir=Path(ns.work) / "cache")
     if ns.words_per_launch:
         return launch_sweep(ns, corpus, result, bw)
     corpora = {ns.corpus.name: (corpus, corpus.raw_words)}
-    if ns.big_words > 0:
+    if ns.big_words > 0 and not ns.no_speed:
         big_tokens, big_offsets, copies = repeat_corpus(corpus.tokens, corpus.offsets, ns.big_words)
         big = EncodedCorpus.from_arrays(big_tokens, big_offsets, corpus.vocab)
         corpora[f"{ns.corpus.name} x{copies}"] = (big, corpus.raw_words * copies)
     keep_share = kept_fraction(corpus.vocab.counts, ns.sample)
     peak = result["device"].get("peak_bytes_per_sec")
     rows: list[dict[str, Any]] = []
-    for dim in ns.dims:
+    quality: dict[str, dict[int, Any]] = {}
+    result["speed"] = rows
+
+    def save() -> None:  # after every measurement: a run cut off at a time limit keeps what it measured
+        if ns.out:
+            result["quality"] = {k: {str(s): q for s, q in v.items()} for k, v in quality.items()}
+            harness.write_json(ns.out, BENCHMARK, result)
+
+    for dim in [] if ns.no_speed else ns.dims:
         for cname, (enc, raw) in corpora.items():
             for algo in ns.algos:
                 from parvec.gpu.blocks import threads_for
@@ -778,12 +797,14 @@ def run_gpu(ns: argparse.Namespace) -> int:
                         if regs:
                             row.update(occupancy(int(regs), rep["shared_bytes_per_block"], threads))
                         rows.append(row)
+                        save()
                         print(f"{cname} d{dim} {row['system']}: {wps / 1e6:.2f}M words/s", file=sys.stderr, flush=True)
             if not ns.no_cpu:
                 _, stats = train_cpu(enc, dim, ns, ns.speed_epochs, ns.seeds[0])
                 rows.append({"dim": dim, "corpus": cname, "system": "hogbatch-cpu", "words_per_sec":
                              raw * ns.speed_epochs / stats.seconds, "seconds": stats.seconds,
                              "threads": result["cpu"]["cores"]})
+                save()
                 print(f"{cname} d{dim} hogbatch-cpu: {rows[-1]['words_per_sec'] / 1e6:.2f}M words/s", file=sys.stderr,
                       flush=True)
             if not ns.no_torch:
@@ -791,11 +812,10 @@ def run_gpu(ns: argparse.Namespace) -> int:
                 if out is not None:
                     rows.append({"dim": dim, "corpus": cname, "system": "torch-sgns", "words_per_sec":
                                  raw * ns.speed_epochs / out[1], "seconds": out[1]})
+                    save()
                     print(f"{cname} d{dim} torch-sgns: {rows[-1]['words_per_sec'] / 1e6:.2f}M words/s",
                           file=sys.stderr, flush=True)
-    result["speed"] = rows
     # Quality: each GPU kernel and CPU hogbatch per seed, on the shared corpus.
-    quality: dict[str, dict[int, Any]] = {}
     for dim in [] if ns.no_quality else ns.quality_dims:
         for seed in ns.seeds:
             for algo in ns.algos:
@@ -807,9 +827,11 @@ def run_gpu(ns: argparse.Namespace) -> int:
                                                               "error": str(exc)})
                     continue
                 quality.setdefault(f"{algo} d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
+                save()
             for cpu_algo in [] if ns.no_cpu else ns.cpu_quality:
                 trainer, _ = train_cpu(corpus, dim, ns, ns.quality_epochs, seed, cpu_algo)
                 quality.setdefault(f"{cpu_algo}-cpu d{dim}", {})[seed] = evaluate_vectors(trainer.w_in, corpus)
+                save()
             for system, by_seed in quality.items():
                 if seed in by_seed:
                     print(f"quality seed {seed} {system}: {fmt_scores(bw, by_seed[seed])}", file=sys.stderr,
@@ -818,6 +840,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
             out = torch_sgns(corpus, dim, ns, ns.quality_epochs, ns.seeds[0])
             if out is not None:
                 quality.setdefault(f"torch-sgns d{dim}", {})[ns.seeds[0]] = evaluate_vectors(out[0], corpus)
+                save()
                 print(f"quality seed {ns.seeds[0]} torch-sgns d{dim}: "
                       f"{fmt_scores(bw, quality[f'torch-sgns d{dim}'][ns.seeds[0]])}", file=sys.stderr, flush=True)
     result["quality"] = {k: {str(s): q for s, q in v.items()} for k, v in quality.items()}
@@ -835,7 +858,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
             for system, by_seed in full.items():
                 if system.startswith("hogbatch"):
                     continue
-                gaps = [statistics.mean(bw._scores(by_seed[s])[i] - bw._scores(ref[s])[i] for s in ns.seeds)
+                gaps = [statistics.mean(scores(by_seed[s])[i] - scores(ref[s])[i] for s in ns.seeds)
                         for i in range(3)]
                 lines.append(f"- {system} − hogbatch-cpu d{dim} (means): WS-353 {gaps[0]:+.3f}, SimLex-999 "
                              f"{gaps[1]:+.3f}, analogy {gaps[2]:+.1f} points")
@@ -843,7 +866,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
             for gpu, cpu, bars in ((f"full-w2v d{dim}", f"hogbatch-cpu d{dim}", (0.01, 0.01, 1.0)),
                                    (f"par d{dim}", f"par-cpu d{dim}", (0.02, 0.02, 2.0))):
                 if gpu in full and cpu in full:
-                    gaps = [statistics.mean(bw._scores(full[gpu][s])[i] - bw._scores(full[cpu][s])[i]
+                    gaps = [statistics.mean(scores(full[gpu][s])[i] - scores(full[cpu][s])[i]
                                             for s in ns.seeds) for i in range(3)]
                     met = all(g >= -b for g, b in zip(gaps, bars, strict=True))
                     lines.append(f"- bar: {gpu} within {bars[0]} / {bars[1]} / {bars[2]:.0f} of {cpu} (means): "
@@ -856,8 +879,7 @@ def run_gpu(ns: argparse.Namespace) -> int:
     result["table"] = table
     print(table)
     if ns.out:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+        harness.write_json(ns.out, BENCHMARK, result)
     return 0
 
 
@@ -908,6 +930,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the words/s floor full-w2v must reach at d 128 (the summary says met or not)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch SGNS")
     ap.add_argument("--no-quality", action="store_true", help="speed only: skip the quality runs")
+    ap.add_argument("--no-speed", action="store_true",
+                    help="quality only: skip the speed runs (nothing is timed, so it may share the machine)")
     ap.add_argument("--no-loss", action="store_true",
                     help="the GPU kernels skip the loss (compute_loss=False): what the loss costs in words/s")
     ap.add_argument("--ptx", action="store_true",
@@ -930,7 +954,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench-gpu")
     ap.add_argument("--out", type=Path, help="write all results as JSON here")
     ns = ap.parse_args(argv)
-    sys.path.insert(0, str(REPO / "src"))
     if ns.ptx:
         return run_ptx(ns)
     if ns.reference:

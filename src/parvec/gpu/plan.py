@@ -42,8 +42,9 @@ DEFAULT_WORDS_PER_LAUNCH = 1 << 20  # the most full-w2v launches by default (~1M
 # repulsion sums a minibatch's gradients onto each shared negative, loses its quality at 1M words per launch and
 # diverges at 4.2M, and keeps it at 100k to 250k.  On the 2M-token demo corpus one launch per epoch (every
 # sentence at once) spoils full-w2v too.  So a launch is at most the algorithm's cap and at most 1/16 of an epoch.
-# (PAR's figures are its old phased order's; the CPU model of the GPU's Hogwild trains its interleaved order well
-# at 800 sentences in flight on the demo corpus -- benchmarks/gpu_check.sh's par_launches measures 1M on a GPU.)
+# (PAR's figures are of its phased order, on an H200, 2026-11-26; the CPU model of the GPU's Hogwild trains its
+# interleaved order well at 800 sentences in flight on the demo corpus -- benchmarks/gpu_check.sh's par_launches
+# measures 1M on a GPU.)
 MAX_WORDS_PER_LAUNCH = {"full-w2v": DEFAULT_WORDS_PER_LAUNCH, "par": 100_000}
 LAUNCHES_PER_EPOCH = 16
 MAX_BLOCKS_PER_LAUNCH = 1 << 16

@@ -15,16 +15,22 @@ of the center (a position's row is read when it enters the window and its change
 ``w_in`` once, when it leaves).  For center ``i`` (window shrunk by ``b``, word2vec.c's random window) the
 outputs are ``[center, n_1 .. n_N]`` (labels 1, 0, ..; ``N`` negatives drawn for the center and shared by
 its whole window; a negative equal to the center is skipped, as on the CPU).  The outputs' rows are read
-once (the kernel keeps them in registers) and for each context position ``j`` in window order::
+once (the kernel keeps them in registers) and the center's window is trained in HogBatch's order
+(:func:`center_train_window`): every gradient from the values before the center, for each context position
+``j`` in window order and every output ``k``::
 
-    f_k   = <ring[j], out_k>                   for every output k  (one block reduction for all k)
-    g_k   = (label_k - sigmoid(f_k)) * alpha
-    ring[j] += sum_k g_k out_k                 (out_k before this step)
-    out_k   += g_k ring[j]                     (ring[j] before this step)
+    f_jk  = <ring[j], out_k>                   (one block reduction per context word for all k)
+    g_jk  = (label_k - sigmoid(f_jk)) * alpha
 
-which is word2vec.c's order for one context word (its gradient summed over the outputs and applied after
-them; each output updated at once) with the negatives shared per center; then every output row's change is
-added to ``w_out``.  Output rows are added as changes, not overwritten, so two copies of a word (a negative
+then both updates, from the same values::
+
+    out_k   += sum_j g_jk ring[j]
+    ring[j] += sum_k g_jk out_k
+
+with the negatives shared per center; then every output row's change is added to ``w_out``.
+:func:`center_train` trains context by context instead (word2vec.c's order for one context word: its gradient
+summed over the outputs, applied before the next context word's scores): PAR's attraction, and FULL-W2V with
+``full_w2v_pairs``.  Output rows are added as changes, not overwritten, so two copies of a word (a negative
 drawn twice, a word twice in the window) both count and concurrent blocks lose nothing but races.
 
 **PAR order** (:func:`par_sentence`).  Attraction is the FULL-W2V pass with no negatives (each center's
@@ -33,7 +39,7 @@ for each minibatch of ``B`` consecutive words: ``C_rep`` by the rule of :func:`p
 ``H = round(h_factor * negative * C_rep)`` shared negatives, and the three products from the rows as they are
 before the minibatch: ``G = -sigmoid(M_out M_in^T) alpha``, ``w_out[negs] += G M_in``, ``w_in[words] += G^T
 M_out``.  Minibatch ``m`` of sentence ``s`` is repelled right after the attraction of the center ``window + s %
-B`` positions past its last word (:func:`par_order`); ``par_phased`` keeps the kernel's old order, the whole
+B`` positions past its last word (:func:`par_order`); ``par_phased`` keeps the phased order, the whole
 sentence's attraction and then its repulsion.
 
 Each center (and each minibatch) is three steps: what it reads from the shared matrices
@@ -72,7 +78,7 @@ from parvec.schedule import Schedule
 
 _ONE = np.float32(1.0)
 _ZERO = np.float32(0.0)
-PAR_PHASED = -1  # PAR's old GPU order: every center's attraction, then every minibatch's repulsion (par_sentence)
+PAR_PHASED = -1  # PAR's phased order: every center's attraction, then every minibatch's repulsion (par_sentence)
 
 
 @njit(cache=True)
@@ -198,7 +204,7 @@ def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float3
 def center_train_window(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float32, window: int,
                         negative: int, ring: np.ndarray, cur: np.ndarray, cur0: np.ndarray, valid: np.ndarray,
                         gw: np.ndarray, acc: np.ndarray, with_loss: bool) -> tuple[int, float]:
-    """Center ``i``'s window in HogBatch's order (FULL-W2V's order since it closed the quality gap; the module
+    """Center ``i``'s window in HogBatch's order (FULL-W2V's order: it scores like CPU hogbatch; the module
     docstring): every (context, output) gradient from the values before the center, then both updates.
     ``cur0`` holds the outputs' rows before the center (:func:`center_reads` fills it), ``gw`` at least
     ``2 window x (negative + 1)`` floats.  Returns (pairs, loss).
@@ -287,7 +293,7 @@ def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: 
     ``negative`` = 0 is PAR's attraction.  With ``negs`` non-empty (test mode), negative ``k`` of the center at
     position ``i`` is ``negs[neg_row + i, k]`` instead of a draw.  Center by center: :func:`center_reads`,
     :func:`center_train_window` (``window_order``: FULL-W2V's) or :func:`center_train` (context by context:
-    PAR's attraction, and FULL-W2V's previous order), :func:`center_writes` (the Hogwild model,
+    PAR's attraction, and FULL-W2V's per-pair order), :func:`center_writes` (the Hogwild model,
     :func:`hogwild_train`, runs the same three with other blocks' writes between them).
 
     Example:
@@ -585,7 +591,7 @@ def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, token
 
     ``negs`` (test mode) gives the negatives: rows indexed by token position minus ``neg_base`` (the
     sentence start plus the center's subsampled position; for PAR the minibatch's first position).
-    ``par_phased``: PAR in its old phased order (:func:`par_order`); ``full_w2v_pairs``: FULL-W2V in its old order,
+    ``par_phased``: PAR in its phased order (:func:`par_order`); ``full_w2v_pairs``: FULL-W2V in its per-pair order,
     context by context (:func:`center_train`).
 
     Example:
@@ -618,7 +624,7 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
     """What the GPU driver trains, on the CPU: the same plan, launch after launch, sentence after sentence.
 
     Trains ``w_in``/``w_out`` in place and returns the loss per positive pair of each epoch (``par_phased``,
-    ``full_w2v_pairs``: the kernels' old orders, :func:`train_launch_reference`).
+    ``full_w2v_pairs``: the orders the kernels do not run, :func:`train_launch_reference`).
 
     Example:
         >>> reference_train(config, corpus.vocab.counts, w_in, w_out,
@@ -865,7 +871,8 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     holds at a time: SMs x blocks per SM), and a slot that finishes takes the next sentence, as the block
     scheduler does; a sentence of launch ``k`` may start only once launch ``k - in_flight`` has finished (the
     driver keeps two launches in flight).  The slots advance in lockstep, one step per tick: a step is one
-    center of the kernel's order (:func:`center_reads`, :func:`center_train`, :func:`center_writes`) or one of
+    center of the kernel's order (:func:`center_reads`, :func:`center_train_window` for FULL-W2V or
+    :func:`center_train` for PAR's attraction, :func:`center_writes`) or one of
     PAR's repulsion minibatches (:func:`minibatch_reads`, :func:`minibatch_writes`; it lasts ``rep_ticks``
     ticks, reading at its first and writing at its last).  In each tick every step that starts reads the
     shared rows before any step that ends writes, so what a block reads misses the changes of every block
