@@ -45,7 +45,7 @@ from parvec.distributed.sharded_start import ShardedActors, start_actors
 from parvec.distributed.snapshot_files import snapshot_dir
 from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume, report_figures, snapshot_position
 from parvec.distributed.supervise import ActorLost, cause, first_line
-from parvec.distributed.units import Unit, UnitStats, plan_units, units_crc32
+from parvec.distributed.units import SamplingTables, Unit, UnitStats, plan_units, units_crc32
 from parvec.distributed.wire import ShardLost
 from parvec.engine import EpochContext, EpochResult, Position, RunEngine, TrainStats
 from parvec.errors import ParvecError
@@ -60,8 +60,11 @@ class ShardedRun:
     """One sharded training run on a Ray session: shards, clients, units, epochs, snapshots and faults,
     gathering, the report.
 
-    ``parts`` are the corpus parts as the clients get them (:class:`~parvec.distributed.client_actor.ClientSpec`);
-    ``part_offsets`` their (unsplit) sentence offsets, from which the driver plans the units.  ``init`` is None
+    ``tables`` are the sampling tables (:class:`~parvec.distributed.units.SamplingTables`; per-word counts in id
+    order give the per-word tables).  ``parts`` are the corpus parts as the clients get them
+    (:class:`~parvec.distributed.client_actor.ClientSpec`); ``part_offsets`` their (unsplit) sentence offsets,
+    from which the driver plans the units, or ``units``, the units planned where the parts were encoded (the
+    driver then holds no sentence offset).  ``init`` is None
     (word2vec.c's initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep
     their snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the
     end, otherwise), each on its own node's disk; each complete snapshot goes to ``on_snapshot(snapshot)``, which
@@ -78,16 +81,20 @@ class ShardedRun:
         ...     stats = run.train()
     """
 
-    def __init__(self, ray: Any, cluster: Cluster, config: TrainConfig, counts: np.ndarray, parts: list[Any],
-                 part_offsets: Sequence[np.ndarray], init: tuple[np.ndarray, np.ndarray] | None = None,
+    def __init__(self, ray: Any, cluster: Cluster, config: TrainConfig, tables: np.ndarray | SamplingTables,
+                 parts: list[Any], part_offsets: Sequence[np.ndarray] = (),
+                 init: tuple[np.ndarray, np.ndarray] | None = None,
                  checkpoint_dir: str | os.PathLike[str] | None = None, resume: Snapshot | None = None,
-                 on_snapshot: Callable[[Snapshot], bool] | None = None) -> None:
+                 on_snapshot: Callable[[Snapshot], bool] | None = None, *, units: list[Unit] | None = None,
+                 client_parts: bool = False) -> None:
         self.ray = ray
         self.cluster = cluster
         self.config = config.validate()
         self.settings = ShardedSettings.of(cluster, self.config)
-        counts = np.asarray(counts, dtype=np.int64)
-        self.n_words = len(counts)
+        if not isinstance(tables, SamplingTables):
+            tables = SamplingTables.per_word(tables, self.config)
+        self.tables = tables
+        self.n_words = tables.n_words
         if self.n_words < 2:
             raise ParvecError("sharded training needs a vocabulary of at least two words (negatives must differ "
                               "from the positive word)")
@@ -95,8 +102,10 @@ class ShardedRun:
         self.actors: ShardedActors | None = None
         self._temp_checkpoints: str | None = None
         self.checkpoint_dir = self._snapshot_directory(checkpoint_dir, resume is None)
-        self.units = plan_units([split_long_sentences(np.asarray(o, dtype=np.int64), self.config.max_sentence_length)
-                                 for o in part_offsets], self.settings.unit_words)
+        self.units = units if units is not None else plan_units(
+            [split_long_sentences(np.asarray(o, dtype=np.int64), self.config.max_sentence_length)
+             for o in part_offsets], self.settings.unit_words)
+        self.client_parts = client_parts  # each client prefers the units of its own parts (part % clients)
         self.words_per_epoch = sum(u.words for u in self.units)
         if self.words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
@@ -109,7 +118,7 @@ class ShardedRun:
         self.snapshots = SnapshotCoordinator(self.settings.shards, self.settings.checkpoint_interval_s, self.units,
                                              crc, self.config.dim, self.checkpoint_dir, resume, on_snapshot)
         try:
-            self.actors = start_actors(ray, self.settings, self.config, counts, parts, init, self.checkpoint_dir,
+            self.actors = start_actors(ray, self.settings, self.config, tables, parts, init, self.checkpoint_dir,
                                        resume is not None, restore_args=self.snapshots.restore_args,
                                        faults=self.snapshots.faults)
             self.snapshots.actors = self.actors
@@ -301,12 +310,25 @@ class _Epoch:
         assert run.actors is not None
         for c, client in enumerate(run.clients):
             while run.actors.alive[c] and self.busy[c] < run.settings.threads and self.queue:
-                unit = self.queue.popleft()
+                unit = self._take(c)
                 self.in_flight[client.train_unit.remote(unit, ctx.epoch, ctx.schedule)] = (c, unit, time.monotonic())
                 self.busy[c] += 1
                 self.snaps.at_snapshot = False
         if not self.in_flight and self.queue:
             raise ParvecError("every client was lost and none can be restarted: the run cannot continue")
+
+    def _take(self, c: int) -> Unit:
+        # The next unit for client c: in corpus order; with client_parts, the first of its own parts (part % C),
+        # else (none of its own left) the queue's last, so a client loads few parts of others.
+        run = self.run
+        n = len(run.clients)
+        if run.client_parts and n > 1:
+            for i, unit in enumerate(self.queue):
+                if unit.part % n == c:
+                    del self.queue[i]
+                    return unit
+            return self.queue.pop()
+        return self.queue.popleft()
 
     def _collect(self, interrupted: list[Unit]) -> None:
         # The units that ended in the next quarter second; a client or shard lost raises ActorLost.
