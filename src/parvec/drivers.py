@@ -95,18 +95,16 @@ def _cluster_driver(cluster: Any, config: TrainConfig, counts: np.ndarray, w_in:
 def complete_cluster_drivers() -> None:
     """TEMPORARY, until ``parvec.distributed``'s drivers subclass :class:`parvec.engine.DriverBase` (a change of the
     ``distributed/`` split; then delete this function and its calls): the :class:`parvec.engine.Driver` members
-    that ``ReplicaDriver`` (``error_label``, ``divergence_hint``) and ``ShardedRunDriver`` (``report``) lack, given
+    that ``ReplicaDriver`` (``error_label``, ``divergence_hint``) lacks, given
     :class:`~parvec.engine.DriverBase`'s defaults on their classes.
 
     Example:
         >>> complete_cluster_drivers()  # doctest: +SKIP
     """
     from parvec.distributed.replicas import ReplicaDriver
-    from parvec.distributed.sharded import ShardedRunDriver
 
     ReplicaDriver.error_label = DriverBase.error_label
     ReplicaDriver.divergence_hint = DriverBase.divergence_hint
-    ShardedRunDriver.report = DriverBase.report
 
 
 def cluster_record(cluster: Any) -> dict[str, Any] | None:

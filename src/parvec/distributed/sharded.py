@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,7 +41,15 @@ from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
-from parvec.distributed.sharded_settings import ROW_BLOCK_BYTES, ShardedSettings, actor_budget, cluster_cpus, resolve
+from parvec.distributed.sharded_settings import (
+    ROW_BLOCK_BYTES,
+    SNAPSHOT_BYTES_PER_S,
+    ShardedSettings,
+    actor_budget,
+    cluster_cpus,
+    resolve,
+    snapshot_interval,
+)
 from parvec.distributed.sharded_start import ShardedActors, start_actors
 from parvec.distributed.snapshot_files import snapshot_dir
 from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume, report_figures, snapshot_position
@@ -50,6 +59,7 @@ from parvec.distributed.wire import ShardLost
 from parvec.engine import EpochContext, EpochResult, Position, RunEngine, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
+from parvec.resources import human_bytes
 from parvec.schedule import Schedule
 
 # The names the command line (parvec.cli.sharded) and the fault tests import from here.
@@ -64,7 +74,9 @@ class ShardedRun:
     order give the per-word tables).  ``parts`` are the corpus parts as the clients get them
     (:class:`~parvec.distributed.client_actor.ClientSpec`); ``part_offsets`` their (unsplit) sentence offsets,
     from which the driver plans the units, or ``units``, the units planned where the parts were encoded (the
-    driver then holds no sentence offset).  ``init`` is None
+    driver then holds no sentence offset); ``client_parts``: each client prefers the units of its own parts (it
+    then loads about ``1 / clients`` of the parts' offsets); ``memory``: the bytes a ``shard`` and a ``client`` ask
+    of Ray's ``memory`` resource (:func:`parvec.distributed.memory.placement`).  ``init`` is None
     (word2vec.c's initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep
     their snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the
     end, otherwise), each on its own node's disk; each complete snapshot goes to ``on_snapshot(snapshot)``, which
@@ -86,7 +98,7 @@ class ShardedRun:
                  init: tuple[np.ndarray, np.ndarray] | None = None,
                  checkpoint_dir: str | os.PathLike[str] | None = None, resume: Snapshot | None = None,
                  on_snapshot: Callable[[Snapshot], bool] | None = None, *, units: list[Unit] | None = None,
-                 client_parts: bool = False) -> None:
+                 client_parts: bool = False, memory: dict[str, int] | None = None) -> None:
         self.ray = ray
         self.cluster = cluster
         self.config = config.validate()
@@ -115,12 +127,18 @@ class ShardedRun:
         self.totals = UnitStats(acks=[0] * self.settings.shards)
         self.on_progress: Callable[..., None] | None = None
         self.position = (-1, 0)  # (epoch, units of it done): where the run is, for progress and tests
-        self.snapshots = SnapshotCoordinator(self.settings.shards, self.settings.checkpoint_interval_s, self.units,
+        width = -(-self.config.dim // self.settings.shards)
+        self.shard_bytes = 2 * self.n_words * width * 4  # what one shard writes per snapshot
+        interval = snapshot_interval(self.settings.checkpoint_interval_s, self.shard_bytes)
+        print(f"parvec: a consistent snapshot of the shards at every epoch's end and every {interval:g} s (each shard "
+              f"writes {human_bytes(self.shard_bytes)}, about {self.shard_bytes / SNAPSHOT_BYTES_PER_S:.1f} s at "
+              f"{SNAPSHOT_BYTES_PER_S / 1e6:.0f} MB/s; --snapshot-interval sets it)", file=sys.stderr, flush=True)
+        self.snapshots = SnapshotCoordinator(self.settings.shards, interval, self.units,
                                              crc, self.config.dim, self.checkpoint_dir, resume, on_snapshot)
         try:
             self.actors = start_actors(ray, self.settings, self.config, tables, parts, init, self.checkpoint_dir,
                                        resume is not None, restore_args=self.snapshots.restore_args,
-                                       faults=self.snapshots.faults)
+                                       faults=self.snapshots.faults, memory=memory)
             self.snapshots.actors = self.actors
         except BaseException:
             self.close()
@@ -413,7 +431,9 @@ class ShardedRunDriver:
 
     ``gather_into`` (``(w_in, w_out)``): copy the model from the shards into these arrays after every epoch (the
     ``Word2Vec`` API, whose epoch callbacks and checkpoints read them); None leaves it on the shards (the CLI
-    pipeline streams it out at the end).
+    pipeline writes its outputs from the shards' files).  ``checkpoints``: every snapshot inside an epoch is handed
+    to the engine as a mid-epoch checkpoint (``ctx.checkpoint``; the run layer writes it naming the snapshot); the
+    snapshot of an epoch's end is the epoch-end checkpoint the run layer writes after the epoch.
 
     Example:
         >>> RunEngine(ShardedRunDriver(run), config, Schedule.of(config, run.words_per_epoch)).run()  # doctest: +SKIP
@@ -423,9 +443,11 @@ class ShardedRunDriver:
     label = "sharded"
     error_label = "sharded"
 
-    def __init__(self, run: ShardedRun | None = None, gather_into: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+    def __init__(self, run: ShardedRun | None = None, gather_into: tuple[np.ndarray, np.ndarray] | None = None,
+                 checkpoints: bool = False) -> None:
         self.run = run
         self.gather_into = gather_into
+        self.checkpoints = checkpoints
 
     @property
     def divergence_hint(self) -> str:
@@ -446,11 +468,28 @@ class ShardedRunDriver:
                 raise ParvecError(f"the resumed position is {ctx.resume.units_done} units into epoch {ctx.epoch + 1} "
                                   f"but the shards' snapshot {done}")
             carried = ctx.resume.words
+        if self.checkpoints:
+            self.run.snapshots.on_snapshot = self._checkpoint(ctx, carried)
         total = self.run.train_epoch(ctx)
         if self.gather_into is not None:
             self.run.gather(*self.gather_into)
         # words: this call's (the units before a resumed snapshot were counted by the run that trained them)
         return EpochResult(words=total.words - carried, pairs=total.pairs, loss=total.loss)
+
+    def _checkpoint(self, ctx: EpochContext, carried: int) -> Callable[[Snapshot], bool]:
+        # A snapshot inside the epoch is a mid-epoch checkpoint (its words: this call's, the carried ones out).
+        run = self.run
+        assert run is not None
+
+        def on_snapshot(snap: Snapshot) -> bool:
+            if not snap["units_done"] or snap["epoch"] != ctx.epoch:  # an epoch's end: the run layer's, after it
+                return False
+            total = snap["total"]
+            ctx.checkpoint(int(snap["units_done"]), int(snap["words_done"]), int(total["words"]) - carried,
+                           int(total["pairs"]), float(total["loss"]))
+            return run.snapshots.checkpointed == snap["id"]
+
+        return on_snapshot
 
     def vectors_finite(self) -> bool:
         # The loss is checked by the engine; the vectors, when they are here.
@@ -458,6 +497,10 @@ class ShardedRunDriver:
 
     def finish(self) -> None:
         pass
+
+    def report(self) -> dict[str, Any]:
+        """The run's sharded figures (:meth:`ShardedRun.report`), read while its actors run."""
+        return self.run.report() if self.run is not None else {}
 
 
 class ShardedDriver(ShardedRunDriver):

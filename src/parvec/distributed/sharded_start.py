@@ -90,10 +90,12 @@ class ShardedActors:
 
 def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, tables: SamplingTables, parts: list[Any],
                  init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool, *,
-                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[dict[str, Any]]) -> ShardedActors:
+                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[dict[str, Any]],
+                 memory: dict[str, int] | None = None) -> ShardedActors:
     """Start a run's shards and clients and wait until each has started (module docstring); ``restore_args(s)``
     is what shard ``s`` restores when it must (restarted while starting, or a resumed run's shards); a start-up
-    fault goes to ``faults``.  On any error the actors started so far are stopped.
+    fault goes to ``faults``; ``memory``: the bytes a ``shard`` and a ``client`` ask of Ray's ``memory`` resource, so
+    that Ray places them where they fit.  On any error the actors started so far are stopped.
 
     Example:
         >>> actors = start_actors(ray, settings, config, tables, parts, None, Path("ck"), False,
@@ -109,7 +111,7 @@ def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, table
         print(warning, file=sys.stderr, flush=True)
     actors = ShardedActors(ray, settings)
     try:
-        _launch(actors, config, tables, parts, init, checkpoint_dir, resuming)
+        _launch(actors, config, tables, parts, init, checkpoint_dir, resuming, memory or {})
         _await_started(actors, resuming, restore_args, faults)
     except BaseException:
         actors.close(drop_snapshots=False)
@@ -118,7 +120,8 @@ def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, table
 
 
 def _launch(actors: ShardedActors, config: TrainConfig, tables: SamplingTables, parts: list[Any],
-            init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool) -> None:
+            init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool,
+            memory: dict[str, int]) -> None:
     # The references live in one actor that is never restarted; the shards and clients (restartable) take only
     # plain values and names, so Ray has nothing to warn about (see RunRefs).
     ray, st = actors.ray, actors.settings
@@ -146,7 +149,7 @@ def _launch(actors: ShardedActors, config: TrainConfig, tables: SamplingTables, 
         # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)
         actors.shards.append(shard_cls.options(
             num_cpus=0, max_concurrency=C * T + 4, max_restarts=st.max_restarts, max_task_retries=0,
-            scheduling_strategy="SPREAD", name=names[s],
+            scheduling_strategy="SPREAD", name=names[s], **_memory(memory, "shard"),
         ).remote(spec))
     client_spec = ClientSpec(holder=run_id, shard_names=tuple(names), config=config,
                              minibatch_words=st.minibatch_words, timeout_s=st.timeout_s, interleave=st.interleave,
@@ -155,9 +158,14 @@ def _launch(actors: ShardedActors, config: TrainConfig, tables: SamplingTables, 
     # The clients start (their processes, imports, corpus) while the shards allocate their columns.
     actors.clients = [client_cls.options(
         num_cpus=0, max_concurrency=T + 2, max_restarts=st.max_restarts, max_task_retries=0,
-        scheduling_strategy="SPREAD",
+        scheduling_strategy="SPREAD", **_memory(memory, "client"),
     ).remote(c, client_spec) for c in range(C)]
     actors.alive = [True] * C
+
+
+def _memory(memory: dict[str, int], kind: str) -> dict[str, int]:
+    # Ray's memory resource for an actor of this kind, when the run asks for one.
+    return {"memory": int(memory[kind])} if memory.get(kind) else {}
 
 
 def _await_started(actors: ShardedActors, resuming: bool, restore_args: Callable[[int], tuple[Any, ...]],
