@@ -21,6 +21,16 @@ Memory per step: the peak RSS (``VmHWM``, reset before each step through ``/proc
 and of every Ray worker process, less each one's RSS before the step, and that per distinct and per kept word.
 Shared object-store pages a worker reads count in its RSS.
 
+``e2e``: ``parvec train CORPUS -o vectors.bin --cluster local:2 --mode sharded --dim 8 --epochs 1 --threads 1``
+end to end (count, encode, train, export) on the same corpora, as a subprocess whose every process is sampled
+from ``/proc`` every 0.2 s: the driver's peak RSS (``VmHWM``) and, per role (``Reducer``, ``map_range``,
+``encode_unit``, ``ShardActor``, ``ClientActor``, ``write_piece``), the largest RSS a process had while Ray titled
+it so; each step's seconds from the run's report.  ``--src DIR`` runs another checkout's ``parvec`` (the previous
+pipeline: ``--src /work/main/src``); ``--pipelines`` names the runs ``new`` and ``previous``.
+
+``local``: counting and encoding one corpus as a one-process run does (the byte tokeniser in this process) against
+the distributed steps on a local Ray (the Ray's start timed apart): whether the map-reduce pays on one machine.
+
 ``raydata``: the count-and-merge step by plain Ray tasks (as in ``new``) against Ray Data (``map_batches`` of
 ranges into Arrow tables of (word bytes, count), ``groupby("word").sum("count")``, then the histogram of the
 counts), on one corpus.  Needs ``pyarrow`` and ``pandas`` (not parvec dependencies; e.g. ``pip install --target
@@ -269,6 +279,162 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- end to end
+ROLES = ("Reducer", "map_range", "encode_unit", "count_range", "Encoder", "encode", "ShardActor", "ClientActor",
+         "write_piece", "RunRefs")
+
+
+def _tree(root: int) -> list[int]:
+    import psutil
+
+    try:
+        return [root, *(c.pid for c in psutil.Process(root).children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
+def _title(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def e2e_one(corpus: Path, min_count: int, work: Path, src: str, timeout: float) -> dict:
+    """One ``parvec train --mode sharded`` run, every process sampled (module docstring)."""
+    out = work / "v.bin"
+    report = work / "r.json"
+    cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode",
+           "sharded", "--dim", "8", "--epochs", "1", "--threads", "1", "--min-count", str(min_count), "--no-cache",
+           "--no-progress", "--report", str(report), "--cache-dir", str(work)]
+    env = harness.child_env(Path(src))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=str(work))
+    driver_peak, roles, idle = 0, {}, []
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)
+    reader.start()
+    while proc.poll() is None and time.perf_counter() - t0 < timeout:
+        driver_peak = max(driver_peak, _status(proc.pid, "VmHWM:"))
+        for pid in _tree(proc.pid)[1:]:
+            title = _title(pid)
+            if not title.startswith("ray::"):
+                continue
+            rss = _status(pid, "VmRSS:")
+            if title == "ray::IDLE":
+                idle.append(rss)
+            for role in ROLES:
+                if title.startswith(f"ray::{role}"):
+                    roles[role] = max(roles.get(role, 0), rss)
+        time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    reader.join(timeout=5)
+    row = {"seconds": time.perf_counter() - t0, "returncode": proc.returncode, "driver_peak": driver_peak,
+           "roles": roles, "idle_worker_rss": min(idle) if idle else 0}
+    if proc.returncode != 0:
+        row["error"] = "".join(stderr)[-3000:]
+        return row
+    rep = json.loads(report.read_text())
+    row.update(kept=rep["vocab_size"], tokens=rep["corpus_tokens_in_vocab"], read_seconds=rep["read_seconds"],
+               training_seconds=rep["training_seconds"], count_seconds=rep.get("count_seconds"),
+               encode_seconds=rep.get("encode_seconds"), export_seconds=rep.get("export_seconds"),
+               shard_peak=rep.get("shard_peak_memory_bytes"), model_bytes=rep.get("model_bytes"))
+    return row
+
+
+def e2e(ns: argparse.Namespace) -> list[dict]:
+    work = Path(ns.work)
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for words in ns.words:
+        path = make_corpus(words, work)
+        for min_count in ns.min_count:
+            for name, src in zip(ns.pipelines, ns.src, strict=True):
+                run_dir = work / f"e2e-{name}-{words}-{min_count}"
+                run_dir.mkdir(exist_ok=True)
+                row = e2e_one(path, min_count, run_dir, src, ns.timeout)
+                row.update(pipeline=name, distinct=words, min_count=min_count)
+                import shutil
+
+                shutil.rmtree(run_dir, ignore_errors=True)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if ns.out:
+                    harness.write_json(ns.out, "bench_scale_e2e", {"args": {k: str(v) for k, v in vars(ns).items()},
+                                                                   "runs": rows})
+    print(e2e_table(rows))
+    return rows
+
+
+def e2e_table(rows: list[dict]) -> str:
+    lines = ["| distinct words | min count (kept) | pipeline | count s | encode s | train s | export s | driver peak "
+             "MiB | reducer | mapper | encoder | shard | client | writer |", "|" + " --- |" * 14]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['distinct']:,} | {r['min_count']} | {r['pipeline']} | failed |" + " |" * 10)
+            continue
+        roles = r["roles"]
+
+        def mib(*names: str, roles: dict = roles) -> str:
+            v = max((roles.get(n, 0) for n in names), default=0)
+            return f"{v / 2**20:.0f}" if v else ""
+
+        cnt = r.get("count_seconds")
+        enc = r.get("encode_seconds")
+        exp = r.get("export_seconds")
+        lines.append(
+            f"| {r['distinct']:,} | {r['min_count']} ({r['kept']:,}) | {r['pipeline']} | "
+            f"{cnt:.1f} | {enc:.1f} | {r['training_seconds']:.1f} | {exp:.1f} | " if cnt is not None and enc is not None
+            and exp is not None else f"| {r['distinct']:,} | {r['min_count']} ({r['kept']:,}) | {r['pipeline']} | "
+            f"{r['read_seconds']:.1f} (count + encode) | | {r['training_seconds']:.1f} | | ")
+        lines[-1] += (f"{r['driver_peak'] / 2**20:.0f} | {mib('Reducer')} | {mib('map_range', 'count_range')} | "
+                      f"{mib('encode_unit', 'Encoder', 'encode')} | {mib('ShardActor')} | {mib('ClientActor')} | "
+                      f"{mib('write_piece')} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- one process against the cluster's count
+def one_process(ns: argparse.Namespace) -> dict:
+    """Counting and encoding a corpus as a one-process run does (``EncodedCorpus.from_file``: the byte tokeniser
+    in this process, no cache) against the distributed steps on ``local:N`` (``prepare_corpus``: map-reduce
+    vocabulary, hashed encoding; the local Ray's start timed apart), ``--rounds`` times each, interleaved."""
+    import tempfile
+
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.distributed.cluster import Cluster
+    from parvec.distributed.sharded_source import plan_inputs, prepare_corpus
+
+    path = Path(ns.corpus)
+    options = ReadOptions(min_count=ns.min_count)
+    out: dict = {"corpus": str(path), "min_count": ns.min_count, "cluster": ns.cluster, "one_process_s": [],
+                 "cluster_s": [], "ray_start_s": []}
+    for _ in range(ns.rounds):
+        t0 = time.perf_counter()
+        enc = EncodedCorpus.from_file(path, options)
+        out["one_process_s"].append(time.perf_counter() - t0)
+        out["words"] = len(enc.vocab)
+        del enc
+        t0 = time.perf_counter()
+        with Cluster(ns.cluster).session() as ray:
+            _warm_up(ray)
+            out["ray_start_s"].append(time.perf_counter() - t0)
+            work = Path(tempfile.mkdtemp(dir=ns.work))
+            t1 = time.perf_counter()
+            corpus = prepare_corpus(ray, plan_inputs(str(path), int(ray.cluster_resources()["CPU"]), work), options,
+                                    work, 100_000)
+            out["cluster_s"].append(time.perf_counter() - t1)
+            out["cluster_words"] = corpus.n_words
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(out), flush=True)
+    return out
+
+
 # --------------------------------------------------------------------------- Ray Data against plain tasks
 def raydata(ns: argparse.Namespace) -> dict:
     import pyarrow as pa
@@ -349,6 +515,20 @@ def main() -> None:
     o.add_argument("--min-count", type=int, default=1)
     o.add_argument("--distinct", type=int, required=True)
     o.add_argument("--work", default="/tmp/parvec-scale")
+    e = sub.add_parser("e2e")
+    e.add_argument("--words", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000])
+    e.add_argument("--min-count", type=int, nargs="+", default=[1, 2])
+    e.add_argument("--pipelines", nargs="+", default=["new"])
+    e.add_argument("--src", nargs="+", default=[str(REPO / "src")], help="each pipeline's source directory")
+    e.add_argument("--work", default="/tmp/parvec-scale")
+    e.add_argument("--out", default="")
+    e.add_argument("--timeout", type=float, default=7200)
+    q = sub.add_parser("local")
+    q.add_argument("--corpus", required=True)
+    q.add_argument("--min-count", type=int, default=5)
+    q.add_argument("--cluster", default="local:2")
+    q.add_argument("--rounds", type=int, default=2)
+    q.add_argument("--work", default="/tmp/parvec-scale")
     d = sub.add_parser("raydata")
     d.add_argument("--corpus", required=True)
     d.add_argument("--rounds", type=int, default=2)
@@ -357,6 +537,10 @@ def main() -> None:
         run(ns)
     elif ns.cmd == "run-one":
         print(json.dumps(run_one(ns)))
+    elif ns.cmd == "e2e":
+        e2e(ns)
+    elif ns.cmd == "local":
+        print(json.dumps(one_process(ns)))
     else:
         print(json.dumps(raydata(ns)))
 

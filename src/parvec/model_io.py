@@ -11,14 +11,19 @@ file                what it holds
 ``vocab.json``      ``{"words": [...], "counts": [...]}`` in index order (:meth:`parvec.vocab.Vocab.to_json`)
 ==================  ==================================================================================
 
-A checkpoint of a column-sharded run (``parvec train --mode sharded --checkpoint-dir DIR``) has no
-``vectors.npy``/``syn1neg.npy``: no process holds the whole model, so each shard wrote its own columns as a
-snapshot (``DIR/shards/shard-S-of-N/snap-K/in.npy``, ``out.npy``; :class:`parvec.distributed.shard_actor.ShardActor`)
-and ``model.json``'s ``sharded`` names them: ``files`` (per shard: its snapshot ``directory``, relative to the
-model directory, its ``columns``, ``shape`` and the CRC-32 of each file), the ``snapshot`` record (id, epoch,
-units done, the epoch's figures) and the ``input`` it was trained on (byte ranges and their CRC-32s).
-:func:`load` assembles the matrices from the shards' files (checking their CRC-32s); ``load(..., arrays=False)``
-reads the rest and checks that the files are there, the way a resumed sharded run reads it.
+**The sharded model format.**  A model of ``parvec train --mode sharded`` (its checkpoints, ``DIR/checkpoint``
+and ``DIR/mid-eE-cU``, and ``--save-model DIR``) has no ``vectors.npy``, ``syn1neg.npy`` or ``vocab.json``: no
+process holds the whole model or its word list.  Each shard wrote its own columns (``in.npy``, ``out.npy``: a
+checkpoint's are the shards' snapshots, ``DIR/shards/shard-S-of-N/snap-K``; a saved model's are
+``shards/shard-S-of-N`` inside it) and each reducer its part of the vocabulary (:mod:`parvec.vocab_parts`), and
+``model.json``'s ``sharded`` names them: ``files`` (per shard: its ``directory``, relative to the model directory,
+its ``columns``, ``shape`` and the CRC-32 of each file), ``vocab`` (the partitions' ``directory``, each
+partition's ``words`` and file CRC-32s, the vocabulary's size), and for a checkpoint the ``snapshot`` record (id,
+epoch, units done, the epoch's figures) and the ``input`` it was trained on (its units and their CRC-32s).
+:func:`load` assembles the matrices from the shards' files and the words from the partitions (checking every
+CRC-32); ``load(..., arrays=False)`` reads the rest and checks that the files are there, the way a resumed sharded
+run reads it (``vocab`` then None: :func:`n_words` gives the size);
+:meth:`parvec.keyedvectors.KeyedVectors.load_sharded` opens a saved one lazily.
 
 ``model.json``: ``format`` (``"parvec-word2vec"``), ``version`` (1), ``config``
 (:meth:`parvec.config.TrainConfig.to_dict`), ``read_options``, ``epochs_trained``, ``corpus_words``,
@@ -430,7 +435,7 @@ def _load_dir(path: Path, mmap: str | None, arrays: bool = True) -> SavedModel:
     config: TrainConfig = fields["config"]
     parts = (fields["sharded"] or {}).get("vocab")
     vocab = _parts_vocab(path, parts, arrays) if parts is not None else _vocab_json(path, meta)
-    n = len(vocab) if vocab is not None else int(parts["words"])
+    n = len(vocab) if vocab is not None else int((parts or {})["words"])
     sums: dict[str, Any] = meta["arrays"] if isinstance(meta.get("arrays"), dict) else {}
     if fields["sharded"] is not None:
         w_in, w_out = _sharded_arrays(path, fields["sharded"], n, config.dim, arrays)

@@ -98,8 +98,10 @@ def write_part(directory: str | os.PathLike[str], r: int, ids: np.ndarray, count
     np.cumsum(sorted_lengths, out=offsets[1:])
     out_bytes = np.empty(int(offsets[-1]), dtype=np.uint8)
     _gather(arena, starts[order], sorted_lengths, out_bytes)
-    arrays = {"ids": np.asarray(ids, dtype=np.int32)[order], "counts": np.asarray(counts, dtype=np.int64)[order],
-              "hashes": np.asarray(hashes, dtype=np.uint64)[order], "offsets": offsets, "bytes": out_bytes}
+    arrays: dict[str, np.ndarray] = {"ids": np.asarray(ids, dtype=np.int32)[order],
+                                     "counts": np.asarray(counts, dtype=np.int64)[order],
+                                     "hashes": np.asarray(hashes, dtype=np.uint64)[order], "offsets": offsets,
+                                     "bytes": out_bytes}
     paths = part_paths(directory, r)
     Path(directory).mkdir(parents=True, exist_ok=True)
     crcs = {}

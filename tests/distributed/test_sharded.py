@@ -299,6 +299,7 @@ def test_streamed_export_equals_the_gathered_model_and_bytes_do_not_grow_with_d(
         # the model on disk: the shards' column files of the last epoch's snapshot, assembled row range by range
         files = ModelFiles.of(run.snapshots.newest["files"], tmp_path, [], len(corpus.vocab), 32)
         vec, syn = files.rows(0, len(corpus.vocab)), files.rows(0, len(corpus.vocab), "out")
+        middle = files.rows(3, 9)  # a range of rows (the files are the run's: removed when it closes)
         w_in = np.zeros((len(corpus.vocab), 32), np.float32)
         w_out = np.zeros_like(w_in)
         run.gather(w_in, w_out)
@@ -307,7 +308,7 @@ def test_streamed_export_equals_the_gathered_model_and_bytes_do_not_grow_with_d(
     finally:
         run.close()
     assert np.array_equal(vec, w_in) and np.array_equal(syn, w_out)
-    assert np.array_equal(files.rows(3, 9), w_in[3:9])
+    assert np.array_equal(middle, w_in[3:9])
     assert np.array_equal(np.vstack([b[2] for b in blocks]), w_in) and len(blocks) == -(-len(w_in) // 7)
     assert np.abs(w_out).sum() > 0
     # The same minibatches at d = 32 as at d = 8 move exactly the same bytes; a row-wise server 4x more.

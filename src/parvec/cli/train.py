@@ -681,6 +681,7 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
     from parvec.word2vec import load_for_resume
 
     sharded = (model_io.read_meta(find_for_resume(args.resume)[0]) or {}).get("sharded") is not None
+    model: Any
     if sharded:  # its matrices are the shards' files, its words the vocabulary's partitions
         from parvec.distributed.pipeline import ShardedWord2Vec
 

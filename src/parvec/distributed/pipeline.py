@@ -305,6 +305,7 @@ class ShardedWord2Vec(KeptRun):
         if resume:
             start, resume_at = state.epochs_trained, state.position
             total_epochs = resume_epochs(config, state, epochs, corpus.tokens)
+            assert self.saved_path is not None, "resume=True needs a model read by load_for_resume"
             snap = resume_snapshot(self.saved, self.saved_path)
             if start >= total_epochs:  # the checkpoint holds every epoch: its snapshot is the model, checked
                 self.files = self._files(snap["files"])

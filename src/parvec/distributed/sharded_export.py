@@ -302,12 +302,13 @@ def save_model(ray: Any, files: ModelFiles, directory: str | os.PathLike[str],
     from parvec import model_io
 
     n = files.n_shards
-    record = {"files": [dict(f, directory=f"shards/shard-{s}-of-{n}") for s, f in enumerate(files.shards)],
+    shard_files = [dict(f, directory=f"shards/shard-{s}-of-{n}") for s, f in enumerate(files.shards)]
+    record = {"files": shard_files,
               "vocab": {"directory": "vocab", "parts": list(files.vocab_parts), "words": files.n_words}}
 
     def fill(tmp: Path) -> None:
         task = ray.remote(num_cpus=0, max_retries=2)(_place)
-        refs = [task.remote(f["directory"], str(tmp / record["files"][s]["directory"]), ["in.npy", "out.npy"])
+        refs = [task.remote(f["directory"], str(tmp / shard_files[s]["directory"]), ["in.npy", "out.npy"])
                 for s, f in enumerate(files.shards)]
         refs += [task.remote(files.vocab_dir, str(tmp / "vocab"),
                              [p.name for p in part_paths(files.vocab_dir, int(r["part"])).values()])

@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -175,7 +176,7 @@ def text_bytes(inputs: InputPlan) -> int:
 
 def estimate_distinct(inputs: InputPlan, options: ReadOptions, sample_bytes: int = _SAMPLE_BYTES) -> int:
     """The distinct words the whole input is expected to hold, before it is counted: the byte tokeniser counts the
-    first ``sample_bytes`` of the first unit here (no Python object per word), and the growth of its distinct words
+    first ``sample_bytes`` of the input here (no Python object per word), and the growth of its distinct words
     from a quarter of the sample to all of it (Heaps' law, ``D = K n^beta``, ``beta`` clamped to 0.3-1) is carried
     to the input's :func:`text_bytes`, at most one word per two bytes.  A sample that is the whole input is exact.
 
@@ -187,24 +188,31 @@ def estimate_distinct(inputs: InputPlan, options: ReadOptions, sample_bytes: int
 
     from parvec.corpus.textscan import WordTable, normalise
 
-    path, start, end = inputs.unit(0)
-    reader = RangeSentences(Path(path), start, end, options)
     table = WordTable()
-    seen, points = 0, []
-    blocks = reader.blocks()
-    for name, block, where, at_end in blocks:
-        if at_end:
-            continue
-        text = normalise(block, options.lowercase, lambda b, where=where, name=name: reader.decode(b, where, name))
-        table.scan(text, insert=True)
-        seen += len(block)
-        if not points or seen >= 4 * points[0][0]:
-            points.append((seen, len(table)))
-        if seen >= sample_bytes:
+    seen, points = 0, list[tuple[int, int]]()
+    whole = True  # every unit read to its end
+    for k in range(len(inputs.units)):
+        path, start, end = inputs.unit(k)
+        reader = RangeSentences(Path(path), start, end, options)
+        blocks = reader.blocks()
+        for name, block, where, at_end in blocks:  # a generator: closed below, its file with it
+            if at_end:
+                continue
+            text = normalise(block, options.lowercase, functools.partial(reader.decode, where=where, name=name))
+            table.scan(text, insert=True)
+            seen += len(block)
+            if not points or seen >= 4 * points[0][0]:
+                points.append((seen, len(table)))
+            if seen >= sample_bytes:
+                whole = False
+                break
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+        if not whole:
             break
-    blocks.close()
     total = text_bytes(inputs)
-    if not points or seen >= total:
+    if whole or not points:
         return len(table)
     (n1, d1), (n2, d2) = points[0], points[-1]
     beta = math.log(max(d2, 1) / max(d1, 1)) / math.log(n2 / n1) if n2 > n1 else 1.0
