@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -528,7 +528,7 @@ def check_corpus(cluster: Cluster, config: TrainConfig, corpus: Any) -> MemoryEs
 
 # --------------------------------------------------------------------------- the count step, before counting
 def count_step(cluster: Cluster, input_bytes: int, largest_unit: int, units: int, distinct: int,
-               reducers: int, available: int | None | str = "measure") -> MemoryEstimate:
+               reducers: int, available: int | None | Literal["measure"] = "measure") -> MemoryEstimate:
     """What counting a sharded run's vocabulary takes, from the input's sizes (before anything is counted):
     ``distinct`` words expected (:func:`parvec.distributed.sharded_source.estimate_distinct`) over ``reducers``
     reducer actors, a mapper task per unit (at most one per CPU at a time, each with the byte tokeniser's table
@@ -539,8 +539,7 @@ def count_step(cluster: Cluster, input_bytes: int, largest_unit: int, units: int
         >>> est.fits, [p.name for p in est.parts]
         (True, ['driver', 'reducer', 'mapper', "Ray's own processes"])
     """
-    if available == "measure":
-        available = resources.available_memory()
+    room = resources.available_memory() if available == "measure" else available
     cpus = _local_cpus(cluster) if cluster.is_local else max(1, units)
     driver = ProcessGroup("driver", 1, {"runtime": DRIVER_BASELINE + WORKING_ROOM})
     reducer = ProcessGroup("reducer", reducers, {
@@ -550,13 +549,13 @@ def count_step(cluster: Cluster, input_bytes: int, largest_unit: int, units: int
         "word table of a unit": MAPPER_BYTES_PER_BYTE * int(largest_unit), "runtime": WORKER_BASELINE})
     parts = [driver, reducer, mapper]
     if not cluster.is_local:
-        return MemoryEstimate(cluster.spec, cluster.mode, [driver], available, elsewhere=parts[1:])
+        return MemoryEstimate(cluster.spec, cluster.mode, [driver], room, elsewhere=parts[1:])
     ray_parts = [ProcessGroup("Ray's own processes", 1, {"runtime": RAY_SYSTEM}, running=ray_running())]
-    est = MemoryEstimate(cluster.spec, cluster.mode, parts + ray_parts, available)
+    est = MemoryEstimate(cluster.spec, cluster.mode, parts + ray_parts, room)
     if not est.fits:
-        est.suggestions = [f"counting {human(input_bytes)} of input expects about {int(distinct):,} distinct words "
-                           "(from the first megabytes' growth): train on a cluster with more memory (the reducers "
-                           "share the words by hash), or on a part of the input first"]
+        est.suggestions = [f"counting {human_bytes(input_bytes)} of input expects about {int(distinct):,} distinct "
+                           "words (from the first megabytes' growth): train on a cluster with more memory (the "
+                           "reducers share the words by hash), or on a part of the input first"]
     return est
 
 
@@ -578,9 +577,9 @@ def placement(ray: Any, needs: dict[str, int], cluster: Cluster) -> dict[str, in
         return {}
     for what, need in needs.items():
         if need > largest:
-            raise ParvecError(f"--cluster {cluster.spec}: a {what} needs about {human(need)} but the largest node "
-                              f"offers {human(int(largest))} (Ray's memory resource); use more shards (--shards), "
-                              "nodes with more memory, or a smaller --dim")
+            raise ParvecError(f"--cluster {cluster.spec}: a {what} needs about {human_bytes(need)} but the largest "
+                              f"node offers {human_bytes(int(largest))} (Ray's memory resource); use more shards "
+                              "(--shards), nodes with more memory, or a smaller --dim")
     return {k: int(v) for k, v in needs.items()}
 
 __all__ = ["CorpusSizes", "MemoryEstimate", "ProcessGroup", "check_corpus", "corpus_sizes", "count_step",
