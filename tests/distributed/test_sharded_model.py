@@ -13,6 +13,7 @@ import pytest
 
 import parvec.sharded_vectors as sharded_vectors
 from parvec.cli import main
+from parvec.errors import ParvecError
 from parvec.formats import load_npy
 from parvec.keyedvectors import KeyedVectors
 from parvec.word2vec import Word2Vec
@@ -68,6 +69,12 @@ def test_a_lazy_sharded_model_answers_as_the_gathered_vectors(trained, monkeypat
     analogy = gathered.most_similar(positive=["a1", "b2"], negative=["c3"], topn=10)
     assert [w for w, _ in lazy.most_similar(positive=["a1", "b2"], negative=["c3"], topn=10)] == [w for w, _ in analogy]
     assert lazy.similarity("a1", "a2") == pytest.approx(gathered.similarity("a1", "a2"), abs=1e-6)
+
+
+def test_a_directory_that_is_not_a_sharded_model_is_named(tmp_path):
+    (tmp_path / "model.json").write_text('{"format": "parvec-word2vec"}')
+    with pytest.raises(ParvecError, match=r"not a sharded model \(no model\.json naming shards and vocabulary"):
+        KeyedVectors.load_sharded(tmp_path)
 
 
 def test_a_cluster_query_gives_the_gathered_top_10(ray_session, trained, monkeypatch, capsys):
