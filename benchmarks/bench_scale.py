@@ -1,25 +1,15 @@
-"""Vocabulary counting and encoding at scale: today's sharded pipeline steps against the map-reduce vocabulary and
-the hashed lookup, on synthetic Zipf corpora of millions of distinct words, each in a fresh local Ray.
+"""The sharded pipeline at scale (docs/scale.md): ``parvec train --mode sharded`` end to end on synthetic Zipf corpora
+of millions of distinct words, every process's peak memory and each step's seconds; and its steps one by one.
 
-    python benchmarks/bench_scale.py run --words 1000000 4000000 16000000 --min-count 1 2 \\
-        --pipelines today new --work /tmp/parvec-scale --out /tmp/parvec-scale/scale.json
+    python benchmarks/bench_scale.py e2e --words 1000000 4000000 --min-count 1 2 --pipelines new previous \\
+        --src src /work/main/src --work /tmp/parvec-scale --out /tmp/parvec-scale/e2e.json
+    python benchmarks/bench_scale.py e2e --words 16000000 --min-count 1 2 --out /tmp/parvec-scale/e2e16.json
+    python benchmarks/bench_scale.py run --words 1000000 4000000 --min-count 1 2
     python benchmarks/bench_scale.py raydata --corpus /tmp/parvec-scale/zipf1000000.txt
 
-``run``: for each vocabulary size ``V`` a corpus of ``2 V`` tokens (``benchmarks/make_zipf_corpus.py --words V
---extra V``: every word once, then Zipf draws, 1000 words a line; written once under ``--work``), then for each
-``--min-count`` and pipeline one subprocess that starts ``Cluster("local:2")`` and runs
-
-- ``today``: :func:`parvec.distributed.pipeline.count_and_encode` (tasks count ranges into Python dicts, the
-  driver merges them into a :class:`parvec.vocab.Vocab`, one encoder actor per CPU builds a dict and encodes),
-  split into ``count`` and ``encode`` at the moment the driver finishes the vocabulary;
-- ``new``: :func:`parvec.distributed.vocab_count.count_vocabulary` (``count_merge``: mappers and reducers up to
-  the histograms; ``ids``: the driver's id assignment; ``assign_lookup``: the reducers' ids and the joined
-  lookup), the sampling tables from the count classes (``tables``), and
-  :func:`parvec.distributed.hashed_encode.encode_ranges` (``encode``).
-
-Memory per step: the peak RSS (``VmHWM``, reset before each step through ``/proc/PID/clear_refs``) of the driver
-and of every Ray worker process, less each one's RSS before the step, and that per distinct and per kept word.
-Shared object-store pages a worker reads count in its RSS.
+For each vocabulary size ``V`` a corpus of ``2 V`` tokens (``benchmarks/make_zipf_corpus.py --words V --extra V``:
+every word once, then Zipf draws, 1000 words a line; written once under ``--work``): 2 tokens a distinct word,
+the worst case for per-word costs.
 
 ``e2e``: ``parvec train CORPUS -o vectors.bin --cluster local:2 --mode sharded --dim 8 --epochs 1 --threads 1``
 end to end (count, encode, train, export) on the same corpora, as a subprocess whose every process is sampled
@@ -28,10 +18,18 @@ from ``/proc`` every 0.2 s: the driver's peak RSS (``VmHWM``) and, per role (``R
 it so; each step's seconds from the run's report.  ``--src DIR`` runs another checkout's ``parvec`` (the previous
 pipeline: ``--src /work/main/src``); ``--pipelines`` names the runs ``new`` and ``previous``.
 
+``run``: the steps one by one, each run in a subprocess that starts ``Cluster("local:2")``:
+:func:`parvec.distributed.vocab_count.count_vocabulary` (``count_merge``: mappers and reducers up to the
+histograms; ``ids``: the driver's id assignment; ``assign_lookup``: the reducers' ids and the joined lookup), the
+sampling tables from the count classes (``tables``), and :func:`parvec.distributed.hashed_encode.encode_ranges`
+(``encode``).  Memory per step: the peak RSS (``VmHWM``, reset before each step through ``/proc/PID/clear_refs``)
+of the driver and of every Ray worker process, less each one's RSS before the step, and that per distinct and
+per kept word.  Shared object-store pages a worker reads count in its RSS.
+
 ``local``: counting and encoding one corpus as a one-process run does (the byte tokeniser in this process) against
 the distributed steps on a local Ray (the Ray's start timed apart): whether the map-reduce pays on one machine.
 
-``raydata``: the count-and-merge step by plain Ray tasks (as in ``new``) against Ray Data (``map_batches`` of
+``raydata``: the count-and-merge step by plain Ray tasks (as in ``run``) against Ray Data (``map_batches`` of
 ranges into Arrow tables of (word bytes, count), ``groupby("word").sum("count")``, then the histogram of the
 counts), on one corpus.  Needs ``pyarrow`` and ``pandas`` (not parvec dependencies; e.g. ``pip install --target
 DIR pyarrow pandas`` and ``PYTHONPATH=DIR``).
@@ -85,8 +83,8 @@ def _workers() -> list[int]:
 
 class Meter:
     """Peak RSS per step of the driver and of the Ray workers: VmHWM reset before each step, and sampled every
-    0.2 s during it (a worker that exits within the step, such as today's encoder actors, is caught by the
-    samples).  A worker that starts within the step grows from the RSS of an idle worker (``idle``)."""
+    0.2 s during it (a worker that exits within the step is caught by the samples).  A worker that starts within
+    the step grows from the RSS of an idle worker (``idle``)."""
 
     def __init__(self) -> None:
         self.steps: dict[str, dict] = {}
@@ -158,27 +156,6 @@ def _n_ranges(ray, path: Path) -> int:
 
 
 # --------------------------------------------------------------------------- one measurement
-def run_today(ray, path: Path, min_count: int, work: Path, meter: Meter) -> dict:
-    import parvec.distributed.pipeline as pipeline
-    from parvec.corpus import ReadOptions
-
-    original = pipeline.VocabCounter
-
-    class Timed(original):  # type: ignore[misc, valid-type]
-        def finish(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            vocab = super().finish(*args, **kwargs)
-            meter.stop("count")
-            meter.start()
-            return vocab
-
-    pipeline.VocabCounter = Timed  # type: ignore[misc]
-    meter.start()
-    enc = pipeline.count_and_encode(ray, path, ReadOptions(min_count=min_count), work, _n_ranges(ray, path))
-    meter.stop("encode")
-    pipeline.VocabCounter = original  # type: ignore[misc]
-    return {"kept": len(enc["vocab"]), "tokens": enc["tokens"], "raw_words": enc["raw_words"]}
-
-
 def run_new(ray, path: Path, min_count: int, work: Path, meter: Meter) -> dict:
     from parvec.corpus import ReadOptions
     from parvec.countclasses import keep_head, noise_tables
@@ -214,8 +191,7 @@ def run_one(ns: argparse.Namespace) -> dict:
     meter = Meter()
     with Cluster("local:2").session() as ray:
         meter.idle = _warm_up(ray)
-        fn = run_today if ns.pipeline == "today" else run_new
-        result = fn(ray, path, ns.min_count, work, meter)
+        result = run_new(ray, path, ns.min_count, work, meter)
     import shutil
 
     shutil.rmtree(work, ignore_errors=True)
@@ -505,12 +481,12 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--words", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000])
     r.add_argument("--min-count", type=int, nargs="+", default=[1, 2])
-    r.add_argument("--pipelines", nargs="+", choices=("today", "new"), default=["today", "new"])
+    r.add_argument("--pipelines", nargs="+", choices=("new",), default=["new"])
     r.add_argument("--work", default="/tmp/parvec-scale")
     r.add_argument("--out", default="")
     r.add_argument("--timeout", type=float, default=3600)
     o = sub.add_parser("run-one")
-    o.add_argument("--pipeline", choices=("today", "new"), required=True)
+    o.add_argument("--pipeline", choices=("new",), default="new")
     o.add_argument("--corpus", required=True)
     o.add_argument("--min-count", type=int, default=1)
     o.add_argument("--distinct", type=int, required=True)
