@@ -41,9 +41,10 @@ from parvec.errors import ParvecError
 from parvec.fileio import output_file, write_failure
 from parvec.vocab_parts import WordParts, part_paths
 
-__all__ = ["PIECE_BYTES", "ModelFiles", "ShardedVectors", "row_ranges", "save_model", "write_piece"]
+__all__ = ["PIECE_BYTES", "PIECE_ROWS", "ModelFiles", "ShardedVectors", "row_ranges", "save_model", "write_piece"]
 
 PIECE_BYTES = 32 << 20  # about this many bytes of floats per row range
+PIECE_ROWS = 1 << 18  # and at most this many rows: a text or binary piece makes a few Python objects per row
 _COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
     ".gz": lambda b: gzip.compress(b, compresslevel=6), ".bz2": bz2.compress, ".xz": lzma.compress,
     ".lzma": lambda b: lzma.compress(b, format=lzma.FORMAT_ALONE)}
@@ -121,14 +122,18 @@ def _verify_shard(f: dict[str, Any], s: int, shards: int, snapshot_id: Any) -> s
     return None
 
 
-def row_ranges(n: int, dim: int, pieces_at_least: int = 1, piece_bytes: int = PIECE_BYTES) -> list[tuple[int, int]]:
-    """Rows ``0 .. n-1`` cut into ranges of about ``piece_bytes`` bytes of floats, at least ``pieces_at_least``.
+def row_ranges(n: int, dim: int, pieces_at_least: int = 1, piece_bytes: int = PIECE_BYTES,
+               piece_rows: int = PIECE_ROWS) -> list[tuple[int, int]]:
+    """Rows ``0 .. n-1`` cut into ranges of about ``piece_bytes`` bytes of floats and at most ``piece_rows`` rows
+    (a writer's memory is that of one range whatever the vocabulary and ``dim``), at least ``pieces_at_least``.
 
     Example:
         >>> row_ranges(10, 4, pieces_at_least=3)
         [(0, 4), (4, 8), (8, 10)]
+        >>> len(row_ranges(10**6, 8)), len(row_ranges(10**6, 300))  # rows, then floats, bound a range
+        (4, 36)
     """
-    per = max(1, min(-(-n // max(1, pieces_at_least)), piece_bytes // max(1, 4 * dim)))
+    per = max(1, min(-(-n // max(1, pieces_at_least)), piece_bytes // max(1, 4 * dim), piece_rows))
     return [(lo, min(n, lo + per)) for lo in range(0, n, per)]
 
 
