@@ -140,3 +140,22 @@ def test_an_empty_directory_and_a_missing_file_are_named(tmp_path):
         with pytest.raises(ParvecError, match="no/such.txt"):
             model.encode(str(tmp_path / "no" / "such.txt"))
     assert not any(os.scandir(tmp_path / "cache"))
+
+
+def test_a_count_that_cannot_fit_is_refused_before_anything_is_counted(tmp_path, monkeypatch):
+    import parvec.distributed.vocab_count as vocab_count
+    from parvec import resources
+
+    path = tmp_path / "c.txt"
+    path.write_text(_topics(300, 2), encoding="utf-8")
+
+    def counted(*args, **kwargs):
+        raise AssertionError("the input was counted")
+
+    monkeypatch.setattr(vocab_count, "count_units", counted)
+    monkeypatch.setattr(resources, "available_memory", lambda: 64 << 20)
+    with ShardedWord2Vec(CONFIG, ReadOptions(min_count=1), _cluster(), tmp_path / "cache") as model:
+        with pytest.raises(ParvecError, match=r"needs about .* but 64\.0 MiB is available: .*reducers? .*distinct "
+                                              r"words of its hash range.*expects about 36 distinct words"):
+            model.encode(path)
+    assert model.count_estimate is not None and not model.count_estimate.fits
