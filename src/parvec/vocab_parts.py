@@ -38,7 +38,7 @@ import numpy as np
 from parvec.errors import CheckpointError
 from parvec.fileio import save_array
 from parvec.vocab import Vocab
-from parvec.wordhash import fnv1a64, hash_arena
+from parvec.wordhash import fnv1a64, hash_arena, part_of
 
 __all__ = ["PART_FILES", "WordParts", "crc32_file", "part_paths", "vocab_crc32", "write_part"]
 
@@ -155,9 +155,11 @@ class WordParts:
         [b'the', b'of', b'and']
     """
 
-    def __init__(self, parts: list[_Part]) -> None:
+    def __init__(self, parts: list[_Part], numbers: Sequence[int] | None = None) -> None:
         self.parts = parts
         self.n_words = int(sum(len(p.ids) for p in parts))
+        # partitions 0..R-1 in order are the reducers' hash ranges (parvec.wordhash.part_of): a word is in its own
+        self._by_hash = numbers is not None and list(numbers) == list(range(len(parts)))
 
     @classmethod
     def open(cls, directory: str | os.PathLike[str], records: Sequence[dict[str, Any]],
@@ -187,7 +189,7 @@ class WordParts:
                 raise CheckpointError(f"{paths['ids']}: holds {len(arrays['ids'])} words, model.json records "
                                       f"{rec['words']}")
             parts.append(_Part(arrays["ids"], arrays["counts"], arrays["hashes"], arrays["offsets"], arrays["bytes"]))
-        return cls(parts)
+        return cls(parts, [int(rec["part"]) for rec in records])
 
     def _between(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
         # ids, counts and bytes of the words of ids lo..hi-1 of every partition (not yet in id order).
@@ -223,11 +225,15 @@ class WordParts:
         return self.words_between(int(i), int(i) + 1)[0].decode("utf-8")
 
     def index(self, word: str) -> int | None:
-        """The id of ``word`` (None when it is not in the vocabulary): its hash names its partition's candidates,
-        its bytes decide."""
+        """The id of ``word`` (None when it is not in the vocabulary): its hash names its partition (the reducer's
+        hash range, looked at first) and the candidates in it, its bytes decide."""
         data = word.encode("utf-8")
         h = np.uint64(fnv1a64(data))
-        for p in self.parts:
+        parts = self.parts
+        if self._by_hash:  # its own partition first (the rest only for partitions written otherwise)
+            own = int(part_of(np.array([h], np.uint64), len(parts))[0])
+            parts = [parts[own], *parts[:own], *parts[own + 1:]]
+        for p in parts:
             for k in np.flatnonzero(np.asarray(p.hashes) == h).tolist():
                 if bytes(p.data[int(p.offsets[k]):int(p.offsets[k + 1])]) == data:
                     return int(p.ids[k])

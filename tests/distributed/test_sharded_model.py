@@ -17,6 +17,7 @@ from parvec.errors import ParvecError
 from parvec.formats import load_npy
 from parvec.keyedvectors import KeyedVectors
 from parvec.word2vec import Word2Vec
+from parvec.wordhash import fnv1a64, part_of
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -60,6 +61,11 @@ def test_a_lazy_sharded_model_answers_as_the_gathered_vectors(trained, monkeypat
     lazy = KeyedVectors.load_sharded(model_dir)
     assert len(lazy) == len(words) == 90 and lazy.vector_size == 24 and list(lazy.index_to_key) == words
     assert "a3" in lazy and "z9" not in lazy and lazy.get_index("b7") == words.index("b7")
+    assert [lazy.get_index(w) for w in words] == list(range(len(words)))
+    parts = lazy.parts.parts  # each word in the partition its hash names (the reducer's hash range)
+    assert len(parts) == 2 and all(
+        np.uint64(fnv1a64(w.encode())) in np.asarray(parts[int(part_of(np.array([fnv1a64(w.encode())], np.uint64),
+                                                                        2)[0])].hashes) for w in words)
     assert np.array_equal(lazy["c2"], gathered["c2"])
     for word in ("a0", "b5", "c29"):
         want = gathered.most_similar(word, topn=10)

@@ -52,11 +52,11 @@ from parvec.corpus import RangeSentences, ReadOptions, byte_ranges
 from parvec.corpus.textscan import WordTable, normalise
 from parvec.countclasses import CountClasses
 from parvec.errors import ParvecError
-from parvec.wordhash import WordLookup
+from parvec.wordhash import WordLookup, part_of
 
 __all__ = ["RangeCount", "Reducer", "VocabParts", "assign_ids", "build_lookup", "count_range", "count_units",
            "count_vocabulary",
-           "effective_min_count", "id_bases", "join_lookup", "map_range", "merge_parts", "part_of", "vocab_of_parts"]
+           "effective_min_count", "id_bases", "join_lookup", "map_range", "merge_parts", "vocab_of_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -78,17 +78,6 @@ class RangeCount:
 
 
 # --------------------------------------------------------------------------- map
-def part_of(hashes: np.ndarray, reducers: int) -> np.ndarray:
-    """The reducer of each hash: ``(top 32 bits * reducers) >> 32``, monotone in the hash (int64).
-
-    Example:
-        >>> part_of(np.array([0, 2**63, 2**64 - 1], np.uint64), 4).tolist()
-        [0, 2, 3]
-    """
-    return ((np.asarray(hashes, dtype=np.uint64) >> np.uint64(32)) * np.uint64(reducers) >> np.uint64(32)).astype(
-        np.int64)
-
-
 @nb.njit(cache=True, nogil=True)
 def _gather(arena, starts, lengths, idx, out_starts, out_arena):  # pragma: no cover - numba
     """Copy words ``idx`` (bytes ``arena[starts[i]:starts[i]+lengths[i]]``) one after another into ``out_arena``."""
