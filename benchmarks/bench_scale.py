@@ -1,27 +1,35 @@
-"""Vocabulary counting and encoding at scale: today's sharded pipeline steps against the map-reduce vocabulary and
-the hashed lookup, on synthetic Zipf corpora of millions of distinct words, each in a fresh local Ray.
+"""The sharded pipeline at scale (docs/scale.md): ``parvec train --mode sharded`` end to end on synthetic Zipf corpora
+of millions of distinct words, every process's peak memory and each step's seconds; and its steps one by one.
 
-    python benchmarks/bench_scale.py run --words 1000000 4000000 16000000 --min-count 1 2 \\
-        --pipelines today new --work /tmp/parvec-scale --out /tmp/parvec-scale/scale.json
+    python benchmarks/bench_scale.py e2e --words 1000000 4000000 --min-count 1 2 --pipelines new previous \\
+        --src src /work/main/src --work /tmp/parvec-scale --out /tmp/parvec-scale/e2e.json
+    python benchmarks/bench_scale.py e2e --words 16000000 --min-count 1 2 --out /tmp/parvec-scale/e2e16.json
+    python benchmarks/bench_scale.py run --words 1000000 4000000 --min-count 1 2
     python benchmarks/bench_scale.py raydata --corpus /tmp/parvec-scale/zipf1000000.txt
 
-``run``: for each vocabulary size ``V`` a corpus of ``2 V`` tokens (``benchmarks/make_zipf_corpus.py --words V
---extra V``: every word once, then Zipf draws, 1000 words a line; written once under ``--work``), then for each
-``--min-count`` and pipeline one subprocess that starts ``Cluster("local:2")`` and runs
+For each vocabulary size ``V`` a corpus of ``2 V`` tokens (``benchmarks/make_zipf_corpus.py --words V --extra V``:
+every word once, then Zipf draws, 1000 words a line; written once under ``--work``): 2 tokens a distinct word,
+the worst case for per-word costs.
 
-- ``today``: :func:`parvec.distributed.pipeline.count_and_encode` (tasks count ranges into Python dicts, the
-  driver merges them into a :class:`parvec.vocab.Vocab`, one encoder actor per CPU builds a dict and encodes),
-  split into ``count`` and ``encode`` at the moment the driver finishes the vocabulary;
-- ``new``: :func:`parvec.distributed.vocab_count.count_vocabulary` (``count_merge``: mappers and reducers up to
-  the histograms; ``ids``: the driver's id assignment; ``assign_lookup``: the reducers' ids and the joined
-  lookup), the sampling tables from the count classes (``tables``), and
-  :func:`parvec.distributed.hashed_encode.encode_ranges` (``encode``).
+``e2e``: ``parvec train CORPUS -o vectors.bin --cluster local:2 --mode sharded --dim 8 --epochs 1 --threads 1``
+end to end (count, encode, train, export) on the same corpora, as a subprocess whose every process is sampled
+from ``/proc`` every 0.2 s: the driver's peak RSS (``VmHWM``) and, per role (``Reducer``, ``map_range``,
+``encode_unit``, ``ShardActor``, ``ClientActor``, ``write_piece``), the largest RSS a process had while Ray titled
+it so; each step's seconds from the run's report.  ``--src DIR`` runs another checkout's ``parvec`` (the previous
+pipeline: ``--src /work/main/src``); ``--pipelines`` names the runs ``new`` and ``previous``.
 
-Memory per step: the peak RSS (``VmHWM``, reset before each step through ``/proc/PID/clear_refs``) of the driver
-and of every Ray worker process, less each one's RSS before the step, and that per distinct and per kept word.
-Shared object-store pages a worker reads count in its RSS.
+``run``: the steps one by one, each run in a subprocess that starts ``Cluster("local:2")``:
+:func:`parvec.distributed.vocab_count.count_vocabulary` (``count_merge``: mappers and reducers up to the
+histograms; ``ids``: the driver's id assignment; ``assign_lookup``: the reducers' ids and the joined lookup), the
+sampling tables from the count classes (``tables``), and :func:`parvec.distributed.hashed_encode.encode_ranges`
+(``encode``).  Memory per step: the peak RSS (``VmHWM``, reset before each step through ``/proc/PID/clear_refs``)
+of the driver and of every Ray worker process, less each one's RSS before the step, and that per distinct and
+per kept word.  Shared object-store pages a worker reads count in its RSS.
 
-``raydata``: the count-and-merge step by plain Ray tasks (as in ``new``) against Ray Data (``map_batches`` of
+``local``: counting and encoding one corpus as a one-process run does (the byte tokeniser in this process) against
+the distributed steps on a local Ray (the Ray's start timed apart): whether the map-reduce pays on one machine.
+
+``raydata``: the count-and-merge step by plain Ray tasks (as in ``run``) against Ray Data (``map_batches`` of
 ranges into Arrow tables of (word bytes, count), ``groupby("word").sum("count")``, then the histogram of the
 counts), on one corpus.  Needs ``pyarrow`` and ``pandas`` (not parvec dependencies; e.g. ``pip install --target
 DIR pyarrow pandas`` and ``PYTHONPATH=DIR``).
@@ -75,8 +83,8 @@ def _workers() -> list[int]:
 
 class Meter:
     """Peak RSS per step of the driver and of the Ray workers: VmHWM reset before each step, and sampled every
-    0.2 s during it (a worker that exits within the step, such as today's encoder actors, is caught by the
-    samples).  A worker that starts within the step grows from the RSS of an idle worker (``idle``)."""
+    0.2 s during it (a worker that exits within the step is caught by the samples).  A worker that starts within
+    the step grows from the RSS of an idle worker (``idle``)."""
 
     def __init__(self) -> None:
         self.steps: dict[str, dict] = {}
@@ -148,27 +156,6 @@ def _n_ranges(ray, path: Path) -> int:
 
 
 # --------------------------------------------------------------------------- one measurement
-def run_today(ray, path: Path, min_count: int, work: Path, meter: Meter) -> dict:
-    import parvec.distributed.pipeline as pipeline
-    from parvec.corpus import ReadOptions
-
-    original = pipeline.VocabCounter
-
-    class Timed(original):  # type: ignore[misc, valid-type]
-        def finish(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            vocab = super().finish(*args, **kwargs)
-            meter.stop("count")
-            meter.start()
-            return vocab
-
-    pipeline.VocabCounter = Timed  # type: ignore[misc]
-    meter.start()
-    enc = pipeline.count_and_encode(ray, path, ReadOptions(min_count=min_count), work, _n_ranges(ray, path))
-    meter.stop("encode")
-    pipeline.VocabCounter = original  # type: ignore[misc]
-    return {"kept": len(enc["vocab"]), "tokens": enc["tokens"], "raw_words": enc["raw_words"]}
-
-
 def run_new(ray, path: Path, min_count: int, work: Path, meter: Meter) -> dict:
     from parvec.corpus import ReadOptions
     from parvec.countclasses import keep_head, noise_tables
@@ -204,8 +191,7 @@ def run_one(ns: argparse.Namespace) -> dict:
     meter = Meter()
     with Cluster("local:2").session() as ray:
         meter.idle = _warm_up(ray)
-        fn = run_today if ns.pipeline == "today" else run_new
-        result = fn(ray, path, ns.min_count, work, meter)
+        result = run_new(ray, path, ns.min_count, work, meter)
     import shutil
 
     shutil.rmtree(work, ignore_errors=True)
@@ -267,6 +253,162 @@ def table(rows: list[dict]) -> str:
                          f"{s['driver_peak'] / 2**20:.0f} ({s['driver_growth_per_distinct_word']:.1f}) | "
                          f"{s['worker_peak_max'] / 2**20:.0f} ({s['worker_growth_max_per_distinct_word']:.1f}) |")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- end to end
+ROLES = ("Reducer", "map_range", "encode_unit", "count_range", "Encoder", "encode", "ShardActor", "ClientActor",
+         "write_piece", "RunRefs")
+
+
+def _tree(root: int) -> list[int]:
+    import psutil
+
+    try:
+        return [root, *(c.pid for c in psutil.Process(root).children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
+def _title(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def e2e_one(corpus: Path, min_count: int, work: Path, src: str, timeout: float) -> dict:
+    """One ``parvec train --mode sharded`` run, every process sampled (module docstring)."""
+    out = work / "v.bin"
+    report = work / "r.json"
+    cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode",
+           "sharded", "--dim", "8", "--epochs", "1", "--threads", "1", "--min-count", str(min_count), "--no-cache",
+           "--no-progress", "--report", str(report), "--cache-dir", str(work)]
+    env = harness.child_env(Path(src))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=str(work))
+    driver_peak, roles, idle = 0, {}, []
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)
+    reader.start()
+    while proc.poll() is None and time.perf_counter() - t0 < timeout:
+        driver_peak = max(driver_peak, _status(proc.pid, "VmHWM:"))
+        for pid in _tree(proc.pid)[1:]:
+            title = _title(pid)
+            if not title.startswith("ray::"):
+                continue
+            rss = _status(pid, "VmRSS:")
+            if title == "ray::IDLE":
+                idle.append(rss)
+            for role in ROLES:
+                if title.startswith(f"ray::{role}"):
+                    roles[role] = max(roles.get(role, 0), rss)
+        time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    reader.join(timeout=5)
+    row = {"seconds": time.perf_counter() - t0, "returncode": proc.returncode, "driver_peak": driver_peak,
+           "roles": roles, "idle_worker_rss": min(idle) if idle else 0}
+    if proc.returncode != 0:
+        row["error"] = "".join(stderr)[-3000:]
+        return row
+    rep = json.loads(report.read_text())
+    row.update(kept=rep["vocab_size"], tokens=rep["corpus_tokens_in_vocab"], read_seconds=rep["read_seconds"],
+               training_seconds=rep["training_seconds"], count_seconds=rep.get("count_seconds"),
+               encode_seconds=rep.get("encode_seconds"), export_seconds=rep.get("export_seconds"),
+               shard_peak=rep.get("shard_peak_memory_bytes"), model_bytes=rep.get("model_bytes"))
+    return row
+
+
+def e2e(ns: argparse.Namespace) -> list[dict]:
+    work = Path(ns.work)
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for words in ns.words:
+        path = make_corpus(words, work)
+        for min_count in ns.min_count:
+            for name, src in zip(ns.pipelines, ns.src, strict=True):
+                run_dir = work / f"e2e-{name}-{words}-{min_count}"
+                run_dir.mkdir(exist_ok=True)
+                row = e2e_one(path, min_count, run_dir, src, ns.timeout)
+                row.update(pipeline=name, distinct=words, min_count=min_count)
+                import shutil
+
+                shutil.rmtree(run_dir, ignore_errors=True)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if ns.out:
+                    harness.write_json(ns.out, "bench_scale_e2e", {"args": {k: str(v) for k, v in vars(ns).items()},
+                                                                   "runs": rows})
+    print(e2e_table(rows))
+    return rows
+
+
+def e2e_table(rows: list[dict]) -> str:
+    lines = ["| distinct words | min count (kept) | pipeline | count s | encode s | train s | export s | driver peak "
+             "MiB | reducer | mapper | encoder | shard | client | writer |", "|" + " --- |" * 14]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['distinct']:,} | {r['min_count']} | {r['pipeline']} | failed |" + " |" * 10)
+            continue
+        roles = r["roles"]
+
+        def mib(*names: str, roles: dict = roles) -> str:
+            v = max((roles.get(n, 0) for n in names), default=0)
+            return f"{v / 2**20:.0f}" if v else ""
+
+        cnt = r.get("count_seconds")
+        enc = r.get("encode_seconds")
+        exp = r.get("export_seconds")
+        lines.append(
+            f"| {r['distinct']:,} | {r['min_count']} ({r['kept']:,}) | {r['pipeline']} | "
+            f"{cnt:.1f} | {enc:.1f} | {r['training_seconds']:.1f} | {exp:.1f} | " if cnt is not None and enc is not None
+            and exp is not None else f"| {r['distinct']:,} | {r['min_count']} ({r['kept']:,}) | {r['pipeline']} | "
+            f"{r['read_seconds']:.1f} (count + encode) | | {r['training_seconds']:.1f} | | ")
+        lines[-1] += (f"{r['driver_peak'] / 2**20:.0f} | {mib('Reducer')} | {mib('map_range', 'count_range')} | "
+                      f"{mib('encode_unit', 'Encoder', 'encode')} | {mib('ShardActor')} | {mib('ClientActor')} | "
+                      f"{mib('write_piece')} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- one process against the cluster's count
+def one_process(ns: argparse.Namespace) -> dict:
+    """Counting and encoding a corpus as a one-process run does (``EncodedCorpus.from_file``: the byte tokeniser
+    in this process, no cache) against the distributed steps on ``local:N`` (``prepare_corpus``: map-reduce
+    vocabulary, hashed encoding; the local Ray's start timed apart), ``--rounds`` times each, interleaved."""
+    import tempfile
+
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.distributed.cluster import Cluster
+    from parvec.distributed.sharded_source import plan_inputs, prepare_corpus
+
+    path = Path(ns.corpus)
+    options = ReadOptions(min_count=ns.min_count)
+    out: dict = {"corpus": str(path), "min_count": ns.min_count, "cluster": ns.cluster, "one_process_s": [],
+                 "cluster_s": [], "ray_start_s": []}
+    for _ in range(ns.rounds):
+        t0 = time.perf_counter()
+        enc = EncodedCorpus.from_file(path, options)
+        out["one_process_s"].append(time.perf_counter() - t0)
+        out["words"] = len(enc.vocab)
+        del enc
+        t0 = time.perf_counter()
+        with Cluster(ns.cluster).session() as ray:
+            _warm_up(ray)
+            out["ray_start_s"].append(time.perf_counter() - t0)
+            work = Path(tempfile.mkdtemp(dir=ns.work))
+            t1 = time.perf_counter()
+            corpus = prepare_corpus(ray, plan_inputs(str(path), int(ray.cluster_resources()["CPU"]), work), options,
+                                    work, 100_000)
+            out["cluster_s"].append(time.perf_counter() - t1)
+            out["cluster_words"] = corpus.n_words
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(out), flush=True)
+    return out
 
 
 # --------------------------------------------------------------------------- Ray Data against plain tasks
@@ -339,16 +481,30 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--words", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000])
     r.add_argument("--min-count", type=int, nargs="+", default=[1, 2])
-    r.add_argument("--pipelines", nargs="+", choices=("today", "new"), default=["today", "new"])
+    r.add_argument("--pipelines", nargs="+", choices=("new",), default=["new"])
     r.add_argument("--work", default="/tmp/parvec-scale")
     r.add_argument("--out", default="")
     r.add_argument("--timeout", type=float, default=3600)
     o = sub.add_parser("run-one")
-    o.add_argument("--pipeline", choices=("today", "new"), required=True)
+    o.add_argument("--pipeline", choices=("new",), default="new")
     o.add_argument("--corpus", required=True)
     o.add_argument("--min-count", type=int, default=1)
     o.add_argument("--distinct", type=int, required=True)
     o.add_argument("--work", default="/tmp/parvec-scale")
+    e = sub.add_parser("e2e")
+    e.add_argument("--words", type=int, nargs="+", default=[1_000_000, 4_000_000, 16_000_000])
+    e.add_argument("--min-count", type=int, nargs="+", default=[1, 2])
+    e.add_argument("--pipelines", nargs="+", default=["new"])
+    e.add_argument("--src", nargs="+", default=[str(REPO / "src")], help="each pipeline's source directory")
+    e.add_argument("--work", default="/tmp/parvec-scale")
+    e.add_argument("--out", default="")
+    e.add_argument("--timeout", type=float, default=7200)
+    q = sub.add_parser("local")
+    q.add_argument("--corpus", required=True)
+    q.add_argument("--min-count", type=int, default=5)
+    q.add_argument("--cluster", default="local:2")
+    q.add_argument("--rounds", type=int, default=2)
+    q.add_argument("--work", default="/tmp/parvec-scale")
     d = sub.add_parser("raydata")
     d.add_argument("--corpus", required=True)
     d.add_argument("--rounds", type=int, default=2)
@@ -357,6 +513,10 @@ def main() -> None:
         run(ns)
     elif ns.cmd == "run-one":
         print(json.dumps(run_one(ns)))
+    elif ns.cmd == "e2e":
+        e2e(ns)
+    elif ns.cmd == "local":
+        print(json.dumps(one_process(ns)))
     else:
         print(json.dumps(raydata(ns)))
 

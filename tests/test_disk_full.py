@@ -164,7 +164,8 @@ def test_work_files_of_the_corpus_name_the_cause(disk, corpus, monkeypatch):
     """The encoded corpus streamed to $TMPDIR, and a sharded run's encoded byte ranges, on a full disk."""
     import parvec.corpus.encode as encode_mod
     from parvec.corpus import EncodedCorpus, ReadOptions
-    from parvec.distributed import pipeline
+    from parvec.distributed.sharded_source import encode_unit
+    from parvec.wordhash import WordLookup
 
     monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1000)
     monkeypatch.setattr("tempfile.tempdir", str(disk.root))
@@ -176,7 +177,8 @@ def test_work_files_of_the_corpus_name_the_cause(disk, corpus, monkeypatch):
     monkeypatch.setattr(encode_mod, "_SPILL_TOKENS", 1 << 30)
     vocab = EncodedCorpus.from_file(corpus, ReadOptions(min_count=1)).vocab
     with pytest.raises(ParvecError, match=rf"{disk.root}/tokens_0\.npy: cannot write: {NO_SPACE}"):
-        pipeline.encode_range(str(corpus), 0, 5000, ReadOptions(min_count=1), vocab, str(disk.root), 0)
+        encode_unit(str(corpus), 0, 5000, ReadOptions(min_count=1), WordLookup.from_words(vocab.words), str(disk.root),
+                    0, 100_000)
 
 
 # ---------------------------------------------------------------------- checkpoints: stop (the default)

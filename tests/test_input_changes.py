@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import parvec.corpus as corpus_mod
 import parvec.corpus.encode as encode_mod
 import parvec.corpus.readers as readers_mod
 from parvec.corpus import EncodedCorpus, ReadOptions
@@ -263,104 +262,6 @@ def test_growing_a_vocabulary_refuses_a_file_changed_between_its_reads(tmp_path,
     monkeypatch.setattr(Word2Vec, "encode", encode_then_change)
     with pytest.raises(ParvecError, match=r"new\.txt: the input changed between its two reads"):
         model.build_vocab(corpus_file=new, update=True)
-
-
-# ---------------------------------------------------------------------- the cluster readers
-class _FakeRay:
-    """Just what parvec.distributed.pipeline.count_and_encode calls of Ray, run in this process in order:
-    the driver's checks, not Ray, are under test (tests/distributed runs the real thing)."""
-
-    class _Ref:
-        def __init__(self, value):
-            self.value = value
-
-    def remote(self, *args, **kwargs):
-        if args and callable(args[0]) and not kwargs:
-            return self._wrap(args[0])
-        return self._wrap
-
-    def _wrap(self, target):
-        ray = self
-
-        if isinstance(target, type):
-            class Actor:
-                def __init__(self, *a):
-                    self.obj = target(*a)
-
-                def __getattr__(self, name):
-                    method = getattr(self.obj, name)
-                    return type("M", (), {"remote": staticmethod(lambda *a: ray._Ref(method(*a)))})()
-
-            return type("A", (), {"options": staticmethod(lambda **kw: type("O", (), {
-                "remote": staticmethod(lambda *a: Actor(*a))})())})()
-        return type("T", (), {"remote": staticmethod(lambda *a: ray._Ref(target(*a)))})()
-
-    def get(self, refs, timeout=None):
-        return [r.value for r in refs] if isinstance(refs, list) else refs.value
-
-    def put(self, value):
-        return value
-
-    def cluster_resources(self):
-        return {"CPU": 2}
-
-    def kill(self, actor):
-        pass
-
-    class exceptions:  # noqa: N801 - Ray's name
-        class GetTimeoutError(Exception):
-            pass
-
-        class RayError(Exception):
-            pass
-
-
-def test_sharded_pipeline_refuses_a_change_between_counting_and_encoding(tmp_path, monkeypatch):
-    from parvec.distributed import pipeline
-
-    path = tmp_path / "c.txt"
-    path.write_text(_text())
-    work = tmp_path / "work"
-    work.mkdir()
-    ok = pipeline.count_and_encode(_FakeRay(), path, OPTS, work, 4)
-    assert ok["raw_words"] == EncodedCorpus.from_file(path, OPTS).raw_words
-    original = pipeline.count_range
-    calls = []
-
-    def count_then_change(*args):
-        result = original(*args)
-        calls.append(1)
-        if len(calls) == 4:  # every range counted: the file changes before any is encoded
-            _rewrite_same_size(path)()
-        return result
-
-    monkeypatch.setattr(pipeline, "count_range", count_then_change)
-    with pytest.raises(ParvecError, match=r"c\.txt: the input changed"):
-        pipeline.count_and_encode(_FakeRay(), path, OPTS, work, 4)
-
-
-def test_sharded_pipeline_catches_a_changed_range_even_when_stat_does_not(tmp_path, monkeypatch):
-    from parvec.distributed import pipeline
-
-    path = tmp_path / "c.txt"
-    path.write_text(_text())
-    work = tmp_path / "work"
-    work.mkdir()
-    frozen = corpus_mod.file_state(path)
-    monkeypatch.setattr(corpus_mod, "file_state", lambda p: frozen)  # what the pipeline's driver looks at
-    original = pipeline.count_range
-    calls = []
-
-    def count_then_change(*args):
-        result = original(*args)
-        calls.append(1)
-        if len(calls) == 4:
-            _rewrite_same_size(path)()
-        return result
-
-    monkeypatch.setattr(pipeline, "count_range", count_then_change)
-    with pytest.raises(ParvecError, match=r"c\.txt: the input changed between counting and encoding its bytes"):
-        pipeline.count_and_encode(_FakeRay(), path, OPTS, work, 4)
 
 
 def test_replica_reencoding_its_range_refuses_a_changed_file(tmp_path):

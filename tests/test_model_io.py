@@ -21,6 +21,7 @@ from parvec.checkpoints import load_for_resume
 from parvec.corpus import ReadOptions
 from parvec.engine import Position
 from parvec.errors import CheckpointError
+from parvec.formats import load_npy
 from parvec.word2vec import Word2Vec
 
 HERE = Path(__file__).resolve().parent
@@ -159,7 +160,7 @@ def test_a_model_written_by_the_code_before_model_io_loads(tmp_path, name):
             Word2Vec.load(d)
 
 
-# ---------------------------------------------------------------------- the sharded pipeline's model directory
+# ---------------------------------------------------------------------- arrays moved in (written elsewhere first)
 def _exported(tmp_path: Path, model: Word2Vec) -> tuple[Path, Path]:
     # What export_model leaves in the work directory: the two matrices as .npy files.
     work = tmp_path / "work"
@@ -169,15 +170,16 @@ def _exported(tmp_path: Path, model: Word2Vec) -> tuple[Path, Path]:
     return work / "vectors.npy", work / "syn1neg.npy"
 
 
-def test_the_sharded_pipeline_writes_checksums_and_a_damaged_array_is_refused(tmp_path):
-    from parvec.distributed.pipeline import write_model_dir
-
+def test_moved_arrays_get_checksums_and_a_damaged_one_is_refused(tmp_path):
     model = Word2Vec(sentences=SENTENCES, **SMALL | {"algo": "classic"})
     vec, syn = _exported(tmp_path, model)
     out = tmp_path / "out"
     out.mkdir()  # the --save-model output reserves its directory first
-    write_model_dir(out, vec, syn, model.vocab, model.config, ReadOptions(min_count=1), 1, model.corpus_words,
-                    model.raw_words)
+    model_io.save(out, model_io.SavedModel(
+        config=model.config, vocab=model.vocab, vectors=np.load(vec, mmap_mode="r"),
+        syn1neg=np.load(syn, mmap_mode="r"), read_options=ReadOptions(min_count=1).__dict__, epochs_trained=1,
+        corpus_words=model.corpus_words, raw_words=model.raw_words),
+        move_files={model_io.VECTORS: vec, model_io.SYN1NEG: syn})
     assert not vec.exists() and not syn.exists()  # moved, not copied
     meta = json.loads((out / "model.json").read_text())
     assert meta["arrays"]["vectors.npy"]["crc32"] == zlib.crc32(model.wv.vectors.tobytes())
@@ -215,13 +217,24 @@ def test_a_sharded_save_model_from_the_cli_is_verified_on_load(tmp_path):
             "--threads", "1", "--dim", "8", "--epochs", "1", "--min-count", "1", "--window", "2", "--no-cache"]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
-    meta = json.loads((tmp_path / "model" / "model.json").read_text())
-    assert set(meta["arrays"]) == {"vectors.npy", "syn1neg.npy"}
-    vectors = np.load(tmp_path / "v.npy")
-    np.testing.assert_array_equal(Word2Vec.load(tmp_path / "model").wv.vectors, vectors)
-    _flip_last_byte(tmp_path / "model" / "vectors.npy")
-    with pytest.raises(CheckpointError, match=f"{tmp_path / 'model' / 'vectors.npy'}: the array's checksum"):
-        Word2Vec.load(tmp_path / "model")
+    # The sharded model format: each shard's column files and the vocabulary's partitions, with their CRC-32s
+    model = tmp_path / "model"
+    meta = json.loads((model / "model.json").read_text())
+    assert meta["arrays"] == {} and [f["directory"] for f in meta["sharded"]["files"]] == ["shards/shard-0-of-1"]
+    assert meta["sharded"]["vocab"]["directory"] == "vocab" and not (model / "vocab.json").exists()
+    vectors, words, _ = load_npy(tmp_path / "v.npy")
+    loaded = Word2Vec.load(model)
+    np.testing.assert_array_equal(loaded.wv.vectors, vectors)
+    assert loaded.wv.index_to_key == words
+    part = model / "vocab" / "part-0.bytes.npy"
+    data = part.read_bytes()
+    _flip_last_byte(part)
+    with pytest.raises(CheckpointError, match=f"{part}: its checksum does not match model.json"):
+        Word2Vec.load(model)
+    part.write_bytes(data)
+    _flip_last_byte(model / "shards" / "shard-0-of-1" / "in.npy")
+    with pytest.raises(CheckpointError, match=f"{model / 'shards' / 'shard-0-of-1' / 'in.npy'}: the array's checksum"):
+        Word2Vec.load(model)
 
 
 # ---------------------------------------------------------------------- import circles

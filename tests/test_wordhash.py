@@ -63,15 +63,9 @@ def test_a_hash_collision_is_refused_naming_the_words():
 
 
 def _python_encode(path: Path, a: int, b: int, options: ReadOptions, vocab: Vocab):
-    from parvec.distributed.pipeline import encode_range as pipeline_encode_range
+    from python_encoder import python_encode_range
 
-    tokens_dir = path.parent / f"enc-{a}"
-    tokens_dir.mkdir(exist_ok=True)
-    n_tok, n_sent, raw, _ = pipeline_encode_range(str(path), a, b, options, vocab, str(tokens_dir), 0)
-    tokens = np.load(tokens_dir / "tokens_0.npy")
-    offsets = np.load(tokens_dir / "offsets_0.npy")
-    assert len(tokens) == n_tok and len(offsets) == n_sent + 1
-    return tokens, offsets, raw
+    return python_encode_range(path, a, b, options, vocab)
 
 
 @pytest.mark.parametrize("options", [ReadOptions(min_count=2), ReadOptions(min_count=1, max_sentence_length=37)])

@@ -183,7 +183,7 @@ def check_graph_resume(device: str) -> None:
         raise ParvecError("--resume: graph runs resume on the CPU trainer only (leave out --device)")
 
 
-# What ``parvec train --mode sharded`` (the pipeline: the model never in one process, one input file) refuses:
+# What ``parvec train --mode sharded`` (the model never in one process) refuses:
 # flag -> why, after "FLAG is not available with --mode sharded".
 PIPELINE_REFUSES = {
     "-read-vocab": "",
@@ -201,12 +201,3 @@ def pipeline_refusal(flag: str) -> ParvecError:
     """
     return ParvecError(f"{flag} is not available with --mode sharded{PIPELINE_REFUSES[flag]}")
 
-
-def sharded_input_refusal() -> ParvecError:
-    """``parvec train --mode sharded`` reads byte ranges of one file: several inputs are refused.
-
-    Example:
-        >>> str(sharded_input_refusal())[:35]
-        '--mode sharded reads one input file'
-    """
-    return ParvecError("--mode sharded reads one input file: concatenate the inputs first")

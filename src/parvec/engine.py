@@ -521,8 +521,10 @@ class RunEngine:
 
     def _checkpoint(self, epoch: int, units_done: int, words_done: int, words: int, pairs: int, loss: float) -> None:
         # Every unit handed out is trained: the units done are the epoch's first `units_done`, and the
-        # counters are final for them.  words: this call's in this epoch; pairs/loss: the epoch's.
-        assert self.on_checkpoint is not None
+        # counters are final for them.  words: this call's in this epoch; pairs/loss: the epoch's.  Without
+        # on_checkpoint (no checkpoint directory) nothing is written.
+        if self.on_checkpoint is None:
+            return
         w = self.words + self.carried_words
         w[epoch] = words + self.carried_words[epoch]
         p, lo = self.pairs.copy(), self.losses.copy()

@@ -22,12 +22,15 @@ import os
 from collections.abc import Iterable, Sequence
 from numbers import Integral
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from parvec import formats
 from parvec.errors import ParvecError
+
+if TYPE_CHECKING:
+    from parvec.sharded_vectors import ShardedKeyedVectors
 
 __all__ = ["KeyedVectors", "load_vectors"]
 
@@ -557,6 +560,20 @@ class KeyedVectors:
         """
         return formats.save_npy(path, self._vectors, self.index_to_key, self.counts)
 
+    @staticmethod
+    def load_sharded(path: str | os.PathLike[str]) -> ShardedKeyedVectors:
+        """Open a sharded model directory (``parvec train --mode sharded --save-model DIR``) lazily: its shards'
+        column files memory-mapped, its words in their partitions, queries computed block by block from the
+        shards' partial dot products and norms (:class:`parvec.sharded_vectors.ShardedKeyedVectors`).
+
+        Example:
+            >>> KeyedVectors.load_sharded("model").most_similar("king", topn=3)  # doctest: +SKIP
+            [('queen', 0.71), ('prince', 0.66), ('monarch', 0.64)]
+        """
+        from parvec.sharded_vectors import ShardedKeyedVectors
+
+        return ShardedKeyedVectors.open(path)
+
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: bool = False) -> KeyedVectors:
         """Load what :meth:`save` wrote (``path`` is the prefix or the ``.npy`` file).
@@ -579,8 +596,9 @@ def load_vectors(
     unicode_errors: str = "strict",
     limit: int | None = None,
     no_header: bool = False,
-) -> KeyedVectors:
-    """Load vectors from ``.npy`` (+ vocab) or a word2vec file, detecting text vs binary unless given.
+) -> Any:
+    """Load vectors from ``.npy`` (+ vocab) or a word2vec file, detecting text vs binary unless given; a sharded
+    model directory is opened lazily (:meth:`KeyedVectors.load_sharded`).
 
     ``no_header=True``: a word2vec text file without the ``count dimension`` line (GloVe's layout).
 
@@ -589,6 +607,8 @@ def load_vectors(
     """
     p = Path(path)
     formats.refuse_pickle(p, "parvec")
+    if p.is_dir() and _is_sharded_model(p):
+        return KeyedVectors.load_sharded(p)
     if p.suffix.lower() == ".npy":
         if not p.exists():
             raise ParvecError(f"{p}: no such file")
@@ -601,3 +621,14 @@ def load_vectors(
     return KeyedVectors.load_word2vec_format(
         p, binary=binary, limit=limit, unicode_errors=unicode_errors, no_header=no_header
     )
+
+
+def _is_sharded_model(path: Path) -> bool:
+    # A model directory whose model.json names shards and vocabulary partitions (the sharded model format).
+    import json
+
+    try:
+        meta = json.loads((path / "model.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("sharded"), dict) and "vocab" in meta["sharded"]

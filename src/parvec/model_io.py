@@ -11,14 +11,19 @@ file                what it holds
 ``vocab.json``      ``{"words": [...], "counts": [...]}`` in index order (:meth:`parvec.vocab.Vocab.to_json`)
 ==================  ==================================================================================
 
-A checkpoint of a column-sharded run (``parvec train --mode sharded --checkpoint-dir DIR``) has no
-``vectors.npy``/``syn1neg.npy``: no process holds the whole model, so each shard wrote its own columns as a
-snapshot (``DIR/shards/shard-S-of-N/snap-K/in.npy``, ``out.npy``; :class:`parvec.distributed.shard_actor.ShardActor`)
-and ``model.json``'s ``sharded`` names them: ``files`` (per shard: its snapshot ``directory``, relative to the
-model directory, its ``columns``, ``shape`` and the CRC-32 of each file), the ``snapshot`` record (id, epoch,
-units done, the epoch's figures) and the ``input`` it was trained on (byte ranges and their CRC-32s).
-:func:`load` assembles the matrices from the shards' files (checking their CRC-32s); ``load(..., arrays=False)``
-reads the rest and checks that the files are there, the way a resumed sharded run reads it.
+**The sharded model format.**  A model of ``parvec train --mode sharded`` (its checkpoints, ``DIR/checkpoint``
+and ``DIR/mid-eE-cU``, and ``--save-model DIR``) has no ``vectors.npy``, ``syn1neg.npy`` or ``vocab.json``: no
+process holds the whole model or its word list.  Each shard wrote its own columns (``in.npy``, ``out.npy``: a
+checkpoint's are the shards' snapshots, ``DIR/shards/shard-S-of-N/snap-K``; a saved model's are
+``shards/shard-S-of-N`` inside it) and each reducer its part of the vocabulary (:mod:`parvec.vocab_parts`), and
+``model.json``'s ``sharded`` names them: ``files`` (per shard: its ``directory``, relative to the model directory,
+its ``columns``, ``shape`` and the CRC-32 of each file), ``vocab`` (the partitions' ``directory``, each
+partition's ``words`` and file CRC-32s, the vocabulary's size), and for a checkpoint the ``snapshot`` record (id,
+epoch, units done, the epoch's figures) and the ``input`` it was trained on (its units and their CRC-32s).
+:func:`load` assembles the matrices from the shards' files and the words from the partitions (checking every
+CRC-32); ``load(..., arrays=False)`` reads the rest and checks that the files are there, the way a resumed sharded
+run reads it (``vocab`` then None: :func:`n_words` gives the size);
+:meth:`parvec.keyedvectors.KeyedVectors.load_sharded` opens a saved one lazily.
 
 ``model.json``: ``format`` (``"parvec-word2vec"``), ``version`` (1), ``config``
 (:meth:`parvec.config.TrainConfig.to_dict`), ``read_options``, ``epochs_trained``, ``corpus_words``,
@@ -55,7 +60,7 @@ import tempfile
 import time
 import tokenize
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -71,7 +76,7 @@ from parvec.vocab import Vocab
 
 __all__ = [
     "MODEL_FORMAT", "MODEL_JSON", "MODEL_VERSION", "SYN1", "SYN1NEG", "VECTORS", "VOCAB_JSON", "SavedModel",
-    "array_crc32", "errors_named", "load", "read_meta", "save", "shard_file_paths", "what_is_there",
+    "array_crc32", "errors_named", "load", "n_words", "read_meta", "save", "shard_file_paths", "what_is_there",
 ]
 
 MODEL_FORMAT = "parvec-word2vec"
@@ -96,8 +101,9 @@ class SavedModel:
     checkpoint; ``saved_at`` is when it was written (``time.time()``, set by :func:`save`); ``graph_run`` is a
     node2vec/DeepWalk run's record; ``cluster`` where it trained (:func:`parvec.distributed.cluster_record`;
     None: this process or a GPU; ``cluster_recorded`` is False for a directory written before it was recorded);
-    ``sharded`` a column-sharded run's checkpoint (module docstring), whose ``vectors`` and ``syn1neg`` are None
-    when read with ``arrays=False``.
+    ``sharded`` a column-sharded run's checkpoint or model (module docstring), whose ``vectors`` and ``syn1neg``
+    are None when read with ``arrays=False``, as is ``vocab`` when its words are in partitions (``sharded["vocab"]``;
+    :func:`n_words` gives the vocabulary's size whichever holds it).
 
     Example:
         >>> from parvec.config import TrainConfig
@@ -108,7 +114,7 @@ class SavedModel:
     """
 
     config: TrainConfig
-    vocab: Vocab
+    vocab: Vocab | None
     vectors: np.ndarray | None
     syn1neg: np.ndarray | None
     syn1: np.ndarray | None = None
@@ -133,8 +139,23 @@ class SavedModel:
         return KIND_MID_EPOCH if self.position is not None else KIND_MODEL
 
 
+def n_words(model: SavedModel) -> int:
+    """The vocabulary's size: its words', or (a sharded model whose words are in partitions) its record's.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> n_words(SavedModel(TrainConfig(dim=2), None, None, None, sharded={"vocab": {"words": 7}}))
+        7
+    """
+    if model.vocab is not None:
+        return len(model.vocab)
+    assert model.sharded is not None and "vocab" in model.sharded, "a model without a vocabulary"
+    return int(model.sharded["vocab"]["words"])
+
+
 # ---------------------------------------------------------------------- writing
-def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[str, Path] | None = None) -> None:
+def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[str, Path] | None = None,
+         fill: Callable[[Path], None] | None = None) -> None:
     """Write ``model`` as a model directory at ``path``: into a temporary directory beside it, every file synced,
     ``model.json`` last, then renamed into place (an existing one is replaced whole).  A failed write (a full
     disk) raises :class:`parvec.fileio.WriteError` naming the file, and leaves no temporary and the old one intact.
@@ -142,6 +163,8 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
     ``move_files`` names arrays already written as ``.npy`` files (the sharded pipeline's export, streamed
     from the shards): each is moved into the directory instead of written again, and its CRC-32 computed by
     reading it in blocks; ``model``'s array of that name gives only the shape to check (a memory map of it).
+    ``fill(temporary directory)`` puts more files in before ``model.json`` is written (a sharded model's shard files
+    and vocabulary partitions: the sharded model format, below).
 
     Example:
         >>> save("model.parvec", SavedModel(config, vocab, vectors, syn1neg))  # doctest: +SKIP
@@ -170,9 +193,13 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
                 sums[writing] = _move_array(files[writing], tmp / writing)
             else:
                 sums[writing] = _write_array(tmp / writing, a)
-        vocab_bytes = model.vocab.to_json().encode("utf-8")
+        vocab_bytes = model.vocab.to_json().encode("utf-8") if model.vocab is not None else None
         writing = VOCAB_JSON
-        _write_synced(tmp / VOCAB_JSON, vocab_bytes)
+        if vocab_bytes is not None:
+            _write_synced(tmp / VOCAB_JSON, vocab_bytes)
+        if fill is not None:
+            writing = None
+            fill(tmp)
         writing = MODEL_JSON
         meta = _describe(model, sums, vocab_bytes)
         _write_synced(tmp / MODEL_JSON, json.dumps(meta, indent=1).encode("utf-8"))  # last: marks it whole
@@ -208,7 +235,7 @@ def _arrays(model: SavedModel) -> dict[str, np.ndarray]:
 
 def _check_shapes(model: SavedModel) -> None:
     # A directory that load would refuse is never written.
-    n, dim = len(model.vocab), model.config.dim
+    n, dim = n_words(model), model.config.dim
     if model.sharded is not None:
         _check_sharded(model.sharded, n, dim)
         return
@@ -218,7 +245,7 @@ def _check_shapes(model: SavedModel) -> None:
             raise ValueError(f"{name}: shape {tuple(a.shape)}, expected {want[name]} ({n} words, dimension {dim})")
 
 
-def _describe(model: SavedModel, sums: dict[str, dict[str, Any]], vocab_bytes: bytes) -> dict[str, Any]:
+def _describe(model: SavedModel, sums: dict[str, dict[str, Any]], vocab_bytes: bytes | None) -> dict[str, Any]:
     # model.json (module docstring); the keys in this order since the first version.
     config = model.config
     meta: dict[str, Any] = {
@@ -237,16 +264,16 @@ def _describe(model: SavedModel, sums: dict[str, dict[str, Any]], vocab_bytes: b
         "checkpoint_every": None if model.checkpoint_every is None else str(model.checkpoint_every),
         "schedule_anchor": list(model.schedule_anchor) if model.schedule_anchor is not None else None,
         "arrays": sums,
-        # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked at load
-        "vocab_crc32": zlib.crc32(vocab_bytes) & 0xFFFFFFFF,
     }
+    if vocab_bytes is not None:  # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked
+        meta["vocab_crc32"] = zlib.crc32(vocab_bytes) & 0xFFFFFFFF
     if model.cluster_recorded:  # a directory read without it (written before it was recorded) stays so
         meta["cluster"] = model.cluster
     if model.sharded is not None:
         meta["sharded"] = model.sharded
     if model.graph_run is not None:
         meta["graph_run"] = model.graph_run
-    if model.syn1 is not None:
+    if model.syn1 is not None and model.vocab is not None:
         from parvec.huffman import build_huffman_tree
 
         meta["huffman_fingerprint"] = build_huffman_tree(model.vocab.counts).fingerprint()
@@ -406,29 +433,25 @@ def _load_dir(path: Path, mmap: str | None, arrays: bool = True) -> SavedModel:
         what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         raise CheckpointError(f"{meta_path}: incomplete or damaged model description ({what})") from None
     config: TrainConfig = fields["config"]
-    try:
-        vocab_bytes = (path / VOCAB_JSON).read_bytes()
-        if "vocab_crc32" in meta and zlib.crc32(vocab_bytes) & 0xFFFFFFFF != meta["vocab_crc32"]:
-            raise ValueError("its checksum does not match model.json (the file was altered or damaged)")
-        vocab = Vocab.from_json(vocab_bytes.decode("utf-8"))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CheckpointError(f"{path / VOCAB_JSON}: missing or damaged vocabulary: "
-                              f"{getattr(exc, 'strerror', None) or exc}") from None
+    parts = (fields["sharded"] or {}).get("vocab")
+    vocab = _parts_vocab(path, parts, arrays) if parts is not None else _vocab_json(path, meta)
+    n = len(vocab) if vocab is not None else int((parts or {})["words"])
     sums: dict[str, Any] = meta["arrays"] if isinstance(meta.get("arrays"), dict) else {}
     if fields["sharded"] is not None:
-        w_in, w_out = _sharded_arrays(path, fields["sharded"], len(vocab), config.dim, arrays)
+        w_in, w_out = _sharded_arrays(path, fields["sharded"], n, config.dim, arrays)
     elif not arrays:
         w_in = w_out = None
     else:
         w_in, w_out = (_read_array(path / name, mmap, sums.get(name)) for name in (VECTORS, SYN1NEG))
     if w_in is not None and w_out is not None:
-        if w_in.shape != (len(vocab), config.dim) or w_out.shape != w_in.shape:
+        if w_in.shape != (n, config.dim) or w_out.shape != w_in.shape:
             raise CheckpointError(f"{path}: array shapes {w_in.shape} and {w_out.shape} do not match the vocabulary "
-                                  f"({len(vocab)} words) and dimension ({config.dim})")
+                                  f"({n} words) and dimension ({config.dim})")
         if w_in.dtype != np.float32 or w_out.dtype != np.float32:
             raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
         w_in, w_out = np.ascontiguousarray(w_in), np.ascontiguousarray(w_out)
-    syn1 = _load_syn1(path, meta, vocab, config.dim, mmap, sums.get(SYN1)) if config.hs and arrays else None
+    syn1 = (_load_syn1(path, meta, vocab, config.dim, mmap, sums.get(SYN1)) if config.hs and arrays
+            and vocab is not None else None)
     position = None
     if str(meta.get("kind", "")).startswith("mid-epoch"):
         try:
@@ -439,6 +462,34 @@ def _load_dir(path: Path, mmap: str | None, arrays: bool = True) -> SavedModel:
             what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise CheckpointError(f"{meta_path}: a mid-epoch checkpoint without a valid position ({what})") from None
     return SavedModel(vocab=vocab, vectors=w_in, syn1neg=w_out, syn1=syn1, position=position, **fields)
+
+
+def _vocab_json(path: Path, meta: dict[str, Any]) -> Vocab:
+    # vocab.json, checked against model.json's CRC-32.
+    try:
+        vocab_bytes = (path / VOCAB_JSON).read_bytes()
+        if "vocab_crc32" in meta and zlib.crc32(vocab_bytes) & 0xFFFFFFFF != meta["vocab_crc32"]:
+            raise ValueError("its checksum does not match model.json (the file was altered or damaged)")
+        return Vocab.from_json(vocab_bytes.decode("utf-8"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{path / VOCAB_JSON}: missing or damaged vocabulary: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _parts_vocab(path: Path, parts: Any, arrays: bool) -> Vocab | None:
+    # A sharded model's vocabulary partitions (parvec.vocab_parts): every file there (and, read whole, its CRC-32
+    # checked); the Vocab only when the arrays are read too (a resumed run reads neither).
+    from parvec.vocab_parts import WordParts
+
+    try:
+        directory = path / str(parts["directory"])
+        found = WordParts.open(directory, list(parts["parts"]), check=arrays)
+        if found.n_words != int(parts["words"]):
+            raise ValueError(f"the partitions hold {found.n_words} words, model.json records {parts['words']}")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"{path / MODEL_JSON}: incomplete or damaged description of the vocabulary's "
+                              f"partitions ({exc})") from None
+    return found.vocab() if arrays else None
 
 
 def _fields(meta: dict[str, Any]) -> dict[str, Any]:

@@ -221,7 +221,9 @@ class Run:
     ``driver`` (continuing ``resume_at`` in the first), ``base_epochs`` trained by earlier calls (the report's
     epochs count on from them).  ``describe(position, epochs_trained)`` gives the model to checkpoint (None:
     no checkpoints), ``score()`` the per-epoch scores (recorded with a run log),
-    ``on_epoch_end(epoch, stats)`` the front end's own work after each epoch's checkpoint.
+    ``on_epoch_end(epoch, stats)`` the front end's own work after each epoch's checkpoint.  ``only_latest``: each
+    checkpoint written removes the run's others (a sharded run's checkpoints name shard snapshots that the shards
+    remove once a newer one is checkpointed).
 
     Example:
         >>> stats = Run(driver, config, schedule, RunOptions(), RunState().fresh()).execute()  # doctest: +SKIP
@@ -231,12 +233,13 @@ class Run:
                  state: RunState, *, describe: Callable[[Position | None, int], SavedModel] | None = None,
                  start_epoch: int = 0, resume_at: Position | None = None, base_epochs: int = 0,
                  score: Callable[[], dict[str, float | None]] | None = None,
-                 on_epoch_end: Callable[[int, TrainStats], None] | None = None) -> None:
+                 on_epoch_end: Callable[[int, TrainStats], None] | None = None, only_latest: bool = False) -> None:
         self.driver, self.config, self.schedule = driver, config, schedule
         self.options, self.state, self.describe = options.check(), state, describe
         self.start_epoch, self.resume_at, self.base_epochs = start_epoch, resume_at, base_epochs
         self.score = score
         self.on_epoch_end = on_epoch_end
+        self.only_latest = only_latest
         self.eval_seconds = 0.0  # the per-epoch scoring's, taken off the training's seconds
 
     def execute(self) -> TrainStats:
@@ -303,7 +306,7 @@ class Run:
 
         return Checkpointer(Path(options.checkpoint_dir), self.describe, self.state.run_id or uuid.uuid4().hex,
                             on_error=options.on_checkpoint_error, report=self.state.checkpoint_report,
-                            on_saved=saved)
+                            on_saved=saved, only_latest=self.only_latest)
 
 
 # ---------------------------------------------------------------------------------------------- resuming

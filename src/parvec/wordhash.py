@@ -39,7 +39,7 @@ import numpy as np
 from parvec.errors import ParvecError
 from parvec.kernels.wordtable import CLASSES, NEWLINE, WORD
 
-__all__ = ["WordLookup", "fnv1a64", "hash_arena", "hash_words", "lookup_hash", "scan_ids"]
+__all__ = ["WordLookup", "fnv1a64", "hash_arena", "hash_words", "lookup_hash", "part_of", "scan_ids"]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -276,3 +276,15 @@ class HashScanner:
         n_tok, n_seg = scan_ids(np.frombuffer(block, dtype=np.uint8), CLASSES, t.keys, t.ids, t.directory, t.shift,
                                 self._ids, self._segs)
         return self._ids[:n_tok], self._segs[:n_seg]
+
+
+def part_of(hashes: np.ndarray, reducers: int) -> np.ndarray:
+    """The partition of each hash among ``reducers`` (a sharded run's vocabulary reducers, and the partitions they
+    write: :mod:`parvec.vocab_parts`): ``(top 32 bits * reducers) >> 32``, monotone in the hash (int64).
+
+    Example:
+        >>> part_of(np.array([0, 2**63, 2**64 - 1], np.uint64), 4).tolist()
+        [0, 2, 3]
+    """
+    return ((np.asarray(hashes, dtype=np.uint64) >> np.uint64(32)) * np.uint64(reducers) >> np.uint64(32)).astype(
+        np.int64)

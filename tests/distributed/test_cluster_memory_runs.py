@@ -73,8 +73,9 @@ def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, d
     monkeypatch.setattr(sharded.ShardedRun, "__init__", no_actors)
     monkeypatch.setattr(resources, "available_memory", lambda: GiB)
     out = tmp_path / "big.txt"
+    # (8,557 words x dim 12,000: 783 MiB of columns in both matrices; the other processes hold no per-word table)
     code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode", "sharded", "--threads", "1",
-                 "--dim", "3000", "--min-count", "1", "--no-progress"])
+                 "--dim", "12000", "--min-count", "1", "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2, err
     assert re.search(r"^parvec: error: --cluster local:2 \(sharded\) needs about .* but 1\.0 GiB is available: "

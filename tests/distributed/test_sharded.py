@@ -19,14 +19,16 @@ from parvec.cli import main
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions, byte_ranges
 from parvec.distributed import Cluster
-from parvec.distributed.pipeline import export_model, parse_bytes
+from parvec.distributed.pipeline import parse_bytes
 from parvec.distributed.shard_actor import ShardActor, ShardSpec
 from parvec.distributed.shard_kernels import reference_train
 from parvec.distributed.sharded import ShardedRun, snapshot_dir
+from parvec.distributed.sharded_export import ModelFiles
 from parvec.errors import ParvecError
 from parvec.formats import load_npy, read_word2vec
 from parvec.model_tables import init_input_vectors
 from parvec.word2vec import Word2Vec
+from parvec.wordhash import fnv1a64
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -215,7 +217,9 @@ def test_cli_writes_text_binary_npy_and_the_report(tmp_path, corpus_file, capsys
     binary = read_word2vec(tmp_path / "v.bin", binary=True)
     vectors, keys, counts = load_npy(tmp_path / "v.npy")
     enc = EncodedCorpus.from_file(corpus_file, ReadOptions(min_count=1))
-    assert keys == enc.vocab.words and counts.tolist() == enc.vocab.counts.tolist()  # one process's vocabulary
+    # One process's vocabulary, its ties ordered by the words' 64-bit FNV-1a hash (the distributed count's ids)
+    by_hash = sorted(zip(enc.vocab.words, enc.vocab.counts.tolist(), strict=True), key=lambda w: (-w[1], fnv1a64(w[0])))
+    assert list(zip(keys, counts.tolist(), strict=True)) == by_hash
     assert text[1] == keys and binary[1] == keys
     # One client thread: the same run whatever the output format (and, to 1e-5, whatever the shards).
     np.testing.assert_allclose(text[0], vectors, atol=1e-5)
@@ -293,7 +297,10 @@ def test_streamed_export_equals_the_gathered_model_and_bytes_do_not_grow_with_d(
     run = _run(corpus, _cluster(2, minibatch_words=24, unit_words=400), config, ray_session)
     try:
         run.train()
-        vec, syn = export_model(run, tmp_path, with_output_vectors=True)
+        # the model on disk: the shards' column files of the last epoch's snapshot, assembled row range by range
+        files = ModelFiles.of(run.snapshots.newest["files"], tmp_path, [], len(corpus.vocab), 32)
+        vec, syn = files.rows(0, len(corpus.vocab)), files.rows(0, len(corpus.vocab), "out")
+        middle = files.rows(3, 9)  # a range of rows (the files are the run's: removed when it closes)
         w_in = np.zeros((len(corpus.vocab), 32), np.float32)
         w_out = np.zeros_like(w_in)
         run.gather(w_in, w_out)
@@ -301,7 +308,8 @@ def test_streamed_export_equals_the_gathered_model_and_bytes_do_not_grow_with_d(
         report = run.report()
     finally:
         run.close()
-    assert np.array_equal(np.load(vec), w_in) and np.array_equal(np.load(syn), w_out)
+    assert np.array_equal(vec, w_in) and np.array_equal(syn, w_out)
+    assert np.array_equal(middle, w_in[3:9])
     assert np.array_equal(np.vstack([b[2] for b in blocks]), w_in) and len(blocks) == -(-len(w_in) // 7)
     assert np.abs(w_out).sum() > 0
     # The same minibatches at d = 32 as at d = 8 move exactly the same bytes; a row-wise server 4x more.

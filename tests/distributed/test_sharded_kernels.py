@@ -407,9 +407,9 @@ def test_units_and_seeds():
 
 def test_range_reader_reads_what_the_corpus_reader_reads(tmp_path):
     import gzip
+    import zlib
 
     from parvec.corpus import RangeSentences, ReadOptions, TextSentences, byte_ranges
-    from parvec.distributed.pipeline import plain_input
 
     rng = np.random.default_rng(7)
     words = [f"wörd{i}" for i in range(50)]
@@ -425,10 +425,10 @@ def test_range_reader_reads_what_the_corpus_reader_reads(tmp_path):
         assert all(0 < len(s) <= 10 for s in got)
     gz = tmp_path / "c.txt.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
-    (tmp_path / "work").mkdir()
-    plain = plain_input(str(gz), tmp_path / "work")
-    assert plain.read_bytes() == path.read_bytes() and plain != gz
-    assert plain_input(str(path), tmp_path) == path
+    # a compressed file is one range, read whole (decompressed) by one worker: what the corpus reader reads
+    reader = RangeSentences(gz, 0, None, opts)
+    assert list(reader) == list(TextSentences(gz, opts)) == expected
+    assert reader.fingerprint == (len(path.read_bytes()), zlib.crc32(path.read_bytes()))
 
 
 def test_minibatch_left_out_keeps_the_words_in_flight():

@@ -22,7 +22,7 @@ from cli_run import run
 from parvec import model_io
 from parvec.checkpoints import EPOCH_END, latest_checkpoint, list_checkpoints, mid_name
 from parvec.config import TrainConfig
-from parvec.corpus import EncodedCorpus, ReadOptions
+from parvec.corpus import ReadOptions
 from parvec.distributed import Cluster
 from parvec.errors import CheckpointError
 from parvec.formats import load_npy
@@ -148,15 +148,11 @@ def test_a_sharded_run_killed_with_sigkill_resumes_bit_for_bit_without_repeating
 
 @pytest.mark.ray
 def test_a_sharded_run_stopped_mid_epoch_resumes_from_its_mid_epoch_checkpoint_bit_for_bit(ray_session, tmp_path):
-    from parvec.distributed.pipeline import ShardCheckpoints, resume_snapshot, sharded_run, train_run
-    from parvec.distributed.sharded import snapshot_position
-    from parvec.schedule import Schedule
+    from parvec.distributed.pipeline import ShardedWord2Vec
+    from parvec.run import RunOptions
 
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(3000, seed=11), min_count=1)  # 30 units an epoch
-    enc = {"vocab": corpus.vocab, "parts": [("refs", [ray_session.put(corpus.tokens),
-                                                      ray_session.put(corpus.offsets)])],
-           "part_offsets": [corpus.offsets], "tokens": corpus.n_tokens, "raw_words": corpus.raw_words,
-           "sentences": corpus.n_sentences, "ranges": 1, "fingerprints": None}
+    path = tmp_path / "c.txt"  # 30 units an epoch
+    path.write_text("\n".join(" ".join(s) for s in _topic_sentences(3000, seed=11)) + "\n", encoding="utf-8")
     config = TrainConfig(dim=16, window=4, negative=4, epochs=3, sample=0, seed=3, progress=False)
     options = ReadOptions(min_count=1)
 
@@ -164,51 +160,57 @@ def test_a_sharded_run_stopped_mid_epoch_resumes_from_its_mid_epoch_checkpoint_b
         return Cluster("local:2", mode="sharded", shards=2, clients=1, threads_per_actor=1, minibatch_words=32,
                        unit_words=2000, checkpoint_interval_s=interval, timeout_s=120.0)
 
-    def gathered(run) -> tuple[np.ndarray, np.ndarray]:
-        w_in = np.zeros((len(corpus.vocab), 16), np.float32)
-        w_out = np.zeros_like(w_in)
-        run.gather(w_in, w_out)
-        return w_in, w_out
+    def rows(model) -> tuple[np.ndarray, np.ndarray]:
+        n = model.files.n_words
+        return model.files.rows(0, n), model.files.rows(0, n, "out")
 
-    with sharded_run(ray_session, cluster(60.0), config, enc) as run:
-        clean = train_run(run)
-        c_in, c_out = gathered(run)
+    with ShardedWord2Vec(config, options, cluster(60.0), tmp_path / "cache") as model:
+        clean = model.train(model.encode(path))
+        c_in, c_out = rows(model)
 
-    # A snapshot after (about) every unit, each checkpointed; the run stopped by its 40th checkpoint, in epoch 2.
+    # A snapshot after (about) every unit, each checkpointed by the run layer; the run stopped by its 40th
+    # checkpoint, in epoch 2.
     class Stop(Exception):
         pass
 
     ck = tmp_path / "ck"
-    writer = ShardCheckpoints(ck, config, enc, options, cluster(0.001), run_id="stopped")
     written = []
 
-    def checkpoint_then_stop(snap) -> bool:
-        written.append(writer(snap))
+    def checkpoint_then_stop(where, position, seconds) -> None:
+        written.append(where)
         if len(written) == 40:
             raise Stop
-        return written[-1]
 
-    with pytest.raises(Stop):
-        with sharded_run(ray_session, cluster(0.001), config, enc, ck / "shards",
-                         on_snapshot=checkpoint_then_stop) as run:
-            train_run(run)
-    assert all(written)
-    [latest] = list_checkpoints(ck)  # only the newest: older ones name snapshots the shards removed
-    assert latest.epoch == 1 and 0 < latest.chunks_done < 30 and latest.path.name == mid_name(1, latest.chunks_done)
+    with pytest.raises(Stop), ShardedWord2Vec(config, options, cluster(0.001), tmp_path / "cache") as model:
+        model.run_options = RunOptions(checkpoint_dir=ck, on_checkpoint_saved=checkpoint_then_stop)
+        model.train(model.encode(path))
+    # Each checkpoint written removes the older ones (they name snapshots the shards remove); the run stopped inside
+    # the 40th's console callback, before it removed the 39th: both name snapshot files that are there.
+    found = list_checkpoints(ck)
+    assert len(found) <= 2 and [f.path.name for f in found] == [w.name for w in written[-len(found):]]
+    for f in found:
+        model_io.load(f.path, arrays=False)  # every shard's files there, with the shapes it records
+    latest = found[-1]
+    assert latest.path == latest_checkpoint(ck) and latest.epoch == 1 and 0 < latest.chunks_done < 30
+    assert latest.path.name == mid_name(1, latest.chunks_done)
     for shard in (ck / "shards").glob("shard-*"):
         assert len(list(shard.glob("snap-*"))) <= 2
 
     saved = model_io.load(latest.path, arrays=False)
-    assert saved.vectors is None and saved.position.chunks_done == latest.chunks_done and saved.position.epoch == 1
-    snap = resume_snapshot(saved, latest.path)
-    schedule = Schedule.of(config, corpus.n_tokens)
-    resumer = ShardCheckpoints(ck, config, enc, options, cluster(60.0), run_id="stopped", schedule=schedule)
-    with sharded_run(ray_session, cluster(60.0), config, enc, ck / "shards", resume=snap,
-                     on_snapshot=resumer) as run:
-        stats = train_run(run, start_epoch=1, resume_at=snapshot_position(snap, schedule), schedule=schedule)
-        w_in, w_out = gathered(run)
+    assert saved.vectors is None and saved.vocab is None and saved.position.chunks_done == latest.chunks_done
+    model, where, _ = ShardedWord2Vec.load_for_resume(ck, tmp_path / "cache")
+    assert where == latest.path and model.position.epoch == 1
+    model.cluster = cluster(60.0)
+    with model:
+        corpus = model.encode(path)
+        model.run_options = RunOptions(checkpoint_dir=ck)
+        stats = model.train(corpus, resume=True)
+        w_in, w_out = rows(model)
     assert np.array_equal(w_in, c_in) and np.array_equal(w_out, c_out)
     # The resumed epoch's loss is the whole epoch's (the units before the checkpoint carried), as uninterrupted.
     assert stats.loss_per_epoch == clean.loss_per_epoch[1:]
-    assert stats.words == 2 * corpus.n_tokens - snap["words_done"]
+    assert stats.words == 2 * corpus.tokens - saved.position.words_done
     assert latest_checkpoint(ck).name == EPOCH_END
+    # Python reads the finished checkpoint whole: the words from the partitions, the matrices from the shards
+    loaded = Word2Vec.load(ck)
+    assert np.array_equal(loaded.wv.vectors, c_in) and loaded.epochs_trained == 3

@@ -34,8 +34,8 @@ RUN_ID = "0123456789abcdef0123456789abcdef"
 
 
 def main(out: Path) -> None:
+    from parvec import model_io
     from parvec.corpus import ReadOptions
-    from parvec.distributed.pipeline import write_model_dir
     from parvec.engine import Position
     from parvec.word2vec import Word2Vec
 
@@ -50,8 +50,12 @@ def main(out: Path) -> None:
     (out / "sharded").mkdir()
     np.save(out / "vec.npy", src.wv.vectors)
     np.save(out / "syn.npy", src.syn1neg)
-    write_model_dir(out / "sharded", out / "vec.npy", out / "syn.npy", src.vocab, src.config,
-                    ReadOptions(min_count=1), 1, src.corpus_words, src.raw_words)
+    # what the sharded pipeline's --save-model wrote then: its exported matrices moved into a model directory
+    model_io.save(out / "sharded", model_io.SavedModel(
+        config=src.config, vocab=src.vocab, vectors=np.load(out / "vec.npy", mmap_mode="r"),
+        syn1neg=np.load(out / "syn.npy", mmap_mode="r"), read_options=ReadOptions(min_count=1).__dict__,
+        epochs_trained=1, corpus_words=src.corpus_words, raw_words=src.raw_words),
+        move_files={model_io.VECTORS: out / "vec.npy", model_io.SYN1NEG: out / "syn.npy"})
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import os
 import sys
@@ -175,6 +176,9 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    help="sharded mode with one shard: fused (default: a call trains its minibatch whole in the shard, "
                    "which holds every column; only word indices and learning rates travel) or split (partial dot "
                    "products to the client and coefficients back, as with several shards, which always split)")
+    g.add_argument("--snapshot-interval", dest="snapshot_interval", type=float, default=None, metavar="SECONDS",
+                   help="sharded mode: seconds between consistent snapshots of the shards inside an epoch (default: "
+                   "scaled with a shard's size, a snapshot's write at most 5%% of the time, at least 60 s)")
     g.add_argument("--shard-memory", dest="shard_memory", default=None, metavar="BYTES",
                    help="sharded mode: cap each shard process's memory (RLIMIT_DATA), e.g. 3G; a shard whose columns "
                    "do not fit stops the run before training")
@@ -586,7 +590,8 @@ def _run_train(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None) and getattr(args, "cluster_mode", None) == "sharded":
         from parvec.capabilities import pipeline_refusal
 
-        for flag, value in (("-read-vocab", args.read_vocab), ("-classes", args.classes)):
+        for flag, value in (("-read-vocab", args.read_vocab), ("-classes", args.classes),
+                            ("--eval-every-epoch", args.eval_every_epoch)):
             if value:
                 raise pipeline_refusal(flag)
     if not args.resume:
@@ -649,18 +654,21 @@ def _check_mode(args: argparse.Namespace) -> None:
 def _prepare_resume(args: argparse.Namespace) -> Any:
     # Before any output is reserved: load the checkpoint (the latest one when --resume names a checkpoint
     # directory), refuse flags that contradict it, and take its cluster, threads, checkpoint directory and
-    # interval.  A sharded run's checkpoint goes to parvec.cli.sharded (its model is on the shards).
+    # interval.  A sharded run's checkpoint is read without its matrices and words (ShardedWord2Vec).
     from parvec import model_io
     from parvec.checkpoints import EPOCH_END, find_for_resume
     from parvec.cli.flags import explicit_flags
     from parvec.run import graph_run_refusal
     from parvec.word2vec import load_for_resume
 
-    if (model_io.read_meta(find_for_resume(args.resume)[0]) or {}).get("sharded") is not None:
-        from parvec.cli.sharded import prepare_resume
+    sharded = (model_io.read_meta(find_for_resume(args.resume)[0]) or {}).get("sharded") is not None
+    model: Any
+    if sharded:  # its matrices are the shards' files, its words the vocabulary's partitions
+        from parvec.distributed.pipeline import ShardedWord2Vec
 
-        return prepare_resume(args)
-    model, path, note = load_for_resume(args.resume)
+        model, path, note = ShardedWord2Vec.load_for_resume(args.resume)
+    else:
+        model, path, note = load_for_resume(args.resume)
     if model.graph_run is not None:
         raise ParvecError(graph_run_refusal(model.graph_run, path))
     args.resume = str(path)
@@ -683,7 +691,12 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
         resume_epochs = args.epochs
     else:
         resume_epochs = None
-    if "threads" in given and args.threads != model.config.threads:
+    if sharded:  # threads per client (the cluster's), restored by restore_cluster
+        per = (model.saved_cluster or {}).get("threads_per_actor") or 1
+        print(f"--threads {args.threads} per client overrides the checkpoint's {per}" if "threads" in given
+              and args.threads != per else f"threads: {per} per client, as the checkpoint was trained (--threads "
+              "overrides)", file=sys.stderr)
+    elif "threads" in given and args.threads != model.config.threads:
         print(f"--threads {args.threads} overrides the checkpoint's {model.config.threads}", file=sys.stderr)
         model.config.threads = args.threads
     else:
@@ -702,52 +715,80 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
 def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_dir: Any,
                      out: dict[str, Any], resumed: Any = None) -> list[str]:
     # Reads, trains and writes every output into its reserved temporary; returns the lines to print
-    # once run_train has renamed them into place.
+    # once run_train has renamed them into place.  --mode sharded's model (parvec.distributed.pipeline) holds a
+    # Ray session and a work directory while it is open; it goes through the same steps.
+    from parvec.distributed.pipeline import ShardedWord2Vec
+
     pipeline = bool(getattr(args, "cluster", None)) and getattr(args, "cluster_mode", None) == "sharded"
-    if pipeline and args.resume and isinstance(resumed, tuple):  # a checkpoint holding the whole model
-        model = resumed[0]
+    model = resumed[0] if resumed is not None else None
+    if pipeline and model is not None and not isinstance(model, ShardedWord2Vec):  # a whole model's checkpoint
         if not (model.saved_cluster_recorded and (model.saved_cluster or {}).get("mode") == "sharded"):
             raise ParvecError(f"--resume {args.resume} is not a sharded run's checkpoint: resume it without --mode "
                               "sharded (it trains where it was trained)")
         pipeline = False  # Word2Vec(cluster=Cluster(mode="sharded"))'s checkpoint: it resumes as it trained
-    if pipeline:
-        # Column-sharded parameter servers: count, encode, train and export on Ray without ever holding the
-        # model in this process (parvec.cli.sharded over parvec.distributed.pipeline).
-        from parvec.cli.sharded import refuse_flags, train_sharded
+    if not pipeline:
+        return _train_flow(args, source, binary, cache_dir, out, resumed)
+    from parvec.cli.sharded import new_model, sharded_cluster
 
-        if isinstance(source, list):
-            from parvec.capabilities import sharded_input_refusal
+    if model is None:
+        model = new_model(args, cluster_from_args(args), cache_dir)
+    else:
+        model.cluster, model.cache_dir = sharded_cluster(args, cluster_from_args(args)), cache_dir
+        model.config = dataclasses.replace(model.config, threads=args.threads, progress=args.progress).validate()
+    with model:
+        return _train_flow(args, source, binary, cache_dir, out, (model, resumed[1]) if resumed else None, model)
 
-            raise sharded_input_refusal()
-        refuse_flags(args)  # before the cluster is made from the flags
-        return train_sharded(args, cluster_from_args(args), source, binary, cache_dir, out, resumed)
+
+def _train_flow(args: argparse.Namespace, source: Any, binary: bool, cache_dir: Any, out: dict[str, Any],
+                resumed: Any, sharded: Any = None) -> list[str]:
+    # The one flow of parvec train: the corpus (encoded here, or on the cluster by --mode sharded's model), its
+    # lines and memory check, the vocabulary file, training through the run layer, the outputs, the report.
     done: list[str] = []
     t0 = time.perf_counter()
-    model, encoded, resume_epochs = _read_corpus(args, source, cache_dir, resumed)
+    model, encoded, resume_epochs = _read_corpus(args, source, cache_dir, resumed, sharded)
     read_seconds = time.perf_counter() - t0
     memory_estimate = _describe_corpus(args, source, cache_dir, model, encoded, read_seconds)
     if args.save_vocab:
-        from parvec.vocab import write_vocab_file
+        if sharded is not None:
+            out["save_vocab"].write(model.save_vocab)
+        else:
+            from parvec.vocab import write_vocab_file
 
-        vocab = encoded.vocab
-        out["save_vocab"].write(lambda path: write_vocab_file(path, vocab, encoded.n_sentences))
-        done.append(f"wrote the vocabulary ({len(vocab):,} words) to {args.save_vocab}")
+            vocab = encoded.vocab
+            out["save_vocab"].write(lambda path: write_vocab_file(path, vocab, encoded.n_sentences))
+        done.append(f"wrote the vocabulary ({_vocab_size(encoded):,} words) to {args.save_vocab}")
     stats, resumed_from = _train(args, model, encoded, resume_epochs)
-    done += _write_outputs(args, out, model, binary, len(encoded.vocab))
+    t_out = time.perf_counter()
+    done += _write_outputs(args, out, model, binary, _vocab_size(encoded))
     if args.report:
         from parvec.cli.run_report import write_report
 
-        report = _report(args, source, binary, model, encoded, stats, read_seconds, memory_estimate, resumed_from)
+        report = _report(args, source, binary, model, encoded, stats, read_seconds, memory_estimate, resumed_from,
+                         time.perf_counter() - t_out if sharded is not None else None)
         out["report"].write(lambda path: write_report(path, report))
         done.append(f"wrote the report to {args.report}")
     return done
 
 
-def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed: Any) -> tuple[Any, Any, int | None]:
+def _vocab_size(encoded: Any) -> int:
+    # An encoded corpus's vocabulary size (a sharded corpus holds its count classes, not its words).
+    n: int = encoded.n_words if hasattr(encoded, "classes") else len(encoded.vocab)
+    return n
+
+
+def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed: Any,
+                 sharded: Any = None) -> tuple[Any, Any, int | None]:
     # The model (new, or the resumed checkpoint's with this run's settings) and the corpus it encoded;
     # returns (model, encoded corpus, --epochs of a resumed run or None).
     from parvec.word2vec import Word2Vec
 
+    if sharded is not None:  # counted and encoded on the cluster; a resumed run's input checked against it
+        encoded = sharded.encode(corpus_file=source)
+        if args.resume:
+            for line in describe_resume(sharded.config, sharded.state, args.resume, encoded.tokens, units="units",
+                                        epochs=resumed[1]):
+                print(line, file=sys.stderr)
+        return sharded, encoded, resumed[1] if resumed else None
     if args.resume:
         model, resume_epochs = resumed
         model.config.progress = args.progress
@@ -812,6 +853,21 @@ def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, mode
     from parvec.resources import available_memory
     from parvec.trainer import estimate_memory
 
+    if hasattr(encoded, "classes"):  # --mode sharded: counted and encoded on the cluster, nothing cached
+        name = "standard input" if source == "-" else " ".join(source) if isinstance(source, list) else source
+        units = len(encoded.inputs.units)
+        print(f"{name}: {encoded.raw_words:,} words, vocabulary {encoded.n_words:,} (min-count "
+              f"{model.read_options.min_count}), {encoded.tokens:,} in-vocabulary tokens in {encoded.sentences:,} "
+              f"sentences, counted and encoded in {units} byte range{'s' if units != 1 else ''} of "
+              f"{len(encoded.inputs.files)} file{'s' if len(encoded.inputs.files) != 1 else ''} "
+              f"[read in {read_seconds:.1f} s]", file=sys.stderr)
+        print(_sharded_model_line(model, encoded), file=sys.stderr)
+        estimate = model.memory_estimate()
+        if estimate.fits:
+            print(estimate.line(), file=sys.stderr)
+        estimate.check()  # before a shard or client starts: the error gives the breakdown and what to change
+        return estimate
+
     vocab = encoded.vocab
     need = estimate_memory(len(vocab), model.config.dim, encoded.n_tokens, encoded.n_sentences)
     avail = available_memory()
@@ -850,6 +906,20 @@ def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, mode
     return memory_estimate
 
 
+def _sharded_model_line(model: Any, encoded: Any) -> str:
+    # The model's size and how it is split: shards, clients, minibatches.
+    from parvec.cli.run_report import count_phrase, threads_phrase
+    from parvec.distributed.sharded_settings import resolve
+
+    settings = resolve(model.cluster, model.config)
+    model_bytes = 2 * encoded.n_words * model.config.dim * 4
+    fused = ", fused calls (the shard trains each minibatch whole)" if settings["shard_calls"] == "fused" else ""
+    return (f"model: {model_bytes / 2**30:.2f} GiB in {count_phrase(settings['shards'], 'shard')} of "
+            f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {count_phrase(settings['clients'], 'client')} x "
+            f"{threads_phrase(settings['threads'])}, minibatches of {settings['minibatch_words']} input words, "
+            f"negatives per {settings['negatives_per']}{fused}")
+
+
 def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: int | None) -> tuple[Any, Any]:
     # How the run is kept (parvec.run: checkpoints, the report's run log, per-epoch scores, checkpoint lines), then
     # training and its summary lines; returns (stats, the report's resumed_from: where the checkpoint was, read
@@ -877,8 +947,12 @@ def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: in
     from parvec.cli.run_report import count_phrase, cpu_note
 
     if stats.epochs == 0:  # a resumed run whose epochs were all done: describe_resume said so
-        print(f"nothing left to train (the checkpoint had done its {count_phrase(model.epochs_trained, 'epoch')}); "
-              "no training ran", file=sys.stderr)
+        if hasattr(encoded, "classes"):
+            print(f"nothing left to train: the checkpoint holds all {model.config.epochs} epochs; the outputs are "
+                  "written from its snapshot", file=sys.stderr)
+        else:
+            print(f"nothing left to train (the checkpoint had done its {count_phrase(model.epochs_trained, 'epoch')}"
+                  "); no training ran", file=sys.stderr)
         return stats, resumed_from
     losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
     ck = model.checkpoint_report
@@ -891,6 +965,10 @@ def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: in
         f"loss per epoch: {losses}",
         file=sys.stderr,
     )
+    if hasattr(encoded, "classes"):  # --mode sharded: its snapshots and the faults recovered
+        from parvec.cli.sharded import snapshot_line
+
+        print(snapshot_line(model.run_report, args.checkpoint_dir, model.checkpoint_report), file=sys.stderr)
     return stats, resumed_from
 
 
@@ -912,7 +990,8 @@ def _write_outputs(args: argparse.Namespace, out: dict[str, Any], model: Any, bi
 
 
 def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, encoded: Any, stats: Any,
-            read_seconds: float, memory_estimate: Any, resumed_from: Any) -> dict[str, Any]:
+            read_seconds: float, memory_estimate: Any, resumed_from: Any,
+            export_seconds: float | None = None) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report), train's own, then the driver's figures and the time series.
     from parvec.cli.run_report import (
         CorpusFigures,
@@ -923,14 +1002,23 @@ def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, enc
         word_parameters,
     )
 
+    sharded = hasattr(encoded, "classes")
+    extra: dict[str, Any] = {"vocab_pruning": getattr(encoded, "pruning", None),
+                             "model": "skip-gram" if model.config.sg else "cbow",
+                             "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,
+                             "cache_used": getattr(encoded, "cache_used", None)}
+    if sharded:  # --mode sharded: its input's units, the steps on the cluster, the outputs' seconds
+        extra |= {"byte_ranges": len(encoded.inputs.units), "input_files": len(encoded.inputs.files),
+                  "count_seconds": encoded.seconds.get("count"), "encode_seconds": encoded.seconds.get("encode"),
+                  "export_seconds": export_seconds, "model_bytes": 2 * encoded.n_words * model.config.dim * 4,
+                  "count_estimate": model.count_estimate.to_dict() if model.count_estimate is not None else None}
+        corpus = CorpusFigures(encoded.n_words, encoded.raw_words, encoded.tokens, encoded.sentences)
+    else:
+        corpus = CorpusFigures(len(encoded.vocab), encoded.raw_words, encoded.n_tokens, encoded.n_sentences)
     return run_report(
-        "words", word_parameters(model.config, model.read_options, source), stats, read_seconds=read_seconds,
-        device=model.config.device, output=absolute(args.output), output_binary=binary,
+        "words", word_parameters(model.config, model.read_options, source, **({"algo": "sharded"} if sharded else {})),
+        stats, read_seconds=read_seconds, device=model.config.device, output=absolute(args.output),
+        output_binary=binary,
         cluster=cluster_block(model.cluster.to_dict(), model.run_report) if model.cluster is not None else None,
         checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
-        resumed_from=resumed_from,
-        corpus=CorpusFigures(len(encoded.vocab), encoded.raw_words, encoded.n_tokens, encoded.n_sentences),
-        extra={"vocab_pruning": getattr(encoded, "pruning", None), "model": "skip-gram" if model.config.sg else "cbow",
-               "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,
-               "cache_used": getattr(encoded, "cache_used", None)},
-        driver=model.run_report, run_log=model.run_log)
+        resumed_from=resumed_from, corpus=corpus, extra=extra, driver=model.run_report, run_log=model.run_log)

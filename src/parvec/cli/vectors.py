@@ -37,7 +37,8 @@ def _positive_int(text: str) -> int:
 
 
 def _add_vector_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("vectors", metavar="VECTORS", help="vectors: .npy, or word2vec text/binary (.gz/.bz2/.xz ok)")
+    p.add_argument("vectors", metavar="VECTORS", help="vectors: .npy, or word2vec text/binary (.gz/.bz2/.xz ok), or a "
+                   "sharded model directory (read lazily)")
     layout = p.add_mutually_exclusive_group()
     layout.add_argument(
         "--binary",
@@ -92,6 +93,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_vector_options(p)
     p.add_argument("word", metavar="WORD")
     p.add_argument("-k", type=_positive_int, default=10, help="how many words (default: %(default)s)")
+    p.add_argument("--cluster", dest="cluster", default=None, metavar="SPEC",
+                   help="VECTORS is a sharded model directory (parvec train --mode sharded --save-model DIR): "
+                   "compute the nearest words on Ray (local:N, ray://HOST:PORT, auto) from its shards' partial dot "
+                   "products and norms, never gathering the vectors (without it a sharded model is read lazily here)")
     p.set_defaults(func=run_similar)
 
     p = subparsers.add_parser(
@@ -161,9 +166,21 @@ def _print_neighbours(results: Any) -> None:
 
 
 def run_similar(args: argparse.Namespace) -> int:
-    """``parvec similar VECTORS WORD [-k N]``: print the nearest words with their cosine."""
+    """``parvec similar VECTORS WORD [-k N] [--cluster SPEC]``: print the nearest words with their cosine; with
+    ``--cluster`` a sharded model's are computed on Ray from its shards' partial dot products and norms
+    (:mod:`parvec.distributed.sharded_query`)."""
     kv = _load(args)
     word = _check_word(kv, args.word, args.vectors)
+    if getattr(args, "cluster", None):
+        if not Path(args.vectors).is_dir() or not hasattr(kv, "columns"):
+            raise ParvecError(f"--cluster {args.cluster}: {args.vectors} is not a sharded model directory "
+                              "(parvec train --mode sharded --save-model DIR); leave out --cluster for vector files")
+        from parvec.distributed.cluster import Cluster
+        from parvec.distributed.sharded_query import cluster_most_similar
+
+        with Cluster(args.cluster).session() as ray:
+            _print_neighbours(cluster_most_similar(ray, args.vectors, [word], topn=args.k))
+        return 0
     _print_neighbours(kv.most_similar(positive=[word], topn=args.k))
     return 0
 

@@ -447,8 +447,10 @@ class RangeSentences(_BlockText):
     a file: lines are sentences, split on whitespace (NUL included), lines longer than ``max_sentence_length``
     tokens cut into pieces, optional lower-casing, ``unicode_errors`` as given; the range's last line ends at
     its end.  Cut the ranges with :func:`byte_ranges` (or :func:`range_cuts`): at whitespace, no token is split
-    or lost.  Restartable (iterated twice); each complete pass sets :attr:`fingerprint` to ``(bytes read,
-    CRC-32 of those bytes)``, which two processes reading the same range compare.
+    or lost.  ``end=None`` reads the whole file, decompressing a ``.gz``/``.bz2``/``.xz`` one (a compressed file
+    cannot be cut: it is one range, read by one process).  Restartable (iterated twice); each complete pass sets
+    :attr:`fingerprint` to ``(bytes read, CRC-32 of those bytes)`` (decompressed), which two processes reading the
+    same range compare.
 
     Example:
         >>> import tempfile
@@ -459,7 +461,7 @@ class RangeSentences(_BlockText):
         ([['bb'], ['cc', 'dd']], (8, 3462143607))
     """
 
-    def __init__(self, path: str | os.PathLike[str], start: int, end: int, options: ReadOptions) -> None:
+    def __init__(self, path: str | os.PathLike[str], start: int, end: int | None, options: ReadOptions) -> None:
         self.path, self.start, self.end, self.options = Path(path), start, end, options
         self.name = str(self.path)
         self.fingerprint: tuple[int, int] | None = None  # (bytes, CRC-32) of the last complete pass
@@ -483,7 +485,7 @@ class RangeSentences(_BlockText):
             return ParvecError(f"{name}: a single token longer than 256 MB at byte {offset}")
 
         try:
-            with open(self.path, "rb") as f:
+            with open(self.path, "rb") if self.end is not None else open_input(self.path) as f:
                 for block in _cut_at_whitespace(self._read(f, read), too_long):
                     yield name, block, offset, False
                     offset += len(block)
@@ -493,10 +495,12 @@ class RangeSentences(_BlockText):
         yield name, b"", offset, True
 
     def _read(self, f: Any, read: list[int]) -> Iterator[bytes]:
-        f.seek(self.start)
+        end = self.end
+        if end is not None:
+            f.seek(self.start)
         pos = self.start
-        while pos < self.end:
-            block = f.read(min(_BLOCK_BYTES, self.end - pos))
+        while end is None or pos < end:
+            block = f.read(_BLOCK_BYTES if end is None else min(_BLOCK_BYTES, end - pos))
             if not block:
                 break
             read[0] += len(block)

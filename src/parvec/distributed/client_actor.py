@@ -138,15 +138,26 @@ class ClientActor:
         self.shards = [named_actor(name) for name in spec.shard_names]
         self.config = spec.config
         self.keep = ray.get(keep_ref, timeout=self.timeout_s)
-        self.parts = []
-        for kind, (a, b) in parts:
-            if kind == "refs":
-                tokens, offsets = ray.get([a, b], timeout=self.timeout_s)
-            else:
-                tokens, offsets = np.load(a, mmap_mode="r"), np.load(b)
-            self.parts.append(prepare_part(tokens, offsets, self.config.max_sentence_length))
+        # Each part is loaded when a unit of it first comes (its tokens memory-mapped or fetched, its sentence
+        # offsets read and split): a client holds the offsets of the parts it trains, not the whole corpus's.
+        self.part_specs = list(parts)
+        self.parts: dict[int, Any] = {}
+        self._parts_lock = threading.Lock()
         self._local = threading.local()
         self.restarted = was_restarted()
+
+    def part(self, p: int) -> Any:
+        """Part ``p`` as the kernels see it (:func:`~parvec.distributed.units.prepare_part`), loaded once."""
+        with self._parts_lock:
+            got = self.parts.get(p)
+            if got is None:
+                kind, (a, b) = self.part_specs[p]
+                if kind == "refs":
+                    tokens, offsets = self.ray.get([a, b], timeout=self.timeout_s)
+                else:
+                    tokens, offsets = np.load(a, mmap_mode="r"), np.load(b)
+                got = self.parts[p] = prepare_part(tokens, offsets, self.config.max_sentence_length)
+            return got
 
     def _runner(self) -> UnitRunner:
         runner = getattr(self._local, "runner", None)
@@ -173,21 +184,21 @@ class ClientActor:
             K.coefficients(f, mb.n_ctx, mb.alpha, self.config.negative, coef)
             step.result(step.submit((mb, np.zeros_like(f)), None))
         runner = self._runner()
-        if self.parts:
-            tokens, offsets = self.parts[0]
-            empty = Unit(0, 0, 0, 0, 0, 0)
-            runner.run(tokens, offsets, empty, 0, Schedule(0.025, 0.0001, 1, 1), step)
+        tokens, offsets = np.zeros(2, np.int32), np.array([0, 2], np.int64)  # the unit kernels, on no sentence
+        if self.part_specs and self.part_specs[0][0] == "files":
+            tokens.setflags(write=False)  # the types of memory-mapped parts: compiled now, not in the first unit
+        runner.run(tokens, offsets, Unit(0, 0, 0, 0, 0, 0), 0, Schedule(0.025, 0.0001, 1, 1), step)
 
     def train_unit(self, unit: Unit, epoch: int, schedule: Schedule) -> dict[str, Any]:
         """Train one unit; returns its :class:`~parvec.distributed.units.UnitStats` as a dict."""
-        tokens, offsets = self.parts[unit.part]
+        tokens, offsets = self.part(unit.part)
         stats = self._runner().run(tokens, offsets, unit, epoch, schedule, self._step())  # ShardLost: the unit ends
         return stats.to_dict()
 
     def info(self) -> dict[str, Any]:
         """Whether Ray restarted it, its peak memory, process and CPU seconds."""
         return {"index": self.index, "restarted": self.restarted, "peak_rss_bytes": peak_memory_bytes(),
-                "pid": os.getpid(), "cpu_seconds": own_cpu_seconds()}
+                "pid": os.getpid(), "cpu_seconds": own_cpu_seconds(), "parts_loaded": len(self.parts)}
 
     def ping(self) -> int:
         """This process's id."""

@@ -153,7 +153,8 @@ class Cluster:
     # sharded mode (parvec.distributed.sharded; checked there): input words per minibatch (one shard call
     # adjusts one minibatch and computes the next one's dot products), words per unit of work (what a client
     # trains per call; re-queued if the client dies), shard checkpoints (directory, None = a temporary one;
-    # seconds between them), a memory cap per shard process (RLIMIT_DATA bytes, None = none) and how many
+    # seconds between them, None = scaled with a shard's size: sharded_settings.snapshot_interval), a memory cap
+    # per shard process (RLIMIT_DATA bytes, None = none) and how many
     # times a lost shard or client actor is restarted.
     minibatch_words: int | None = None  # None: sharded.in_flight_words (4096, 1024 or 512) over all client threads
     # sharded: "interleaved" (each minibatch takes one input word from each of minibatch_words lanes spread
@@ -175,7 +176,7 @@ class Cluster:
     shard_calls: str = "fused"
     unit_words: int = 100_000
     checkpoint_dir: str | None = None
-    checkpoint_interval_s: float = 60.0
+    checkpoint_interval_s: float | None = None
     shard_memory_bytes: int | None = None
     max_restarts: int = 3
     options: dict[str, Any] = field(default_factory=dict)

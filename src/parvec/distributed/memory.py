@@ -59,9 +59,11 @@ from parvec.distributed import replica_plan
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.replica_plan import overlap_rows, share_chunks
 from parvec.distributed.sharded_settings import ROW_BLOCK_BYTES, ShardedSettings
+from parvec.distributed.units import DEFAULT_UNIT_WORDS
 from parvec.errors import ParvecError
 from parvec.resources import human_bytes
 
+KiB = 1 << 10
 MiB = 1 << 20
 
 # Measured baselines (PSS at the process's peak, rounded up ~10%; see the module docstring).
@@ -75,7 +77,13 @@ RAY_SYSTEM = 300 * MiB  # a local Ray's own processes: gcs_server, raylet, 4 Pyt
 # Python's cost of the vocabulary, per word: str + list slot + dict entry (73 + 63 B measured for 10-letter words)
 DRIVER_BYTES_PER_WORD = 250  # Vocab.words/index and KeyedVectors.index_to_key/key_to_index
 ACTOR_BYTES_PER_WORD = 100  # a replica's copy of the word list (data description from the board)
-ENCODER_BYTES_PER_WORD = 160  # an encoder's word -> id lookup
+LOOKUP_BYTES_PER_WORD = 13  # the hashed word -> id lookup (parvec.wordhash): one copy per node, in the object store
+ENCODER_BLOCK_BYTES = 48 * MiB  # an encoding task's text block, its tokens and ids (written block by block)
+# The distributed vocabulary's count step (docs/scale.md, measured): a reducer at its peak holds ~170 bytes per
+# distinct word of its hash range (the parts' arrays, their order, the merged copy); a mapper's byte tokeniser
+# table over one byte range takes up to ~6 bytes per byte of it (a range of distinct words: Zipf's head of a corpus)
+REDUCER_BYTES_PER_WORD = 170
+MAPPER_BYTES_PER_BYTE = 6
 WORKING_ROOM = 64 * MiB  # the driver's output writing and other temporaries
 
 
@@ -397,9 +405,9 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
     t, s = sizes.tokens, sizes.sentences
     # gathering/exporting the model: a block of rows of both matrices assembled while the next is on its way
     blocks = min(4 * ROW_BLOCK_BYTES, 2 * model)
-    if pipeline:
-        driver = ProcessGroup("driver", 1, {"vocabulary": DRIVER_BYTES_PER_WORD * v, "corpus offsets": 16 * (s + 1),
-                                    "export blocks": blocks, "runtime": DRIVER_BASELINE + WORKING_ROOM})
+    if pipeline:  # the driver holds the count classes and the units, no word and no sentence offset
+        driver = ProcessGroup("driver", 1, {"units and tables": 64 * (t // DEFAULT_UNIT_WORDS + 1) + 64 * KiB,
+                                            "runtime": DRIVER_BASELINE + WORKING_ROOM})
     else:
         driver = ProcessGroup("driver", 1, {"vectors": model,
                                     "corpus": (0 if sizes.tokens_mapped else 4 * t) + 8 * (s + 1),
@@ -407,20 +415,22 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
                                     "runtime": DRIVER_BASELINE + WORKING_ROOM})
     shard = ProcessGroup("shard", n_shards, {
         "columns": columns,
-        "noise table": 8 * v,
-        "row blocks": min(blocks // n_shards, 2 * columns),  # the copies of its columns' rows it sends
+        # per word from the API (its counts are here anyway); over count classes from the CLI: a few KB
+        "noise table": 64 * KiB if pipeline else 8 * v,
+        "row blocks": 0 if pipeline else min(blocks // n_shards, 2 * columns),  # the API's gathers
         # one minibatch per client thread at a time: its call, its kept rows, its answer and adjust's deltas
         "minibatches in flight": st.clients * st.threads * minibatch_bytes(
             st.minibatch_words, config.window, config.negative, width, st.negatives_per, st.wire_floats, st.fused),
         "runtime": SHARD_BASELINE,
     })
     client = ProcessGroup("client", n_clients, {
-        "subsampling table": 4 * v,
-        # the offsets loaded (the CLI's files) or fetched, and split as the trainer splits them
-        "corpus offsets": 16 * (s + 1),
+        "subsampling table": 4 * KiB if pipeline else 4 * v,
+        # the offsets of the parts it trains, split as the trainer splits them (from the CLI, a client prefers
+        # its own parts: about 1 / clients of them)
+        "corpus offsets": 16 * (s // (n_clients if pipeline else 1) + 1),
         "runtime": CLIENT_BASELINE,
     })
-    store_pieces = {"tables": 12 * v, "row blocks": blocks}
+    store_pieces = {"tables": 64 * KiB if pipeline else 12 * v, "row blocks": 0 if pipeline else blocks}
     if pipeline:
         store_pieces["memory-mapped corpus"] = 4 * t  # the encoded ranges' pages, shared by the clients
     else:
@@ -429,15 +439,15 @@ def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, 
     ray_parts, earlier = [], []
     if cluster.is_local:
         cpus = _local_cpus(cluster)
-        # Ray starts one worker per CPU; the pipeline's counting tasks and encoders leave as many again
+        # Ray starts one worker per CPU; the pipeline's counting and encoding tasks leave as many again
         idle = (2 if pipeline else 1) * cpus
         ray_parts.append(ProcessGroup("Ray's own processes", 1, {"runtime": RAY_SYSTEM,
                                                                  "idle workers": idle * WORKER_BASELINE}))
         if pipeline:
-            per_range_t, per_range_s = -(-t // ranges), -(-s // ranges)
+            per_range_s = -(-s // ranges)
             earlier.append(ProcessGroup("encoder", min(cpus, ranges), {
-                "lookup": ENCODER_BYTES_PER_WORD * v,
-                "byte range": 4 * per_range_t + 8 * (per_range_s + 1) + 8 * MiB,
+                "lookup (shared, one copy per node)": LOOKUP_BYTES_PER_WORD * v // min(cpus, ranges),
+                "byte range": 8 * (per_range_s + 1) + ENCODER_BLOCK_BYTES,
                 "runtime": WORKER_BASELINE,
             }))
     return [driver, shard, client, store], ray_parts, earlier
@@ -511,5 +521,62 @@ def check_corpus(cluster: Cluster, config: TrainConfig, corpus: Any) -> MemoryEs
     return est
 
 
-__all__ = ["CorpusSizes", "MemoryEstimate", "ProcessGroup", "check_corpus", "corpus_sizes", "estimate_cluster",
-           "ray_running", "replica_threads"]
+
+# --------------------------------------------------------------------------- the count step, before counting
+def count_step(cluster: Cluster, input_bytes: int, largest_unit: int, units: int, distinct: int,
+               reducers: int, available: int | None | Literal["measure"] = "measure") -> MemoryEstimate:
+    """What counting a sharded run's vocabulary takes, from the input's sizes (before anything is counted):
+    ``distinct`` words expected (:func:`parvec.distributed.sharded_source.estimate_distinct`) over ``reducers``
+    reducer actors, a mapper task per unit (at most one per CPU at a time, each with the byte tokeniser's table
+    of a unit of up to ``largest_unit`` bytes), the driver and Ray's own processes.
+
+    Example:
+        >>> est = count_step(Cluster("local:2", mode="sharded"), 10**9, 64 << 20, 16, 10**6, 2, available=8 << 30)
+        >>> est.fits, [p.name for p in est.parts]
+        (True, ['driver', 'reducer', 'mapper', "Ray's own processes"])
+    """
+    room = resources.available_memory() if available == "measure" else available
+    cpus = _local_cpus(cluster) if cluster.is_local else max(1, units)
+    driver = ProcessGroup("driver", 1, {"runtime": DRIVER_BASELINE + WORKING_ROOM})
+    reducer = ProcessGroup("reducer", reducers, {
+        "distinct words of its hash range": REDUCER_BYTES_PER_WORD * -(-int(distinct) // max(1, reducers)),
+        "runtime": WORKER_BASELINE})
+    mapper = ProcessGroup("mapper", max(1, min(cpus, units)), {
+        "word table of a unit": MAPPER_BYTES_PER_BYTE * int(largest_unit), "runtime": WORKER_BASELINE})
+    parts = [driver, reducer, mapper]
+    if not cluster.is_local:
+        return MemoryEstimate(cluster.spec, cluster.mode, [driver], room, elsewhere=parts[1:])
+    ray_parts = [ProcessGroup("Ray's own processes", 1, {"runtime": RAY_SYSTEM}, running=ray_running())]
+    est = MemoryEstimate(cluster.spec, cluster.mode, parts + ray_parts, room)
+    if not est.fits:
+        est.suggestions = [f"counting {human_bytes(input_bytes)} of input expects about {int(distinct):,} distinct "
+                           "words (from the first megabytes' growth): train on a cluster with more memory (the "
+                           "reducers share the words by hash), or on a part of the input first"]
+    return est
+
+
+def placement(ray: Any, needs: dict[str, int], cluster: Cluster) -> dict[str, int]:
+    """The bytes each kind of actor or task asks of Ray's ``memory`` resource, so that Ray places it on a node
+    with room for it (and spreads them): ``needs`` as given on a cluster joined, where a need over every node's
+    memory is refused naming the largest node; nothing on ``local:N`` (one node, checked whole before Ray
+    started: a request would only wait on Ray's own share of it).
+
+    Example:
+        >>> placement(ray, {"shard": 8 << 30}, Cluster("auto", mode="sharded"))  # doctest: +SKIP
+        {'shard': 8589934592}
+    """
+    if cluster.is_local or not needs:
+        return {}
+    nodes = [n for n in ray.nodes() if n.get("Alive", True)]
+    largest = max((float(n.get("Resources", {}).get("memory", 0)) for n in nodes), default=0.0)
+    if largest <= 0:  # a cluster that reports no memory resource: nothing to place by
+        return {}
+    for what, need in needs.items():
+        if need > largest:
+            raise ParvecError(f"--cluster {cluster.spec}: a {what} needs about {human_bytes(need)} but the largest "
+                              f"node offers {human_bytes(int(largest))} (Ray's memory resource); use more shards "
+                              "(--shards), nodes with more memory, or a smaller --dim")
+    return {k: int(v) for k, v in needs.items()}
+
+__all__ = ["CorpusSizes", "MemoryEstimate", "ProcessGroup", "check_corpus", "corpus_sizes", "count_step",
+           "estimate_cluster", "placement", "ray_running", "replica_threads"]

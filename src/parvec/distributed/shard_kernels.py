@@ -28,10 +28,10 @@ from parvec.distributed.sharded_settings import NEGATIVES_PER, check_wire
 from parvec.distributed.units import (
     DEFAULT_MINIBATCH_WORDS,
     DEFAULT_UNIT_WORDS,
+    SamplingTables,
     Step,
     UnitRunner,
     UnitStats,
-    client_keep,
     plan_units,
     prepare_part,
 )
@@ -40,7 +40,6 @@ from parvec.engine import TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
 from parvec.model_tables import init_input_vectors
-from parvec.sampling import word_noise_tables
 from parvec.schedule import Schedule
 
 __all__ = ["LocalStep", "ShardKernels", "reference_train", "shard_kernels"]
@@ -176,10 +175,12 @@ def reference_train(
     negatives_per: str = "window",
     wire: str = "float32",
     fused: bool = False,
+    tables: SamplingTables | None = None,
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:
     :func:`shard_kernels`; ``wire``: the floats rounded as :func:`to_wire` sends them; ``fused``: each minibatch
-    trained whole in one call, as one shard with ``shard_calls="fused"`` trains it).
+    trained whole in one call, as one shard with ``shard_calls="fused"`` trains it; ``tables``: the sampling tables,
+    default per word from ``counts``, :meth:`SamplingTables.of_classes` as ``parvec train --mode sharded`` draws).
 
     ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
 
@@ -188,17 +189,17 @@ def reference_train(
         ...                                      [(corpus.tokens, corpus.offsets)])  # doctest: +SKIP
     """
     config = config.validate()
-    counts = np.asarray(counts, dtype=np.int64)
-    n = len(counts)
+    tables = tables if tables is not None else SamplingTables.per_word(counts, config)
+    n = tables.n_words
     w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
     w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
-    prob, alias = word_noise_tables(counts, config.ns_exponent)
+    prob, alias = tables.noise_prob, tables.noise_alias
     prepared = [prepare_part(t, o, config.max_sentence_length) for t, o in parts]
     units = plan_units([o for _, o in prepared], unit_words)
     words_per_epoch = sum(u.words for u in units)
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
-    runner = UnitRunner(config, client_keep(counts, config), minibatch_words, interleave)
+    runner = UnitRunner(config, tables.keep, minibatch_words, interleave)
     step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused)
     stats = TrainStats()
     t0 = time.perf_counter()

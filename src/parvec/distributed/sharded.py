@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,16 +41,25 @@ from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
-from parvec.distributed.sharded_settings import ROW_BLOCK_BYTES, ShardedSettings, actor_budget, cluster_cpus, resolve
+from parvec.distributed.sharded_settings import (
+    ROW_BLOCK_BYTES,
+    SNAPSHOT_BYTES_PER_S,
+    ShardedSettings,
+    actor_budget,
+    cluster_cpus,
+    resolve,
+    snapshot_interval,
+)
 from parvec.distributed.sharded_start import ShardedActors, start_actors
 from parvec.distributed.snapshot_files import snapshot_dir
 from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume, report_figures, snapshot_position
 from parvec.distributed.supervise import ActorLost, cause, first_line
-from parvec.distributed.units import Unit, UnitStats, plan_units, units_crc32
+from parvec.distributed.units import SamplingTables, Unit, UnitStats, plan_units, units_crc32
 from parvec.distributed.wire import ShardLost
 from parvec.engine import DriverBase, EpochContext, EpochResult, Position, RunEngine, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
+from parvec.resources import human_bytes
 from parvec.schedule import Schedule
 
 # The names the command line (parvec.cli.sharded) and the fault tests import from here.
@@ -60,8 +70,13 @@ class ShardedRun:
     """One sharded training run on a Ray session: shards, clients, units, epochs, snapshots and faults,
     gathering, the report.
 
-    ``parts`` are the corpus parts as the clients get them (:class:`~parvec.distributed.client_actor.ClientSpec`);
-    ``part_offsets`` their (unsplit) sentence offsets, from which the driver plans the units.  ``init`` is None
+    ``tables`` are the sampling tables (:class:`~parvec.distributed.units.SamplingTables`; per-word counts in id
+    order give the per-word tables).  ``parts`` are the corpus parts as the clients get them
+    (:class:`~parvec.distributed.client_actor.ClientSpec`); ``part_offsets`` their (unsplit) sentence offsets,
+    from which the driver plans the units, or ``units``, the units planned where the parts were encoded (the
+    driver then holds no sentence offset); ``client_parts``: each client prefers the units of its own parts (it
+    then loads about ``1 / clients`` of the parts' offsets); ``memory``: the bytes a ``shard`` and a ``client`` ask
+    of Ray's ``memory`` resource (:func:`parvec.distributed.memory.placement`).  ``init`` is None
     (word2vec.c's initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep
     their snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the
     end, otherwise), each on its own node's disk; each complete snapshot goes to ``on_snapshot(snapshot)``, which
@@ -78,16 +93,20 @@ class ShardedRun:
         ...     stats = run.train()
     """
 
-    def __init__(self, ray: Any, cluster: Cluster, config: TrainConfig, counts: np.ndarray, parts: list[Any],
-                 part_offsets: Sequence[np.ndarray], init: tuple[np.ndarray, np.ndarray] | None = None,
+    def __init__(self, ray: Any, cluster: Cluster, config: TrainConfig, tables: np.ndarray | SamplingTables,
+                 parts: list[Any], part_offsets: Sequence[np.ndarray] = (),
+                 init: tuple[np.ndarray, np.ndarray] | None = None,
                  checkpoint_dir: str | os.PathLike[str] | None = None, resume: Snapshot | None = None,
-                 on_snapshot: Callable[[Snapshot], bool] | None = None) -> None:
+                 on_snapshot: Callable[[Snapshot], bool] | None = None, *, units: list[Unit] | None = None,
+                 client_parts: bool = False, memory: dict[str, int] | None = None) -> None:
         self.ray = ray
         self.cluster = cluster
         self.config = config.validate()
         self.settings = ShardedSettings.of(cluster, self.config)
-        counts = np.asarray(counts, dtype=np.int64)
-        self.n_words = len(counts)
+        if not isinstance(tables, SamplingTables):
+            tables = SamplingTables.per_word(tables, self.config)
+        self.tables = tables
+        self.n_words = tables.n_words
         if self.n_words < 2:
             raise ParvecError("sharded training needs a vocabulary of at least two words (negatives must differ "
                               "from the positive word)")
@@ -95,8 +114,10 @@ class ShardedRun:
         self.actors: ShardedActors | None = None
         self._temp_checkpoints: str | None = None
         self.checkpoint_dir = self._snapshot_directory(checkpoint_dir, resume is None)
-        self.units = plan_units([split_long_sentences(np.asarray(o, dtype=np.int64), self.config.max_sentence_length)
-                                 for o in part_offsets], self.settings.unit_words)
+        self.units = units if units is not None else plan_units(
+            [split_long_sentences(np.asarray(o, dtype=np.int64), self.config.max_sentence_length)
+             for o in part_offsets], self.settings.unit_words)
+        self.client_parts = client_parts  # each client prefers the units of its own parts (part % clients)
         self.words_per_epoch = sum(u.words for u in self.units)
         if self.words_per_epoch <= 0:
             raise ParvecError("the corpus has no in-vocabulary tokens to train on")
@@ -106,12 +127,18 @@ class ShardedRun:
         self.totals = UnitStats(acks=[0] * self.settings.shards)
         self.on_progress: Callable[..., None] | None = None
         self.position = (-1, 0)  # (epoch, units of it done): where the run is, for progress and tests
-        self.snapshots = SnapshotCoordinator(self.settings.shards, self.settings.checkpoint_interval_s, self.units,
+        width = -(-self.config.dim // self.settings.shards)
+        self.shard_bytes = 2 * self.n_words * width * 4  # what one shard writes per snapshot
+        interval = snapshot_interval(self.settings.checkpoint_interval_s, self.shard_bytes)
+        print(f"parvec: a consistent snapshot of the shards at every epoch's end and every {interval:g} s (each shard "
+              f"writes {human_bytes(self.shard_bytes)}, about {self.shard_bytes / SNAPSHOT_BYTES_PER_S:.1f} s at "
+              f"{SNAPSHOT_BYTES_PER_S / 1e6:.0f} MB/s; --snapshot-interval sets it)", file=sys.stderr, flush=True)
+        self.snapshots = SnapshotCoordinator(self.settings.shards, interval, self.units,
                                              crc, self.config.dim, self.checkpoint_dir, resume, on_snapshot)
         try:
-            self.actors = start_actors(ray, self.settings, self.config, counts, parts, init, self.checkpoint_dir,
+            self.actors = start_actors(ray, self.settings, self.config, tables, parts, init, self.checkpoint_dir,
                                        resume is not None, restore_args=self.snapshots.restore_args,
-                                       faults=self.snapshots.faults)
+                                       faults=self.snapshots.faults, memory=memory)
             self.snapshots.actors = self.actors
         except BaseException:
             self.close()
@@ -301,12 +328,25 @@ class _Epoch:
         assert run.actors is not None
         for c, client in enumerate(run.clients):
             while run.actors.alive[c] and self.busy[c] < run.settings.threads and self.queue:
-                unit = self.queue.popleft()
+                unit = self._take(c)
                 self.in_flight[client.train_unit.remote(unit, ctx.epoch, ctx.schedule)] = (c, unit, time.monotonic())
                 self.busy[c] += 1
                 self.snaps.at_snapshot = False
         if not self.in_flight and self.queue:
             raise ParvecError("every client was lost and none can be restarted: the run cannot continue")
+
+    def _take(self, c: int) -> Unit:
+        # The next unit for client c: in corpus order; with client_parts, the first of its own parts (part % C),
+        # else (none of its own left) the queue's last, so a client loads few parts of others.
+        run = self.run
+        n = len(run.clients)
+        if run.client_parts and n > 1:
+            for i, unit in enumerate(self.queue):
+                if unit.part % n == c:
+                    del self.queue[i]
+                    return unit
+            return self.queue.pop()
+        return self.queue.popleft()
 
     def _collect(self, interrupted: list[Unit]) -> None:
         # The units that ended in the next quarter second; a client or shard lost raises ActorLost.
@@ -392,7 +432,9 @@ class ShardedRunDriver(DriverBase):
 
     ``gather_into`` (``(w_in, w_out)``): copy the model from the shards into these arrays after every epoch (the
     ``Word2Vec`` API, whose epoch callbacks and checkpoints read them); None leaves it on the shards (the CLI
-    pipeline streams it out at the end).
+    pipeline writes its outputs from the shards' files).  ``checkpoints``: every snapshot inside an epoch is handed
+    to the engine as a mid-epoch checkpoint (``ctx.checkpoint``; the run layer writes it naming the snapshot); the
+    snapshot of an epoch's end is the epoch-end checkpoint the run layer writes after the epoch.
 
     Example:
         >>> RunEngine(ShardedRunDriver(run), config, Schedule.of(config, run.words_per_epoch)).run()  # doctest: +SKIP
@@ -402,9 +444,11 @@ class ShardedRunDriver(DriverBase):
     label = "sharded"
     error_label = "sharded"
 
-    def __init__(self, run: ShardedRun | None = None, gather_into: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+    def __init__(self, run: ShardedRun | None = None, gather_into: tuple[np.ndarray, np.ndarray] | None = None,
+                 checkpoints: bool = False) -> None:
         self.run = run
         self.gather_into = gather_into
+        self.checkpoints = checkpoints
 
     @property
     def divergence_hint(self) -> str:
@@ -425,11 +469,28 @@ class ShardedRunDriver(DriverBase):
                 raise ParvecError(f"the resumed position is {ctx.resume.units_done} units into epoch {ctx.epoch + 1} "
                                   f"but the shards' snapshot {done}")
             carried = ctx.resume.words
+        if self.checkpoints:
+            self.run.snapshots.on_snapshot = self._checkpoint(ctx, carried)
         total = self.run.train_epoch(ctx)
         if self.gather_into is not None:
             self.run.gather(*self.gather_into)
         # words: this call's (the units before a resumed snapshot were counted by the run that trained them)
         return EpochResult(words=total.words - carried, pairs=total.pairs, loss=total.loss)
+
+    def _checkpoint(self, ctx: EpochContext, carried: int) -> Callable[[Snapshot], bool]:
+        # A snapshot inside the epoch is a mid-epoch checkpoint (its words: this call's, the carried ones out).
+        run = self.run
+        assert run is not None
+
+        def on_snapshot(snap: Snapshot) -> bool:
+            if not snap["units_done"] or snap["epoch"] != ctx.epoch:  # an epoch's end: the run layer's, after it
+                return False
+            total = snap["total"]
+            ctx.checkpoint(int(snap["units_done"]), int(snap["words_done"]), int(total["words"]) - carried,
+                           int(total["pairs"]), float(total["loss"]))
+            return run.snapshots.checkpointed == snap["id"]
+
+        return on_snapshot
 
     def vectors_finite(self) -> bool:
         # The loss is checked by the engine; the vectors, when they are here.
@@ -437,6 +498,10 @@ class ShardedRunDriver(DriverBase):
 
     def finish(self) -> None:
         pass
+
+    def report(self) -> dict[str, Any]:
+        """The run's sharded figures (:meth:`ShardedRun.report`), read while its actors run."""
+        return self.run.report() if self.run is not None else {}
 
 
 class ShardedDriver(ShardedRunDriver):

@@ -30,7 +30,7 @@ from parvec.errors import ParvecError
 
 __all__ = ["ACTORS_PER_CPU_MAX", "ACTORS_PER_CPU_WARN", "FUSED_MINIBATCH_WORDS", "IN_FLIGHT_WORDS", "NEGATIVES_PER",
            "ROW_BLOCK_BYTES", "SHARD_CALLS", "WIRE_FLOATS", "ShardedSettings", "actor_budget", "check_shard_calls",
-           "check_wire", "cluster_cpus", "in_flight_words", "resolve"]
+           "check_wire", "cluster_cpus", "in_flight_words", "resolve", "snapshot_interval"]
 
 # Input words in flight over all client threads when minibatch_words is left to parvec, by minibatch formation.
 IN_FLIGHT_WORDS = {"interleaved": 4096, "interleaved, light subsampling": 1024, "contiguous": 512}
@@ -40,6 +40,11 @@ FUSED_MINIBATCH_WORDS = 8192  # input words per minibatch of a fused call when l
 ACTORS_PER_CPU_WARN = 2  # beyond this many shards + clients per CPU parvec warns
 ACTORS_PER_CPU_MAX = 8  # beyond this many it refuses (on one machine more shards never hold more memory)
 ROW_BLOCK_BYTES = 32 << 20  # rows gathered/exported per block: about this many bytes per matrix
+# Snapshots inside an epoch, when their interval is left out: a shard's write at most SNAPSHOT_SHARE of the time at
+# SNAPSHOT_BYTES_PER_S (a 24 GB shard: ~94 s to write at this machine's 254 MB/s, docs/scale.md), every 60 s at least
+SNAPSHOT_BYTES_PER_S = 250e6
+SNAPSHOT_SHARE = 0.05
+MIN_SNAPSHOT_INTERVAL_S = 60.0
 
 WIRE_FLOATS = ("float32", "float16")
 NEGATIVES_PER = ("pair", "window")
@@ -158,7 +163,8 @@ class ShardedSettings:
                              "then the adjust in the next call)")
     unit_words: int = _help("input words a client trains in one call to it (what a fault retrains at most)")
     timeout_s: float = _help("seconds any wait on an actor may take before the run stops")
-    checkpoint_interval_s: float = _help("seconds between consistent snapshots inside an epoch")
+    checkpoint_interval_s: float | None = _help("seconds between consistent snapshots inside an epoch (None: scaled "
+                                                "with a shard's size, snapshot_interval)")
     shard_memory_bytes: int | None = _help("a cap on each shard process's data segment (RLIMIT_DATA), None: none")
     max_restarts: int = _help("times Ray restarts a lost shard or client")
 
@@ -169,7 +175,7 @@ class ShardedSettings:
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ParvecError(f"{name} must be a {'non-negative' if least == 0 else 'positive'} integer, "
                                   f"got {value!r}")
-        if not self.checkpoint_interval_s > 0:
+        if self.checkpoint_interval_s is not None and not self.checkpoint_interval_s > 0:
             raise ParvecError(f"checkpoint_interval_s must be positive, got {self.checkpoint_interval_s}")
         cap = self.shard_memory_bytes
         if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
@@ -224,7 +230,8 @@ class ShardedSettings:
                    minibatch_formation=formation, negatives_per=cluster.negatives_per,
                    wire_floats=cluster.wire_floats, shard_calls="fused" if fused else "split",
                    unit_words=cluster.unit_words, timeout_s=float(cluster.timeout_s),
-                   checkpoint_interval_s=float(cluster.checkpoint_interval_s),
+                   checkpoint_interval_s=(float(cluster.checkpoint_interval_s)
+                                          if cluster.checkpoint_interval_s is not None else None),
                    shard_memory_bytes=cluster.shard_memory_bytes, max_restarts=cluster.max_restarts)
 
     @property
@@ -259,6 +266,21 @@ class ShardedSettings:
     def help(cls) -> dict[str, str]:
         """Each setting's help text, by name."""
         return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
+
+
+def snapshot_interval(given: float | None, shard_bytes: int) -> float:
+    """Seconds between consistent snapshots inside an epoch: ``given`` (``--snapshot-interval``,
+    ``Cluster.checkpoint_interval_s``), else scaled with a shard's size so that writing one takes at most
+    :data:`SNAPSHOT_SHARE` of the time at :data:`SNAPSHOT_BYTES_PER_S` (this machine's disk, measured), at least
+    :data:`MIN_SNAPSHOT_INTERVAL_S`: 60 s up to a shard of 750 MB, 32 minutes for a shard of 24 GB.
+
+    Example:
+        >>> snapshot_interval(None, 10 << 20), snapshot_interval(None, 24 * 10**9), snapshot_interval(5.0, 10**12)
+        (60.0, 1920.0, 5.0)
+    """
+    if given is not None:
+        return float(given)
+    return max(MIN_SNAPSHOT_INTERVAL_S, shard_bytes / SNAPSHOT_BYTES_PER_S / SNAPSHOT_SHARE)
 
 
 def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The actors of one sharded run: started, supervised through their start, and stopped.
 
-:func:`start_actors` puts the run's tables (noise, keep, initial columns) and corpus parts in one
+:func:`start_actors` puts the run's tables (noise, keep: :class:`~parvec.distributed.units.SamplingTables`;
+initial columns) and corpus parts in one
 :class:`~parvec.distributed.supervise.RunRefs` actor, starts ``S`` :class:`~parvec.distributed.shard_actor.
 ShardActor` and ``C`` :class:`~parvec.distributed.client_actor.ClientActor` (each given a typed spec and names, no
 object reference, so that Ray can restart it), then waits for each one by one: an actor that dies while starting
@@ -8,7 +9,7 @@ is restarted by Ray like one that dies while training (a restarted shard restore
 from), and the fault is reported.  :class:`ShardedActors` holds their handles and process ids.
 
 Example:
-    >>> actors = start_actors(ray, settings, config, counts, parts, None, Path("ck"), False,
+    >>> actors = start_actors(ray, settings, config, tables, parts, None, Path("ck"), False,
     ...                       restore_args=lambda s: (None,), faults=[])  # doctest: +SKIP
     >>> len(actors.shards), len(actors.clients)  # doctest: +SKIP
     (1, 2)
@@ -32,11 +33,10 @@ from parvec.distributed.client_actor import ClientActor, ClientSpec
 from parvec.distributed.shard_actor import ShardActor, ShardSpec
 from parvec.distributed.sharded_settings import ShardedSettings, actor_budget, cluster_cpus
 from parvec.distributed.supervise import FaultRecord, RunRefs, call_through_restarts, report_fault
-from parvec.distributed.units import client_keep
+from parvec.distributed.units import SamplingTables
 from parvec.distributed.wire import ShardLost
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.sampling import word_noise_tables
 
 __all__ = ["ShardedActors", "start_actors"]
 
@@ -88,15 +88,17 @@ class ShardedActors:
         self.clients, self.shards, self.holder = [], [], None
 
 
-def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, counts: np.ndarray, parts: list[Any],
+def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, tables: SamplingTables, parts: list[Any],
                  init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool, *,
-                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[dict[str, Any]]) -> ShardedActors:
+                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[dict[str, Any]],
+                 memory: dict[str, int] | None = None) -> ShardedActors:
     """Start a run's shards and clients and wait until each has started (module docstring); ``restore_args(s)``
     is what shard ``s`` restores when it must (restarted while starting, or a resumed run's shards); a start-up
-    fault goes to ``faults``.  On any error the actors started so far are stopped.
+    fault goes to ``faults``; ``memory``: the bytes a ``shard`` and a ``client`` ask of Ray's ``memory`` resource, so
+    that Ray places them where they fit.  On any error the actors started so far are stopped.
 
     Example:
-        >>> actors = start_actors(ray, settings, config, counts, parts, None, Path("ck"), False,
+        >>> actors = start_actors(ray, settings, config, tables, parts, None, Path("ck"), False,
         ...                       restore_args=lambda s: (None,), faults=[])  # doctest: +SKIP
     """
     S, C, T = settings.shards, settings.clients, settings.threads
@@ -109,7 +111,7 @@ def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, count
         print(warning, file=sys.stderr, flush=True)
     actors = ShardedActors(ray, settings)
     try:
-        _launch(actors, config, counts, parts, init, checkpoint_dir, resuming)
+        _launch(actors, config, tables, parts, init, checkpoint_dir, resuming, memory or {})
         _await_started(actors, resuming, restore_args, faults)
     except BaseException:
         actors.close(drop_snapshots=False)
@@ -117,17 +119,16 @@ def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, count
     return actors
 
 
-def _launch(actors: ShardedActors, config: TrainConfig, counts: np.ndarray, parts: list[Any],
-            init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool) -> None:
+def _launch(actors: ShardedActors, config: TrainConfig, tables: SamplingTables, parts: list[Any],
+            init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool,
+            memory: dict[str, int]) -> None:
     # The references live in one actor that is never restarted; the shards and clients (restartable) take only
     # plain values and names, so Ray has nothing to warn about (see RunRefs).
     ray, st = actors.ray, actors.settings
     S, C, T = st.shards, st.clients, st.threads
-    prob, alias = word_noise_tables(counts, config.ns_exponent)
-    noise_refs = [ray.put(prob), ray.put(alias)]
-    del prob, alias
+    noise_refs = [ray.put(tables.noise_prob), ray.put(tables.noise_alias)]
     run_id = f"parvec-sharded-{os.getpid()}-{time.time_ns()}"
-    held: dict[str, Any] = {"client": [ray.put(client_keep(counts, config)), parts]}
+    held: dict[str, Any] = {"client": [ray.put(tables.keep), parts]}
     for s in range(S):
         lo, hi = K.column_range(s, S, config.dim)
         init_refs = [None, None]
@@ -141,14 +142,14 @@ def _launch(actors: ShardedActors, config: TrainConfig, counts: np.ndarray, part
     shard_cls = ray.remote(ShardActor)
     for s in range(S):
         lo, hi = K.column_range(s, S, config.dim)
-        spec = ShardSpec(index=s, shards=S, n_words=len(counts), dim=config.dim, lo=lo, hi=hi, window=config.window,
+        spec = ShardSpec(index=s, shards=S, n_words=tables.n_words, dim=config.dim, lo=lo, hi=hi, window=config.window,
                          negative=config.negative, seed=config.seed, negatives_per=st.negatives_per,
                          checkpoint_dir=str(checkpoint_dir), memory_cap=st.shard_memory_bytes, holder=run_id,
                          timeout_s=st.timeout_s, in_flight=C * T, resume=resuming)
         # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)
         actors.shards.append(shard_cls.options(
             num_cpus=0, max_concurrency=C * T + 4, max_restarts=st.max_restarts, max_task_retries=0,
-            scheduling_strategy="SPREAD", name=names[s],
+            scheduling_strategy="SPREAD", name=names[s], **_memory(memory, "shard"),
         ).remote(spec))
     client_spec = ClientSpec(holder=run_id, shard_names=tuple(names), config=config,
                              minibatch_words=st.minibatch_words, timeout_s=st.timeout_s, interleave=st.interleave,
@@ -157,9 +158,14 @@ def _launch(actors: ShardedActors, config: TrainConfig, counts: np.ndarray, part
     # The clients start (their processes, imports, corpus) while the shards allocate their columns.
     actors.clients = [client_cls.options(
         num_cpus=0, max_concurrency=T + 2, max_restarts=st.max_restarts, max_task_retries=0,
-        scheduling_strategy="SPREAD",
+        scheduling_strategy="SPREAD", **_memory(memory, "client"),
     ).remote(c, client_spec) for c in range(C)]
     actors.alive = [True] * C
+
+
+def _memory(memory: dict[str, int], kind: str) -> dict[str, int]:
+    # Ray's memory resource for an actor of this kind, when the run asks for one.
+    return {"memory": int(memory[kind])} if memory.get(kind) else {}
 
 
 def _await_started(actors: ShardedActors, resuming: bool, restore_args: Callable[[int], tuple[Any, ...]],

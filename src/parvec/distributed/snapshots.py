@@ -208,7 +208,7 @@ class SnapshotCoordinator:
         units_done = len(self.units) - len(queue)
         n = len(actors.shards)
         snap: Snapshot = {"id": snap_id, "epoch": epoch, "units_done": units_done,
-                "words_done": self.units[units_done].base if queue else 0,
+                "words_done": self.words_per_epoch - sum(u.words for u in queue) if queue else 0,
                 "queue": [u.index for u in queue], "total": copy.deepcopy(total.to_dict()),
                 "epochs": list(self.epoch_figures if epochs is None else epochs), "time": time.time(),
                 "shards": n, "directory": str(self.directory),

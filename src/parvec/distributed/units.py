@@ -31,14 +31,15 @@ import numpy as np
 
 from parvec.chunks import Part, chunk_bounds, split_long_sentences
 from parvec.config import TrainConfig
+from parvec.countclasses import CountClasses, keep_head, noise_tables
 from parvec.distributed.wire import WIRE_BYTES, Minibatch, sum_partials
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.sampling import chunk_seed, keep_probabilities, splitmix64
+from parvec.sampling import chunk_seed, keep_probabilities, splitmix64, word_noise_tables
 from parvec.schedule import Schedule
 
-__all__ = ["DEFAULT_MINIBATCH_WORDS", "DEFAULT_UNIT_WORDS", "LANE_WORDS", "Step", "Unit", "UnitRunner", "UnitStats",
-           "client_keep", "minibatch_seed", "plan_units", "prepare_part", "units_crc32"]
+__all__ = ["DEFAULT_MINIBATCH_WORDS", "DEFAULT_UNIT_WORDS", "LANE_WORDS", "SamplingTables", "Step", "Unit",
+           "UnitRunner", "UnitStats", "client_keep", "minibatch_seed", "plan_units", "prepare_part", "units_crc32"]
 
 DEFAULT_MINIBATCH_WORDS = 1024
 DEFAULT_UNIT_WORDS = 100_000
@@ -117,6 +118,52 @@ def client_keep(counts: np.ndarray, config: TrainConfig) -> np.ndarray:
         [0.033, 1.0]
     """
     return keep_probabilities(np.asarray(counts, dtype=np.int64), config.sample)
+
+
+@dataclass(frozen=True)
+class SamplingTables:
+    """A sharded run's sampling tables: the noise distribution the shards draw negatives from
+    (``noise_prob``, ``noise_alias``) and the keep probabilities the clients subsample with (``keep``: of the
+    first ``len(keep)`` ids, every later id always kept), for a vocabulary of ``n_words``.
+
+    :meth:`per_word` gives one entry per word (:func:`parvec.sampling.word_noise_tables`, :func:`client_keep`:
+    the ``Word2Vec`` API's sharded driver, whose model and counts are in the driver anyway); :meth:`of_classes`
+    gives the same distributions over count classes (:mod:`parvec.countclasses`: a few thousand entries whatever
+    the vocabulary, and the keep probabilities of the head words only), what ``parvec train --mode sharded``
+    sends to every shard and client.  The kernels tell the two apart by the tables' lengths
+    (:func:`parvec.kernels.sharded.subsample_unit`, the negatives' draw).
+
+    Example:
+        >>> from parvec.countclasses import CountClasses
+        >>> t = SamplingTables.of_classes(CountClasses.from_counts(np.array([1000, 5, 5, 1])), TrainConfig())
+        >>> t.n_words, len(t.noise_prob), len(t.noise_alias), len(t.keep)  # sample 1e-3: counts 1000 and 5 sampled
+        (4, 3, 7, 3)
+        >>> SamplingTables.per_word(np.array([1000, 5, 5, 1]), TrainConfig()).noise_alias.tolist()
+        [0, 0, 0, 0]
+    """
+
+    noise_prob: np.ndarray
+    noise_alias: np.ndarray
+    keep: np.ndarray
+    n_words: int
+
+    @classmethod
+    def per_word(cls, counts: np.ndarray, config: TrainConfig) -> SamplingTables:
+        """One entry per word (``counts`` in id order)."""
+        counts = np.asarray(counts, dtype=np.int64)
+        prob, alias = word_noise_tables(counts, config.ns_exponent)
+        return cls(prob, alias, client_keep(counts, config), len(counts))
+
+    @classmethod
+    def of_classes(cls, classes: CountClasses, config: TrainConfig) -> SamplingTables:
+        """Over the vocabulary's count classes (ids by descending count)."""
+        prob, ranges = noise_tables(classes, config.ns_exponent)
+        return cls(prob, ranges, keep_head(classes, config.sample), classes.n_words)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the three tables."""
+        return int(self.noise_prob.nbytes + self.noise_alias.nbytes + self.keep.nbytes)
 
 
 def prepare_part(tokens: np.ndarray, offsets: np.ndarray, max_sentence_length: int) -> Part:

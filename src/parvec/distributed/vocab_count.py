@@ -53,10 +53,11 @@ from parvec.corpus import RangeSentences, ReadOptions, byte_ranges
 from parvec.corpus.textscan import WordTable, normalise
 from parvec.countclasses import CountClasses
 from parvec.errors import ParvecError
-from parvec.wordhash import WordLookup
+from parvec.wordhash import WordLookup, part_of
 
-__all__ = ["RangeCount", "Reducer", "VocabParts", "assign_ids", "build_lookup", "count_range", "count_vocabulary",
-           "effective_min_count", "id_bases", "join_lookup", "map_range", "merge_parts", "part_of", "vocab_of_parts"]
+__all__ = ["RangeCount", "Reducer", "VocabParts", "assign_ids", "build_lookup", "count_range", "count_units",
+           "count_vocabulary",
+           "effective_min_count", "id_bases", "join_lookup", "map_range", "merge_parts", "vocab_of_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -78,17 +79,6 @@ class RangeCount:
 
 
 # --------------------------------------------------------------------------- map
-def part_of(hashes: np.ndarray, reducers: int) -> np.ndarray:
-    """The reducer of each hash: ``(top 32 bits * reducers) >> 32``, monotone in the hash (int64).
-
-    Example:
-        >>> part_of(np.array([0, 2**63, 2**64 - 1], np.uint64), 4).tolist()
-        [0, 2, 3]
-    """
-    return ((np.asarray(hashes, dtype=np.uint64) >> np.uint64(32)) * np.uint64(reducers) >> np.uint64(32)).astype(
-        np.int64)
-
-
 @nb.njit(cache=True, nogil=True)
 def _gather(arena, starts, lengths, idx, out_starts, out_arena):  # pragma: no cover - numba
     """Copy words ``idx`` (bytes ``arena[starts[i]:starts[i]+lengths[i]]``) one after another into ``out_arena``."""
@@ -124,8 +114,9 @@ def _prune(counts: np.ndarray, cap: int) -> tuple[np.ndarray, int]:
     return keep, len(counts) - len(keep)
 
 
-def count_range(path: str, start: int, end: int, options: ReadOptions, reducers: int) -> tuple[Any, ...]:
-    """Map: count bytes ``[start, end)`` of ``path`` and cut the words into ``reducers`` parts by hash; returns
+def count_range(path: str, start: int, end: int | None, options: ReadOptions, reducers: int) -> tuple[Any, ...]:
+    """Map: count bytes ``[start, end)`` of ``path`` (``end`` None: the whole file, decompressed) and cut the
+    words into ``reducers`` parts by hash; returns
     ``(part 0, ..., part R-1, RangeCount)`` (a Ray task with ``num_returns=R+1``: each part its own object).
 
     Example:
@@ -305,8 +296,19 @@ class Reducer:
         assert self.words is not None
         return self.words
 
+    def write_part(self, directory: str, r: int) -> dict[str, Any]:
+        """Write its part of the word list as partition ``r`` of the vocabulary on disk
+        (:func:`parvec.vocab_parts.write_part`: in id order, five ``.npy`` files); returns the partition's record."""
+        from parvec.vocab_parts import write_part
 
-def map_range(path: str, start: int, end: int, options: ReadOptions, reducers: list[Any], k: int) -> RangeCount:
+        w = self.words
+        assert w is not None
+        return write_part(directory, r, w["ids"], w["counts"], lengths=w["lengths"], arena=w["arena"],
+                          hashes=w["hashes"])
+
+
+def map_range(path: str, start: int, end: int | None, options: ReadOptions, reducers: list[Any],
+              k: int) -> RangeCount:
     """Map task for range ``k``: :func:`count_range`, each part pushed to its reducer actor; returns the range's
     figures.
 
@@ -450,7 +452,7 @@ class VocabParts:
     min_count: int
     lookup: Any
     reducers: list[Any]
-    ranges: list[tuple[int, int]]
+    ranges: list[Any]
     counted: list[RangeCount]
     collisions: list[tuple[int, list[str]]] = field(default_factory=list)
 
@@ -469,35 +471,58 @@ class VocabParts:
 def count_vocabulary(ray: Any, path: str | os.PathLike[str], options: ReadOptions, n_ranges: int, reducers: int,
                      timeout_s: float = 300.0, timings: dict[str, float] | None = None) -> VocabParts:
     """Steps 1-4 on Ray for a plain file: count its ``n_ranges`` byte ranges, merge on ``reducers`` reducer actors,
-    assign ids from the histograms and build the lookup (in the object store).  Raises :class:`ParvecError` for a
-    corpus without words or without a word that reaches the minimum count (the reducers are then stopped).
-    ``timings``, if given, gets each step's seconds (``count_merge``, ``ids``, ``assign_lookup``).
+    assign ids from the histograms and build the lookup (in the object store) (:func:`count_units` of its ranges).
 
     Example:
         >>> parts = count_vocabulary(ray, "corpus.txt", ReadOptions(min_count=5), 8, 4)  # doctest: +SKIP
     """
-    t0 = time.perf_counter()
     path = Path(path)
     ranges = byte_ranges(path, n_ranges)
     if not ranges:
         raise ParvecError(f"{path}: the input is empty")
-    actors = [ray.remote(Reducer).options(num_cpus=0).remote() for _ in range(max(1, int(reducers)))]
+    parts = count_units(ray, [(str(path), a, b) for a, b in ranges], options, reducers, timeout_s, timings,
+                        name=str(path))
+    parts.ranges = ranges
+    return parts
+
+
+def count_units(ray: Any, units: list[tuple[str, int, int | None]], options: ReadOptions, reducers: int,
+                timeout_s: float = 300.0, timings: dict[str, float] | None = None, *, name: str = "the corpus",
+                reducer_memory: int | None = None, mapper_memory: int | None = None) -> VocabParts:
+    """Steps 1-4 on Ray over ``units`` (``(path, start, end)``: byte ranges of plain files, ``end`` None for a whole
+    file, decompressed): count each unit in a mapper task, merge on ``reducers`` reducer actors, assign ids from the
+    histograms and build the lookup (in the object store).  Raises :class:`ParvecError` for a corpus without words
+    or without a word that reaches the minimum count (``name`` says which; the reducers are then stopped).
+    ``timings``, if given, gets each step's seconds (``count_merge``, ``ids``, ``assign_lookup``);
+    ``reducer_memory``/``mapper_memory`` are the bytes each asks of Ray's ``memory`` resource (placement by memory).
+
+    Example:
+        >>> parts = count_units(ray, [("a.txt", 0, 4096), ("b.txt.gz", 0, None)], ReadOptions(), 2)  # doctest: +SKIP
+    """
+    t0 = time.perf_counter()
+    reducer_opts: dict[str, Any] = {"num_cpus": 0}
+    if reducer_memory:
+        reducer_opts["memory"] = int(reducer_memory)
+    actors = [ray.remote(Reducer).options(**reducer_opts).remote() for _ in range(max(1, int(reducers)))]
     try:
-        mapper = ray.remote(num_cpus=1, max_retries=2)(map_range)
-        counted = _get(ray, [mapper.remote(str(path), a, b, options, actors, k) for k, (a, b) in enumerate(ranges)],
+        mapper_opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 2}
+        if mapper_memory:
+            mapper_opts["memory"] = int(mapper_memory)
+        mapper = ray.remote(map_range).options(**mapper_opts)
+        counted = _get(ray, [mapper.remote(str(p), a, b, options, actors, k) for k, (p, a, b) in enumerate(units)],
                        "counting words", timeout_s)
         summaries = _get(ray, [r.finish.remote() for r in actors], "merging the counts", timeout_s)
         t1 = time.perf_counter()
         if sum(c.raw_words for c in counted) == 0:
-            raise ParvecError(f"{path}: the corpus has no words")
+            raise ParvecError(f"{name}: the corpus has no words")
         classes, eff, bases = id_bases(summaries, options.min_count, options.max_final_vocab)
         collisions = [c for s in summaries for c in s["collisions"]]
         for h, words in collisions:
-            log.warning("%s: the words %s have the same 64-bit hash %#x and are left out of the vocabulary", path,
+            log.warning("%s: the words %s have the same 64-bit hash %#x and are left out of the vocabulary", name,
                         ", ".join(repr(w) for w in words), h)
         if classes.n_words == 0:
             best = max((int(s["values"].max()) for s in summaries if len(s["values"])), default=0)
-            raise ParvecError(f"{path}: no word reaches min_count={options.min_count} (the most frequent word "
+            raise ParvecError(f"{name}: no word reaches min_count={options.min_count} (the most frequent word "
                               f"occurs {best} times); lower --min-count")
         t2 = time.perf_counter()
         _get(ray, [r.assign.remote(eff, b) for r, b in zip(actors, bases, strict=True)], "assigning ids", timeout_s)
@@ -509,7 +534,7 @@ def count_vocabulary(ray: Any, path: str | os.PathLike[str], options: ReadOption
         raise
     if timings is not None:
         timings.update(count_merge=t1 - t0, ids=t2 - t1, assign_lookup=time.perf_counter() - t2)
-    return VocabParts(classes, eff, lookup, actors, ranges, counted, collisions)
+    return VocabParts(classes, eff, lookup, actors, list(units), counted, collisions)
 
 
 def _get(ray: Any, refs: list[Any], what: str, timeout_s: float) -> list[Any]:

@@ -477,6 +477,7 @@ class Node2Vec(KeptRun):
         assert resumed is not None and resumed.graph_run is not None
         walks = resumed.graph_run["walks"]
         vocab = resumed.vocab
+        assert vocab is not None, "a graph run's checkpoint holds its vocabulary (vocab.json)"
         ids = self.graph.node_ids
         same = (walks.get("crc32") == self.walks_crc32 and walks.get("tokens") == self.n_tokens
                 and np.array_equal(vocab.counts, ranking.counts)

@@ -30,7 +30,8 @@ to its positive output word is drawn again (the paper's "N negative word indices
 has exactly ``negative`` negatives and the client knows the layout of what comes back.
 
 Minibatch formation (client side) follows word2vec.c: a unit's sentences are subsampled first
-(:func:`subsample_unit`, with :func:`parvec.sampling.subsample_sentence`), then each kept word's window
+(:func:`subsample_unit`, with :func:`parvec.countclasses.subsample_sentence_head`: a per-word keep table, or
+the head of one over the first ids, every later word kept), then each kept word's window
 shrinks by ``b`` in ``[0, window)``; the random stream comes from (seed, epoch, unit) exactly as the
 one-process trainer's.  :func:`form_interleaved` then takes each minibatch's inputs from lanes far apart in
 the unit (the paper's interleaved minibatch formation) or, with one lane, contiguously.
@@ -44,8 +45,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from parvec.countclasses import draw_class_noise, subsample_sentence_head
 from parvec.kernels.hogbatch import batch_apply, batch_scores, prefetch_row, sgns_block, train_batch
-from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
+from parvec.sampling import draw_noise, rng_below, rng_next
 
 _M64 = (1 << 64) - 1
 _LCG_MUL = 25214903917
@@ -125,14 +127,24 @@ def column_range(shard: int, shards: int, dim: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------- negatives
 @njit(inline="always")
 def _negative(state, positive, noise_prob, noise_alias):
-    """The next negative for output word ``positive``: drawn again while equal to it."""
+    """The next negative for output word ``positive``: drawn again while equal to it.
+
+    ``(noise_prob, noise_alias)`` is either a per-word alias table (:func:`parvec.sampling.word_noise_tables`:
+    both of the vocabulary's length) or a table over count classes (:func:`parvec.countclasses.noise_tables`:
+    ``noise_alias`` holds ``2K + 1`` entries for ``K`` classes, never ``K``), told apart by their lengths; both
+    use one random state per draw, so the stream advances alike."""
+    per_word = len(noise_alias) == len(noise_prob)
+    n_words = len(noise_prob) if per_word else np.int64(noise_alias[len(noise_alias) - 1])
     for _ in range(_MAX_REDRAWS):
         state = rng_next(state)
-        t = draw_noise(state, noise_prob, noise_alias)
+        if per_word:
+            t = draw_noise(state, noise_prob, noise_alias)
+        else:
+            t = draw_class_noise(state, noise_prob, noise_alias)
         if t != positive:
             return state, t
     # The noise distribution is (almost) all on ``positive``: take the next id (never equal to it).
-    return state, (positive + 1) % len(noise_prob)
+    return state, (positive + 1) % n_words
 
 
 @njit(nogil=True, cache=True)
@@ -629,7 +641,9 @@ def subsample_unit(tokens, offsets, s_lo, s_hi, keep, window, state, kept, sent_
     """Subsample sentences ``s_lo .. s_hi`` once and draw every kept word's window shrink, in word2vec.c's
     order (a sentence's subsampling, then its words' shrinks, then the next sentence).
 
-    Writes the kept words of the sentences with at least two of them (the others train nothing) into
+    ``keep`` is the keep probabilities of the first ``len(keep)`` ids (every later id is always kept): a whole
+    per-word table, or its head (:func:`parvec.countclasses.keep_head`), which keeps the same words with the same
+    random stream.  Writes the kept words of the sentences with at least two of them (the others train nothing) into
     ``kept``, their starts into ``sent_off`` (one more entry than sentences), each kept word's shrink and its
     position in raw words from ``s_lo`` (for the learning rate).  Capacity: ``offsets[s_hi] - offsets[s_lo]``
     words, that plus one sentence starts.  Returns ``(kept words, sentences, RNG state)``.
@@ -646,7 +660,7 @@ def subsample_unit(tokens, offsets, s_lo, s_hi, keep, window, state, kept, sent_
         start = offsets[s]
         end = offsets[s + 1]
         raw_len = end - start
-        n, state = subsample_sentence(tokens, start, end, keep, state, kept[n_kept:])
+        n, state = subsample_sentence_head(tokens, start, end, keep, state, kept[n_kept:])
         if n >= 2:
             for j in range(n):
                 state = rng_next(state)

@@ -1,0 +1,378 @@
+"""The corpus of a column-sharded run, counted and encoded on the cluster (Ordentlich et al. section 6.1): no process
+holds a per-word Python object or a per-word table beyond its share.
+
+1. **Inputs** (:func:`plan_inputs`): a file, several files, a directory or a glob; plain files are cut into byte
+   ranges at whitespace (at most 64 MiB each, at least two ranges per CPU of the cluster over all files), and a
+   compressed file (``.gz``/``.bz2``/``.xz``) is one unit read whole by one worker (a compressed stream cannot be
+   cut).  Standard input is first written out as a plain file in the work directory.  The units are the input's
+   identity: a resumed run reads the ones its checkpoint recorded.
+2. **Vocabulary** (:func:`parvec.distributed.vocab_count.count_units`): a mapper task per unit counts it with the
+   byte tokeniser, reducer actors merge the counts by hash range and apply ``--min-count``/``--max-final-vocab``;
+   the driver receives only histograms (count value -> words) and assigns ids from them: by count descending,
+   **ties by the word's 64-bit FNV-1a hash** (a one-process run orders ties by first occurrence; the words, their
+   counts and each count's set of words are the same).  Each reducer writes its part of the word list to the work
+   directory (:mod:`parvec.vocab_parts`) and serves its part of the hashed word lookup.
+3. **Encoding**: a task per unit encodes it through the shared lookup (:class:`parvec.wordhash.WordLookup`, one
+   copy per node in Ray's object store) straight into ``tokens_K.npy``/``offsets_K.npy`` (block by block) and cuts
+   its sentences into the units of work the clients train (:func:`parvec.distributed.units.plan_units`'s rule),
+   so the driver never reads a sentence offset.  A unit that reads other bytes than counting read (its CRC-32),
+   or a file that changed meanwhile, stops the run.
+
+:func:`prepare_corpus` runs the three and returns a :class:`ShardedCorpus`: the count classes (the sampling tables
+come from them: :meth:`parvec.distributed.units.SamplingTables.of_classes`), the parts the clients memory-map, the
+units, the partitions of the word list and the figures.  On a multi-node cluster the work directory must be on a
+file system every node sees.
+
+Example:
+    >>> plan = plan_inputs("corpus.txt", cpus=4, work=Path("work"))  # doctest: +SKIP
+    >>> corpus = prepare_corpus(ray, plan, ReadOptions(min_count=5), Path("work"), unit_words=100_000)  # doctest: +SKIP
+    >>> corpus.n_words, corpus.tokens  # doctest: +SKIP
+    (71290, 16718844)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parvec.chunks import chunk_bounds, split_long_sentences
+from parvec.corpus import RangeSentences, ReadOptions, expand_inputs, file_state, input_changed, range_cuts
+from parvec.countclasses import CountClasses
+from parvec.distributed.units import Unit
+from parvec.errors import ParvecError
+from parvec.fileio import STDIN, check_input, is_compressed
+from parvec.vocab_parts import vocab_crc32
+
+__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "InputPlan", "ShardedCorpus", "encode_unit", "estimate_distinct",
+           "plan_inputs", "prepare_corpus", "reducers_for", "text_bytes"]
+
+RANGE_BYTES = 64 << 20  # at most this many bytes of a plain file per unit
+_COPY_BYTES = 1 << 22
+
+
+# --------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class InputPlan:
+    """The input of a sharded run cut into units (module docstring): ``files`` (absolute paths), ``units``
+    (``(file index, start, end)``; ``end`` None: the whole compressed file), each file's state when planned
+    (:func:`parvec.corpus.file_state`) and ``name``, how messages name the input.
+
+    Example:
+        >>> InputPlan(("/c.txt",), ((0, 0, 10), (0, 10, 20)), ((1, 2, 20, 3, 3),), "c.txt").unit(1)
+        ('/c.txt', 10, 20)
+    """
+
+    files: tuple[str, ...]
+    units: tuple[tuple[int, int, int | None], ...]
+    states: tuple[tuple[int, ...] | None, ...]
+    name: str
+
+    def unit(self, k: int) -> tuple[str, int, int | None]:
+        """Unit ``k`` as ``(path, start, end)``."""
+        f, a, b = self.units[k]
+        return self.files[f], a, b
+
+    def all_units(self) -> list[tuple[str, int, int | None]]:
+        """Every unit as ``(path, start, end)``."""
+        return [self.unit(k) for k in range(len(self.units))]
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of the files on disk (compressed ones as stored)."""
+        return int(sum(s[2] for s in self.states if s is not None))
+
+    def describe_unit(self, k: int) -> str:
+        """Unit ``k`` in words: ``c.txt bytes 0-4096`` or ``b.txt.gz (whole)``."""
+        path, a, b = self.unit(k)
+        return f"{path} (the whole compressed file)" if b is None else f"{path} bytes {a}-{b}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a checkpoint records (a resumed run reads the same units)."""
+        return {"files": list(self.files), "units": [list(u) for u in self.units]}
+
+
+def _spool_stdin(work: Path) -> Path:
+    # Standard input as a plain file in the work directory: byte ranges need a file to seek in.
+    out = work / "input.txt"
+    with open(out, "wb") as dst:
+        shutil.copyfileobj(sys.stdin.buffer, dst, _COPY_BYTES)
+    if out.stat().st_size == 0:
+        raise ParvecError("standard input: the input is empty")
+    return out
+
+
+def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYTES,
+                recorded: dict[str, Any] | None = None) -> InputPlan:
+    """Cut ``source`` (a path, ``-``, a directory, a glob, or a list of them: one corpus, read in order) into units:
+    each plain file into byte ranges at whitespace (at most ``range_bytes`` each, ``2 x cpus`` ranges at least
+    over all plain files, shared by size), each compressed file one unit.  ``recorded`` (a checkpoint's
+    :meth:`InputPlan.to_dict`) gives the units to read instead (a resumed run reads its checkpoint's).
+
+    Example:
+        >>> plan_inputs(["a.txt", "b.txt.gz"], cpus=2, work=Path("work")).units  # doctest: +SKIP
+        ((0, 0, 512), (0, 512, 1024), (0, 1024, 1530), (0, 1530, 2041), (1, 0, None))
+    """
+    if isinstance(source, str | os.PathLike) and os.fspath(source) == STDIN:
+        files = [_spool_stdin(work)]
+        name = "standard input"
+    else:
+        found = expand_inputs(source)
+        files = found if found is not None else [check_input(source)]
+        name = os.fspath(source) if not isinstance(source, list | tuple) else " ".join(map(os.fspath, source))
+    for f in files:
+        check_input(f)
+    paths = tuple(str(Path(f).absolute()) for f in files)
+    states = tuple(file_state(p) for p in paths)
+    if recorded is not None:
+        if len(recorded["files"]) != len(paths):  # the units name files by their place; the bytes are checked later
+            raise ParvecError(f"{name} is not the input the checkpoint was trained on (it has {len(paths)} "
+                              f"file{'s' if len(paths) != 1 else ''}, the checkpoint {len(recorded['files'])}); give "
+                              "the same input")
+        units = tuple((int(f), int(a), None if b is None else int(b)) for f, a, b in recorded["units"])
+        return InputPlan(paths, units, states, name)
+    plain = [i for i, p in enumerate(paths) if not is_compressed(p)]
+    plain_bytes = sum(os.path.getsize(paths[i]) for i in plain)
+    wanted = max(2 * max(1, cpus), -(-plain_bytes // range_bytes)) if plain_bytes else 0
+    out: list[tuple[int, int, int | None]] = []
+    for i, p in enumerate(paths):
+        if is_compressed(p):
+            out.append((i, 0, None))
+            continue
+        size = os.path.getsize(p)
+        n = max(1, -(-size // range_bytes), round(wanted * size / plain_bytes) if plain_bytes else 1)
+        cuts = range_cuts(p, n)
+        out += [(i, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    if not out:
+        raise ParvecError(f"{name}: the input is empty")
+    return InputPlan(paths, tuple(out), states, name)
+
+
+
+# --------------------------------------------------------------------------- before counting
+COMPRESSION_RATIO = 5  # text bytes per byte of a compressed input, for the estimates before counting
+_SAMPLE_BYTES = 8 << 20
+
+
+def text_bytes(inputs: InputPlan) -> int:
+    """About the bytes of text the input holds: plain files' sizes, compressed files' times
+    :data:`COMPRESSION_RATIO`.
+
+    Example:
+        >>> text_bytes(InputPlan(("/a.txt", "/b.gz"), ((0, 0, 10), (1, 0, None)), ((1, 1, 10, 0, 0), (1, 2, 4, 0, 0)),
+        ...                      "in"))
+        30
+    """
+    return int(sum((COMPRESSION_RATIO if is_compressed(f) else 1) * s[2]
+                   for f, s in zip(inputs.files, inputs.states, strict=True) if s is not None))
+
+
+def estimate_distinct(inputs: InputPlan, options: ReadOptions, sample_bytes: int = _SAMPLE_BYTES) -> int:
+    """The distinct words the whole input is expected to hold, before it is counted: the byte tokeniser counts the
+    first ``sample_bytes`` of the input here (no Python object per word), and the growth of its distinct words
+    from a quarter of the sample to all of it (Heaps' law, ``D = K n^beta``, ``beta`` clamped to 0.3-1) is carried
+    to the input's :func:`text_bytes`, at most one word per two bytes.  A sample that is the whole input is exact.
+
+    Example:
+        >>> estimate_distinct(plan_inputs("corpus.txt", 2, Path("work")), ReadOptions()) > 0  # doctest: +SKIP
+        True
+    """
+    import math
+
+    from parvec.corpus.textscan import WordTable, normalise
+
+    table = WordTable()
+    seen, points = 0, list[tuple[int, int]]()
+    whole = True  # every unit read to its end
+    for k in range(len(inputs.units)):
+        path, start, end = inputs.unit(k)
+        reader = RangeSentences(Path(path), start, end, options)
+        blocks = reader.blocks()
+        for name, block, where, at_end in blocks:  # a generator: closed below, its file with it
+            if at_end:
+                continue
+            text = normalise(block, options.lowercase, functools.partial(reader.decode, where=where, name=name))
+            table.scan(text, insert=True)
+            seen += len(block)
+            if not points or seen >= 4 * points[0][0]:
+                points.append((seen, len(table)))
+            if seen >= sample_bytes:
+                whole = False
+                break
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+        if not whole:
+            break
+    total = text_bytes(inputs)
+    if whole or not points:
+        return len(table)
+    (n1, d1), (n2, d2) = points[0], points[-1]
+    beta = math.log(max(d2, 1) / max(d1, 1)) / math.log(n2 / n1) if n2 > n1 else 1.0
+    beta = min(1.0, max(0.3, beta))
+    return int(min(total // 2, d2 * (total / n2) ** beta))
+
+# --------------------------------------------------------------------------- encoding
+def encode_unit(path: str, start: int, end: int | None, options: ReadOptions, lookup: Any, out_dir: str, k: int,
+                unit_words: int) -> dict[str, Any]:
+    """Task: encode unit ``k`` (``path`` bytes ``[start, end)``, or the whole compressed file) through ``lookup``
+    into ``out_dir/tokens_K.npy`` and ``offsets_K.npy`` (:func:`parvec.corpus.hashencode.encode_to_files`) and
+    plan its units of work (``(s_lo, s_hi, words)`` per unit of about ``unit_words`` tokens, over its long
+    sentences split); returns the figures, the plan and the ``(bytes, CRC-32)`` read.
+
+    Example:
+        >>> encode_unit("c.txt", 0, 1000, ReadOptions(), lookup, "work", 0, 100_000)["tokens"]  # doctest: +SKIP
+        812
+    """
+    from parvec.corpus.hashencode import encode_to_files
+
+    reader = RangeSentences(Path(path), start, end, options)
+    out = Path(out_dir)
+    n_tok, n_sent, raw, offsets = encode_to_files(reader, lookup, out / f"tokens_{k}.npy", out / f"offsets_{k}.npy")
+    split = split_long_sentences(offsets, options.max_sentence_length)
+    bounds = chunk_bounds(split, unit_words) if n_tok else np.zeros(1, np.int64)
+    plan = np.array([(int(bounds[c]), int(bounds[c + 1]), int(split[bounds[c + 1]] - split[bounds[c]]))
+                     for c in range(len(bounds) - 1)], dtype=np.int64).reshape(-1, 3)
+    return {"tokens": n_tok, "sentences": n_sent, "raw_words": raw, "fingerprint": reader.fingerprint, "plan": plan}
+
+
+# --------------------------------------------------------------------------- the result
+@dataclass
+class ShardedCorpus:
+    """A corpus counted and encoded on the cluster (module docstring).  ``parts`` are the encoded units the clients
+    memory-map (``("files", [tokens.npy, offsets.npy])``, empty units left out), ``plans`` each part's units of
+    work, ``fingerprints`` each input unit's ``(bytes, CRC-32)``, ``vocab_parts`` the partitions of the word list
+    in ``vocab_dir`` (:func:`parvec.vocab_parts.write_part`'s records).
+
+    Example:
+        >>> corpus.n_words, len(corpus.units())  # doctest: +SKIP
+        (71290, 168)
+    """
+
+    inputs: InputPlan
+    classes: CountClasses
+    min_count: int
+    raw_words: int
+    tokens: int
+    sentences: int
+    parts: list[tuple[str, list[str]]]
+    plans: list[np.ndarray]
+    fingerprints: list[list[int] | None]
+    vocab_dir: Path
+    vocab_parts: list[dict[str, Any]]
+    collisions: list[Any] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n_words(self) -> int:
+        """The vocabulary's size."""
+        return self.classes.n_words
+
+    @property
+    def vocab_crc32(self) -> int:
+        """One CRC-32 of the vocabulary (:func:`parvec.vocab_parts.vocab_crc32`)."""
+        return vocab_crc32(self.vocab_parts)
+
+    def units(self) -> list[Unit]:
+        """The units of work of an epoch, in corpus order (part by part)."""
+        units: list[Unit] = []
+        base = 0
+        for p, plan in enumerate(self.plans):
+            for s_lo, s_hi, words in plan.tolist():
+                units.append(Unit(p, int(s_lo), int(s_hi), len(units), base, int(words)))
+                base += int(words)
+        return units
+
+    def identity(self) -> dict[str, Any]:
+        """What a checkpoint records of the input and vocabulary (a resumed run's must match)."""
+        return {**self.inputs.to_dict(), "fingerprints": self.fingerprints, "tokens": self.tokens,
+                "sentences": self.sentences, "raw_words": self.raw_words, "vocab_crc32": self.vocab_crc32,
+                "classes": {"values": self.classes.values.tolist(), "first": self.classes.first.tolist()}}
+
+
+def reducers_for(ray: Any) -> int:
+    # One reducer per CPU of the cluster (each holds ~165 bytes per distinct word of its hash range at its peak).
+    return max(2, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path, unit_words: int,
+                   timeout_s: float = 300.0, memory: dict[str, int] | None = None) -> ShardedCorpus:
+    """Count, assign ids and encode ``inputs`` on the cluster (module docstring) into ``work`` (``encoded/``,
+    ``vocab/``); ``memory`` the bytes each kind of task or actor asks of Ray (``reducer``, ``mapper``,
+    ``encoder``: placement by memory).  The reducers are stopped before it returns (their word lists are on disk).
+
+    Example:
+        >>> corpus = prepare_corpus(ray, plan_inputs("c.txt", 2, work), ReadOptions(), work, 100_000)  # doctest: +SKIP
+    """
+    from parvec.distributed.vocab_count import count_units
+
+    memory = memory or {}
+    t0 = time.perf_counter()
+    parts = count_units(ray, inputs.all_units(), options, reducers_for(ray), timeout_s, name=inputs.name,
+                        reducer_memory=memory.get("reducer"), mapper_memory=memory.get("mapper"))
+    try:
+        vocab_dir = work / "vocab"
+        vocab_dir.mkdir(parents=True, exist_ok=True)
+        records = _await(ray, [r.write_part.remote(str(vocab_dir), i) for i, r in enumerate(parts.reducers)],
+                         "writing the vocabulary's partitions", timeout_s)
+        t1 = time.perf_counter()
+        enc_dir = work / "encoded"
+        enc_dir.mkdir(exist_ok=True)
+        opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 2}
+        if memory.get("encoder"):
+            opts["memory"] = int(memory["encoder"])
+        task = ray.remote(encode_unit).options(**opts)
+        sizes = _await(ray, [task.remote(p, a, b, options, parts.lookup, str(enc_dir), k, unit_words)
+                             for k, (p, a, b) in enumerate(inputs.all_units())], "encoding the corpus", timeout_s)
+    finally:
+        parts.close(ray)
+    _check_unchanged(inputs, [c.fingerprint for c in parts.counted], [s["fingerprint"] for s in sizes])
+    kept = [k for k, s in enumerate(sizes) if s["tokens"]]
+    n_tokens = sum(s["tokens"] for s in sizes)
+    if n_tokens == 0:
+        raise ParvecError(f"{inputs.name}: no token of the corpus is in the vocabulary")
+    return ShardedCorpus(
+        inputs=inputs, classes=parts.classes, min_count=parts.min_count, raw_words=parts.raw_words,
+        tokens=n_tokens, sentences=sum(s["sentences"] for s in sizes),
+        parts=[("files", [str(enc_dir / f"tokens_{k}.npy"), str(enc_dir / f"offsets_{k}.npy")]) for k in kept],
+        plans=[sizes[k]["plan"] for k in kept],
+        fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
+        vocab_dir=vocab_dir, vocab_parts=sorted(records, key=lambda r: r["part"]), collisions=parts.collisions,
+        seconds={"count": t1 - t0, "encode": time.perf_counter() - t1})
+
+
+def _check_unchanged(inputs: InputPlan, counted: list[Any], encoded: list[Any]) -> None:
+    # Each unit read the same bytes twice (counting, encoding), and no file changed meanwhile.
+    for i, (path, before) in enumerate(zip(inputs.files, inputs.states, strict=True)):
+        after = file_state(path)
+        if before is not None and after != before:
+            raise input_changed(path, before, after, "while it was read")
+        del i
+    for k, (a, b) in enumerate(zip(counted, encoded, strict=True)):
+        if a is not None and b is not None and tuple(a) != tuple(b):
+            path, start, end = inputs.unit(k)
+            state = inputs.states[inputs.units[k][0]]
+            assert state is not None
+            raise input_changed(path, state, state, "between counting and encoding its bytes "
+                                f"{start}-{end if end is not None else 'end'}", content=True)
+
+
+def _await(ray: Any, refs: list[Any], what: str, timeout_s: float) -> list[Any]:
+    # Every task's answer; a task's ParvecError is this run's error, any other failure named with the step.
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    try:
+        return list(ray.get(refs, timeout=timeout_s * -(-len(refs) // cpus)))
+    except ray.exceptions.GetTimeoutError:
+        raise ParvecError(f"{what}: not done within {timeout_s:g} s per unit (Cluster.timeout_s)") from None
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", exc)
+        raise ParvecError(str(cause) if isinstance(cause, ParvecError) else f"{what} failed: {cause}") from None
+    except ray.exceptions.RayError as exc:
+        raise ParvecError(f"{what} failed: {getattr(exc, 'cause', exc)}") from None

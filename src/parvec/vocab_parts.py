@@ -1,0 +1,245 @@
+"""A vocabulary kept in partitions on disk: what a column-sharded run has instead of one word list.
+
+The distributed vocabulary (:mod:`parvec.distributed.vocab_count`) leaves each reducer with its words (a range of
+64-bit word hashes).  Each reducer writes its partition as five ``.npy`` files, in id order
+(:func:`write_part`): ``part-R.ids.npy`` (int32), ``part-R.counts.npy`` (int64), ``part-R.hashes.npy`` (uint64,
+the FNV-1a hash of the word's UTF-8 bytes), ``part-R.offsets.npy`` (int64, one more than words) and
+``part-R.bytes.npy`` (uint8, the words' UTF-8 bytes one after another).  Ids run by count descending, ties by
+hash, so the partitions' ids interleave.  A sharded model or checkpoint records each partition's word count and
+the CRC-32 of each file (``model.json``'s ``sharded.vocab``).
+
+:class:`WordParts` opens them memory-mapped and answers what the writers and readers of a sharded model ask
+without a Python object per word: the words of an id range (:meth:`WordParts.words_between`, for writing vectors
+or a vocabulary file by row ranges in parallel), a word's id (:meth:`WordParts.index`: its hash says its
+partition), an id's word; :meth:`WordParts.vocab` gives the whole :class:`parvec.vocab.Vocab` where one is wanted
+(``Word2Vec.load`` of a sharded model).
+
+Example:
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> info = write_part(d, 0, np.array([1, 0]), np.array([3, 5]), words=[b"cat", b"the"])
+    >>> parts = WordParts.open(d, [info])
+    >>> parts.n_words, parts.word(0), parts.index("cat"), parts.counts_between(0, 2).tolist()
+    (2, 'the', 1, [5, 3])
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from parvec.errors import CheckpointError
+from parvec.fileio import save_array
+from parvec.vocab import Vocab
+from parvec.wordhash import fnv1a64, hash_arena, part_of
+
+__all__ = ["PART_FILES", "WordParts", "crc32_file", "part_paths", "vocab_crc32", "write_part"]
+
+PART_FILES = ("ids", "counts", "hashes", "offsets", "bytes")
+_CRC_BLOCK = 16 << 20
+
+
+def part_paths(directory: str | os.PathLike[str], r: int) -> dict[str, Path]:
+    """The five files of partition ``r`` in ``directory``.
+
+    Example:
+        >>> part_paths("vocab", 2)["ids"].as_posix()
+        'vocab/part-2.ids.npy'
+    """
+    return {name: Path(directory) / f"part-{r}.{name}.npy" for name in PART_FILES}
+
+
+def crc32_file(path: str | os.PathLike[str]) -> int:
+    """The CRC-32 of a file's bytes, read in blocks.
+
+    Example:
+        >>> crc32_file(__file__) > 0
+        True
+    """
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(_CRC_BLOCK):
+            crc = zlib.crc32(block, crc)
+    return crc & 0xFFFFFFFF
+
+
+def write_part(directory: str | os.PathLike[str], r: int, ids: np.ndarray, counts: np.ndarray,
+               lengths: np.ndarray | None = None, arena: np.ndarray | None = None,
+               hashes: np.ndarray | None = None, words: Sequence[bytes] | None = None) -> dict[str, Any]:
+    """Write partition ``r`` (words of ids ``ids``, counts ``counts``; their bytes as ``lengths`` + ``arena``, or
+    ``words``) into ``directory``, sorted by id; returns its record: ``{"part": r, "words": n, "bytes": total,
+    "crc32": {file: CRC-32}}``.  ``hashes`` (FNV-1a of the bytes) are computed when not given.
+
+    Example:
+        >>> import tempfile
+        >>> write_part(tempfile.mkdtemp(), 0, np.array([0]), np.array([7]), words=[b"x"])["words"]
+        1
+    """
+    if words is not None:
+        lengths = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+        arena = np.frombuffer(b"".join(words), dtype=np.uint8)
+    assert lengths is not None and arena is not None
+    lengths = np.asarray(lengths, dtype=np.int64)
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths) > 1:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    if hashes is None:
+        hashes = hash_arena(arena, starts, lengths, np.empty(len(lengths), dtype=np.uint64))
+    order = np.argsort(np.asarray(ids), kind="stable")
+    sorted_lengths = lengths[order]
+    offsets = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(sorted_lengths, out=offsets[1:])
+    out_bytes = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _gather(arena, starts[order], sorted_lengths, out_bytes)
+    arrays: dict[str, np.ndarray] = {"ids": np.asarray(ids, dtype=np.int32)[order],
+                                     "counts": np.asarray(counts, dtype=np.int64)[order],
+                                     "hashes": np.asarray(hashes, dtype=np.uint64)[order], "offsets": offsets,
+                                     "bytes": out_bytes}
+    paths = part_paths(directory, r)
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    crcs = {}
+    for name, a in arrays.items():
+        save_array(paths[name], a)
+        crcs[name] = crc32_file(paths[name])
+    return {"part": r, "words": len(order), "bytes": int(offsets[-1]), "crc32": crcs}
+
+
+@nb.njit(cache=True, nogil=True)
+def _gather(arena, starts, lengths, out):  # pragma: no cover - numba
+    """The words ``arena[starts[i] : starts[i] + lengths[i]]`` one after another into ``out``."""
+    k = 0
+    for i in range(len(starts)):
+        a = starts[i]
+        for b in range(lengths[i]):
+            out[k + b] = arena[a + b]
+        k += lengths[i]
+
+
+def vocab_crc32(parts: Sequence[dict[str, Any]]) -> int:
+    """One CRC-32 of a vocabulary's partitions (their records' file CRC-32s, in partition order): equal for the
+    same words, counts and ids.
+
+    Example:
+        >>> vocab_crc32([{"crc32": {"ids": 1, "counts": 2}}]) == vocab_crc32([{"crc32": {"ids": 1, "counts": 2}}])
+        True
+    """
+    crc = 0
+    for p in parts:
+        for name in sorted(p["crc32"]):
+            crc = zlib.crc32(f"{name}:{p['crc32'][name]};".encode(), crc)
+    return crc & 0xFFFFFFFF
+
+
+@dataclass
+class _Part:
+    ids: np.ndarray
+    counts: np.ndarray
+    hashes: np.ndarray
+    offsets: np.ndarray
+    data: np.ndarray
+
+
+class WordParts:
+    """A vocabulary's partitions, memory-mapped (module docstring); ``records`` are :func:`write_part`'s.
+
+    Example:
+        >>> parts = WordParts.open("model/vocab", records)  # doctest: +SKIP
+        >>> parts.words_between(0, 3)  # doctest: +SKIP
+        [b'the', b'of', b'and']
+    """
+
+    def __init__(self, parts: list[_Part], numbers: Sequence[int] | None = None) -> None:
+        self.parts = parts
+        self.n_words = int(sum(len(p.ids) for p in parts))
+        # partitions 0..R-1 in order are the reducers' hash ranges (parvec.wordhash.part_of): a word is in its own
+        self._by_hash = numbers is not None and list(numbers) == list(range(len(parts)))
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str], records: Sequence[dict[str, Any]],
+             check: bool = False) -> WordParts:
+        """Open the partitions ``records`` names in ``directory``; with ``check`` every file's CRC-32 is compared
+        with its record (a :class:`parvec.errors.CheckpointError` naming the file that differs or is missing).
+
+        Example:
+            >>> WordParts.open("model/vocab", records, check=True).n_words  # doctest: +SKIP
+            71290
+        """
+        parts = []
+        for rec in records:
+            paths = part_paths(directory, int(rec["part"]))
+            arrays = {}
+            for name, path in paths.items():
+                try:
+                    if check and crc32_file(path) != rec["crc32"][name]:
+                        raise CheckpointError(f"{path}: its checksum does not match model.json (the file was altered "
+                                              "or damaged)")
+                    arrays[name] = np.load(path, mmap_mode="r")
+                except FileNotFoundError:
+                    raise CheckpointError(f"{path}: missing (a partition of the vocabulary)") from None
+                except (OSError, ValueError) as exc:
+                    raise CheckpointError(f"{path}: truncated or damaged array ({exc})") from None
+            if len(arrays["ids"]) != int(rec["words"]) or len(arrays["offsets"]) != len(arrays["ids"]) + 1:
+                raise CheckpointError(f"{paths['ids']}: holds {len(arrays['ids'])} words, model.json records "
+                                      f"{rec['words']}")
+            parts.append(_Part(arrays["ids"], arrays["counts"], arrays["hashes"], arrays["offsets"], arrays["bytes"]))
+        return cls(parts, [int(rec["part"]) for rec in records])
+
+    def _between(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+        # ids, counts and bytes of the words of ids lo..hi-1 of every partition (not yet in id order).
+        ids, counts, words = [], [], []
+        for p in self.parts:
+            a, b = np.searchsorted(p.ids, [lo, hi])
+            if b <= a:
+                continue
+            off = np.asarray(p.offsets[a:b + 1])
+            data = bytes(p.data[off[0]:off[-1]])
+            rel = off - off[0]
+            ids.append(np.asarray(p.ids[a:b]))
+            counts.append(np.asarray(p.counts[a:b]))
+            words += [data[rel[i]:rel[i + 1]] for i in range(b - a)]
+        return (np.concatenate(ids) if ids else np.zeros(0, np.int32),
+                np.concatenate(counts) if counts else np.zeros(0, np.int64), words)
+
+    def words_between(self, lo: int, hi: int) -> list[bytes]:
+        """The UTF-8 bytes of the words of ids ``lo .. hi-1``, in id order (a list for that range only)."""
+        ids, _, words = self._between(lo, hi)
+        order = np.argsort(ids, kind="stable")
+        if len(ids) != hi - lo:
+            raise CheckpointError(f"the vocabulary's partitions hold {len(ids)} of the ids {lo}..{hi - 1}")
+        return [words[i] for i in order.tolist()]
+
+    def counts_between(self, lo: int, hi: int) -> np.ndarray:
+        """The counts of ids ``lo .. hi-1`` (int64)."""
+        ids, counts, _ = self._between(lo, hi)
+        return counts[np.argsort(ids, kind="stable")]
+
+    def word(self, i: int) -> str:
+        """The word of id ``i``."""
+        return self.words_between(int(i), int(i) + 1)[0].decode("utf-8")
+
+    def index(self, word: str) -> int | None:
+        """The id of ``word`` (None when it is not in the vocabulary): its hash names its partition (the reducer's
+        hash range, looked at first) and the candidates in it, its bytes decide."""
+        data = word.encode("utf-8")
+        h = np.uint64(fnv1a64(data))
+        parts = self.parts
+        if self._by_hash:  # its own partition first (the rest only for partitions written otherwise)
+            own = int(part_of(np.array([h], np.uint64), len(parts))[0])
+            parts = [parts[own], *parts[:own], *parts[own + 1:]]
+        for p in parts:
+            for k in np.flatnonzero(np.asarray(p.hashes) == h).tolist():
+                if bytes(p.data[int(p.offsets[k]):int(p.offsets[k + 1])]) == data:
+                    return int(p.ids[k])
+        return None
+
+    def vocab(self) -> Vocab:
+        """The whole vocabulary as a :class:`parvec.vocab.Vocab` (a Python string per word: for models that fit)."""
+        words = [w.decode("utf-8") for w in self.words_between(0, self.n_words)]
+        return Vocab(words, self.counts_between(0, self.n_words))
