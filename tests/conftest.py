@@ -1,5 +1,15 @@
 """Shared fixtures: a temporary parvec cache for the whole session, where the shared data lives, and small
-real corpora."""
+real corpora.
+
+Where a test goes: tests/ mirrors src/parvec.  A test of a package ``parvec/PKG/`` goes in ``tests/PKG/``
+(cli, corpus, kernels, graph, distributed, gpu), a test of a top-level module (``parvec/MODULE.py``) or of the
+whole package stays in tests/ itself, and a test of a benchmarks/ script goes in ``tests/benchmarks/``; a test that
+starts or uses Ray goes in tests/distributed/ (or carries the ``ray`` mark).  A file is named ``test_TOPIC.py``,
+its name unique in the whole tree (pytest imports each test file by its bare name).  What several test files share
+is a helper module, imported by name and never from a test file: the ones every folder uses here in tests/
+(``cli_run.py``, ``related_words.py``, ...; this file puts tests/ on ``sys.path``), one folder's beside its tests
+(``tests/distributed/topic_corpus.py``).  A folder has a conftest.py only for fixtures of its own (the session's
+Ray, the GPU simulator's subprocess).  tests/test_structure.py checks the names and the imports."""
 
 from __future__ import annotations
 

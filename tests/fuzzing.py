@@ -1,7 +1,7 @@
-"""Shared settings of the fuzz tests (tests/test_fuzz_*.py).
+"""Shared settings of the fuzz tests (test_fuzz_*.py in tests/, tests/corpus/ and tests/graph/).
 
 A short, derandomised run (the same examples every time) is part of the suite.  For a long random run set
-``PARVEC_FUZZ_EXAMPLES``, e.g. ``PARVEC_FUZZ_EXAMPLES=20000 nice -n 19 pytest -q tests/test_fuzz_graph.py``.
+``PARVEC_FUZZ_EXAMPLES``, e.g. ``PARVEC_FUZZ_EXAMPLES=20000 nice -n 19 pytest -q tests/graph/test_fuzz_graph.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The related-words check every trainer's vectors must pass on the demo corpus (2M tokens of Wikipedia)."""
+"""The related-words checks on the demo corpus (2M tokens of Wikipedia): the one every trainer's vectors must pass,
+and PAR's probes (the CPU kernel in tests/kernels/test_par.py, the GPU model in tests/gpu/test_gpu_model.py)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,29 @@ def assert_learns_related_words(w_in: np.ndarray, vocab) -> None:
     assert len(top("three") & NUMBERS) >= 4, top("three")
     assert len(top("january") & MONTHS) >= 6, top("january")
     assert len(top("france") & COUNTRIES) >= 4, top("france")
+
+
+# PAR's probes: its vectors pass these on 2M tokens, not the "king" check above.
+ROYAL = {"queen", "prince", "emperor", "sultan", "monarch", "throne", "kings", "ruler", "pope", "duke",
+         "shah", "khan", "princess", "kingdom", "reign", "crown", "heir", "regent", "caliph", "tsar", "pharaoh",
+         "son", "brother", "father", "bishop", "lord", "crowned", "succeeded", "dynasty", "edward", "henry",
+         "philip", "charles", "louis", "castile", "aragon", "macedon"}
+PAR_COUNTRIES = {"germany", "spain", "italy", "austria", "portugal", "poland", "britain", "england", "sweden",
+                 "russia", "hungary", "belgium", "netherlands", "holland", "denmark", "bulgaria", "greece",
+                 "switzerland", "prussia", "bavaria", "europe", "paris", "french", "norway", "ireland", "scotland"}
+
+
+def par_probes_pass(kv) -> dict[str, bool]:
+    """Which of PAR's probes the vectors ``kv`` (a :class:`parvec.keyedvectors.KeyedVectors`) pass: enough royal
+    words near king, countries near france, months near january among the ten nearest."""
+
+    def top(word: str) -> set[str]:
+        return {w for w, _ in kv.most_similar(word, topn=10)}
+
+    return {
+        # "queen" or "prince" near "king" holds for some seeds only on 2M tokens (also for classic), so the probe
+        # asks for royal/ruler words in general.
+        "king": len(top("king") & ROYAL) >= 3,
+        "france": len(top("france") & PAR_COUNTRIES) >= 4,
+        "january": len(top("january") & MONTHS) >= 6,
+    }

@@ -252,7 +252,7 @@ def test_checkpoint_every_needs_a_directory(corpus, tmp_path, capsys):
     for command in ("deepwalk", "node2vec"):
         code, _, err = run([command, tmp_path / "g.txt", "-o", tmp_path / "e.txt", "--checkpoint-every", "1m"],
                            capsys)
-        assert code == 2 and "--checkpoint-every needs --checkpoint-dir" in err  # tests/test_graph_checkpoints.py
+        assert code == 2 and "--checkpoint-every needs --checkpoint-dir" in err  # tests/graph/test_graph_checkpoints.py
 
 
 # ---------------------------------------------------------------------- where the run trained; not a checkpoint

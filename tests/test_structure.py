@@ -277,3 +277,53 @@ def test_the_private_name_check_finds_imports_calls_and_attributes():
     }
     assert _private_uses(sources) == ["parvec.b:2 imports parvec.a._helper", "parvec.b:5 uses a._helper",
                                       "parvec.b:6 uses run._state"]
+
+
+# ---------------------------------------------------------------------- the tests' own layout (tests/conftest.py)
+TESTS = SRC.parents[1] / "tests"
+
+
+def _misplaced_tests(tests: Path, packages: set[str]) -> list[str]:
+    """Test files outside tests/ itself and its folders named after a package of parvec (or benchmarks/), and
+    test file names used twice."""
+    files = sorted(tests.rglob("test_*.py"))
+    where = [str(f.relative_to(tests)) for f in files if f.parent != tests
+             and (f.parent.parent != tests or f.parent.name not in packages)]
+    seen: dict[str, list[str]] = {}
+    for f in files:
+        seen.setdefault(f.name, []).append(str(f.relative_to(tests)))
+    return where + [" and ".join(paths) for paths in seen.values() if len(paths) > 1]
+
+
+def _test_module_imports(tests: Path) -> list[str]:
+    """The imports of a test module (``import test_x``, ``from test_x import ...``) in any file under tests/."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(tests)}:{node.lineno} imports {n}" for n in names
+                      if n.split(".")[0].startswith("test_")]
+    return found
+
+
+def test_test_files_mirror_the_source_and_have_unique_names():
+    packages = {p.parent.name for p in SRC.glob("*/__init__.py")} | {"benchmarks"}
+    assert {"cli", "corpus", "kernels", "graph", "distributed", "gpu"} <= packages
+    assert _misplaced_tests(TESTS, packages) == []
+
+
+def test_no_test_file_imports_another():
+    assert _test_module_imports(TESTS) == []
+
+
+def test_the_layout_checks_find_a_misplaced_file_a_repeated_name_and_a_test_import(tmp_path):
+    for name in ("test_a.py", "cli/test_b.py", "corpus/test_a.py", "misc/test_c.py", "cli/deep/test_d.py",
+                 "cli/helper.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", encoding="utf-8")
+    (tmp_path / "cli" / "test_b.py").write_text("import os\nfrom test_a import x\n", encoding="utf-8")
+    (tmp_path / "cli" / "helper.py").write_text("import test_c\n", encoding="utf-8")
+    assert _misplaced_tests(tmp_path, {"cli", "corpus"}) == ["cli/deep/test_d.py", "misc/test_c.py",
+                                                             "corpus/test_a.py and test_a.py"]
+    assert _test_module_imports(tmp_path) == ["cli/helper.py:1 imports test_c", "cli/test_b.py:2 imports test_a"]

@@ -55,7 +55,7 @@ def test_refusals_and_errors(tmp_path, monkeypatch):
     with pytest.raises(ParvecError, match="sg must be 0 or 1"):
         Word2Vec(sg=2)
     with pytest.raises(ParvecError, match="not implemented for algo 'par'"):
-        Word2Vec(hs=1, algo="par")  # hierarchical softmax runs with classic/hogbatch (tests/test_hs.py)
+        Word2Vec(hs=1, algo="par")  # hierarchical softmax runs with classic/hogbatch (tests/kernels/test_hs.py)
     with pytest.raises(ParvecError, match="negative=0 only with hierarchical softmax"):
         Word2Vec(negative=0)
     with pytest.raises(ParvecError, match="only one of"):

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from procmem import pss_readable, run_measured
 
 from parvec import resources
 from parvec.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-from procmem import pss_readable, run_measured  # noqa: E402
 
 GiB = 1 << 30
 

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from test_replicas import topic_precision, topic_sentences
+from topic_corpus import ANIMALS, topic_precision, topic_sentences
 
 from parvec.checkpoints import list_checkpoints
 from parvec.distributed.cluster import Cluster
@@ -46,7 +46,6 @@ def test_replicas_take_mid_epoch_checkpoints(checkpointed):
     for p in mids:
         assert 0 < p.words_done < words_per_epoch
     assert model.run_report.get("checkpoints", {}).get("mid_epoch_checkpoints", len(mids)) == len(mids)
-    ANIMALS = ["cat", "dog", "horse", "cow", "sheep", "goat", "pig", "mouse"]
     assert topic_precision(model.wv, ANIMALS) > 0.6  # the checkpoints' full syncs do not spoil training
 
 

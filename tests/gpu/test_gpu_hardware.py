@@ -101,8 +101,8 @@ MONTHS = {"january", "february", "march", "april", "may", "june", "july", "augus
           "november", "december"}
 COUNTRIES = {"germany", "spain", "italy", "austria", "poland", "portugal", "russia", "sweden", "belgium", "hungary",
              "england", "britain", "netherlands", "denmark", "bulgaria"}
-# tests/test_par.py's probes for PAR (the CPU kernel passes these, not HogBatch's "king" probe, on 2M tokens, with
-# 1,000-token sentences and two threads as here)
+# PAR's probes (tests/related_words.py: the CPU kernel passes these, not HogBatch's "king" probe, on 2M tokens,
+# with 1,000-token sentences and two threads as here)
 ROYAL = {"queen", "prince", "emperor", "sultan", "monarch", "throne", "kings", "ruler", "pope", "duke", "shah", "khan",
          "princess", "kingdom", "reign", "crown", "heir", "regent", "caliph", "tsar", "pharaoh", "son", "brother",
          "father", "bishop", "lord", "crowned", "succeeded", "dynasty", "edward", "henry", "philip", "charles",
@@ -113,8 +113,8 @@ PAR_COUNTRIES = COUNTRIES | {"holland", "greece", "switzerland", "prussia", "bav
 
 @pytest.mark.parametrize(("algo", "resident"), [("full-w2v", True), ("full-w2v", False), ("par", True)])
 def test_gpu_learns_related_words(algo, resident):
-    # The CPU kernels' related-words tests (tests/test_hogbatch.py; tests/test_par.py for par), trained on the
-    # GPU; the streamed run goes through 100k-word launches.
+    # The CPU kernels' related-words tests (tests/kernels/test_hogbatch.py; tests/kernels/test_par.py for par),
+    # trained on the GPU; the streamed run goes through 100k-word launches.
     if not DEMO_CORPUS.exists():
         pytest.skip("the demo corpus is not shipped in this checkout")
     from parvec.config import TrainConfig
@@ -137,7 +137,7 @@ def test_gpu_learns_related_words(algo, resident):
         sims = w @ w[idx[word]]
         return set(corpus.vocab.words[i] for i in np.argsort(-sims)[1 : k + 1])
 
-    # the probes first (what the vectors learnt), then the loss, as tests/test_par.py checks the CPU kernel
+    # the probes first (what the vectors learnt), then the loss, as tests/kernels/test_par.py checks the CPU kernel
     if algo == "par":
         assert len(top("king") & ROYAL) >= 3, top("king")
         assert len(top("france") & PAR_COUNTRIES) >= 4, top("france")

@@ -9,20 +9,16 @@ per epoch on the same corpus (its related-words test failed on the H200 that way
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from related_words import assert_learns_related_words, par_probes_pass
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.gpu.reference import hogwild_train, reference_train
 from parvec.model_tables import init_input_vectors
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared related-words checks
-from related_words import assert_learns_related_words  # noqa: E402
-from test_par import _probes_pass  # noqa: E402  -- the CPU PAR kernel's related-words probes
 
 DEMO_CORPUS = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 H200_RESIDENT = 2000  # more blocks than the demo corpus's default launches hold: every sentence of two launches
@@ -88,7 +84,7 @@ def test_the_models_parallel_slots_train_exactly_what_the_serial_loop_trains(dem
 
 
 def test_model_reproduces_par_divergence_and_the_interleaved_order_removes_it(demo):
-    # tests/test_par.py's and the hardware test's settings; the driver's default launches (100k words: ~175
+    # tests/kernels/test_par.py's and the hardware test's settings; the driver's default launches (100k words: ~175
     # sentences in flight); the phased order is what the H200 ran.
     cfg = TrainConfig(device="cuda", algo="par", dim=50, epochs=3, sample=1e-3, seed=4, progress=False)
     losses = {}
@@ -101,7 +97,7 @@ def test_model_reproduces_par_divergence_and_the_interleaved_order_removes_it(de
         if not phased:
             from parvec.keyedvectors import KeyedVectors
 
-            probes = _probes_pass(KeyedVectors(w_in, list(demo.vocab.words)))
+            probes = par_probes_pass(KeyedVectors(w_in, list(demo.vocab.words)))
             assert all(probes.values()), probes
     # phased: the loss ends above where it started (the H200: 1.45 -> 1.81); interleaved: it falls every epoch
     assert losses[True][-1] > losses[True][0] + 0.1, losses

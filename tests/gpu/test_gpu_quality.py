@@ -2,7 +2,7 @@
 
 :func:`parvec.gpu.reference.reference_train` is the GPU driver's plan (sentences cut to 1,000 tokens,
 launches, the rate per sentence, negatives shared per center, the ring of context rows) run on the CPU, one
-sentence after another.  It must pass tests/test_hogbatch.py's related-words test on the demo corpus, with
+sentence after another.  It must pass tests/kernels/test_hogbatch.py's related-words test on the demo corpus, with
 the same settings (dim 100, 2 epochs, sample 1e-3, window 5, negative 5).  A GPU runs the same update order
 with thousands of sentences at once (Hogwild), which this cannot show: benchmarks/bench_gpu.py measures the
 quality of hardware runs.
@@ -10,19 +10,16 @@ quality of hardware runs.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from related_words import assert_learns_related_words
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.gpu.reference import reference_train
 from parvec.model_tables import init_input_vectors
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared related-words check
-from related_words import assert_learns_related_words  # noqa: E402
 
 DEMO_CORPUS = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 

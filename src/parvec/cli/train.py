@@ -48,7 +48,7 @@ _CBOW_KERNELS = {"classic": "word2vec.c's loop", "hogbatch": "the fast batched C
 _OTHER_CBOW_ALGO = next(a for a in CBOW_ALGORITHMS if a != DEFAULT_CBOW_ALGO)
 # Defaults the help states that live in modules too heavy to import for --help (numba kernels, the sharded
 # driver): parvec.kernels.cbow_batch.DEFAULT_BATCH and parvec.distributed.sharded_settings' constants.
-# tests/test_flag_defaults.py checks each against its source.
+# tests/cli/test_flag_defaults.py checks each against its source.
 CBOW_DEFAULT_BATCH = 8
 SHARDED_DEFAULTS = {"fused_minibatch_words": 8192, "in_flight_heavy": 4096, "in_flight_light": 1024,
                     "in_flight_contiguous": 512, "light_subsampling": 1e-4, "min_minibatch_words": 16}

@@ -22,10 +22,10 @@ Each process also has a **baseline**: the interpreter with numpy, numba, Ray (an
 gloo sync) loaded.  The baselines are measured, not guessed: the proportional set size (PSS: shared pages
 split among the processes that map them, so the sum is physical memory) of every process of a
 ``--cluster local:2 --dim 10`` run (replicas, and ``--mode sharded``), 2 AMD EPYC cores, Python 3.11, numpy
-2, numba 0.61, Ray 2.60, torch 2.13 CPU, sampled from ``/proc`` every 0.1 s (``tests/test_cluster_memory.py``
-repeats the measurement at a large ``--dim`` and checks this estimate against it).  Summing each process's
-own peak RSS instead counts the object store's shared pages once per process that maps them (a 3.3 GiB run
-reads as 5.6 GiB that way).
+2, numba 0.61, Ray 2.60, torch 2.13 CPU, sampled from ``/proc`` every 0.1 s
+(``tests/distributed/test_cluster_memory_runs.py`` repeats the measurement at a large ``--dim`` and checks this
+estimate against it).  Summing each process's own peak RSS instead counts the object store's shared pages once
+per process that maps them (a 3.3 GiB run reads as 5.6 GiB that way).
 
 The settings come from where the run resolves them (:class:`parvec.distributed.sharded_settings.ShardedSettings`
 for shards, clients and threads; :func:`parvec.distributed.replica_plan.replica_threads` and

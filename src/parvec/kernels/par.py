@@ -6,7 +6,7 @@ Each (subsampled) sentence is trained in two phases (the paper's Algorithms 2-4,
    [0, window) as word2vec.c does, every context word's *input* vector is pulled towards the center's
    *output* vector: the positive (label 1) half of classic SGNS and nothing else.  Each pair is
    :func:`parvec.kernels.classic.classic_update` with the center as the only target, a center's pairs in
-   context order (``tests/test_par.py`` checks this against classic's own function).
+   context order (``tests/kernels/test_par.py`` checks this against classic's own function).
 2. **Repulsion** (Algorithm 4): the sentence is cut into minibatches of ``B`` consecutive words
    (``par_batch``; 0 = the whole sentence is one batch; the last batch may be shorter, and is not
    dropped as a literal ``L / B`` would).  All words of a batch share ``H`` negatives drawn from the

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from child_signals import popen_kwargs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORD = {signal.SIGINT: ("interrupted", 130), signal.SIGTERM: ("terminated", 143)}
 
 

@@ -30,7 +30,7 @@ from parvec.checkpoints import EPOCH_END, list_checkpoints
 from parvec.errors import ParvecError
 from parvec.word2vec import Word2Vec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NO_SPACE = "no space left on device"
 KW = dict(vector_size=16, epochs=2, workers=1, min_count=3, seed=7)
 FLAGS = ["--dim", 16, "--epochs", 2, "--min-count", 3, "--seed", 7, "--threads", 1, "--no-cache", "--no-progress"]

@@ -21,7 +21,7 @@ from parvec.cli import main
 from parvec.evaluation import default_eval_paths
 from parvec.runlog import RunLog
 
-DEMO = Path(__file__).resolve().parents[1] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+DEMO = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
 def _png_pixels(data: bytes) -> np.ndarray:

@@ -59,8 +59,8 @@ def test_word2vec_c_flags_run_unchanged(tiny_corpus, tmp_path, capsys):
 
 
 def test_hs_with_what_it_cannot_run_with_is_refused(tiny_corpus, tmp_path, capsys):
-    # -cbow 1 trains CBOW (tests/test_cbow.py), -hs 1 hierarchical softmax (tests/test_hs.py); what -hs cannot
-    # run with is refused by name
+    # -cbow 1 trains CBOW (tests/kernels/test_cbow.py), -hs 1 hierarchical softmax (tests/kernels/test_hs.py);
+    # what -hs cannot run with is refused by name
     code, _, err = run(["-train", tiny_corpus, "-output", tmp_path / "v.txt", "-hs", 1, "--algo", "par"], capsys)
     assert code == 2 and "algo 'par'" in err
     with pytest.raises(SystemExit) as exc:  # argparse's usage error

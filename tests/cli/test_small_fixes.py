@@ -21,7 +21,7 @@ from parvec.config import TrainConfig
 from parvec.errors import ParvecError
 from parvec.word2vec import Word2Vec
 
-DATA = Path(__file__).resolve().parents[1] / "src" / "parvec" / "data"
+DATA = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data"
 
 
 def _sentences(n: int = 300, seed: int = 0) -> list[list[str]]:
@@ -80,7 +80,7 @@ def test_import_parvec_does_not_import_the_graph_package():
 
 
 def test_readme_python_example_imports_what_it_uses():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert re.search(r"(?<![.\w])Node2Vec\.from_checkpoint", readme) is None  # parvec.Node2Vec.from_checkpoint
     assert "parvec.Node2Vec(" in readme
 
@@ -128,7 +128,7 @@ def test_shipped_evaluation_sets_match_their_readme_and_counts():
 def test_package_data_ships_the_evaluation_sets():
     import tomllib
 
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = pyproject["tool"]["setuptools"]["package-data"]["parvec"]
     for name in ("wordsim353.tsv", "simlex999.txt", "questions-words.txt.xz", "LICENSE-Apache-2.0.txt"):
         assert any(Path("data", name).match(p) for p in patterns), name

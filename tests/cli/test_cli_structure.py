@@ -13,7 +13,7 @@ import pytest
 
 from parvec.cli import main
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "parvec"
+SRC = Path(__file__).resolve().parents[2] / "src" / "parvec"
 MAX_FUNCTION_LINES = 120
 # The keys every run report has, whatever the command (parvec.cli.run_report's module docstring).
 COMMON_KEYS = ("kind", "parameters", "words_trained", "epochs", "read_seconds", "training_seconds", "words_per_sec",

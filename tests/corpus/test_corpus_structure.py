@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "parvec"
+SRC = Path(__file__).resolve().parents[2] / "src" / "parvec"
 
 
 def _modules() -> list[Path]:

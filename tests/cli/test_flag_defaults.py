@@ -14,7 +14,7 @@ from cli_run import run
 
 from parvec.cli import build_parser
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRAINING_COMMANDS = ("train", "demo", "node2vec", "deepwalk", "link-eval")
 
 

@@ -15,7 +15,7 @@ from parvec.kernels.hogbatch import exp32, hogbatch_update, log32, params, sgns_
 from parvec.sampling import alias_table, draw_noise, noise_distribution, rng_next
 from parvec.trainer import Trainer
 
-DEMO_CORPUS = Path(__file__).resolve().parents[1] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+DEMO_CORPUS = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
 def numpy_batch_reference(w_in, w_out, inputs, outputs, labels, alpha):

@@ -20,7 +20,7 @@ from parvec.kernels.cbow_batch import cbow_batch_update, params, work_floats
 from parvec.trainer import Trainer
 from parvec.word2vec import Word2Vec
 
-DEMO_CORPUS = Path(__file__).resolve().parents[1] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+DEMO_CORPUS = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
 def _sig_loss(f, label):

@@ -25,7 +25,7 @@ from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
 
 OPTS = ReadOptions(min_count=1)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _text(n_lines: int = 400, seed: int = 0, words: int = 60) -> str:

@@ -25,7 +25,7 @@ from parvec.corpus import EncodedCorpus, ReadOptions
 from parvec.errors import ParvecError
 from parvec.fileio import check_input, open_input
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def entries(cache: Path) -> list[Path]:

@@ -25,7 +25,7 @@ from parvec.corpus import EncodedCorpus, ReadOptions, release_pages
 from parvec.errors import ParvecError
 from parvec.vocab import VocabCounter
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def same(a: EncodedCorpus, b: EncodedCorpus) -> None:

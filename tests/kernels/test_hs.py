@@ -19,7 +19,7 @@ from parvec.kernels.hs import hs_update
 from parvec.trainer import Trainer
 from parvec.word2vec import Word2Vec
 
-DEMO_CORPUS = Path(__file__).resolve().parents[1] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
+DEMO_CORPUS = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
 
 # ---------------------------------------------------------------- the Huffman tree
