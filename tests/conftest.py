@@ -32,19 +32,28 @@ DEMO_CORPUS = REPO / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown (and unused) without the plugin
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """``pytest -n N --dist loadfile`` (pytest-xdist) keeps every test file whole in one worker, so that a file's
-    module and session fixtures are built once; here, in addition, every file of ``tests/distributed`` forms one
-    unit: the cluster tests run one after the other in one worker, on the one local Ray of that worker's
-    session, never two Rays at once.  Other ``--dist`` modes are xdist's own."""
+    module and session fixtures are built once; here, in addition, every file of ``tests/distributed`` that uses
+    the session's local Ray (the ``ray_session`` fixture) joins one unit: those tests run one after the other in
+    one worker, on that worker's one local Ray.  The cluster tests that start Ray only in the ``parvec``
+    processes they run (signals, kills, the console) go file by file like the rest.  Other ``--dist`` modes are
+    xdist's own."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class ClusterTestsTogether(LoadScopeScheduling):
+    uses_session_ray: dict[str, bool] = {}
+
+    def session_ray(path: str) -> bool:
+        if path not in uses_session_ray:
+            uses_session_ray[path] = "ray_session" in (Path(str(config.rootpath)) / path).read_text("utf-8")
+        return uses_session_ray[path]
+
+    class SessionRayTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "tests/distributed" if path.startswith("tests/distributed/") else path
+            return "tests/distributed" if path.startswith("tests/distributed/") and session_ray(path) else path
 
-    return ClusterTestsTogether(config, log)
+    return SessionRayTestsTogether(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
