@@ -147,6 +147,28 @@ def center_reads(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
             cur0[k, d] = cur[k, d]
 
 
+@njit(inline="always")
+def _output_gradients(ring: np.ndarray, slot: int, cur: np.ndarray, valid: np.ndarray, alpha: np.float32,
+                      n_out: int, with_loss: bool, g: np.ndarray) -> float:
+    """The rate-scaled gradients ``g[k]`` of context ``ring[slot]`` against each output row ``cur[k]`` (the
+    center first, label 1; invalid outputs 0); returns their loss (0 without ``with_loss``)."""
+    loss = 0.0
+    for k in range(n_out):
+        g[k] = _ZERO
+        if valid[k]:
+            f = _ZERO
+            for d in range(ring.shape[1]):
+                f += ring[slot, d] * cur[k, d]
+            label = _ONE if k == 0 else _ZERO
+            if with_loss:
+                err, lg, lin = pair_error_loss(f, label)
+                loss += np.float64(lg) + np.float64(lin)
+            else:
+                err = pair_error(f, label)
+            g[k] = err * alpha
+    return loss
+
+
 @njit(cache=True, fastmath=True)
 def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float32, window: int, negative: int,
                  ring: np.ndarray, cur: np.ndarray, valid: np.ndarray, g: np.ndarray, acc: np.ndarray,
@@ -169,19 +191,7 @@ def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float3
         if j == i:
             continue
         slot = j % ring_size
-        for k in range(n_out):
-            g[k] = _ZERO
-            if valid[k]:
-                f = _ZERO
-                for d in range(dim):
-                    f += ring[slot, d] * cur[k, d]
-                label = _ONE if k == 0 else _ZERO
-                if with_loss:
-                    err, lg, lin = pair_error_loss(f, label)
-                    loss += np.float64(lg) + np.float64(lin)
-                else:
-                    err = pair_error(f, label)
-                g[k] = err * alpha
+        loss += _output_gradients(ring, slot, cur, valid, alpha, n_out, with_loss, g)
         # ring[j] += sum_k g_k out_k and out_k += g_k ring[j], both from the values before this step
         # (the kernel's per-dimension order: the sum over k in k order; loops split so they vectorise).
         for d in range(dim):
@@ -225,19 +235,7 @@ def center_train_window(n: int, i: int, key: np.uint64, sentence: int, alpha: np
         if j == i:
             continue
         slot = j % ring_size
-        for k in range(n_out):
-            gw[pairs, k] = _ZERO
-            if valid[k]:
-                f = _ZERO
-                for d in range(dim):
-                    f += ring[slot, d] * cur[k, d]
-                label = _ONE if k == 0 else _ZERO
-                if with_loss:
-                    err, lg, lin = pair_error_loss(f, label)
-                    loss += np.float64(lg) + np.float64(lin)
-                else:
-                    err = pair_error(f, label)
-                gw[pairs, k] = err * alpha
+        loss += _output_gradients(ring, slot, cur, valid, alpha, n_out, with_loss, gw[pairs])
         pairs += 1
     c = 0
     for j in range(lo, hi):
