@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -192,8 +193,6 @@ def run_one(ns: argparse.Namespace) -> dict:
     with Cluster("local:2").session() as ray:
         meter.idle = _warm_up(ray)
         result = run_new(ray, path, ns.min_count, work, meter)
-    import shutil
-
     shutil.rmtree(work, ignore_errors=True)
     result.update(pipeline=ns.pipeline, min_count=ns.min_count, distinct=ns.distinct, steps=meter.steps)
     for row in meter.steps.values():
@@ -232,13 +231,17 @@ def run(ns: argparse.Namespace) -> list[dict]:
                            "error": out.stderr[-2000:]}
                 else:
                     row = json.loads(out.stdout.strip().splitlines()[-1])
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                if ns.out:
-                    harness.write_json(ns.out, "bench_scale", {"args": {k: str(v) for k, v in vars(ns).items()},
-                                                               "runs": rows})
+                _record(rows, row, ns, "bench_scale")
     print(table(rows))
     return rows
+
+
+def _record(rows: list[dict], row: dict, ns: argparse.Namespace, benchmark: str) -> None:
+    """Keep a measured row: printed as a JSON line, and every row so far rewritten to ``--out``."""
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+    if ns.out:
+        harness.write_json(ns.out, benchmark, {"args": {k: str(v) for k, v in vars(ns).items()}, "runs": rows})
 
 
 def table(rows: list[dict]) -> str:
@@ -334,14 +337,8 @@ def e2e(ns: argparse.Namespace) -> list[dict]:
                 run_dir.mkdir(exist_ok=True)
                 row = e2e_one(path, min_count, run_dir, src, ns.timeout)
                 row.update(pipeline=name, distinct=words, min_count=min_count)
-                import shutil
-
                 shutil.rmtree(run_dir, ignore_errors=True)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                if ns.out:
-                    harness.write_json(ns.out, "bench_scale_e2e", {"args": {k: str(v) for k, v in vars(ns).items()},
-                                                                   "runs": rows})
+                _record(rows, row, ns, "bench_scale_e2e")
     print(e2e_table(rows))
     return rows
 
@@ -404,8 +401,6 @@ def one_process(ns: argparse.Namespace) -> dict:
                                     work, 100_000)
             out["cluster_s"].append(time.perf_counter() - t1)
             out["cluster_words"] = corpus.n_words
-            import shutil
-
             shutil.rmtree(work, ignore_errors=True)
         print(json.dumps(out), flush=True)
     return out
