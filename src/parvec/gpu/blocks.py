@@ -25,13 +25,12 @@ Example:
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 from numba import cuda, float32, float64, int32, int64
 
 from parvec.gpu.rng import keeps_token, negative_pick, window_shrink
-from parvec.kernels.classic import MAX_EXP
+from parvec.gpu.sgns import pair_error, pair_error_loss
 
 REDUCTIONS = ("tree", "shuffle")
 SHARED_LIMIT = 48 * 1024  # bytes of static shared memory one block may use
@@ -208,8 +207,6 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     UZERO = U(0)
     ONE = float32(1.0)
     ZERO = float32(0.0)
-    CLAMP = float32(20.0)
-    MAXEXP = float32(MAX_EXP)
 
     @cuda.jit(device=True, fastmath=True)
     def load_row(w_in, row, base, buf):
@@ -321,17 +318,10 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                                 f += part[k] * float32(on)
                                 v += valid[k] * on
                             if kk < NO:
-                                fc = min(max(f, -CLAMP), CLAMP)
-                                e = float32(math.exp(-fc))
-                                label = ONE if kk == 0 else ZERO
-                                err = label - ONE / (ONE + e)
-                                if f > MAXEXP:
-                                    err = label - ONE
-                                if f < -MAXEXP:
-                                    err = label
+                                err, lg, lin = pair_error_loss(f, ONE if kk == 0 else ZERO)
                                 rbuf[c * NO + kk] = err * alpha if v != 0 else ZERO
                                 if with_loss and v != 0:
-                                    closs += float32(math.log(ONE + e)) + (fc if kk > 0 else ZERO)
+                                    closs += lg + lin
                     elif BROADCAST:  # lane k computes output k's gradient (and loss) and hands it to the warp
                         lane = ti % 32
                         f = ZERO
@@ -340,30 +330,15 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                             on = 1 if lane == k else 0
                             f += part[k] * float32(on)
                             v += valid[k] * on
-                        fc = min(max(f, -CLAMP), CLAMP)
-                        e = float32(math.exp(-fc))
-                        label = ONE if lane == 0 else ZERO
-                        err = label - ONE / (ONE + e)
-                        if f > MAXEXP:
-                            err = label - ONE
-                        if f < -MAXEXP:
-                            err = label
+                        err, lg, lin = pair_error_loss(f, ONE if lane == 0 else ZERO)
                         own = err * alpha if v != 0 else ZERO
                         for k in range(NO):
                             grad[k] = cuda.shfl_sync(FULL, own, k)
                         if with_loss and ti < NO and v != 0:  # warp 0's lanes take the loss terms
-                            closs += float32(math.log(ONE + e)) + (fc if ti > 0 else ZERO)
+                            closs += lg + lin
                     else:
                         for k in range(NO):
-                            f = part[k]
-                            e = float32(math.exp(-min(max(f, -CLAMP), CLAMP)))
-                            label = ONE if k == 0 else ZERO
-                            err = label - ONE / (ONE + e)
-                            if f > MAXEXP:
-                                err = label - ONE
-                            if f < -MAXEXP:
-                                err = label
-                            grad[k] = err * alpha if valid[k] != 0 else ZERO
+                            grad[k] = pair_error(part[k], ONE if k == 0 else ZERO) * alpha if valid[k] != 0 else ZERO
                         if with_loss:  # thread k: output k's term (the logarithms of all outputs side by side)
                             for r in range(ROUNDS):
                                 f = ZERO
@@ -373,10 +348,8 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                                         f = part[k]
                                         v = valid[k]
                                 if v != 0:
-                                    fc = min(max(f, -CLAMP), CLAMP)
-                                    e = float32(math.exp(-fc))
-                                    lin = fc if ti + r * T > 0 else ZERO
-                                    closs += float32(math.log(ONE + e)) + lin
+                                    _, lg, lin = pair_error_loss(f, ONE if ti + r * T == 0 else ZERO)
+                                    closs += lg + lin
                     if not WINDOW:
                         for q in range(P):
                             d = t + U(q) * UT

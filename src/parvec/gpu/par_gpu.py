@@ -35,7 +35,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 from numba import cuda, float32, float64, int32, int64
@@ -51,7 +50,7 @@ from parvec.gpu.blocks import (
 )
 from parvec.gpu.plan import GPU_MAX_SENTENCE
 from parvec.gpu.rng import par_c_rep
-from parvec.kernels.classic import MAX_EXP
+from parvec.gpu.sgns import pair_error_loss
 
 CHUNK = 32  # dimensions of M_in and M_out staged in shared memory at a time
 
@@ -140,10 +139,7 @@ def make_repulsion(n_threads: int, dim: int, batch: int, h_max: int, window: int
     STEP_H = T // B  # the (negative, word) walk of the scores: T pairs further on
     STEP_B = T % B
     U = np.uint64
-    ONE = float32(1.0)
     ZERO = float32(0.0)
-    CLAMP = float32(20.0)
-    MAXEXP = float32(MAX_EXP)
 
     @cuda.jit(device=True, fastmath=True)
     def stage(w_in, w_out, sent, min_pos, nb, nh, c0, cw, rbuf, nid):
@@ -210,16 +206,10 @@ def make_repulsion(n_threads: int, dim: int, batch: int, h_max: int, window: int
         while h < nh:
             if b < nb:
                 f = rbuf[U(G + h * B + b)]
-                fc = min(max(f, -CLAMP), CLAMP)
-                e = float32(math.exp(-fc))
-                err = -ONE / (ONE + e)
-                if f > MAXEXP:
-                    err = -ONE
-                if f < -MAXEXP:
-                    err = ZERO
+                err, lg, lin = pair_error_loss(f, ZERO)
                 rbuf[U(G + h * B + b)] = err * alpha
                 if with_loss:
-                    loss += float64(float32(math.log(ONE + e))) + float64(fc)
+                    loss += float64(lg) + float64(lin)
             h += STEP_H
             b += STEP_B
             if b >= B:
