@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU check in one script, sized for about 280 s on an H100/H200 (machine start not included), each stage cut
-# off at its own time limit and the whole at GPU_CHECK_SECONDS (280 by default), so an overrun loses only the
+# The GPU check in one script, sized for about 420 s on an H100/H200 (machine start not included), each stage cut
+# off at its own time limit and the whole at GPU_CHECK_SECONDS (420 by default), so an overrun loses only the
 # stages after it, most needed first.  The stages that time nothing run side by side (phase 1); the timed ones run
 # alone after them (phase 2), so no speed figure shares the machine:
 #
@@ -22,7 +22,7 @@
 #   blocks_noloss    the block-size sweep at d 128 without the loss (what the loss costs: against speed_d128)
 #
 #     benchmarks/gpu_check.sh OUT_DIR [CORPUS]     # logs and JSON under OUT_DIR
-#     GPU_CHECK_SECONDS=420 benchmarks/gpu_check.sh OUT_DIR    # a larger budget: the later stages too
+#     GPU_CHECK_SECONDS=600 benchmarks/gpu_check.sh OUT_DIR    # a larger budget: the later stages too
 #
 # Every stage's log is OUT_DIR/<stage>.log; the bench stages also write OUT_DIR/<stage>.json (benchmarks/harness.py's
 # JSON, the machine and GPU named; rewritten after every measurement, so a stage cut off keeps what it measured).
@@ -34,7 +34,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
 py=${PYTHON:-python3}
 start=$SECONDS
-budget=${GPU_CHECK_SECONDS:-280}
+budget=${GPU_CHECK_SECONDS:-420}
 
 stage() {  # stage NAME LIMIT_S CMD...: run CMD with at most LIMIT_S seconds (less if the budget is nearly spent)
     local name=$1 limit=$2
@@ -61,17 +61,17 @@ stage() {  # stage NAME LIMIT_S CMD...: run CMD with at most LIMIT_S seconds (le
 bench=("$py" benchmarks/bench_gpu.py --no-tests --corpus "$corpus" --big-words 0)
 # phase 1: nothing here is timed, so the three share the machine ("-k tree" and "-k 'not tree'" split the tests)
 tests=("$py" -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rf)
-stage tests_tree 180 "${tests[@]}" -k tree &
+stage tests_tree 240 "${tests[@]}" -k tree &
 tree_pid=$!
-stage tests_shuffle 180 "${tests[@]}" -k "not tree" &
+stage tests_shuffle 240 "${tests[@]}" -k "not tree" &
 shuffle_pid=$!
-stage quality_d128 180 "${bench[@]}" --dims 128 --no-speed --cpu-quality hogbatch par --out "$out/quality_d128.json"
+stage quality_d128 240 "${bench[@]}" --dims 128 --no-speed --cpu-quality hogbatch par --out "$out/quality_d128.json"
 wait "$tree_pid" "$shuffle_pid"
 # phase 2: the speed runs, alone on the machine, then the rest as the budget allows
 stage speed_d128 60 "${bench[@]}" --dims 128 --no-quality --out "$out/speed_d128.json"
 stage speed_d100_d300 45 "${bench[@]}" --dims 100 300 --reductions shuffle --no-quality --no-torch \
     --out "$out/speed_d100_d300.json"
-stage launch_quality 200 "${bench[@]}" --algos full-w2v --quality-dims 128 --reductions shuffle --seeds 1 2 3 \
+stage launch_quality 60 "${bench[@]}" --algos full-w2v --quality-dims 128 --reductions shuffle --seeds 1 2 3 \
     --no-cpu --words-per-launch 131072 262144 524288 1048576 --out "$out/launch_quality.json"
 stage model_check 150 "${bench[@]}" --model-check --out "$out/model_check.json"
 stage par_launches 60 "${bench[@]}" --algos par --quality-dims 128 --reductions shuffle --seeds 1 --no-cpu \

@@ -11,9 +11,9 @@ runs itself (``GpuTrainer(config, counts).train(corpus)``).
   copied once and every launch reads its sentences there.  A part that does not fit (or node2vec's walk
   batches, new each time) goes launch by launch through two pinned host buffers on two CUDA streams: the
   copy of one launch's tokens overlaps the kernel of the previous one.
-- **Launches** of :func:`parvec.gpu.plan.default_words_per_launch` words (1/16 of an epoch, at most ~1M for full-w2v,
-  100k for par: the launch size is the Hogwild concurrency), one block per sentence (:mod:`parvec.gpu.plan`); the
-  vectors stay on the device for the whole run and come back after every
+- **Launches** of :func:`parvec.gpu.plan.default_words_per_launch` words (1/16 of an epoch, at most 262,144 for
+  full-w2v, 100k for par: the launch size is the Hogwild concurrency), one block per sentence
+  (:mod:`parvec.gpu.plan`); the vectors stay on the device for the whole run and come back after every
   epoch (for the callbacks, the divergence check and the caller).
 - **Reproducible.**  Every random choice is keyed by (seed, epoch, sentence, position)
   (:mod:`parvec.gpu.rng`), so the draws never depend on scheduling; concurrent blocks still race on
@@ -146,7 +146,7 @@ class GpuDriver(ModelTables, DriverBase):
     ``$PARVEC_GPU_THREADS``), ``reduction`` ("tree" or "shuffle"; default shuffle on a GPU, tree under the
     simulator or with blocks that are not whole warps, or ``$PARVEC_GPU_REDUCTION``),
     ``words_per_launch`` (at least 20,000 on a GPU; default :func:`parvec.gpu.plan.default_words_per_launch`
-    of the epoch: 1/16 of it, at most ~1M for full-w2v and 100k for par; or ``$PARVEC_GPU_WORDS_PER_LAUNCH``) and
+    of the epoch: 1/16 of it, at most 262,144 for full-w2v and 100k for par; or ``$PARVEC_GPU_WORDS_PER_LAUNCH``) and
     ``resident`` (False streams every part) are tuning knobs for benchmarks and tests.
 
     Example:

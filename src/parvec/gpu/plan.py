@@ -34,17 +34,17 @@ from parvec.schedule import Schedule
 
 GPU_MAX_SENTENCE = 1000  # tokens per sentence (or walk) on the GPU: the block's token buffer
 MIN_WORDS_PER_LAUNCH = 20_000
-DEFAULT_WORDS_PER_LAUNCH = 1 << 20  # the most full-w2v launches by default (~1M words: ~1,000 blocks)
+DEFAULT_WORDS_PER_LAUNCH = 1 << 18  # the most full-w2v launches by default (262,144 words: ~260 blocks)
 # A launch's sentences run as concurrent blocks that update shared rows Hogwild-style, so the launch size is how
-# many sentences' updates pile up on the same frequent rows at once.  Measured on an H200 (docs/gpu.md, the
-# launch-size sweep of benchmarks/bench_gpu.py, 16.9M-token corpus, d 128, 3 epochs, 3 seeds): full-w2v keeps its
-# quality at every size from 100k to 4.2M words and its speed levels off at ~1M (95M words/s); PAR, whose
-# repulsion sums a minibatch's gradients onto each shared negative, loses its quality at 1M words per launch and
-# diverges at 4.2M, and keeps it at 100k to 250k.  On the 2M-token demo corpus one launch per epoch (every
-# sentence at once) spoils full-w2v too.  So a launch is at most the algorithm's cap and at most 1/16 of an epoch.
-# (PAR's figures are of its phased order, on an H200, 2026-11-26; the CPU model of the GPU's Hogwild trains its
-# interleaved order well at 800 sentences in flight on the demo corpus -- benchmarks/gpu_check.sh's par_launches
-# measures 1M on a GPU.)
+# many sentences' updates pile up on the same frequent rows at once: speed and quality pull against each other.
+# Measured on an H200 (docs/gpu.md, benchmarks/gpu_check.sh's launch_quality: 16.9M-token corpus, d 128, 5
+# epochs, 3 seeds, WS-353 / SimLex-999 / analogy against CPU hogbatch's 0.684 / 0.314 / 38.2 in the same run):
+# full-w2v at 131,072 words per launch 74M words/s, +0.003 / -0.007 / -0.7; at 262,144 129M, -0.006 / -0.007 /
+# -0.9; at 524,288 179M, -0.016 / -0.009 / -1.8; at 1,048,576 221M, -0.022 / -0.010 / -2.2.  262,144 is the
+# largest size within 0.01 / 0.01 / 1 of CPU hogbatch.  PAR, whose repulsion sums a minibatch's gradients onto
+# each shared negative, keeps its 100k cap (its interleaved order scored 0.677 / 0.310 / 36.2 at 1M words per
+# launch on the H200, one seed: not yet three).  On the 2M-token demo corpus one launch per epoch (every sentence
+# at once) spoils full-w2v's related-words test, so a launch is also at most 1/16 of an epoch.
 MAX_WORDS_PER_LAUNCH = {"full-w2v": DEFAULT_WORDS_PER_LAUNCH, "par": 100_000}
 LAUNCHES_PER_EPOCH = 16
 MAX_BLOCKS_PER_LAUNCH = 1 << 16
@@ -84,7 +84,7 @@ def default_words_per_launch(algo: str, words_per_epoch: int) -> int:
 
     Example:
         >>> default_words_per_launch("full-w2v", 17_000_000), default_words_per_launch("par", 17_000_000)
-        (1048576, 100000)
+        (262144, 100000)
         >>> default_words_per_launch("full-w2v", 2_000_000)
         125000
     """
