@@ -242,7 +242,7 @@ def test_a_replica_restarted_empty_before_an_epoch_gets_the_model_and_the_run_ma
 
 # ---------------------------------------------------------------------- sharded: a shard or client killed mid-run
 def _sharded_cluster(tmp_path: Path, interval: float = 60.0, shards: int = 2, **kw) -> Cluster:
-    return Cluster("local:2", mode="sharded", shards=shards, clients=1, threads_per_actor=1, minibatch_words=32,
+    return Cluster("local:2", mode="sharded", shards=shards, clients=1, threads_per_actor=1, minibatch_words=128,
                    unit_words=2000, checkpoint_interval_s=interval, checkpoint_dir=str(tmp_path / "ck"),
                    timeout_s=120.0, **kw)
 

@@ -5,8 +5,15 @@ shard's size."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
+from topic_corpus import write_corpus
 
 from parvec.config import TrainConfig
 from parvec.corpus import ReadOptions
@@ -86,3 +93,46 @@ def test_the_distinct_words_are_estimated_from_a_sample_of_the_input(tmp_path):
     assert true / 3 < got < 3 * true, (got, true)  # a rough guide for the memory check, not a count
     whole = estimate_distinct(plan, ReadOptions(), sample_bytes=1 << 40)  # a sample that is the whole input
     assert whole == true
+
+
+def test_on_two_ray_nodes_the_shards_and_clients_go_to_the_node_whose_memory_fits_them(tmp_path):
+    """Two Ray nodes on this machine (``ray.cluster_utils``, in a child process with its own Ray): the head offers
+    64 MiB of Ray's ``memory`` resource, the other 4 GiB.  A sharded run joined to them (``--cluster auto``) asks
+    for each actor's memory, so every shard and client lands on the second node (without the requests Ray
+    spreads them over both), and the run trains and writes its vectors."""
+    pytest.importorskip("ray")
+    corpus = write_corpus(tmp_path / "corpus.txt", 2000)
+    report, vectors = tmp_path / "r.json", tmp_path / "v.txt"
+    script = textwrap.dedent(f"""
+        import json, os
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        import ray
+        from ray.cluster_utils import Cluster as RayCluster
+        from parvec.cli import main
+
+        nodes = RayCluster(initialize_head=True, head_node_args={{"num_cpus": 2, "memory": 64 << 20,
+                                                                  "include_dashboard": False}})
+        nodes.add_node(num_cpus=2, memory=4 << 30)
+        ray.init(address=nodes.address)
+        try:
+            code = main(["train", {str(corpus)!r}, "-o", {str(vectors)!r}, "--cluster", "auto", "--mode", "sharded",
+                         "--shards", "2", "--clients", "1", "--threads", "1", "--dim", "16", "--min-count", "1",
+                         "--epochs", "1", "--report", {str(report)!r}, "--no-progress"])
+            print(json.dumps({{"code": code, "nodes": {{n["NodeID"]: n["Resources"].get("memory")
+                                                       for n in ray.nodes()}}}}))
+        finally:
+            ray.shutdown()
+            nodes.shutdown()
+    """)
+    # Both nodes on 127.0.0.1: without this Ray's multi-node mode swaps the loopback for the host's address.
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["code"] == 0, out.stderr[-3000:]
+    assert sorted(res["nodes"].values()) == [64 << 20, 4 << 30], res
+    big = next(node for node, memory in res["nodes"].items() if memory == 4 << 30)
+    rep = json.loads(report.read_text())
+    assert rep["shard_nodes"] == [big, big], (rep["shard_nodes"], res)
+    assert rep["client_nodes"] == [big], (rep["client_nodes"], res)
+    assert vectors.stat().st_size > 0

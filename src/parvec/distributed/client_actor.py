@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from parvec.config import TrainConfig
-from parvec.distributed.supervise import cause, first_line, named_actor, was_restarted
+from parvec.distributed.supervise import cause, first_line, named_actor, node_id, was_restarted
 from parvec.distributed.units import Step, Unit, UnitRunner, prepare_part
 from parvec.distributed.wire import Minibatch, ShardLost, pack_call, pack_train_call, sum_partials
 from parvec.errors import ParvecError
@@ -196,9 +196,10 @@ class ClientActor:
         return stats.to_dict()
 
     def info(self) -> dict[str, Any]:
-        """Whether Ray restarted it, its peak memory, process and CPU seconds."""
+        """Whether Ray restarted it, its peak memory, process, Ray node and CPU seconds."""
         return {"index": self.index, "restarted": self.restarted, "peak_rss_bytes": peak_memory_bytes(),
-                "pid": os.getpid(), "cpu_seconds": own_cpu_seconds(), "parts_loaded": len(self.parts)}
+                "pid": os.getpid(), "node": node_id(), "cpu_seconds": own_cpu_seconds(),
+                "parts_loaded": len(self.parts)}
 
     def ping(self) -> int:
         """This process's id."""

@@ -36,7 +36,7 @@ import numpy as np
 
 from parvec.distributed.shard_kernels import shard_kernels
 from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
-from parvec.distributed.supervise import named_actor, was_restarted
+from parvec.distributed.supervise import named_actor, node_id, was_restarted
 from parvec.distributed.wire import ShardLost, to_half, unpack_call, unpack_train_call
 from parvec.errors import ParvecError
 from parvec.fileio import write_reason
@@ -385,14 +385,15 @@ class ShardActor:
         return self.w_in[lo:hi].copy(), self.w_out[lo:hi].copy()
 
     def info(self) -> dict[str, Any]:
-        """Status and figures: error, applied minibatches, restart, snapshots, memory."""
+        """Status and figures: error, applied minibatches, restart, snapshots, memory, process and Ray node."""
         return {"index": self.index, "error": self.error, "applied": self.applied,
                 "applied_inputs": self.applied_inputs, "restarted": self.restart_info,
                 "needs_restore": self.needs_restore, "snapshots": self.snapshots,
                 "snapshot_seconds": self.snapshot_seconds, "restores": self.restores,
                 "peak_rss_bytes": peak_memory_bytes(), "baseline_rss_bytes": self.baseline_rss,
                 "kernel_seconds": self.kernel_seconds, "calls": self.calls, "cpu_seconds": own_cpu_seconds(),
-                "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid()}
+                "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid(),
+                "node": node_id()}
 
     def ping(self) -> int:
         """This process's id (the driver's way to see that the shard answers, and whether it was restarted)."""

@@ -413,6 +413,8 @@ def sharded_report(st: ShardedSettings, config: TrainConfig, t: UnitStats, infos
         "shard_data_bytes": [i["vm_data_bytes"] for i in infos],
         "shard_model_bytes": [i["model_bytes"] for i in infos],
         "shard_restarts": [i["restarted"] for i in infos],
+        # The Ray node of each shard and client (placement by memory decides them on a joined cluster).
+        "shard_nodes": [i.get("node") for i in infos], "client_nodes": [i.get("node") for i in client_infos],
         **snapshot_figures,
         "checkpoint_dir": checkpoint_dir,
         # Where the time goes (seconds summed over client threads / shard threads).

@@ -34,7 +34,7 @@ from typing import Any
 from parvec.errors import ParvecError
 
 __all__ = ["ActorLost", "FaultRecord", "Restart", "RunRefs", "await_calls", "await_restart", "call_through_restarts",
-           "cause", "first_line", "named_actor", "report_fault", "was_restarted"]
+           "cause", "first_line", "named_actor", "node_id", "report_fault", "was_restarted"]
 
 
 def cause(exc: BaseException) -> BaseException:
@@ -75,6 +75,22 @@ def was_restarted() -> bool:
             return bool(ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # noqa: BLE001 - not inside an actor
         return False
+
+
+def node_id() -> str | None:
+    """The Ray node this process runs on (its hex id, as ``ray.nodes()`` names it), None outside a Ray worker: a
+    run's report says where each actor ran.
+
+    Example:
+        >>> node_id()  # outside Ray  # doctest: +SKIP
+        None
+    """
+    import ray
+
+    try:
+        return str(ray.get_runtime_context().get_node_id()) if ray.is_initialized() else None
+    except Exception:  # noqa: BLE001 - not connected to a Ray node
+        return None
 
 
 def named_actor(name: str) -> Any:
