@@ -445,7 +445,7 @@ def test_cli_sharded_run_with_a_shard_killed_recovers_and_says_so_without_ray_re
     corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(4000, seed=13)) + "\n", encoding="utf-8")
     out, report = tmp_path / "v.txt", tmp_path / "r.json"
     proc = _parvec("train", str(corpus), "-o", str(out), "--report", str(report), "--cluster", "local:2", "--mode",
-                   "sharded", "--shards", "2", "--clients", "1", "--threads", "1", "--minibatch-words", "32", "--dim",
+                   "sharded", "--shards", "2", "--clients", "1", "--threads", "1", "--minibatch-words", "128", "--dim",
                    "16", "--epochs", "4", "--min-count", "1", "--no-cache", "--checkpoint-dir", str(tmp_path / "ck"))
     # Once the client trains (past its warm-up), kill a shard process of this run's private Ray.
     killer = Killer("ray::ShardActor", when=lambda: bool(_descendants_titled("ray::ClientActor.train_unit", proc.pid)),

@@ -59,7 +59,7 @@ def _descendants(root: int) -> list[int]:
 
 # One client thread: every run trains the same minibatches in the same order (the bit-for-bit condition).
 FLAGS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2", "--clients", "1", "--threads", "1",
-         "--minibatch-words", "32", "--dim", "16", "--epochs", "4", "--min-count", "1", "--no-cache"]
+         "--minibatch-words", "128", "--dim", "16", "--epochs", "4", "--min-count", "1", "--no-cache"]
 
 
 @pytest.mark.ray
@@ -157,7 +157,7 @@ def test_a_sharded_run_stopped_mid_epoch_resumes_from_its_mid_epoch_checkpoint_b
     options = ReadOptions(min_count=1)
 
     def cluster(interval: float) -> Cluster:
-        return Cluster("local:2", mode="sharded", shards=2, clients=1, threads_per_actor=1, minibatch_words=32,
+        return Cluster("local:2", mode="sharded", shards=2, clients=1, threads_per_actor=1, minibatch_words=128,
                        unit_words=2000, checkpoint_interval_s=interval, timeout_s=120.0)
 
     def rows(model) -> tuple[np.ndarray, np.ndarray]:
