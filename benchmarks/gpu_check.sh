@@ -23,6 +23,7 @@
 #
 #     benchmarks/gpu_check.sh OUT_DIR [CORPUS]     # logs and JSON under OUT_DIR
 #     GPU_CHECK_SECONDS=600 benchmarks/gpu_check.sh OUT_DIR    # a larger budget: the later stages too
+#     GPU_CHECK_ARCHIVE=/path/gpu.tgz benchmarks/gpu_check.sh OUT_DIR   # and OUT_DIR as one archive at the end
 #
 # Every stage's log is OUT_DIR/<stage>.log; the bench stages also write OUT_DIR/<stage>.json (benchmarks/harness.py's
 # JSON, the machine and GPU named; rewritten after every measurement, so a stage cut off keeps what it measured).
@@ -79,3 +80,7 @@ stage par_launches 60 "${bench[@]}" --algos par --quality-dims 128 --reductions 
 stage blocks_noloss 50 "${bench[@]}" --dims 128 --no-quality --no-torch --no-cpu --no-loss --reductions shuffle \
     --threads-per-block 32 64 128 256 --out "$out/blocks_noloss.json"
 echo "total $((SECONDS - start))s" | tee -a "$out/summary.log"
+# One file to copy off the machine (a rented GPU, a job's output folder): GPU_CHECK_ARCHIVE=PATH.tgz
+if [[ -n ${GPU_CHECK_ARCHIVE:-} ]]; then
+    tar czf "$GPU_CHECK_ARCHIVE" -C "$(dirname "$out")" "$(basename "$out")"
+fi
