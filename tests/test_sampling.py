@@ -35,6 +35,33 @@ def test_alias_draws_follow_unigram_to_the_three_quarters():
     assert stats.chisquare(observed, p * len(draws)).pvalue > 1e-3
 
 
+def _vose_in_python(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # Vose's pairing as plain Python lists (the stacks' pop order: lowest index first), the reference the compiled
+    # loop must equal bit for bit: the noise draws, and so every mode's vectors, depend on the table's exact bits.
+    scaled = p * len(p) / p.sum()
+    prob, alias = np.ones(len(p)), np.arange(len(p), dtype=np.int32)
+    small = list(np.flatnonzero(scaled < 1.0)[::-1])
+    large = list(np.flatnonzero(scaled >= 1.0)[::-1])
+    while small and large:
+        s, g = small.pop(), large.pop()
+        prob[s], alias[s] = scaled[s], g
+        scaled[g] = scaled[g] + scaled[s] - 1.0
+        (small if scaled[g] < 1.0 else large).append(g)
+    return prob.astype(np.float32), alias
+
+
+def test_the_compiled_alias_table_is_vose_in_python_bit_for_bit():
+    rng = np.random.default_rng(5)
+    zipf = noise_distribution(np.sort(rng.zipf(1.3, 20_000))[::-1].astype(np.int64), 0.75)
+    cases = [zipf, rng.random(1000), np.full(7, 1 / 7), np.array([1.0]), np.array([0.9, 0.1]),
+             noise_distribution(np.array([1000, 300, 120, 50, 9, 1, 1]), 0.75)]
+    for p in cases:
+        want_prob, want_alias = _vose_in_python(np.asarray(p, dtype=np.float64))
+        prob, alias = alias_table(p)
+        assert prob.dtype == np.float32 and alias.dtype == np.int32
+        assert np.array_equal(prob, want_prob) and np.array_equal(alias, want_alias)
+
+
 def test_keep_probability_is_word2vec_c_formula():
     counts = np.array([10_000, 100, 1], dtype=np.int64)
     sample = 1e-3
