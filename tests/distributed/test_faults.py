@@ -1,10 +1,11 @@
-"""Faults of the Ray cluster modes: a shard killed (kill -9) mid-run, restored from the run's consistent
-snapshots and retrained bit for bit; snapshots that cannot be written or read; a replica killed while it
-starts; too many actors for the cluster's CPUs; and no Ray restart warning on the console.
+"""Faults of the Ray cluster modes on the session's Ray: a shard or client killed (kill -9) mid-run, restored
+from the run's consistent snapshots and retrained bit for bit; snapshots that cannot be written or read; a replica
+killed while it starts; too many actors for the cluster's CPUs.  (A CLI run with its own Ray and a shard killed:
+test_faults_cli.py.)
 
-Actor processes are found as descendants of this test process (the session's Ray, or a CLI run's private
-Ray, was started from here) by the title Ray gives them (``ray::ShardActor.step``, ``ray::_Replica.__init__``),
-and killed with SIGKILL by their process id.
+Actor processes are found as descendants of this test process (the session's Ray was started from here) by the
+title Ray gives them (``ray::ShardActor.step``, ``ray::_Replica.__init__``), and killed with SIGKILL by their
+process id (fault_tools.py).
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fault_tools import Killer, three_topic_sentences
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
@@ -29,74 +29,6 @@ from parvec.errors import ParvecError
 from parvec.model_tables import init_input_vectors
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-# ---------------------------------------------------------------------- helpers
-def _topic_sentences(n_sent: int, seed: int = 0) -> list[list[str]]:
-    """Sentences each drawn from one of three topics of 12 words."""
-    rng = np.random.default_rng(seed)
-    topics = [[f"{t}{i}" for i in range(12)] for t in ("a", "b", "c")]
-    return [list(rng.choice(topics[rng.integers(3)], 20)) for _ in range(n_sent)]
-
-
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line) of every process we can read."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        out[int(entry)] = (ppid, cmd)
-    return out
-
-
-def _descendants_titled(prefix: str, root: int | None = None) -> list[int]:
-    """Processes below ``root`` (this process) whose title starts with ``prefix``: only our own Ray's."""
-    root = os.getpid() if root is None else root
-    procs = _processes()
-    found = []
-    for pid, (_, cmd) in procs.items():
-        if not cmd.startswith(prefix):
-            continue
-        p, seen = pid, 0
-        while p in procs and p not in (0, 1) and seen < 64:
-            p, seen = procs[p][0], seen + 1
-            if p == root:
-                found.append(pid)
-                break
-    return sorted(found)
-
-
-class Killer:
-    """A thread that SIGKILLs the first process below this one titled ``prefix`` once ``when()`` is true."""
-
-    def __init__(self, prefix: str, when=lambda: True, timeout: float = 300.0, root: int | None = None) -> None:
-        self.prefix, self.when, self.timeout, self.root = prefix, when, timeout, root
-        self.killed: list[int] = []
-        self.thread = threading.Thread(target=self._watch, daemon=True)
-        self.stop = threading.Event()
-        self.thread.start()
-
-    def _watch(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline and not self.stop.is_set():
-            if self.when():
-                pids = _descendants_titled(self.prefix, self.root)
-                if pids:
-                    os.kill(pids[0], signal.SIGKILL)
-                    self.killed.append(pids[0])
-                    return
-            time.sleep(0.005)
-
-    def join(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=30)
 
 
 # ---------------------------------------------------------------------- replicas: a fault while starting
@@ -143,7 +75,7 @@ def _small_replicas(corpus_seed: int, seed: int):
     ``make()`` returns ``(trainer, w_in, w_out)``, the model starting from ``seed``'s vectors."""
     from parvec.distributed.replicas import ReplicaTrainer
 
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(1500, seed=corpus_seed), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(1500, seed=corpus_seed), min_count=1)
     cfg = TrainConfig(dim=16, epochs=2, threads=1, seed=seed, progress=False, chunk_words=1000)
 
     def make():
@@ -300,7 +232,7 @@ def _sharded_run(ray, corpus: EncodedCorpus, cluster: Cluster, kill=None, before
 
 @pytest.fixture(scope="module")
 def fault_corpus() -> EncodedCorpus:
-    return EncodedCorpus.from_sentences(_topic_sentences(3000, seed=11), min_count=1)  # 30 units per epoch
+    return EncodedCorpus.from_sentences(three_topic_sentences(3000, seed=11), min_count=1)  # 30 units per epoch
 
 
 @pytest.fixture(scope="module")
@@ -401,7 +333,7 @@ def test_a_snapshot_that_cannot_be_read_ends_the_run_naming_the_shard(ray_sessio
 def test_a_snapshot_that_cannot_be_written_ends_the_run_naming_the_shard(ray_session, tmp_path):
     from parvec.distributed.sharded import ShardedRun
 
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(200, seed=12), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(200, seed=12), min_count=1)
     parts = [("refs", [ray_session.put(corpus.tokens), ray_session.put(corpus.offsets)])]
     run = ShardedRun(ray_session, _sharded_cluster(tmp_path), TrainConfig(**_CONFIG), corpus.vocab.counts, parts,
                      [corpus.offsets])
@@ -420,7 +352,7 @@ def test_cli_stops_with_exit_2_naming_the_shard_that_cannot_keep_its_snapshots(r
     from parvec.cli import main
 
     corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(300, seed=15)) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(" ".join(s) for s in three_topic_sentences(300, seed=15)) + "\n", encoding="utf-8")
     (tmp_path / "ck" / "shards").mkdir(parents=True)
     (tmp_path / "ck" / "shards" / "shard-1-of-2").write_text("a file where shard 1 keeps its snapshots")
     out = tmp_path / "v.txt"
@@ -430,46 +362,6 @@ def test_cli_stops_with_exit_2_naming_the_shard_that_cannot_keep_its_snapshots(r
     err = capsys.readouterr().err
     assert code == 2 and "parvec: error: shard 1 of 2 cannot keep its snapshots in " in err, err[-2000:]
     assert "Traceback" not in err and not out.exists()
-
-
-# ---------------------------------------------------------------------- the CLI: a shard killed; the console
-def _parvec(*argv: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
-    return subprocess.Popen([sys.executable, "-m", "parvec", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
-
-
-@pytest.mark.ray
-def test_cli_sharded_run_with_a_shard_killed_recovers_and_says_so_without_ray_restart_warnings(tmp_path):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(4000, seed=13)) + "\n", encoding="utf-8")
-    out, report = tmp_path / "v.txt", tmp_path / "r.json"
-    proc = _parvec("train", str(corpus), "-o", str(out), "--report", str(report), "--cluster", "local:2", "--mode",
-                   "sharded", "--shards", "2", "--clients", "1", "--threads", "1", "--minibatch-words", "128", "--dim",
-                   "16", "--epochs", "4", "--min-count", "1", "--no-cache", "--checkpoint-dir", str(tmp_path / "ck"))
-    # Once the client trains (past its warm-up), kill a shard process of this run's private Ray.
-    killer = Killer("ray::ShardActor", when=lambda: bool(_descendants_titled("ray::ClientActor.train_unit", proc.pid)),
-                    root=proc.pid, timeout=400)
-    try:
-        stdout, stderr = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        killer.join()
-    assert killer.killed, "no shard was killed: training ended first"
-    assert proc.returncode == 0, stderr[-3000:]
-    assert "parvec: starting 2 shards and 1 client x 1 thread (Ray actors, one process each) on 2 CPUs" in stderr
-    lost = [x for x in stderr.splitlines() if " of 2 was lost in epoch " in x]
-    assert len(lost) == 1 and lost[0].startswith("parvec: shard "), stderr[-3000:]
-    assert "every shard restored " in lost[0]
-    assert "1 fault recovered" in stderr
-    # Ray's "constructor arguments in the object store and max_restarts > 0" error line: gone.
-    assert "max_restarts" not in stderr and "constructor arguments in the object store" not in stderr
-    rep = json.loads(report.read_text())
-    assert [f["kind"] for f in rep["faults"]] == ["shard"] and rep["words_retrained"] > 0
-    assert "lost_updates_minibatches" not in rep and rep["words_trained"] == 4 * 80_000
-    assert rep["snapshots"] >= 4 and (tmp_path / "ck" / "shards" / "manifest.json").exists()
-    assert out.exists()
 
 
 # ---------------------------------------------------------------------- too many actors for the CPUs
@@ -487,7 +379,7 @@ def test_cli_refuses_far_more_actors_than_cpus_before_reading_the_corpus(ray_ses
     from parvec.cli import main
 
     corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(300, seed=14)) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(" ".join(s) for s in three_topic_sentences(300, seed=14)) + "\n", encoding="utf-8")
     out = tmp_path / "v.txt"
     code = main(["train", str(corpus), "-o", str(out), "--cluster", "local:2", "--mode", "sharded", "--shards", "20",
                  "--clients", "4", "--dim", "64", "--min-count", "1", "--no-cache"])

@@ -1,17 +1,14 @@
 """Replicas mode (parvec.distributed.replicas): schedule, sharding, averaging, bit-identity with one machine,
-the CLI end to end, a lost replica, two Ray nodes, and the message without Ray.
+the CLI end to end, a lost replica, and the message without Ray.
 
-Cluster tests use the session's one local Ray (``ray_session``: 2 CPUs); the two-node test runs its own
-two-node Ray in a subprocess, bounded in time.
+Cluster tests use the session's one local Ray (``ray_session``: 2 CPUs); two Ray nodes and the workers'
+niceness, each on a Ray of its own: test_replicas_own_ray.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import textwrap
 import threading
 import time
 
@@ -354,45 +351,6 @@ def test_replica_that_cannot_come_back_ends_the_run_with_an_error(ray_session, t
     assert isinstance(err, ParvecError) and "replica 1 was lost and could not be restarted" in str(err)
 
 
-def test_two_node_cluster_each_node_reads_its_own_shard(tmp_path):
-    pytest.importorskip("ray")
-    corpus = write_corpus(tmp_path / "corpus.txt", 4000)
-    script = textwrap.dedent(f"""
-        import json, os
-        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-        import ray
-        from ray.cluster_utils import Cluster as RayCluster
-        import parvec
-        from parvec.word2vec import Word2Vec
-
-        nodes = RayCluster(initialize_head=True, head_node_args={{"num_cpus": 1, "include_dashboard": False}})
-        nodes.add_node(num_cpus=1)
-        ray.init(address=nodes.address)
-        try:
-            cluster = parvec.Cluster("auto", replicas=2, sync_words=4000, min_sync_words=16,
-                                     options={{"data": "encode"}})
-            model = Word2Vec(corpus_file={str(corpus)!r}, vector_size=16, min_count=1, epochs=3, workers=1,
-                             seed=2, cluster=cluster, progress=False)
-            sims = {{w: [x for x, _ in model.wv.most_similar(w, topn=5)] for w in ("cat", "car")}}
-            print(json.dumps({{"report": model.run_report, "sims": sims, "words": model.stats.words}}))
-        finally:
-            ray.shutdown()
-            nodes.shutdown()
-    """)
-    # Both nodes on 127.0.0.1: without this Ray's multi-node mode swaps the loopback for the host's address.
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    rep = res["report"]
-    assert len(set(rep["nodes"])) == 2  # one replica on each node
-    assert all(d.startswith("encoded its byte range") for d in rep["data"])  # each read its own shard
-    assert sum(rep["share_words"]) == 40_000 and min(rep["share_words"]) > 15_000
-    assert rep["bytes_synced"] > 0 and res["words"] == 3 * 40_000
-    assert sum(w in ANIMALS for w in res["sims"]["cat"]) >= 4
-    assert sum(w in VEHICLES for w in res["sims"]["car"]) >= 4
-
-
 def test_sync_overlap_flag_reaches_the_cluster():
     from parvec.cli import build_parser
     from parvec.cli.train import cluster_from_args
@@ -427,23 +385,3 @@ def test_node2vec_on_a_cluster_is_refused_clearly(tmp_path):
     edges.write_text("0 1\n1 2\n2 0\n", encoding="utf-8")
     with pytest.raises(ParvecError, match="training node2vec/DeepWalk is not available on a cluster's replicas"):
         Node2Vec(str(edges), cluster=Cluster("local:2"))
-
-
-def test_a_local_ray_parvec_starts_runs_its_workers_at_niceness_0():
-    # Ray's default worker niceness is 15: replicas would yield the CPU to every other process on the
-    # machine; a local Ray that parvec starts runs them as a one-process run's threads, the environment kept
-    pytest.importorskip("ray")
-    script = textwrap.dedent("""
-        import json, os
-        import parvec
-
-        with parvec.Cluster("local:1").session() as ray:
-            actor = ray.remote(num_cpus=1)(type("Probe", (), {"nice": lambda self: os.nice(0)})).remote()
-            nice = ray.get(actor.nice.remote(), timeout=120)
-        print(json.dumps({"nice": nice, "env": os.environ.get("RAY_worker_niceness")}))
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"} | {"RAY_USAGE_STATS_ENABLED": "0"}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    assert res == {"nice": 0, "env": None}
