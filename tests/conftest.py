@@ -18,8 +18,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-# The suite runs in two workers on CI's two cores (pytest -n 2): numba's OpenMP threads wait for work asleep,
-# not spinning, so that a parallel region in one worker does not burn the core the other worker needs.
+# The suite runs in three workers on CI's two cores (pytest -n 3: the worker that runs the session-Ray unit mostly
+# waits on Ray's calls): numba's OpenMP threads wait for work asleep, not spinning, so that a parallel region in one
+# worker does not burn the core another worker needs.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
