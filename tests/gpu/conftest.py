@@ -4,7 +4,8 @@ compilation of the kernels for a real GPU (benchmarks/bench_gpu.py --ptx, where 
 numba picks the simulator or the hardware target when ``numba.cuda`` is first imported, so both run in their
 own process.  They start together, in the background, as soon as the first test of this folder runs (when
 the session holds a test that needs them), and the host and quality tests run meanwhile; a test that needs a
-result waits for it.  Both are stopped at the end of the session if still running.
+result waits for it.  In a pytest-xdist worker each starts when a test first needs it (the worker that runs
+that test's file), so the suite runs each once.  Both are stopped at the end of the session if still running.
 """
 
 from __future__ import annotations
@@ -72,9 +73,14 @@ def _start(tmp_path_factory: pytest.TempPathFactory, which: set[str]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _gpu_background(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    # Start the subprocesses the session's tests will need, at once, so they overlap the other tests.
-    names = {n for item in request.session.items for n in getattr(item, "fixturenames", ())}
-    which = {w for w, fixture in (("sim", "sim_run"), ("ptx", "ptx_run")) if fixture in names}
+    # Start the subprocesses the session's tests will need, at once, so they overlap the other tests.  Not in a
+    # pytest-xdist worker: every worker collects the whole suite but runs only some files (each file whole, in one
+    # worker), so each would start both runs; there ``sim_run``/``ptx_run`` start them when a test first asks.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        which: set[str] = set()
+    else:
+        names = {n for item in request.session.items for n in getattr(item, "fixturenames", ())}
+        which = {w for w, fixture in (("sim", "sim_run"), ("ptx", "ptx_run")) if fixture in names}
     _start(tmp_path_factory, which)
     yield
     for bg in _started.values():
