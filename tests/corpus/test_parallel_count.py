@@ -6,9 +6,13 @@ disk, through the cache and the CLI; the errors are the one-thread path's."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import parvec.corpus.encode as encode_mod
 from parvec.corpus import EncodedCorpus, ReadOptions, TextSentences, encode_sentences
@@ -103,6 +107,27 @@ def test_parts_give_the_one_thread_result(tmp_path, parts_used, name, lowercase,
     assert _vocab_tokens(got) == _vocab_tokens(_python_reference(path, options))
     if threads > 1:
         assert parts_used and 1 < parts_used[-1] <= threads  # it did run in parts
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from([b"a", b"B", "\u00e9".encode(), b"\xc3", b"\xff", "x\u00a0y".encode(), b"z\x00",
+                                 b"\t", b" ", b"\r", b"\n", b"\n", b"\r\n", "\u3000".encode(), b"q q q"]),
+                max_size=80),
+       st.integers(2, 7), st.integers(1, 4), st.booleans())
+def test_any_bytes_in_any_parts_give_the_one_thread_result(pieces, threads, max_len, lowercase):
+    """Arbitrary bytes (invalid UTF-8 replaced), cut into any number of parts."""
+    options = ReadOptions(min_count=1, max_sentence_length=max_len, lowercase=lowercase, unicode_errors="replace")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "c.txt"
+        path.write_bytes(b"".join(pieces) or b"\n")
+        results = []
+        for n in (1, threads):
+            try:
+                results.append(_vocab_tokens(encode_sentences(TextSentences(path, options), options, None,
+                                                              source="c", threads=n)))
+            except ParvecError as exc:
+                results.append(str(exc))
+    assert results[0] == results[1]
 
 
 @pytest.mark.parametrize("threads", [2, 3, 7])
