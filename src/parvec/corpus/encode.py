@@ -512,17 +512,19 @@ class _Part:
     raw_words: int
 
 
-def _count_part(reader: TextSentences | RangeSentences, cap: int,
-                stop: threading.Event) -> tuple[WordTable, int] | None:
-    """Count one part into a table of its own (None: more than ``cap`` distinct words, or ``stop`` set)."""
+def _count_part(reader: TextSentences | RangeSentences, cap: int, stop: threading.Event,
+                found: list[tuple[WordTable, int] | None], i: int) -> None:
+    """Count one part into a table of its own, left in ``found[i]`` with the part's tokens (None: more than
+    ``cap`` distinct words, or ``stop`` set); not returned, so that the caller frees it once absorbed."""
     table = WordTable()
     raw = 0
     for ids, _ in _scan(reader, table, insert=True, stop=stop):
         if ids is not None:
             raw += len(ids)
             if len(table) > cap:
-                return None
-    return (table, raw) if not stop.is_set() else None
+                return
+    if not stop.is_set():
+        found[i] = (table, raw)
 
 
 def _count_in_parts(
@@ -538,11 +540,13 @@ def _count_in_parts(
     stop = threading.Event()
 
     def work() -> tuple[WordTable, list[_Part]] | None:
-        futures = [pool.submit(_count_part, reader.part(a, b), cap, stop) for a, b in ranges]
+        found: list[tuple[WordTable, int] | None] = [None] * len(ranges)
+        futures = [pool.submit(_count_part, reader.part(a, b), cap, stop, found, i) for i, (a, b) in enumerate(ranges)]
         try:
             table, parts = WordTable(), []
-            for (a, b), future in zip(ranges, futures, strict=True):
-                got = future.result()
+            for i, ((a, b), future) in enumerate(zip(ranges, futures, strict=True)):
+                future.result()
+                got, found[i] = found[i], None
                 if got is None:
                     return None
                 part_table, raw = got
