@@ -543,17 +543,23 @@ def _count_in_parts(
         found: list[tuple[WordTable, int] | None] = [None] * len(ranges)
         futures = [pool.submit(_count_part, reader.part(a, b), cap, stop, found, i) for i, (a, b) in enumerate(ranges)]
         try:
-            table, parts = WordTable(), []
+            table, parts = None, []
             for i, ((a, b), future) in enumerate(zip(ranges, futures, strict=True)):
                 future.result()
                 got, found[i] = found[i], None
                 if got is None:
                     return None
                 part_table, raw = got
-                parts.append(_Part(a, b, table.absorb(part_table), part_table.counts().copy(), raw))
-                del got, part_table  # each part's table is freed once absorbed
+                counts = part_table.counts().copy()
+                if table is None:  # the first part's table is the whole file's so far: its ids are the same
+                    table, ids = part_table, np.arange(len(part_table), dtype=np.int32)
+                else:
+                    ids = table.absorb(part_table)
+                parts.append(_Part(a, b, ids, counts, raw))
+                del got, part_table  # each later part's table is freed once absorbed
                 if len(table) > cap:
                     return None
+            assert table is not None
             return table, parts
         finally:
             stop.set()  # the others stop (all are done when it succeeded)
