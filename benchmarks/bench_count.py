@@ -89,6 +89,16 @@ def _busy_seconds() -> float:
     return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def wait_quiet(limit: float) -> None:
+    """Wait (at most ``limit`` seconds) until the machine's processes use under 0.15 cores over 5 s."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        busy, t = _busy_seconds(), time.perf_counter()
+        time.sleep(5)
+        if (_busy_seconds() - busy) / (time.perf_counter() - t) < 0.15:
+            return
+
+
 def measure(cmd: list[str], what: str) -> dict[str, Any]:
     """:func:`harness.run_child`, with the cores the machine's other processes used meanwhile (``others``)."""
     busy, own, t = _busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
@@ -117,6 +127,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=None, help="default: 1 and every core")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--steps", nargs="+", default=["count", "from_file"], choices=["count", "from_file"])
+    ap.add_argument("--corpora", nargs="+", default=["shared", "zipf"], choices=["shared", "zipf"])
+    ap.add_argument("--quiet-wait", type=float, default=0.0,
+                    help="before each run, wait up to this many seconds for the machine to be idle (shared machines)")
     ap.add_argument("--out", default=None, help="write the table and every run as JSON here")
     ap.add_argument("--child", nargs=3, metavar=("PATH", "THREADS", "STEP"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -128,8 +141,11 @@ def main() -> int:
     threads = a.threads or sorted({1, default_threads()})
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    corpora = {"shared corpus, 10,000 tokens a line": prepare_corpus(Path(a.corpus), work),
-               f"Zipf, {a.zipf_words:,} words": zipf_corpus(work, a.zipf_words, a.zipf_extra)}
+    corpora = {}
+    if "shared" in a.corpora:
+        corpora["shared corpus, 10,000 tokens a line"] = prepare_corpus(Path(a.corpus), work)
+    if "zipf" in a.corpora:
+        corpora[f"Zipf, {a.zipf_words:,} words"] = zipf_corpus(work, a.zipf_words, a.zipf_extra)
     m = harness.machine()
     lines = [f"{harness.machine_line(m)}; {a.repeats} repeat(s), medians",
              "| corpus | step | threads (parts) | tokens | wall s (median / best) | CPU s (median) | peak RSS MiB "
@@ -145,6 +161,7 @@ def main() -> int:
             loads: dict[int, list[float]] = {n: [] for n in threads}
             for _ in range(a.repeats):  # the thread counts interleaved: a change of load hits each alike
                 for n in threads:
+                    wait_quiet(a.quiet_wait)
                     loads[n].append(os.getloadavg()[0])
                     measured[n].append(measure([sys.executable, __file__, "--child", str(path), str(n), step],
                                                f"{step} {path} threads={n}"))
