@@ -221,7 +221,7 @@ class Word2Vec(KeptRun):
                 raise ParvecError("the encoded corpus was built with a different vocabulary than the model's")
             return corpus
         if corpus_file is not None:
-            return EncodedCorpus.from_file(corpus_file, o, cache_dir=self.cache_dir, vocab=vocab)
+            return EncodedCorpus.from_file(corpus_file, o, cache_dir=self.cache_dir, vocab=vocab, threads=self.workers)
         return EncodedCorpus.from_sentences(
             sentences, min_count=o.min_count, max_vocab_size=o.max_vocab_size,  # type: ignore[arg-type]
             max_final_vocab=o.max_final_vocab, max_sentence_length=o.max_sentence_length, vocab=vocab,

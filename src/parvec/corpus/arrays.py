@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -225,6 +226,7 @@ class TokenFiles:
             self.tokens.write(bytes(_NPY_HEADER_BYTES))
             self.offsets.write(bytes(_NPY_HEADER_BYTES))
             self.offsets.write(np.zeros(1, dtype=np.int64).tobytes())
+            self.tokens.flush()  # nothing buffered: put() writes at positions, beside the buffered writes
         except OSError as exc:
             raise self._error(exc) from None
 
@@ -244,6 +246,42 @@ class TokenFiles:
         except OSError as exc:
             raise self._error(exc) from None
         self.n_tokens += len(ids)
+        self.n_sentences += len(lengths)
+
+    def put(self, ids: np.ndarray, at: int) -> None:
+        """Write in-vocabulary ids (all >= 0) as tokens ``at``, ``at + 1``, ... of ``tokens.npy``: the parts of a
+        corpus encoded in parallel, each at its place (safe from several threads at once; a part's sentence
+        lengths follow, in order, with :meth:`add_lengths`).
+
+        Example:
+            >>> import tempfile
+            >>> d = Path(tempfile.mkdtemp())
+            >>> with TokenFiles(d, "c.txt") as out:
+            ...     out.put(np.array([2], np.int32), 1); out.put(np.array([0], np.int32), 0)
+            ...     out.add_lengths(np.array([1, 0, 1], np.int64))
+            >>> np.load(d / "tokens.npy").tolist(), np.load(d / "offsets.npy").tolist()
+            ([0, 2], [0, 1, 2])
+        """
+        data = np.ascontiguousarray(ids, dtype=np.int32).data.cast("B")
+        pos = _NPY_HEADER_BYTES + 4 * at
+        try:
+            while len(data):
+                written = os.pwrite(self.tokens.fileno(), data, pos)
+                data, pos = data[written:], pos + written
+        except OSError as exc:
+            raise self._error(exc) from None
+
+    def add_lengths(self, lengths: np.ndarray) -> None:
+        """Append sentence lengths (in-vocabulary tokens; empty sentences are dropped) for tokens written by
+        :meth:`put`."""
+        lengths = lengths[lengths > 0]
+        ends = np.cumsum(lengths)
+        ends += self.n_tokens
+        try:
+            self.offsets.write(np.ascontiguousarray(ends, dtype=np.int64).data.cast("B"))
+        except OSError as exc:
+            raise self._error(exc) from None
+        self.n_tokens += int(lengths.sum())
         self.n_sentences += len(lengths)
 
     def __enter__(self) -> TokenFiles:

@@ -75,11 +75,12 @@ def _cache_key(path: Path | list[Path], identity: dict[str, Any], options: ReadO
     return f"{name}.{digest}"  # short enough for any file system's name limit
 
 
-def read_cached(path: Path | list[Path], options: ReadOptions, root: Path) -> EncodedArrays:
+def read_cached(path: Path | list[Path], options: ReadOptions, root: Path, threads: int | None = None) -> EncodedArrays:
     """The cached encoding of ``path`` (one file or several) if its entry in ``root`` is intact and current (then
     memory-mapped, ``cache_used`` True), else read it, streaming the tokens into a new entry (a temporary
     directory renamed into place; ``cache_used`` False).  A cache that cannot be written costs only the
-    speed-up: the corpus is still read, and a warning says why.
+    speed-up: the corpus is still read, and a warning says why.  ``threads`` count and encode a big plain file
+    in parallel (:func:`parvec.corpus.encode.encode_sentences`); the entry is the same for any number.
 
     Example:
         >>> read_cached(Path("corpus.txt"), ReadOptions(), Path("cache")).cache_used  # doctest: +SKIP
@@ -102,11 +103,11 @@ def read_cached(path: Path | list[Path], options: ReadOptions, root: Path) -> En
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
     except OSError as exc:
         log.warning("cannot write the encoded-corpus cache in %s: %s", root, exc)  # only a lost speed-up
-        result = encode_sentences(reader, options, None, source=source)
+        result = encode_sentences(reader, options, None, source=source, threads=threads)
         result.cache_used = False
         return result
     try:
-        result = encode_sentences(reader, options, None, source=source, directory=tmp)
+        result = encode_sentences(reader, options, None, source=source, directory=tmp, threads=threads)
         result.cache_used = False
         try:
             unchanged = _identity(path) == identity and len(set(reader.digests)) <= 1

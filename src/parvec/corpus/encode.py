@@ -37,20 +37,26 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
 import numpy as np
 
+from parvec.config import default_threads
 from parvec.corpus.arrays import EncodedArrays, TokenFiles, compact, write_arrays
-from parvec.corpus.readers import IterableSentences, ReadOptions, TextSentences, spooled
+from parvec.corpus.readers import IterableSentences, RangeSentences, ReadOptions, TextSentences, line_cuts, spooled
 from parvec.corpus.textscan import WordTable, normalise, tally
 from parvec.errors import ParvecError
+from parvec.fileio import is_compressed
 from parvec.kernels.wordtable import piece_lengths
 from parvec.vocab import Vocab, VocabCounter, count_words
 
 __all__ = [
+    "PARALLEL_MIN_BYTES",
     "IdLookup",
     "NoTokensError",
     "TokenBlocks",
@@ -158,10 +164,15 @@ class TokenBlocks:
         else:
             index = vocab.index
             to_vocab = np.fromiter((index.get(w, -1) for w in table.words()), dtype=np.int32, count=len(table))
-        to_vocab = np.append(to_vocab, np.int32(-1))  # a word not in the table (id -1) maps to -1
+        self._add_scanned(reader, table, np.append(to_vocab, np.int32(-1)))  # a word not in the table maps to -1
+
+    def _add_scanned(self, reader: TextSentences | RangeSentences, table: WordTable, to_vocab: np.ndarray,
+                     stop: threading.Event | None = None) -> None:
+        """:meth:`add_text` with the table's map to vocabulary ids given (``to_vocab``: table id -> vocabulary id,
+        and a last -1 for the table's -1); ``stop``, if given, ends the pass early when it is set."""
         max_len = reader.options.max_sentence_length
         carry = np.zeros(0, dtype=np.int32)
-        for found, segs in _scan(reader, table, insert=False):
+        for found, segs in _scan(reader, table, insert=False, stop=stop):
             if found is None:  # the end of a file: its last line ends there
                 if len(carry):
                     self._emit(carry, np.array([len(carry)], dtype=np.int64))
@@ -203,11 +214,15 @@ def _on_bytes(sentences: Iterable[list[str]]) -> TypeGuard[TextSentences]:
     return isinstance(sentences, TextSentences) and not sentences.once
 
 
-def _scan(reader: TextSentences, table: WordTable, insert: bool) -> Iterator[tuple[np.ndarray | None, np.ndarray]]:
+def _scan(reader: TextSentences | RangeSentences, table: WordTable, insert: bool,
+          stop: threading.Event | None = None) -> Iterator[tuple[np.ndarray | None, np.ndarray]]:
     """One pass of ``reader`` through ``table``: ``(table ids, line token counts)`` per block, normalised for
-    the kernel (:func:`parvec.corpus.textscan.normalise`), and ``(None, ...)`` at the end of each file."""
+    the kernel (:func:`parvec.corpus.textscan.normalise`), and ``(None, ...)`` at the end of each file; it ends
+    early, after a block, once ``stop`` (if given) is set."""
     lowercase = reader.options.lowercase
     for name, block, line_no, at_end in reader.blocks():
+        if stop is not None and stop.is_set():
+            return
         if at_end:
             yield None, np.zeros(0, dtype=np.int64)
             continue
@@ -293,6 +308,7 @@ def encode_sentences(
     vocab: Vocab | None,
     source: str,
     directory: Path | None = None,
+    threads: int | None = None,
 ) -> EncodedArrays:
     """Encode a reader's sentences in two passes, as word2vec.c: count the vocabulary (with ``options``), then
     encode the tokens; with ``vocab`` given, one pass encodes against it (continued training, a cluster node's
@@ -307,6 +323,10 @@ def encode_sentences(
     once (the mapped file lives until the corpus is freed).  A smaller corpus is encoded in memory (and saved
     into ``directory`` if given): the same tokens, offsets and vocabulary.
 
+    One plain file of :data:`PARALLEL_MIN_BYTES` or more is counted and encoded in ``threads`` parts at once
+    (None: :func:`parvec.config.default_threads`; 1: one thread), with the same result
+    (:func:`_count_in_parts`, :func:`_encode_in_parts`).
+
     Example:
         >>> enc = encode_sentences([["b", "a"], ["a"]], ReadOptions(min_count=1), None, "<list>")
         >>> enc.vocab.words, enc.tokens.tolist(), enc.offsets.tolist()
@@ -317,9 +337,15 @@ def encode_sentences(
     raw_words = None
     pruning = None
     table = None
+    parts = None
     counted = vocab is None  # the encoding pass must then find the tokens the counting pass counted
     if vocab is None:
-        counter, table = count_vocabulary(sentences, options)
+        ranges = _parallel_ranges(sentences, threads)
+        if ranges is not None:
+            assert isinstance(sentences, TextSentences)
+            counter, table, parts = _count_in_parts(sentences, ranges, options)
+        else:
+            counter, table = count_vocabulary(sentences, options)
         vocab = counter.finish(options.min_count, options.max_final_vocab)
         raw_words = counter.raw_words
         pruning = counter.pruning
@@ -327,6 +353,11 @@ def encode_sentences(
         if pruning is not None:
             log.warning("%s: %s", source, pruning_note(pruning))
         del counter
+    if parts is not None:
+        assert isinstance(sentences, TextSentences) and table is not None and raw_words is not None
+        corpus = _encode_in_parts(sentences, parts, table, vocab, raw_words, source, directory)
+        corpus.inputs = _inputs_read(sentences)
+        return corpus
     if directory is None and raw_words is not None and raw_words >= _SPILL_TOKENS:
         spill = _spill_directory()
         if spill is not None:
@@ -368,12 +399,17 @@ def _check_agreement(blocks: TokenBlocks, vocab: Vocab, raw_words: int | None, p
         w = int(bad[0])
         what += (f"; {len(bad):,} vocabulary words were found another number of times, e.g. {vocab.words[w]!r}: "
                  f"counted {int(vocab.counts[w]):,}, encoded {int(found[w]):,}")
+    raise _changed_error(sentences, source, what)
+
+
+def _changed_error(sentences: Any, source: str, what: str) -> ParvecError:
+    """The error for an encoding pass that did not read what the counting pass counted (``what`` differs)."""
     if isinstance(sentences, IterableSentences):
-        raise ParvecError(f"{source}: the sentences changed between the two passes ({what}): an iterable must give "
-                          "the same sentences every time it is iterated")
-    raise ParvecError(f"{source}: the input changed while parvec read it ({what}): the vocabulary's counts and the "
-                      "trained tokens would disagree; nothing was trained or written. Train on a copy that nothing "
-                      "writes to (or wait until the file is complete)")
+        return ParvecError(f"{source}: the sentences changed between the two passes ({what}): an iterable must give "
+                           "the same sentences every time it is iterated")
+    return ParvecError(f"{source}: the input changed while parvec read it ({what}): the vocabulary's counts and the "
+                       "trained tokens would disagree; nothing was trained or written. Train on a copy that nothing "
+                       "writes to (or wait until the file is complete)")
 
 
 def _inputs_read(sentences: Any) -> list[dict[str, Any]] | None:
@@ -421,6 +457,12 @@ def _encode_to(
         blocks.add(sentences, vocab, table)
         if counted:
             _check_agreement(blocks, vocab, raw_words, pruning is not None, sentences, source)
+    return _load_encoded(directory, out, vocab, raw_words or blocks.raw_words, source, pruning)
+
+
+def _load_encoded(directory: Path, out: TokenFiles, vocab: Vocab, raw_words: int, source: str,
+                  pruning: dict[str, Any] | None) -> EncodedArrays:
+    """The corpus ``out`` wrote into ``directory``, with its ``vocab.json``: memory-mapped."""
     if out.n_tokens == 0:
         raise NoTokensError(f"{source}: no token of the corpus is in the vocabulary")
     try:
@@ -429,9 +471,210 @@ def _encode_to(
         offsets = np.load(directory / "offsets.npy", allow_pickle=False)
     except OSError as exc:
         raise ParvecError(f"{source}: cannot write the encoded corpus in {directory}: {exc.strerror or exc}") from None
-    corpus = EncodedArrays(vocab, tokens, offsets, raw_words=raw_words or blocks.raw_words, source=source)
+    corpus = EncodedArrays(vocab, tokens, offsets, raw_words=raw_words, source=source)
     corpus.pruning = pruning
     return corpus
+
+
+# ---------------------------------------------------------------------- one file in parts, in parallel
+# One plain file this big or bigger is counted and encoded in parts, one thread each (the numba kernels release
+# the GIL): below it the threads' start and the merge cost more than they save.
+PARALLEL_MIN_BYTES = 64 << 20
+
+
+def _parallel_ranges(sentences: Iterable[list[str]], threads: int | None) -> list[tuple[int, int]] | None:
+    """The byte ranges (cut at line boundaries, :func:`parvec.corpus.readers.line_cuts`) that count and encode
+    ``sentences`` in parallel: one plain (uncompressed) file of :data:`PARALLEL_MIN_BYTES` or more, read twice,
+    into ``threads`` parts (None: every core this process may use).  None for anything else: fewer than two
+    threads or non-empty ranges, several files, a compressed file, a stream, an iterable."""
+    n = default_threads() if threads is None else threads
+    if n < 2 or not _on_bytes(sentences) or len(sentences.paths) != 1:
+        return None
+    path = Path(sentences.path)
+    try:
+        if is_compressed(path) or not path.is_file() or path.stat().st_size < PARALLEL_MIN_BYTES:
+            return None
+        cuts = line_cuts(path, n)
+    except OSError:
+        return None  # the reader names the problem
+    ranges = [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    return ranges if len(ranges) > 1 else None
+
+
+@dataclass
+class _Part:
+    """One byte range of the file, as its counting pass left it."""
+
+    start: int
+    end: int
+    ids: np.ndarray  # the part's words (its own first-seen order) -> ids in the whole file's table
+    counts: np.ndarray  # the part's count of each of its words
+    raw_words: int
+
+
+def _count_part(reader: TextSentences | RangeSentences, cap: int, stop: threading.Event,
+                found: list[tuple[WordTable, int] | None], i: int) -> None:
+    """Count one part into a table of its own, left in ``found[i]`` with the part's tokens (None: more than
+    ``cap`` distinct words, or ``stop`` set); not returned, so that the caller frees it once absorbed."""
+    table = WordTable()
+    raw = 0
+    for ids, _ in _scan(reader, table, insert=True, stop=stop):
+        if ids is not None:
+            raw += len(ids)
+            if len(table) > cap:
+                return
+    if not stop.is_set():
+        found[i] = (table, raw)
+
+
+def _count_in_parts(
+    reader: TextSentences, ranges: list[tuple[int, int]], options: ReadOptions
+) -> tuple[VocabCounter, WordTable | None, list[_Part] | None]:
+    """The counting pass in parallel: each range counted into its own word table in its own thread, the tables
+    absorbed in range order (:meth:`parvec.corpus.textscan.WordTable.absorb`: counts summed, first-seen order the
+    file's), so the counts, totals and first-seen order are :func:`count_text`'s.  When the distinct words pass
+    ``max_vocab_size`` (given or automatic) it stops and :func:`parvec.vocab.count_words` counts with
+    word2vec.c's pruning, as the one-thread path does; then the table and parts are None."""
+    counter = VocabCounter(options.max_vocab_size)
+    cap = counter.max_vocab_size
+    stop = threading.Event()
+
+    def work() -> tuple[WordTable, list[_Part]] | None:
+        found: list[tuple[WordTable, int] | None] = [None] * len(ranges)
+        futures = [pool.submit(_count_part, reader.part(a, b), cap, stop, found, i) for i, (a, b) in enumerate(ranges)]
+        try:
+            table, parts = None, []
+            for i, ((a, b), future) in enumerate(zip(ranges, futures, strict=True)):
+                future.result()
+                got, found[i] = found[i], None
+                if got is None:
+                    return None
+                part_table, raw = got
+                counts = part_table.counts().copy()
+                if table is None:  # the first part's table is the whole file's so far: its ids are the same
+                    table, ids = part_table, np.arange(len(part_table), dtype=np.int32)
+                else:
+                    ids = table.absorb(part_table)
+                parts.append(_Part(a, b, ids, counts, raw))
+                del got, part_table  # each later part's table is freed once absorbed
+                if len(table) > cap:
+                    return None
+            assert table is not None
+            return table, parts
+        finally:
+            stop.set()  # the others stop (all are done when it succeeded)
+            wait(futures)
+
+    with ThreadPoolExecutor(len(ranges) + 1, thread_name_prefix="parvec-count") as pool:
+        done = reader.checked_pass(work, pool)
+    if done is None:
+        return count_words(reader, options.max_vocab_size), None, None
+    table, parts = done
+    counter.raw_words = sum(p.raw_words for p in parts)
+    counter.counts = dict(zip(table.words(), table.counts().tolist(), strict=True))
+    return counter, table, parts
+
+
+class _PartWriter:
+    """The sink of one part's encoding into ``tokens.npy``: its in-vocabulary tokens at their place (``at``,
+    ``size`` tokens, known from the counting pass), its sentence lengths kept for the offsets."""
+
+    def __init__(self, out: TokenFiles, at: int, size: int) -> None:
+        self.out, self.at, self.size = out, at, size
+        self.written = 0
+        self.lengths: list[np.ndarray] = []
+
+    def __call__(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        ids, lengths = compact(ids, lengths)
+        ids = ids[: max(0, self.size - self.written)]  # a changed file never writes into the next part's place
+        self.out.put(ids, self.at + self.written)
+        self.written += len(ids)
+        self.lengths.append(lengths[lengths > 0])
+
+
+def _encode_part(reader: TextSentences | RangeSentences, table: WordTable, to_vocab: np.ndarray, n_vocab: int,
+                 writer: _PartWriter | None, stop: threading.Event) -> TokenBlocks:
+    """Encode one part (into ``writer``, or kept in memory without one), tallying each word's tokens."""
+    blocks = TokenBlocks(sink=writer, tally=np.zeros(n_vocab, dtype=np.int64))
+    blocks._add_scanned(reader, table, to_vocab, stop=stop)
+    return blocks
+
+
+def _encode_in_parts(reader: TextSentences, parts: list[_Part], table: WordTable, vocab: Vocab, raw_words: int,
+                     source: str, directory: Path | None) -> EncodedArrays:
+    """The encoding pass in parallel, after :func:`_count_in_parts`: each part encoded against the vocabulary in
+    its own thread (the table shared read-only, :meth:`parvec.corpus.textscan.WordTable.shared`), the tokens
+    and sentences joined in part order.  A corpus of ``_SPILL_TOKENS`` or more goes into ``tokens.npy`` and
+    ``offsets.npy`` (in ``directory``, or a temporary directory) as :func:`encode_sentences` writes it: each
+    part writes its tokens at its own place, known from its counts; the sentence lengths are kept in memory
+    (as ``offsets.npy`` is read back) and written in order.  Else in memory, saved into ``directory`` if given."""
+    index = vocab.index
+    to_vocab = np.fromiter((index.get(w, -1) for w in table.words()), dtype=np.int32, count=len(table))
+    in_vocab = to_vocab >= 0
+    sizes = [int(p.counts[in_vocab[p.ids]].sum()) for p in parts]
+    to_vocab = np.append(to_vocab, np.int32(-1))  # a word not in the table (id -1) maps to -1
+    if raw_words >= _SPILL_TOKENS:
+        if directory is not None:
+            return _encode_parts_to(directory, reader, parts, sizes, table, to_vocab, vocab, raw_words, source)
+        spill = _spill_directory()
+        if spill is not None:
+            try:
+                return _encode_parts_to(spill, reader, parts, sizes, table, to_vocab, vocab, raw_words, source)
+            finally:
+                shutil.rmtree(spill, ignore_errors=True)  # unlinked; the mapping keeps the data
+    blocks = _run_parts(reader, parts, table, to_vocab, len(vocab), None, sizes, vocab, raw_words, source)
+    corpus = _assemble(blocks, vocab, raw_words, source)
+    if directory is not None:
+        write_arrays(corpus, directory)
+    return corpus
+
+
+def _encode_parts_to(directory: Path, reader: TextSentences, parts: list[_Part], sizes: list[int],
+                     table: WordTable, to_vocab: np.ndarray, vocab: Vocab, raw_words: int,
+                     source: str) -> EncodedArrays:
+    """:func:`_encode_in_parts` into ``tokens.npy``/``offsets.npy`` in ``directory``, as :func:`_encode_to`."""
+    with TokenFiles(directory, source) as out:
+        _run_parts(reader, parts, table, to_vocab, len(vocab), out, sizes, vocab, raw_words, source)
+    return _load_encoded(directory, out, vocab, raw_words, source, None)
+
+
+def _run_parts(reader: TextSentences, parts: list[_Part], table: WordTable, to_vocab: np.ndarray, n_vocab: int,
+               out: TokenFiles | None, sizes: list[int], vocab: Vocab, raw_words: int,
+               source: str) -> TokenBlocks:
+    """Encode the parts in parallel (a checked pass of ``reader``) and check the pass against the counts; the
+    blocks of every part in order (kept in memory without ``out``)."""
+    starts = np.concatenate(([0], np.cumsum(sizes[:-1], dtype=np.int64))).tolist()
+    writers = [_PartWriter(out, at, size) for at, size in zip(starts, sizes, strict=True)] if out else None
+    stop = threading.Event()
+
+    def work() -> list[TokenBlocks]:
+        futures = [pool.submit(_encode_part, reader.part(p.start, p.end), table.shared(), to_vocab, n_vocab,
+                               writers[i] if writers else None, stop) for i, p in enumerate(parts)]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            wait(futures)
+
+    with ThreadPoolExecutor(len(parts) + 1, thread_name_prefix="parvec-encode") as pool:
+        done = reader.checked_pass(work, pool)
+    joined = TokenBlocks(tally=np.zeros(n_vocab, dtype=np.int64))
+    for blocks in done:
+        assert blocks.tally is not None and joined.tally is not None
+        joined.tally += blocks.tally
+        joined.raw_words += blocks.raw_words
+        joined.ids += blocks.ids
+        joined.lengths += blocks.lengths
+    _check_agreement(joined, vocab, raw_words, False, reader, source)
+    if writers is not None and out is not None:
+        for writer in writers:
+            if writer.written != writer.size:  # the counts agree, yet a part holds other tokens: never trained
+                raise _changed_error(reader, source, f"a part of the file held {writer.written:,} tokens of the "
+                                                     f"vocabulary, its count {writer.size:,}")
+            out.add_lengths(np.concatenate(writer.lengths) if writer.lengths else np.zeros(0, dtype=np.int64))
+    return joined
 
 
 def _encode_one_pass(sentences: Iterable[list[str]], options: ReadOptions, source: str) -> EncodedArrays:

@@ -56,6 +56,7 @@ class EncodedCorpus(EncodedArrays):
         options: ReadOptions | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         vocab: Vocab | None = None,
+        threads: int | None = None,
     ) -> EncodedCorpus:
         """Read and encode a text file (plain, .gz, .bz2 or .xz), using or filling a cache.
 
@@ -68,12 +69,16 @@ class EncodedCorpus(EncodedArrays):
         last line ending there.  The cache key covers every file.  The tokens are written to the cache
         (or, for a large corpus without one, a temporary file) block by block and memory-mapped.
 
+        One plain file of 64 MiB or more (:data:`parvec.corpus.encode.PARALLEL_MIN_BYTES`) is counted and
+        encoded in ``threads`` parts at once (None: every core, :func:`parvec.config.default_threads`; 1: one
+        thread); the corpus is the same for any number of threads.
+
         Example:
             >>> corpus = EncodedCorpus.from_file("corpus.txt.xz", ReadOptions(min_count=5))  # doctest: +SKIP
             >>> corpus.cache_used is None  # no cache_dir given  # doctest: +SKIP
             True
         """
-        return cls.of(_read_file(path, options or ReadOptions(), cache_dir, vocab))
+        return cls.of(_read_file(path, options or ReadOptions(), cache_dir, vocab, threads))
 
     @classmethod
     def from_sentences(
@@ -110,7 +115,7 @@ class EncodedCorpus(EncodedArrays):
 
 
 def _read_file(path: Any, options: ReadOptions, cache_dir: str | os.PathLike[str] | None,
-               vocab: Vocab | None) -> EncodedArrays:
+               vocab: Vocab | None, threads: int | None = None) -> EncodedArrays:
     """:meth:`EncodedCorpus.from_file`: files through the cache (with ``cache_dir``, no ``vocab``), or encoded
     here; a stream once."""
     options.validate()
@@ -130,8 +135,8 @@ def _read_file(path: Any, options: ReadOptions, cache_dir: str | os.PathLike[str
     if stdin or is_stream(p):
         return read_stream(p, _STDIN_NAME if stdin else str(p), options, vocab, cache_dir)
     if cache_dir is None or vocab is not None:
-        return encode_sentences(TextSentences(p, options), options, vocab, source=str(p))
-    return read_cached(p, options, Path(cache_dir))
+        return encode_sentences(TextSentences(p, options), options, vocab, source=str(p), threads=threads)
+    return read_cached(p, options, Path(cache_dir), threads)
 
 
 def save_encoded(corpus: EncodedArrays, directory: str | os.PathLike[str], extra: dict[str, Any] | None = None) -> None:

@@ -43,9 +43,10 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from parvec.errors import ParvecError
 from parvec.fileio import READ_ERRORS, STDIN, open_input
@@ -64,9 +65,12 @@ __all__ = [
     "file_state",
     "input_changed",
     "input_digest",
+    "line_cuts",
     "range_cuts",
     "spooled",
 ]
+
+T = TypeVar("T")
 
 _BLOCK_BYTES = 1 << 20  # 1 MiB of text per read (its words, as str objects, take ~12 MiB)
 # A file whose ctime is less than this before it is read may change again within the same tick of the
@@ -298,6 +302,59 @@ class TextSentences(_BlockText):
         if self.digest:
             self.digests.append(_combined_digest(digests))  # type: ignore[arg-type]
 
+    def part(self, start: int, end: int) -> RangeSentences:
+        """A reader of the byte range ``[start, end)`` of this (one, plain) file, cut at line boundaries
+        (:func:`line_cuts`), whose errors name the file and line as this reader's do; read it inside
+        :meth:`checked_pass`, which makes the checks a pass of this reader makes.
+
+        Example:
+            >>> import tempfile
+            >>> path = Path(tempfile.mkdtemp()) / "c.txt"
+            >>> _ = path.write_bytes(b"a b\\nc\\n\\xff\\n")
+            >>> reader = TextSentences(path, ReadOptions())
+            >>> [list(reader.part(a, b)) for a, b in [(0, 4), (4, 6)]]
+            [[['a', 'b']], [['c']]]
+            >>> list(reader.part(6, 8))
+            Traceback (most recent call last):
+            ...
+            parvec.errors.ParvecError: ...c.txt:3: invalid UTF-8 (invalid start byte); use --unicode-errors replace \
+(or ignore) to read it anyway
+        """
+        assert len(self.paths) == 1 and not self.once, "a part of one file read twice"
+        return _TextPart(self.path, start, end, self.options, self.name)
+
+    def checked_pass(self, work: Callable[[], T], pool: Executor) -> T:
+        """One pass over the file done by ``work`` (which reads it through :meth:`part` readers, in ``pool``'s
+        threads) with the checks :meth:`blocks` makes: the file's identity before and after, and its SHA-256 (read
+        in one more task of ``pool``) where this reader hashes it, appended to :attr:`digests` with ``digest``.
+
+        Example:
+            >>> from concurrent.futures import ThreadPoolExecutor
+            >>> import tempfile
+            >>> path = Path(tempfile.mkdtemp()) / "c.txt"
+            >>> _ = path.write_bytes(b"a b\\nc\\n")
+            >>> reader = TextSentences(path, ReadOptions(), digest=True)
+            >>> with ThreadPoolExecutor(2) as pool:
+            ...     reader.checked_pass(lambda: [list(reader.part(a, b)) for a, b in [(0, 4), (4, 6)]], pool)
+            [[['a', 'b']], [['c']]]
+            >>> reader.digests == [input_digest(path)]
+            True
+        """
+        assert len(self.paths) == 1 and not self.once, "a pass in parts of one file read twice"
+        self._passes += 1
+        path, name = self.path, self.name
+        hasher = self._open_check(0, path, name)
+        hashing = pool.submit(_hash_file, path, hasher) if hasher is not None else None
+        try:
+            result = work()
+        finally:
+            if hashing is not None:
+                hashing.result()
+        digest = self._close_check(0, path, name, hasher)
+        if self.digest:
+            self.digests.append(_combined_digest([digest]))  # type: ignore[list-item]
+        return result
+
     def inputs_read(self) -> list[dict[str, Any]] | None:
         """The files this reader read, unchanged (``{"path", "size", "mtime_ns"}`` each, as first opened; see
         :attr:`parvec.corpus.EncodedCorpus.inputs`); None for a stream.
@@ -442,6 +499,42 @@ def byte_ranges(path: str | os.PathLike[str], n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
+def line_cuts(path: str | os.PathLike[str], n: int) -> list[int]:
+    """``n + 1`` offsets that cut a plain file into ``n`` byte ranges at line boundaries: ``0``, then for each ``k``
+    the offset just after the first ``\\n`` at or after ``size * k // n`` (the end of the file when there is
+    none), then the size.  A range read as a file (its last line ending at its end) gives the sentences of those
+    lines of the whole file: no line, and so no sentence or piece of ``max_sentence_length``, is split.  A
+    range may be empty (a file with fewer lines than ranges).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "c.txt"
+        >>> _ = path.write_bytes(b"a bbbbbbb cc\\nd\\n")
+        >>> line_cuts(path, 2), range_cuts(path, 2)
+        ([0, 13, 15], [0, 10, 15])
+    """
+    size = os.path.getsize(path)
+    n = max(1, n)
+    cuts = [0]
+    with open(path, "rb") as f:
+        for k in range(1, n):
+            pos = max(size * k // n, cuts[-1])
+            f.seek(pos)
+            while True:
+                block = f.read(1 << 16)
+                if not block:
+                    pos = size
+                    break
+                hit = block.find(b"\n")
+                if hit >= 0:
+                    pos += hit + 1
+                    break
+                pos += len(block)
+            cuts.append(min(pos, size))
+    cuts.append(size)
+    return cuts
+
+
 class RangeSentences(_BlockText):
     """Token lists of one byte range ``[start, end)`` of a plain text file, read as :class:`TextSentences` reads
     a file: lines are sentences, split on whitespace (NUL included), lines longer than ``max_sentence_length``
@@ -482,7 +575,7 @@ class RangeSentences(_BlockText):
         read = [0, 0]  # bytes, CRC-32
 
         def too_long() -> ParvecError:
-            return ParvecError(f"{name}: a single token longer than 256 MB at byte {offset}")
+            return self._too_long(offset)
 
         try:
             with open(self.path, "rb") if self.end is not None else open_input(self.path) as f:
@@ -493,6 +586,10 @@ class RangeSentences(_BlockText):
             raise ParvecError(f"{name}: cannot read: {exc}") from None
         self.fingerprint = (read[0], read[1])  # what counting and encoding each read of the range
         yield name, b"", offset, True
+
+    def _too_long(self, offset: int) -> ParvecError:
+        """The error for a token that starts at byte ``offset`` and is longer than 256 MB."""
+        return ParvecError(f"{self.name}: a single token longer than 256 MB at byte {offset}")
 
     def _read(self, f: Any, read: list[int]) -> Iterator[bytes]:
         end = self.end
@@ -524,6 +621,54 @@ replace (or ignore) to read it anyway
         except UnicodeDecodeError as exc:
             raise ParvecError(f"{name}: invalid UTF-8 at byte {where + exc.start} ({exc.reason}); "
                               "use --unicode-errors replace (or ignore) to read it anyway") from None
+
+
+class _TextPart(RangeSentences):
+    """A byte range of a file read by :class:`TextSentences` (:meth:`TextSentences.part`): its errors name the
+    line, as the whole file's reader names it (the lines before the range are counted only for the message)."""
+
+    def __init__(self, path: Path, start: int, end: int, options: ReadOptions, name: str) -> None:
+        super().__init__(path, start, end, options)
+        self.name = name
+
+    def _line(self, offset: int) -> int:
+        """The line number of byte ``offset`` of the file (1 + the line breaks before it)."""
+        lines, pos = 1, 0
+        with open(self.path, "rb") as f:
+            while pos < offset and (block := f.read(min(_BLOCK_BYTES, offset - pos))):
+                lines += block.count(b"\n")
+                pos += len(block)
+        return lines
+
+    def _too_long(self, offset: int) -> ParvecError:
+        return ParvecError(f"{self.name}:{self._line(offset)}: a single token longer than 256 MB")
+
+    def _read(self, f: Any, read: list[int]) -> Iterator[bytes]:
+        assert self.end is not None
+        f.seek(self.start)
+        pos = self.start
+        while pos < self.end and (block := f.read(min(_BLOCK_BYTES, self.end - pos))):
+            pos += len(block)
+            yield block  # no CRC-32: the file's identity (and hash) is checked by TextSentences.checked_pass
+
+    def decode(self, block: bytes, where: int, name: str) -> str:
+        try:
+            return block.decode("utf-8", errors=self.options.unicode_errors)
+        except UnicodeDecodeError as exc:
+            raise ParvecError(
+                f"{name}:{self._line(where + exc.start)}: invalid UTF-8 ({exc.reason}); "
+                "use --unicode-errors replace (or ignore) to read it anyway"
+            ) from None
+
+
+def _hash_file(path: Path, hasher: Any) -> None:
+    """Add the bytes of the file ``path`` to ``hasher`` (the digest of a pass read in parts)."""
+    try:
+        with open(path, "rb") as f:
+            for _ in _read_all(f, hasher):
+                pass
+    except OSError:
+        pass  # the pass's identity check names what happened to the file
 
 
 class IterableSentences:

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 
@@ -132,6 +133,44 @@ class WordTable:
         n = len(self)
         return (self._hashes[:n], self._counts[:n], self._starts[:n], self._lengths[:n],
                 self._arena[: int(self._state[1])])
+
+    def absorb(self, other: WordTable) -> np.ndarray:
+        """Add ``other``'s words and counts to this table: its words new here get the next ids, in ``other``'s
+        first-seen order, so absorbing the tables of consecutive parts of a text in order gives the table of
+        the whole text (the same ids and counts).  Returns ``other``'s id -> id here (int32).
+
+        Example:
+            >>> a, b = WordTable(), WordTable()
+            >>> _ = a.scan(b"x y x", insert=True); _ = b.scan(b"z y z z", insert=True)
+            >>> a.absorb(b).tolist(), a.words(), a.counts().tolist()
+            ([2, 1], ['x', 'y', 'z'], [2, 2, 3])
+        """
+        n = len(other)
+        if n == 0:
+            return np.zeros(0, dtype=np.int32)
+        _, counts, starts, lengths, arena = other.arrays()
+        joined = np.empty(int(lengths.sum()) + n, dtype=np.uint8)
+        join_words(arena, starts, lengths, n, joined)  # the words, one a line: each scans as itself
+        ids, _ = self.scan(joined.tobytes(), insert=True)
+        ids = ids.copy()
+        self._counts[ids] += counts - 1  # the scan counted each word once
+        return ids
+
+    def shared(self) -> WordTable:
+        """A table that shares this one's words (no copy) with scan buffers of its own: for looking words up
+        (``scan(..., insert=False)``, which writes nothing in the words' arrays) in another thread.  Never
+        insert through it.
+
+        Example:
+            >>> t = WordTable(); _ = t.scan(b"a b", insert=True)
+            >>> t.shared().scan(b"b c", insert=False)[0].tolist()
+            [1, -1]
+        """
+        other = copy.copy(self)
+        other._state = self._state.copy()
+        other._ids = np.zeros(0, dtype=np.int32)
+        other._segs = np.zeros(0, dtype=np.int64)
+        return other
 
     @classmethod
     def of_words(cls, words: list[str]) -> tuple[WordTable, np.ndarray]:
