@@ -286,12 +286,14 @@ def test_a_shared_table_looks_words_up_without_touching_the_original():
     assert len(t) == 3 and t.counts().tolist() == [1, 1, 1]
 
 
-def test_cli_train_reads_a_file_in_parts_with_the_one_thread_vocabulary(tmp_path, monkeypatch, capsys, parts_used):
+def test_cli_train_reads_a_file_in_its_threads_parts_with_the_one_thread_vocabulary(tmp_path, monkeypatch, capsys,
+                                                                                     parts_used):
     path = tmp_path / "c.txt"
     path.write_bytes(_mixed_text(10, lines=2500))
     vocabs = {}
+    # the run's --threads decide the parts, not the machine's cores (4 here): --threads 1 reads on one core
+    monkeypatch.setattr(encode_mod, "default_threads", lambda: 4)
     for threads in (1, 3):
-        monkeypatch.setattr(encode_mod, "default_threads", lambda threads=threads: threads)
         out = tmp_path / f"v{threads}.txt"
         code, _, err = run(["train", path, "-o", out, "--save-vocab", tmp_path / f"vocab{threads}.txt", "--dim", "8",
                             "--epochs", "1", "--threads", threads, "--min-count", "2", "--algo", "classic",
