@@ -86,6 +86,7 @@ WHITESPACE = bytes(b for b in range(256) if CLASSES[b] != WORD) + b"\x00"
 _COMMON_SPACE = (b" ", b"\n", b"\t")
 _RARE_SPACE = tuple(bytes([b]) for b in WHITESPACE if bytes([b]) not in _COMMON_SPACE)
 _FIRST_SPACE = re.compile(b"[" + re.escape(WHITESPACE) + b"]")
+_LINE_BREAK = re.compile(b"\n")
 
 
 @dataclass(frozen=True)
@@ -462,26 +463,7 @@ def range_cuts(path: str | os.PathLike[str], n: int) -> list[int]:
         >>> range_cuts(path, 3)
         [0, 5, 11, 13]
     """
-    size = os.path.getsize(path)
-    n = max(1, n)
-    cuts = [0]
-    with open(path, "rb") as f:
-        for k in range(1, n):
-            pos = max(size * k // n, cuts[-1])
-            f.seek(pos)
-            while True:
-                block = f.read(1 << 16)
-                if not block:
-                    pos = size
-                    break
-                hit = _FIRST_SPACE.search(block)
-                if hit is not None:
-                    pos += hit.start() + 1
-                    break
-                pos += len(block)
-            cuts.append(min(pos, size))
-    cuts.append(size)
-    return cuts
+    return _cuts_after(path, n, _FIRST_SPACE)
 
 
 def byte_ranges(path: str | os.PathLike[str], n: int) -> list[tuple[int, int]]:
@@ -513,6 +495,12 @@ def line_cuts(path: str | os.PathLike[str], n: int) -> list[int]:
         >>> line_cuts(path, 2), range_cuts(path, 2)
         ([0, 13, 15], [0, 10, 15])
     """
+    return _cuts_after(path, n, _LINE_BREAK)
+
+
+def _cuts_after(path: str | os.PathLike[str], n: int, pattern: re.Pattern[bytes]) -> list[int]:
+    """``n + 1`` offsets: ``0``, then for each ``k`` the offset just after the first match of ``pattern`` (one byte)
+    at or after ``size * k // n`` (the end of the file when there is none), then the size."""
     size = os.path.getsize(path)
     n = max(1, n)
     cuts = [0]
@@ -525,9 +513,9 @@ def line_cuts(path: str | os.PathLike[str], n: int) -> list[int]:
                 if not block:
                     pos = size
                     break
-                hit = block.find(b"\n")
-                if hit >= 0:
-                    pos += hit + 1
+                hit = pattern.search(block)
+                if hit is not None:
+                    pos += hit.start() + 1
                     break
                 pos += len(block)
             cuts.append(min(pos, size))

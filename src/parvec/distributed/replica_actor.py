@@ -34,7 +34,7 @@ from parvec.config import TrainConfig
 from parvec.corpus import ReadOptions, load_encoded
 from parvec.distributed.collectives import SyncAborted, make_collective
 from parvec.distributed.replica_plan import CHECKPOINT_SYNC_BASE, SharePlan, overlapped_syncs
-from parvec.distributed.supervise import named_actor, was_restarted
+from parvec.distributed.supervise import named_actor, node_id, was_restarted
 from parvec.engine import Resume
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
@@ -138,7 +138,7 @@ class _Replica:
         self.synced = (-1, 0)  # (epoch, syncs completed in it)
         self.overlapped: OverlappedSync | None = None
         self.trainer.warm_up((self.tokens, self.offsets[: min(len(self.offsets), 2)]))
-        self.node = ray.get_runtime_context().get_node_id()
+        self.node = node_id()
 
     def describe(self) -> dict[str, Any]:
         """This replica's chunks (tokens each), node and how it got its data."""
