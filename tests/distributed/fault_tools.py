@@ -1,5 +1,5 @@
-"""Tools of the fault tests: small topic corpora, Ray's processes found below a process by their titles (from
-/proc), and a thread that SIGKILLs the first such process once a condition holds."""
+"""Tools of the fault tests: Ray's processes found below a process by their titles (from /proc), and a thread that
+SIGKILLs the first such process once a condition holds."""
 
 from __future__ import annotations
 
@@ -7,15 +7,6 @@ import os
 import signal
 import threading
 import time
-
-import numpy as np
-
-
-def three_topic_sentences(n_sent: int, seed: int = 0) -> list[list[str]]:
-    """Sentences each drawn from one of three topics of 12 words."""
-    rng = np.random.default_rng(seed)
-    topics = [[f"{t}{i}" for i in range(12)] for t in ("a", "b", "c")]
-    return [list(rng.choice(topics[rng.integers(3)], 20)) for _ in range(n_sent)]
 
 
 def processes() -> dict[int, tuple[int, str]]:

@@ -11,17 +11,11 @@ from pathlib import Path
 
 import pytest
 from procmem import pss_readable, run_measured
+from topic_corpus import write_token_lines
 
 REPO = Path(__file__).resolve().parents[2]
 
 GiB = 1 << 30
-
-
-def _corpus(path: Path, tokens: list[str], n: int) -> Path:
-    words = tokens[:n]
-    path.write_text("\n".join(" ".join(words[i:i + 1000]) for i in range(0, len(words), 1000)) + "\n",
-                    encoding="utf-8")
-    return path
 
 
 @pytest.mark.ray
@@ -29,7 +23,7 @@ def _corpus(path: Path, tokens: list[str], n: int) -> Path:
 @pytest.mark.parametrize("mode", ["replicas", "sharded"])
 def test_estimate_is_not_below_the_measured_peak_of_a_local_cluster_run(mode, demo_tokens, tmp_path):
     # A model large enough to matter beside the processes' baselines: 12,022 words x dim 1500 (144 MB, twice).
-    corpus = _corpus(tmp_path / "c.txt", demo_tokens, 100_000)
+    corpus = write_token_lines(tmp_path / "c.txt", demo_tokens, 100_000)
     report = tmp_path / "r.json"
     env = dict(os.environ, PARVEC_CACHE_DIR=str(tmp_path / "cache"), RAY_USAGE_STATS_ENABLED="0",
                PYTHONPATH=os.pathsep.join([str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]))

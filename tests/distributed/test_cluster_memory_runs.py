@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from topic_corpus import write_token_lines
 
 from parvec import resources
 from parvec.cli import main
@@ -18,16 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
 
 
-def _corpus(path: Path, tokens: list[str], n: int) -> Path:
-    words = tokens[:n]
-    path.write_text("\n".join(" ".join(words[i:i + 1000]) for i in range(0, len(words), 1000)) + "\n",
-                    encoding="utf-8")
-    return path
-
-
 @pytest.mark.ray
 def test_replicas_summary_line_says_replicas_threads_and_syncs(ray_session, demo_tokens, tmp_path, capsys):
-    corpus = _corpus(tmp_path / "c.txt", demo_tokens, 60_000)
+    corpus = write_token_lines(tmp_path / "c.txt", demo_tokens, 60_000)
     report = tmp_path / "r.json"
     code = main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--cluster", "local:2", "--threads", "1",
                  "--dim", "16", "--epochs", "2", "--sync-words", "10000", "--report", str(report), "--no-progress"])
@@ -48,7 +42,7 @@ def test_replicas_summary_line_says_replicas_threads_and_syncs(ray_session, demo
 @pytest.mark.ray
 def test_sharded_summary_line_and_refusal_before_the_shards_start(ray_session, demo_tokens, tmp_path, capsys,
                                                                   monkeypatch):
-    corpus = _corpus(tmp_path / "c.txt", demo_tokens, 60_000)
+    corpus = write_token_lines(tmp_path / "c.txt", demo_tokens, 60_000)
     code = main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--cluster", "local:2", "--mode", "sharded",
                  "--threads", "1", "--dim", "16", "--epochs", "1", "--no-progress"])
     err = capsys.readouterr().err

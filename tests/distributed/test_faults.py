@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fault_tools import Killer, three_topic_sentences
+from fault_tools import Killer
+from topic_corpus import three_topic_sentences
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fault_tools import Killer, descendants_titled, three_topic_sentences
+from fault_tools import Killer, descendants_titled
+from topic_corpus import three_topic_sentences
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,39 +11,22 @@ import sys
 import textwrap
 
 import pytest
+from ray_nodes import on_two_nodes
 from topic_corpus import ANIMALS, VEHICLES, write_corpus
 
 
 def test_two_node_cluster_each_node_reads_its_own_shard(tmp_path):
     pytest.importorskip("ray")
     corpus = write_corpus(tmp_path / "corpus.txt", 4000)
-    script = textwrap.dedent(f"""
-        import json, os
-        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-        import ray
-        from ray.cluster_utils import Cluster as RayCluster
-        import parvec
+    res = on_two_nodes('"num_cpus": 1', "num_cpus=1", f"""
         from parvec.word2vec import Word2Vec
 
-        nodes = RayCluster(initialize_head=True, head_node_args={{"num_cpus": 1, "include_dashboard": False}})
-        nodes.add_node(num_cpus=1)
-        ray.init(address=nodes.address)
-        try:
-            cluster = parvec.Cluster("auto", replicas=2, sync_words=4000, min_sync_words=16,
-                                     options={{"data": "encode"}})
-            model = Word2Vec(corpus_file={str(corpus)!r}, vector_size=16, min_count=1, epochs=3, workers=1,
-                             seed=2, cluster=cluster, progress=False)
-            sims = {{w: [x for x, _ in model.wv.most_similar(w, topn=5)] for w in ("cat", "car")}}
-            print(json.dumps({{"report": model.run_report, "sims": sims, "words": model.stats.words}}))
-        finally:
-            ray.shutdown()
-            nodes.shutdown()
-    """)
-    # Both nodes on 127.0.0.1: without this Ray's multi-node mode swaps the loopback for the host's address.
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    res = json.loads(out.stdout.strip().splitlines()[-1])
+        cluster = parvec.Cluster("auto", replicas=2, sync_words=4000, min_sync_words=16, options={{"data": "encode"}})
+        model = Word2Vec(corpus_file={str(corpus)!r}, vector_size=16, min_count=1, epochs=3, workers=1, seed=2,
+                         cluster=cluster, progress=False)
+        sims = {{w: [x for x, _ in model.wv.most_similar(w, topn=5)] for w in ("cat", "car")}}
+        print(json.dumps({{"report": model.run_report, "sims": sims, "words": model.stats.words}}))
+    """, timeout=240)
     rep = res["report"]
     assert len(set(rep["nodes"])) == 2  # one replica on each node
     assert all(d.startswith("encoded its byte range") for d in rep["data"])  # each read its own shard

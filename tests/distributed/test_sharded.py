@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from topic_corpus import three_topic_sentences
 
 from parvec.cli import main
 from parvec.config import TrainConfig
@@ -31,13 +32,6 @@ from parvec.word2vec import Word2Vec
 from parvec.wordhash import fnv1a64
 
 pytestmark = pytest.mark.usefixtures("ray_session")
-
-
-def _topic_sentences(n_sent: int = 300, seed: int = 0) -> list[list[str]]:
-    """Sentences each drawn from one of three topics of 12 words: words of a topic share contexts."""
-    rng = np.random.default_rng(seed)
-    topics = [[f"{t}{i}" for i in range(12)] for t in ("a", "b", "c")]
-    return [list(rng.choice(topics[rng.integers(3)], 20)) for _ in range(n_sent)]
 
 
 def _cluster(shards: int, clients: int = 1, threads: int = 1, **kw) -> Cluster:
@@ -59,7 +53,7 @@ _EXACT = dict(window=3, negative=3, epochs=2, sample=1e-2, seed=5)
 @pytest.fixture(scope="module")
 def exact_runs():
     """One client thread, the same minibatches: S = 1, 2, 4 shards at d = 8, through the Word2Vec API."""
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(80), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(80), min_count=1)
     out = {"corpus": corpus}
     for shards in (1, 2, 4):
         model = Word2Vec(vector_size=8, workers=1, progress=False, **_EXACT,
@@ -177,7 +171,7 @@ def test_one_shard_fuses_its_calls_and_trains_the_fused_reference(exact_runs):
 
 
 def test_word2vec_api_with_several_clients_ranks_topic_words_together():
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(400, seed=1), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(400, seed=1), min_count=1)
     model = Word2Vec(corpus=corpus, vector_size=16, window=4, negative=4, epochs=4, sample=0, seed=2, progress=False,
                      cluster=Cluster("local:2", mode="sharded", shards=2, clients=2, threads_per_actor=2,
                                      minibatch_words=32, unit_words=1000))
@@ -195,7 +189,7 @@ def test_word2vec_api_with_several_clients_ranks_topic_words_together():
 @pytest.fixture(scope="module")
 def corpus_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("sharded") / "topics.txt"
-    path.write_text("\n".join(" ".join(s) for s in _topic_sentences(300, seed=3)) + "\n", encoding="utf-8")
+    path.write_text("\n".join(" ".join(s) for s in three_topic_sentences(300, seed=3)) + "\n", encoding="utf-8")
     return path
 
 
@@ -321,7 +315,7 @@ def test_streamed_export_equals_the_gathered_model_and_bytes_do_not_grow_with_d(
 
 
 def test_a_shard_over_its_memory_cap_stops_the_run_before_training(ray_session):
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(20), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(20), min_count=1)
     # 2 x 36 words x 1,000,000 columns x 4 bytes = 288 MB per shard, above what a cap of the process's data
     # segment + 150 MB leaves.
     config = TrainConfig(dim=2_000_000, epochs=1, progress=False)
@@ -380,7 +374,7 @@ def _kill_when(predicate, action, timeout=60.0):
 def test_a_killed_shard_restarts_from_the_newest_snapshot_and_training_goes_on(ray_session, tmp_path):
     # Every shard restores the newest complete snapshot and the units since are trained again (none of the
     # updates since is lost): tests/distributed/test_faults.py has the bit-for-bit test.
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(1000, seed=5), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(1000, seed=5), min_count=1)
     config = TrainConfig(dim=16, window=4, negative=4, epochs=2, sample=0, seed=1, progress=False)
     cluster = _cluster(2, clients=1, threads=2, minibatch_words=32, unit_words=2000, checkpoint_interval_s=0.2,
                        checkpoint_dir=str(tmp_path / "ck"))
@@ -409,7 +403,7 @@ def test_a_killed_shard_restarts_from_the_newest_snapshot_and_training_goes_on(r
 
 
 def test_a_killed_client_has_its_unit_requeued(ray_session):
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(1000, seed=6), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(1000, seed=6), min_count=1)
     config = TrainConfig(dim=16, window=4, negative=4, epochs=2, sample=0, seed=1, progress=False)
     run = _run(corpus, _cluster(2, clients=2, threads=1, minibatch_words=32, unit_words=3000), config, ray_session)
     killed = []
@@ -428,7 +422,7 @@ def test_a_killed_client_has_its_unit_requeued(ray_session):
 
 
 def test_a_shard_that_cannot_come_back_ends_the_run_with_a_clear_error(ray_session):
-    corpus = EncodedCorpus.from_sentences(_topic_sentences(1000, seed=7), min_count=1)
+    corpus = EncodedCorpus.from_sentences(three_topic_sentences(1000, seed=7), min_count=1)
     config = TrainConfig(dim=16, window=4, negative=4, epochs=3, sample=0, progress=False)
     run = _run(corpus, _cluster(2, minibatch_words=32, unit_words=2000, max_restarts=0, timeout_s=30.0), config,
                ray_session)

@@ -6,13 +6,10 @@ shard's size."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
+from ray_nodes import on_two_nodes
 from topic_corpus import write_corpus
 
 from parvec.config import TrainConfig
@@ -103,33 +100,15 @@ def test_on_two_ray_nodes_the_shards_and_clients_go_to_the_node_whose_memory_fit
     pytest.importorskip("ray")
     corpus = write_corpus(tmp_path / "corpus.txt", 2000)
     report, vectors = tmp_path / "r.json", tmp_path / "v.txt"
-    script = textwrap.dedent(f"""
-        import json, os
-        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-        import ray
-        from ray.cluster_utils import Cluster as RayCluster
+    res = on_two_nodes('"num_cpus": 2, "memory": 64 << 20', "num_cpus=2, memory=4 << 30", f"""
         from parvec.cli import main
 
-        nodes = RayCluster(initialize_head=True, head_node_args={{"num_cpus": 2, "memory": 64 << 20,
-                                                                  "include_dashboard": False}})
-        nodes.add_node(num_cpus=2, memory=4 << 30)
-        ray.init(address=nodes.address)
-        try:
-            code = main(["train", {str(corpus)!r}, "-o", {str(vectors)!r}, "--cluster", "auto", "--mode", "sharded",
-                         "--shards", "2", "--clients", "1", "--threads", "1", "--dim", "16", "--min-count", "1",
-                         "--epochs", "1", "--report", {str(report)!r}, "--no-progress"])
-            print(json.dumps({{"code": code, "nodes": {{n["NodeID"]: n["Resources"].get("memory")
-                                                       for n in ray.nodes()}}}}))
-        finally:
-            ray.shutdown()
-            nodes.shutdown()
+        code = main(["train", {str(corpus)!r}, "-o", {str(vectors)!r}, "--cluster", "auto", "--mode", "sharded",
+                     "--shards", "2", "--clients", "1", "--threads", "1", "--dim", "16", "--min-count", "1",
+                     "--epochs", "1", "--report", {str(report)!r}, "--no-progress"])
+        print(json.dumps({{"code": code, "nodes": {{n["NodeID"]: n["Resources"].get("memory") for n in ray.nodes()}}}}))
     """)
-    # Both nodes on 127.0.0.1: without this Ray's multi-node mode swaps the loopback for the host's address.
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    assert res["code"] == 0, out.stderr[-3000:]
+    assert res["code"] == 0, res
     assert sorted(res["nodes"].values()) == [64 << 20, 4 << 30], res
     big = next(node for node, memory in res["nodes"].items() if memory == 4 << 30)
     rep = json.loads(report.read_text())

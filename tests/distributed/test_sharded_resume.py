@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_run import run
+from fault_tools import descendants_titled
+from topic_corpus import three_topic_sentences
 
 from parvec import model_io
 from parvec.checkpoints import EPOCH_END, latest_checkpoint, list_checkpoints, mid_name
@@ -32,31 +34,6 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 
-def _topic_sentences(n_sent: int, seed: int = 0) -> list[list[str]]:
-    """Sentences each drawn from one of three topics of 12 words."""
-    rng = np.random.default_rng(seed)
-    topics = [[f"{t}{i}" for i in range(12)] for t in ("a", "b", "c")]
-    return [list(rng.choice(topics[rng.integers(3)], 20)) for _ in range(n_sent)]
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process below ``root`` (its Ray's GCS, raylet, workers and agents), from /proc."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    found, frontier = [], [root]
-    while frontier:
-        below = [pid for pid, ppid in parents.items() if ppid in frontier]
-        found += below
-        frontier = below
-    return found
-
-
 # One client thread: every run trains the same minibatches in the same order (the bit-for-bit condition).
 FLAGS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2", "--clients", "1", "--threads", "1",
          "--minibatch-words", "128", "--dim", "16", "--epochs", "4", "--min-count", "1", "--no-cache"]
@@ -65,7 +42,7 @@ FLAGS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2", "--client
 @pytest.mark.ray
 def test_a_sharded_run_killed_with_sigkill_resumes_bit_for_bit_without_repeating_its_flags(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(" ".join(s) for s in _topic_sentences(3000, seed=21)) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(" ".join(s) for s in three_topic_sentences(3000, seed=21)) + "\n", encoding="utf-8")
     full, ck_full = tmp_path / "full.npy", tmp_path / "ckA"
     code, _, err = run(["train", corpus, "-o", full, *FLAGS, "--checkpoint-dir", ck_full], capsys)
     assert code == 0, err[-3000:]
@@ -88,7 +65,7 @@ def test_a_sharded_run_killed_with_sigkill_resumes_bit_for_bit_without_repeating
         deadline = time.monotonic() + 400
         while not (ck / EPOCH_END / "model.json").exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        ray_processes = _descendants(proc.pid)
+        ray_processes = descendants_titled("", proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
     finally:
@@ -127,7 +104,7 @@ def test_a_sharded_run_killed_with_sigkill_resumes_bit_for_bit_without_repeating
 
     # Another input is refused, naming the difference; so is a damaged shard file (its CRC-32), naming it.
     other = tmp_path / "other.txt"
-    other.write_text("\n".join(" ".join(s) for s in _topic_sentences(3000, seed=22)) + "\n", encoding="utf-8")
+    other.write_text("\n".join(" ".join(s) for s in three_topic_sentences(3000, seed=22)) + "\n", encoding="utf-8")
     code, _, err = run(["train", other, "-o", tmp_path / "o.npy", "--no-cache", "--resume", ck_full], capsys)
     assert code == 2 and f"cannot resume {ck_full / EPOCH_END}: {other} is not the input the checkpoint was " \
                          "trained on" in err.strip().splitlines()[-1], err[-2000:]
@@ -152,7 +129,7 @@ def test_a_sharded_run_stopped_mid_epoch_resumes_from_its_mid_epoch_checkpoint_b
     from parvec.run import RunOptions
 
     path = tmp_path / "c.txt"  # 30 units an epoch
-    path.write_text("\n".join(" ".join(s) for s in _topic_sentences(3000, seed=11)) + "\n", encoding="utf-8")
+    path.write_text("\n".join(" ".join(s) for s in three_topic_sentences(3000, seed=11)) + "\n", encoding="utf-8")
     config = TrainConfig(dim=16, window=4, negative=4, epochs=3, sample=0, seed=3, progress=False)
     options = ReadOptions(min_count=1)
 
