@@ -11,20 +11,6 @@ import pytest
 from cli_run import run
 
 
-@pytest.fixture()
-def tiny_corpus(tmp_path):
-    rng = np.random.default_rng(0)
-    # Two topics: words of a topic co-occur, so the vectors have something to learn.
-    a = [f"a{i}" for i in range(20)]
-    b = [f"b{i}" for i in range(20)]
-    lines = [" ".join(rng.choice(a if i % 2 else b, 12)) for i in range(600)]
-    path = tmp_path / "tiny.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-
-
 def test_train_writes_vectors_and_report(tiny_corpus, tmp_path, capsys):
     out = tmp_path / "vec.txt"
     report = tmp_path / "report.json"

@@ -17,14 +17,8 @@ FAST = ["-threads", 1, "--no-cache", "-min-count", 1, "-size", 8, "-iter", 2]
 
 
 @pytest.fixture()
-def corpus(tmp_path):
-    rng = np.random.default_rng(0)
-    a = [f"a{i}" for i in range(20)]
-    b = [f"b{i}" for i in range(20)]
-    lines = [" ".join(rng.choice(a if i % 2 else b, 12)) for i in range(600)]
-    path = tmp_path / "tiny.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def corpus(tiny_corpus):
+    return tiny_corpus
 
 
 
