@@ -175,15 +175,18 @@ def fingerprint(w: np.ndarray) -> dict[str, object]:
 
 
 def run_golden(target: str | os.PathLike[str], modes: list[str], cache_dir: str | os.PathLike[str],
-               timeout: float = 900, arrays: str | os.PathLike[str] | None = None) -> dict[str, dict[str, object]]:
+               timeout: float = 900, arrays: str | os.PathLike[str] | None = None,
+               asm: str | os.PathLike[str] | None = None) -> dict[str, dict[str, object]]:
     """Run this script in a fresh process with ``GOLDEN_ENV`` and return the fingerprints it wrote (and, with
-    ``arrays``, the vectors of its ``BLAS_MODES`` as ``arrays/MODE.npz``).
+    ``arrays``, the vectors of its ``BLAS_MODES`` as ``arrays/MODE.npz``; with ``asm``, the estimate instructions
+    in the compiled kernels' assembly as ``tests/kernels/asm_probe.py`` writes them).
 
     Example:
         >>> run_golden("/tmp/g.json", ["classic"], "/tmp/numba-golden")  # doctest: +SKIP
     """
     env = os.environ | GOLDEN_ENV | {"NUMBA_CACHE_DIR": str(cache_dir)}
     extra = ["--arrays", str(arrays)] if arrays is not None else []
+    extra += ["--asm", str(asm)] if asm is not None else []
     subprocess.run([sys.executable, __file__, str(target), *modes, *extra], env=env, check=True, timeout=timeout)
     return json.loads(Path(target).read_text(encoding="utf-8"))
 
@@ -192,15 +195,22 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    arrays = None
-    if "--arrays" in argv:
-        at = argv.index("--arrays")
-        arrays, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+    options: dict[str, Path | None] = {"--arrays": None, "--asm": None}
+    for flag in options:
+        if flag in argv:
+            at = argv.index(flag)
+            options[flag], argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
+    arrays, asm = options["--arrays"], options["--asm"]
     target, modes = Path(argv[0]), argv[1:] or list(MODES)
     if any(os.environ.get(k) != v for k, v in GOLDEN_ENV.items()):
-        run_golden(target, modes, tempfile.mkdtemp(prefix="parvec-golden-numba-"), arrays=arrays)
+        run_golden(target, modes, tempfile.mkdtemp(prefix="parvec-golden-numba-"), arrays=arrays, asm=asm)
         return 0
     os.environ.setdefault("PARVEC_CACHE_DIR", tempfile.mkdtemp(prefix="parvec-golden-cache-"))
+    if asm is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
+        import asm_probe
+
+        asm_probe.call_shard_kernels()  # compiled here before a cluster mode's workers put them in numba's cache
     trained = train_modes(modes)
     prints: dict[str, object] = {k: fingerprint(v) for k, v in trained.items()}
     prints["blas"] = blas_in_use()
@@ -208,6 +218,8 @@ def main(argv: list[str]) -> int:
         arrays.mkdir(parents=True, exist_ok=True)
         for mode in (m for m in modes if m in BLAS_MODES):
             np.savez_compressed(arrays / f"{mode}.npz", **{side: trained[f"{mode}/{side}"] for side in ("in", "out")})
+    if asm is not None:  # every kernel compiled in this process: read their assembly
+        asm.write_text(json.dumps(asm_probe.scan(), indent=1) + "\n", encoding="utf-8")
     Path(target).write_text(json.dumps(prints, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {len(modes)} modes to {target}", file=sys.stderr)
     return 0

@@ -72,6 +72,7 @@ from parvec.gpu.plan import (
 )
 from parvec.gpu.rng import epoch_key, keeps_token, negative_sample, par_c_rep, window_shrink
 from parvec.gpu.sgns import pair_error, pair_error_loss
+from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.par import shared_negatives
 from parvec.sampling import keep_probabilities, word_noise_tables
 from parvec.schedule import Schedule
@@ -113,7 +114,7 @@ def _ring_flush(w_in, row, ring, orig, slot):
         w_in[row, d] += ring[slot, d] - orig[slot, d]
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def center_reads(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, i: int, key: np.uint64,
                  sentence: int, window: int, negative: int, prob: np.ndarray, alias: np.ndarray, negs: np.ndarray,
                  neg_row: int, ring: np.ndarray, orig: np.ndarray, cur: np.ndarray, cur0: np.ndarray,
@@ -169,7 +170,7 @@ def _output_gradients(ring: np.ndarray, slot: int, cur: np.ndarray, valid: np.nd
     return loss
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float32, window: int, negative: int,
                  ring: np.ndarray, cur: np.ndarray, valid: np.ndarray, g: np.ndarray, acc: np.ndarray,
                  with_loss: bool) -> tuple[int, float]:
@@ -210,7 +211,7 @@ def center_train(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float3
     return pairs, loss
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def center_train_window(n: int, i: int, key: np.uint64, sentence: int, alpha: np.float32, window: int,
                         negative: int, ring: np.ndarray, cur: np.ndarray, cur0: np.ndarray, valid: np.ndarray,
                         gw: np.ndarray, acc: np.ndarray, with_loss: bool) -> tuple[int, float]:
@@ -259,7 +260,7 @@ def center_train_window(n: int, i: int, key: np.uint64, sentence: int, alpha: np
     return pairs, loss
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def center_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, i: int, window: int, negative: int,
                   ring: np.ndarray, orig: np.ndarray, cur: np.ndarray, cur0: np.ndarray, outs: np.ndarray,
                   valid: np.ndarray) -> None:
@@ -281,7 +282,7 @@ def center_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int,
             _ring_flush(w_in, sent[p], ring, orig, p % ring_size)
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64,
                       sentence: int, alpha: np.float32, window: int, negative: int, prob: np.ndarray,
                       alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool,
@@ -326,7 +327,7 @@ def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: 
     return pairs, loss
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def minibatch_reads(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, min_pos: int, key: np.uint64,
                     sentence: int, window: int, negative: int, batch: int, h_factor: float, h_max: int,
                     prob: np.ndarray, alias: np.ndarray, negs: np.ndarray, neg_row: int, nid: np.ndarray,
@@ -359,7 +360,7 @@ def minibatch_reads(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: in
     return nb, nh
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def minibatch_train(nb: int, nh: int, alpha: np.float32, m_in: np.ndarray, m_out: np.ndarray, gm: np.ndarray,
                     d_in: np.ndarray, d_out: np.ndarray, with_loss: bool) -> float:
     """The repulsion minibatch's changes from what :func:`minibatch_reads` read: ``G = -sigmoid(M_out M_in^T)
@@ -396,7 +397,7 @@ def minibatch_train(nb: int, nh: int, alpha: np.float32, m_in: np.ndarray, m_out
     return loss
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def minibatch_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, min_pos: int, nb: int, nh: int,
                      nid: np.ndarray, d_in: np.ndarray, d_out: np.ndarray) -> None:
     """What the repulsion minibatch adds: ``w_out[negs] += d_out``, ``w_in[words] += d_in``.
@@ -413,7 +414,7 @@ def minibatch_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, min_
             w_in[sent[min_pos + b], d] += d_in[b, d]
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def par_repulsion(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64, sentence: int,
                   alpha: np.float32, window: int, negative: int, batch: int, h_factor: float, h_max: int,
                   prob: np.ndarray, alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool) -> float:
@@ -458,7 +459,7 @@ def _minibatch_ready(m: int, n: int, batch: int, lag: int) -> int:
     return min(n - 1, min(m * batch + batch, n) - 1 + lag)
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=FASTMATH)
 def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64, sentence: int,
                  alpha: np.float32, window: int, negative: int, batch: int, h_factor: float, h_max: int,
                  prob: np.ndarray, alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool,
@@ -811,8 +812,8 @@ def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s
 # Two compilations of the same loop: serial (cached) for few slots, where a parallel region per tick costs more
 # than the tick's work, and parallel over the slots (not cached: numba's cache would not tell the two apart) for
 # a GPU's thousand; the same results either way (the parallel loops write only each slot's own arrays).
-_hogwild_epoch = njit(cache=True, fastmath=True)(_hogwild_epoch_py)
-_hogwild_epoch_parallel = njit(fastmath=True, parallel=True)(_hogwild_epoch_py)
+_hogwild_epoch = njit(cache=True, fastmath=FASTMATH)(_hogwild_epoch_py)
+_hogwild_epoch_parallel = njit(fastmath=FASTMATH, parallel=True)(_hogwild_epoch_py)
 PARALLEL_SLOTS = 256  # the model runs its slots on every core from this many on
 
 

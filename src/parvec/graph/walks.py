@@ -45,6 +45,7 @@ from numba import njit, prange
 
 from parvec.errors import ParvecError
 from parvec.graph.graph_io import Graph
+from parvec.kernels.fastmath import FASTMATH
 
 __all__ = [
     "WalkSpec",
@@ -72,7 +73,7 @@ _U11 = np.uint64(11)
 _INV53 = 1.0 / 9007199254740992.0  # 2**-53
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _splitmix64(x: np.uint64) -> np.uint64:
     # SplitMix64 finaliser: turns structured (seed, round, node) triples into independent seeds.
     z = x + _GOLDEN
@@ -81,7 +82,7 @@ def _splitmix64(x: np.uint64) -> np.uint64:
     return z ^ (z >> _U31)
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _walk_state(seed: np.uint64, rnd: np.uint64, node: np.uint64) -> np.uint64:
     s = _splitmix64(_splitmix64(_splitmix64(seed) ^ rnd) ^ node)
     if s == np.uint64(0):  # xorshift must never hold 0
@@ -89,7 +90,7 @@ def _walk_state(seed: np.uint64, rnd: np.uint64, node: np.uint64) -> np.uint64:
     return s
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _next(state: np.ndarray) -> np.uint64:
     # xorshift64*: state kept in a 1-element array so helpers can advance it.
     x = state[0]
@@ -100,19 +101,19 @@ def _next(state: np.ndarray) -> np.uint64:
     return x * _XS_MUL
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _uniform(state: np.ndarray) -> float:
     # 53 random bits -> [0, 1)
     return float(_next(state) >> _U11) * _INV53
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _randint(state: np.ndarray, n: np.int64) -> np.int64:
     k = np.int64(_uniform(state) * n)
     return k if k < n else n - 1
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _find(indices: np.ndarray, lo: np.int64, hi: np.int64, x: np.int64) -> int | np.int64:
     # Position of x in the sorted slice indices[lo:hi], or -1.
     end = hi
@@ -127,7 +128,7 @@ def _find(indices: np.ndarray, lo: np.int64, hi: np.int64, x: np.int64) -> int |
     return -1
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _search_cum(cumw: np.ndarray, lo: np.int64, hi: np.int64, u: float) -> np.int64:
     # First position j in [lo, hi) with cumw[j] > u (cumw is the row's running sum of weights).
     while lo < hi:
@@ -139,7 +140,7 @@ def _search_cum(cumw: np.ndarray, lo: np.int64, hi: np.int64, u: float) -> np.in
     return lo
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _first_order(indptr, cumw, weighted, cur, state) -> np.int64:
     # Returns the CSR position of the next node (uniform or weight-proportional).
     s = indptr[cur]
@@ -152,7 +153,7 @@ def _first_order(indptr, cumw, weighted, cur, state) -> np.int64:
     return j if j < e else e - 1
 
 
-@njit(nogil=True, fastmath=True, cache=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _second_order(indptr, indices, data, cumw, weighted, cur, prev, inv_p, inv_q, state) -> np.int64:
     # node2vec step by rejection sampling with the return edge split off exactly (module docstring).
     s = indptr[cur]
@@ -209,7 +210,7 @@ def _second_order(indptr, indices, data, cumw, weighted, cur, prev, inv_p, inv_q
             return j
 
 
-@njit(nogil=True, fastmath=True, cache=True, parallel=True)
+@njit(nogil=True, fastmath=FASTMATH, cache=True, parallel=True)
 def _walk_kernel(
     indptr,
     indices,

@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from parvec.kernels.classic import sgns_step
+from parvec.kernels.fastmath import FASTMATH
 from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence, word_rate
 
 
@@ -80,7 +81,7 @@ def _cbow_step(w_in, w_out, ctx, lo, hi, skip, targets, n_targets, labels, alpha
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def cbow_update(w_in: np.ndarray, w_out: np.ndarray, ctx: np.ndarray, targets: np.ndarray,
                 labels: np.ndarray, alpha: np.float32, cbow_mean: bool, work: np.ndarray) -> float:
     """One CBOW update: context rows ``ctx`` against ``targets`` (center first, then negatives).
@@ -98,7 +99,7 @@ def cbow_update(w_in: np.ndarray, w_out: np.ndarray, ctx: np.ndarray, targets: n
                       work[:dim], work[dim:2 * dim])
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
                 iparams, fparams, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import draw_negative, prefetch_row, sgns_block
 from parvec.sampling import rng_below, rng_next, subsample_sentence, word_rate
 
@@ -183,17 +184,17 @@ def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, d
 
 
 # One compiled copy per specialised dimension (hogbatch's SPECIALISED_DIMS), called rather than inlined.
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def _batch_100(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
     return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, 100, with_loss)
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def _batch_300(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
     return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, 300, with_loss)
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def _batch_dyn(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
     return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, w_in.shape[1],
                   with_loss)
@@ -235,7 +236,7 @@ def _scratch(work, negative, dim):
     return h, e, do, g, lab
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def cbow_batch_update(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, pos: np.ndarray, lo: np.ndarray,
                       hi: np.ndarray, negs: np.ndarray, alpha: np.float32, cbow_mean: bool,
                       work: np.ndarray) -> float:
@@ -258,7 +259,7 @@ def cbow_batch_update(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, pos
                           np.bool_(cbow_mean), h, e, do, g, lab, np.bool_(True))
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
                 iparams, fparams, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).

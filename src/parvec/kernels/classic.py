@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from parvec.kernels.fastmath import FASTMATH
 from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence, word_rate
 
 MAX_EXP = 6.0
@@ -54,7 +55,7 @@ def _train_pair(w_in, w_out, ctx, target, label, alpha, neu1e):
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def classic_update(w_in, w_out, ctx, targets, labels, alpha, neu1e):
     """One context word against a fixed list of targets (center first, then negatives).
 
@@ -73,7 +74,7 @@ def classic_update(w_in, w_out, ctx, targets, labels, alpha, neu1e):
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
                 iparams, fparams, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract)."""

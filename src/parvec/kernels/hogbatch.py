@@ -51,6 +51,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from parvec.kernels.classic import MAX_EXP
+from parvec.kernels.fastmath import FASTMATH
 from parvec.sampling import rng_below, rng_next, rng_uniform, subsample_sentence
 
 _MAX_EXP32 = np.float32(MAX_EXP)
@@ -345,17 +346,17 @@ def batch_apply(w_in, w_out, ctx, c0, n_in, outs, n_out, g, do, dim):
 # shared by train_chunk and hogbatch_update.  They are called, not inlined: a call between numba
 # functions passes the arrays without touching their reference counts, and separate functions keep
 # the (cached) compilation of train_chunk short.
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def _batch_100(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
     return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, 100, with_loss)
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def _batch_300(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
     return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, 300, with_loss)
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def _batch_dyn(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
     return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, w_in.shape[1], with_loss)
 
@@ -405,7 +406,7 @@ def _fill_labels(lab, labels, n_out, n_rows):
             lab[a * n_out + b] = labels[b]
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def hogbatch_update(w_in: np.ndarray, w_out: np.ndarray, inputs: np.ndarray, outputs: np.ndarray,
                     labels: np.ndarray, alpha: np.float32, work: np.ndarray) -> float:
     """One HogBatch update: input rows ``inputs`` against output rows ``outputs`` (labels per output).
@@ -464,7 +465,7 @@ def draw_negative(state, noise_prob, noise_alias):
     return j if rng_uniform(state) < noise_prob[j] else alt
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
                 iparams, fparams, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).

@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from parvec.kernels.classic import MAX_EXP, sgns_step
+from parvec.kernels.fastmath import FASTMATH
 from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence, word_rate
 
 NEEDS_HS = True  # the trainer appends (syn1, codes, points, code_len) to the kernel's arguments
@@ -104,7 +105,7 @@ def _ns_pair(h, h_row, w_out, target, label, alpha, neu1e, compute_loss):
     return loss if compute_loss else 0.0
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def hs_update(w_in, w_out, syn1, codes, points, code_len, ctx_words, cbow_mean, word, negatives, alpha, work):
     """One training example with fixed negatives: exposed for tests, the exact update the kernel makes.
 
@@ -143,7 +144,7 @@ def hs_update(w_in, w_out, syn1, codes, points, code_len, ctx_words, cbow_mean, 
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
                 iparams, fparams, seed, sent_buf, work, syn1, codes, points, code_len):
     """Train sentences ``s_lo..s_hi`` (docs/architecture.md; ``iparams`` = [window, negative, sg,

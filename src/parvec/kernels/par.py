@@ -83,6 +83,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from parvec.kernels.classic import MAX_EXP
+from parvec.kernels.fastmath import FASTMATH
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 if TYPE_CHECKING:
@@ -277,7 +278,7 @@ def _attract_run(w_in, sent, lo, hi, skip, co, alpha, dim):
     return loss, prod
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def attract_center(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, i: int, lo: int, hi: int,
                    alpha: np.float32, co: np.ndarray) -> float:
     """Attraction for the center ``sent[i]`` and its context words ``sent[lo:hi]`` (``i`` excluded).
@@ -353,7 +354,7 @@ def _attract_two(w_in, w_out, sent, ia, loa, hia, alpha_a, ib, lob, hib, alpha_b
     return loss - np.log(prod)
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def attract_two_centers(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, ia: int, loa: int, hia: int,
                         alpha_a: np.float32, ib: int, lob: int, hib: int, alpha_b: np.float32,
                         work: np.ndarray) -> float:
@@ -446,7 +447,7 @@ def _repulsion(w_in, w_out, words, negs, alpha, work, dim):
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def repulsion_update(w_in: np.ndarray, w_out: np.ndarray, words: np.ndarray, negs: np.ndarray,
                      alpha: np.float32, work: np.ndarray) -> float:
     """Repulsion of one minibatch: ``words`` (B) against the shared negatives ``negs`` (H), label 0.
@@ -465,7 +466,7 @@ def repulsion_update(w_in: np.ndarray, w_out: np.ndarray, words: np.ndarray, neg
     return _repulsion(w_in, w_out, words, negs, alpha, work, w_in.shape[1])
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray, s_lo: int,
                 s_hi: int, keep: np.ndarray, noise_prob: np.ndarray, noise_alias: np.ndarray,
                 iparams: np.ndarray, fparams: np.ndarray, seed: np.uint64, sent_buf: np.ndarray,

@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from parvec.countclasses import draw_class_noise, subsample_sentence_head
+from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import batch_apply, batch_scores, prefetch_row, sgns_block, train_batch
 from parvec.sampling import draw_noise, rng_below, rng_next
 
@@ -248,7 +249,7 @@ def pair_rows(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed,
     return _pairs_and_negatives(seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, centers, outs)
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def dotprod_rows(w_in, w_out, centers, outs, n_pairs, out):
     """Partial dot products of pairs ``0 .. n_pairs`` given their rows (:func:`pair_rows`); returns how many
     were written (``out``'s layout is :func:`dotprod`'s).
@@ -273,7 +274,7 @@ def dotprod_rows(w_in, w_out, centers, outs, n_pairs, out):
     return n_pairs * stride
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
     """Partial dot products of this shard's columns (paper Figure 5); returns how many were written.
 
@@ -290,7 +291,7 @@ def dotprod(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_a
     return dotprod_rows(w_in, w_out, centers, outs, n_pairs, out[: n_pairs * stride])
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def adjust_rows(w_in, w_out, seg, shrink, window, centers, outs, n_pairs, coef):
     """:func:`adjust` given the minibatch's rows (:func:`pair_rows`, the same seed); returns the pairs updated.
 
@@ -346,7 +347,7 @@ def adjust_rows(w_in, w_out, seg, shrink, window, centers, outs, n_pairs, coef):
     return n_pairs
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def adjust(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, coef):
     """Apply a minibatch's updates to this shard's columns (paper Figure 6); returns the pairs updated.
 
@@ -440,7 +441,7 @@ def _positive_labels(most, stride):
     return lab
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
     """Partial dot products of a minibatch's window batches given their rows (:func:`window_rows`), in
     :func:`dotprod`'s layout; returns how many were written.
@@ -461,7 +462,7 @@ def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
     return first[n_in] * stride
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     """Apply a minibatch's window-batch updates given their rows (:func:`window_rows`); ``coef`` has
     :func:`dotprod`'s layout.  Batch by batch with hogbatch's own update (:func:`parvec.kernels.hogbatch.
@@ -487,7 +488,7 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     return first[n_in] if n_in else 0
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_window_rows(w_in, w_out, ins, outs, first, alpha_in):
     """Train a minibatch's window batches whole, given their rows (:func:`window_rows`): for each input word its
     contexts' scores against its center and negatives, the coefficients ``alpha * (label - sigmoid)`` and the
@@ -519,7 +520,7 @@ def train_window_rows(w_in, w_out, ins, outs, first, alpha_in):
     return loss
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def dotprod_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, out):
     """:func:`dotprod` with window batches (``negatives_per="window"``): the negatives are drawn per input word and
     shared by its context words (:func:`window_rows`); the same layout.  Returns how many were written.
@@ -536,7 +537,7 @@ def dotprod_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, 
     return dotprod_window_rows(w_in, w_out, ins, outs[: n_in * stride], first, out[: n_pairs * stride])
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def adjust_window(w_in, w_out, seq, seg, shrink, window, negative, noise_prob, noise_alias, seed, coef):
     """:func:`adjust` with window batches (:func:`dotprod_window`'s rows, drawn again from ``seed``).
 
@@ -609,7 +610,7 @@ def half_to_float(src, scale, out, accumulate):
 
 
 # --------------------------------------------------------------------------- client side
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def coefficients(f, n_ctx, alpha_in, negative, coef):
     """Gradient coefficients ``alpha * (label - sigmoid(f))`` from the summed dot products; returns the
     minibatch's SGNS loss (each positive's and its negatives' terms, as the one-process kernels report).
