@@ -408,7 +408,7 @@ class ShardedKeyedVectors:
         """The first ``rows`` rows (all by default) at unit length, a block at a time: ``(first id, block)``.
 
         Example:
-            >>> sum(len(b) for _, b in kv.normed_blocks())  == len(kv)  # doctest: +SKIP
+            >>> sum(len(b) for _, b in kv.normed_blocks()) == len(kv)  # doctest: +SKIP
             True
         """
         rows = self.n if rows is None else max(0, min(int(rows), self.n))
