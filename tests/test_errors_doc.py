@@ -19,6 +19,8 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_tokens: list[str
     (tmp_path / "empty.txt").write_bytes(b"")
     (tmp_path / "tiny.txt").write_text("hello world\n", encoding="utf-8")
     (tmp_path / "lonely.txt").write_text("".join(f"w{i % 7}\n" for i in range(200)), encoding="utf-8")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x", encoding="utf-8")
     return tmp_path
 
 
@@ -48,6 +50,14 @@ CASES = [
     (["train", "corpus.txt", "-o", "v.txt", "--report", "-"],
      "--report -: '-' (standard output) is only for the vectors of -o; give a file name (./- for a file named '-')"),
     (["demo", "-o", "-"], "-o -: parvec demo prints its results on standard output; give a file name for the vectors"),
+    (["similar", "notes", "king"],
+     "notes: a directory, not a vector file or a parvec model directory (no model.json): it holds todo.txt; expected a "
+     "vector file (.npy with its .vocab.txt, word2vec text or binary) or a model directory (Word2Vec.save, parvec "
+     "train --save-model, a --checkpoint-dir)"),
+    (["verify", "corpus.txt"],
+     "corpus.txt: not a model directory (a file): parvec verify checks a model directory (Word2Vec.save, parvec train "
+     "--save-model, a --checkpoint-dir) against the CRC-32s its model.json records; a vector file records none"),
+    (["verify", "notes"], "notes: not a parvec model directory (no model.json): it holds todo.txt"),
 ]
 
 

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import lzma
 import math
 import os
@@ -40,7 +41,9 @@ from parvec.errors import ParvecError
 
 __all__ = [
     "EVAL_FILES",
+    "NonFiniteVectors",
     "PairScores",
+    "RowVectors",
     "WordVectors",
     "analogy_sections",
     "default_eval_paths",
@@ -50,6 +53,7 @@ __all__ = [
     "read_analogy_questions",
     "read_word_pairs",
     "solve_analogies",
+    "word_analogies",
     "word_pair_scores",
 ]
 
@@ -74,11 +78,51 @@ class WordVectors(Protocol):
         True
     """
 
-    index_to_key: list[str]
+    @property
+    def index_to_key(self) -> Sequence[str]: ...
 
     def __len__(self) -> int: ...
 
     def get_normed_vectors(self) -> np.ndarray: ...
+
+
+@runtime_checkable
+class RowVectors(Protocol):
+    """Word vectors that assemble the rows asked for, at unit length, instead of holding the whole normalised
+    matrix (:class:`parvec.sharded_vectors.ShardedKeyedVectors`): the evaluations then read only the rows they
+    use (the pairs' words, the analogies' searched rows).
+
+    Example:
+        >>> import parvec
+        >>> isinstance(parvec.KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]), RowVectors)
+        False
+    """
+
+    def get_rows(self, rows: slice | Sequence[int] | np.ndarray, norm: bool = False) -> np.ndarray: ...
+
+
+class NonFiniteVectors(ParvecError):
+    """A vector an evaluation reads holds NaN or an infinity: the vectors are damaged (or training diverged), and
+    no score computed from them means anything.
+
+    Example:
+        >>> raise NonFiniteVectors("the vector of 'x' (row 3) holds NaN or infinite values")
+        Traceback (most recent call last):
+        ...
+        parvec.evaluation.NonFiniteVectors: the vector of 'x' (row 3) holds NaN or infinite values
+    """
+
+
+def _normed_rows(kv: WordVectors, rows: slice | np.ndarray) -> np.ndarray:
+    # The unit rows `rows` (a slice of ids, or ids), checked finite: read on demand where the vectors offer it.
+    normed = kv.get_rows(rows, norm=True) if isinstance(kv, RowVectors) else kv.get_normed_vectors()[rows]
+    finite = np.isfinite(normed).all(axis=1)
+    if not finite.all():
+        ids = np.arange(len(kv))[rows] if isinstance(rows, slice) else np.asarray(rows)
+        bad = int(ids[int(np.flatnonzero(~finite)[0])])
+        raise NonFiniteVectors(f"the vector of {kv.index_to_key[bad]!r} (row {bad}) holds NaN or infinite values: "
+                               "the vectors are damaged (or their training diverged)")
+    return normed
 
 
 # ---------------------------------------------------------------------- locating the files
@@ -234,13 +278,20 @@ def read_analogy_questions(path: PathLike) -> list[tuple[str, list[tuple[str, st
     return sections
 
 
-def _lookup(kv: WordVectors, rows: int, case_insensitive: bool) -> dict[str, int]:
-    """Word (upper-cased if case-insensitive) -> row, over the first ``rows`` rows."""
-    keys = kv.index_to_key
-    if not case_insensitive:
-        return {keys[i]: i for i in range(rows)}
-    # Reversed, so the most frequent spelling of a word is the one kept.
-    return {keys[i].upper(): i for i in range(rows - 1, -1, -1)}
+def _keys(kv: WordVectors, rows: int) -> list[str]:
+    # The first `rows` keys, read in one pass (a sharded model's words come from its partitions a block at a time).
+    return list(itertools.islice(iter(kv.index_to_key), rows))
+
+
+def _lookup(kv: WordVectors, rows: int, case_insensitive: bool, wanted: set[str] | None = None) -> dict[str, int]:
+    """Word (upper-cased if case-insensitive) -> row, over the first ``rows`` rows; only the words of ``wanted``
+    when given.  The first row of a word wins: the most frequent spelling when case-insensitive."""
+    found: dict[str, int] = {}
+    for i, key in enumerate(itertools.islice(iter(kv.index_to_key), rows)):
+        word = key.upper() if case_insensitive else key
+        if (wanted is None or word in wanted) and word not in found:
+            found[word] = i
+    return found
 
 
 def _rows(kv: WordVectors, restrict_vocab: int | None) -> int:
@@ -283,15 +334,16 @@ def word_pair_scores(
     from scipy import stats
 
     pairs = read_word_pairs(path, delimiter)
+    if case_insensitive:
+        pairs = [(a.upper(), b.upper(), score) for a, b, score in pairs]
     rows = _rows(kv, restrict_vocab)
-    lookup = _lookup(kv, rows, case_insensitive)
-    normed = kv.get_normed_vectors()
+    lookup = _lookup(kv, rows, case_insensitive, {w for a, b, _ in pairs for w in (a, b)})
+    ids = np.array(sorted(set(lookup.values())), dtype=np.int64)
+    normed = dict(zip(ids.tolist(), _normed_rows(kv, ids), strict=True))  # the pairs' rows only
     gold: list[float] = []
     model: list[float] = []
     oov = 0
     for a, b, score in pairs:
-        if case_insensitive:
-            a, b = a.upper(), b.upper()
         ia, ib = lookup.get(a), lookup.get(b)
         if ia is None or ib is None:
             oov += 1
@@ -448,8 +500,8 @@ def _solve_file(
     sections = read_analogy_questions(path)
     rows = _rows(kv, restrict_vocab)
     lookup = _lookup(kv, rows, case_insensitive)
-    keys = kv.index_to_key
     if case_insensitive:
+        keys = _keys(kv, rows)
         canon = np.fromiter((lookup[keys[i].upper()] for i in range(rows)), dtype=np.int64, count=rows)
     else:
         canon = np.arange(rows, dtype=np.int64)
@@ -468,7 +520,7 @@ def _solve_file(
         outcome.questions.append(qs)
         outcome.covered.append(covered)
     idx_arr = np.array(all_idx, dtype=np.int64).reshape(-1, 4)
-    normed = kv.get_normed_vectors()[:rows]
+    normed = _normed_rows(kv, slice(0, rows))
     preds = solve_analogies(normed, idx_arr[:, :3], canon, methods)
     # A prediction is right when it is a spelling of the expected word (its canon row).
     right = {m: (p >= 0) & (canon[np.maximum(p, 0)] == idx_arr[:, 3]) for m, p in preds.items()}
@@ -525,6 +577,26 @@ def analogy_sections(
         )
         result[m] = sections
     return result
+
+
+def word_analogies(
+    kv: WordVectors,
+    path: PathLike,
+    restrict_vocab: int | None = 300000,
+    case_insensitive: bool = True,
+    dummy4unknown: bool = False,
+    method: str = "3cosadd",
+) -> tuple[float, list[dict[str, Any]]]:
+    """gensim's ``evaluate_word_analogies``: ``(accuracy, sections)`` for one method (:func:`analogy_sections`).
+
+    Example:
+        >>> score, sections = word_analogies(kv, "questions-words.txt")  # doctest: +SKIP
+    """
+    results = analogy_sections(kv, path, restrict_vocab, case_insensitive, dummy4unknown, methods=(method,))
+    sections = results[method]
+    total = sections[-1]
+    n = len(total["correct"]) + len(total["incorrect"])
+    return (len(total["correct"]) / n if n else 0.0), sections
 
 
 # ---------------------------------------------------------------------- the report

@@ -736,26 +736,53 @@ def write_word2vec(
         raise ParvecError(f"{path}: vectors must be a 2-D array, got shape {vectors.shape}")
     n, dim = vectors.shape
     _check_keys(keys, n, " \n", str(path))
-    data = np.ascontiguousarray(vectors, dtype="<f4")
-    rows_per_write = max(1, (1 << 22) // max(1, 12 * dim))
+    rows_per_write = word2vec_block_rows(dim)
+    blocks = (([keys[i] for i in range(lo, min(n, lo + rows_per_write))], vectors[lo:min(n, lo + rows_per_write)])
+              for lo in range(0, n, rows_per_write))
+    write_word2vec_blocks(path, n, dim, blocks, binary=binary, write_header=write_header, check_keys=False)
+
+
+def word2vec_block_rows(dim: int) -> int:
+    """The rows :func:`write_word2vec_blocks` formats at a time (about 4 MiB of text).
+
+    Example:
+        >>> word2vec_block_rows(100)
+        3495
+    """
+    return max(1, (1 << 22) // max(1, 12 * dim))
+
+
+def write_word2vec_blocks(path: PathLike, n: int, dim: int, blocks: Iterable[tuple[Sequence[str], np.ndarray]],
+                          binary: bool = False, write_header: bool = True, check_keys: bool = True) -> None:
+    """:func:`write_word2vec` from ``(keys, rows)`` blocks, in order, of ``n`` vectors of ``dim`` in all: the rows
+    are never one matrix (a sharded model's, assembled from its shards a block at a time).  The write is atomic;
+    a key that cannot be written, or blocks that do not add up to ``n``, leave no file.
+
+    Example:
+        >>> import numpy as np
+        >>> write_word2vec_blocks("vec.txt", 2, 2, [(["a"], np.eye(2)[:1]), (["b"], np.eye(2)[1:])])  # doctest: +SKIP
+    """
+    fmt = "%.9g " * dim + "\n"  # word2vec.c's trailing space, then the newline
+    done = 0
     with atomic_output(path, "wb", compress=True) as f:
         if write_header:
             f.write(f"{n} {dim}\n".encode())
-        if binary:
-            for start in range(0, n, rows_per_write):
-                stop = min(n, start + rows_per_write)
-                f.write(
-                    b"".join(keys[i].encode("utf-8") + b" " + data[i].tobytes() + b"\n" for i in range(start, stop))
-                )
-        else:
-            fmt = "%.9g " * dim + "\n"  # word2vec.c's trailing space, then the newline
-            for start in range(0, n, rows_per_write):
-                stop = min(n, start + rows_per_write)
-                rows = data[start:stop].astype(np.float64).tolist()
-                text = "".join(
-                    f"{keys[i]} " + fmt % tuple(row) for i, row in zip(range(start, stop), rows, strict=True)
-                )
-                f.write(text.encode("utf-8"))
+        for keys, block in blocks:
+            data = np.ascontiguousarray(block, dtype="<f4")
+            if data.ndim != 2 or data.shape[1] != dim:
+                raise ParvecError(f"{path}: a block of vectors of shape {data.shape}, expected (rows, {dim})")
+            if check_keys:
+                _check_keys(keys, len(data), " \n", str(path))
+            if binary:
+                f.write(b"".join(key.encode("utf-8") + b" " + row.tobytes() + b"\n"
+                                 for key, row in zip(keys, data, strict=True)))
+            else:
+                rows = data.astype(np.float64).tolist()
+                f.write("".join(f"{key} " + fmt % tuple(row) for key, row in zip(keys, rows, strict=True))
+                        .encode("utf-8"))
+            done += len(data)
+        if done != n:
+            raise ParvecError(f"{path}: {done} vectors written, the header says {n}")
 
 
 # ---------------------------------------------------------------------- .npy + vocabulary

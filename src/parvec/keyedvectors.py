@@ -28,33 +28,15 @@ import numpy as np
 
 from parvec import formats
 from parvec.errors import ParvecError
+from parvec.similarity import as_query_list, cosadd_query, cosmul_scores, unit_rows, unit_vector
 
 if TYPE_CHECKING:
     from parvec.sharded_vectors import ShardedKeyedVectors
 
-__all__ = ["KeyedVectors", "load_vectors"]
+__all__ = ["KeyedVectors", "load_model_vectors", "load_vectors"]
 
 Key = str | int | np.integer
 Query = Key | np.ndarray | tuple[Any, float]
-
-
-def _as_query_list(items: Any) -> list[Any]:
-    """None -> [], a single key or vector -> [it], anything else -> list(items)."""
-    if items is None:
-        return []
-    if isinstance(items, str | Integral) or (isinstance(items, np.ndarray) and items.ndim == 1):
-        return [items]
-    return list(items)
-
-
-def _with_weights(items: list[Any], weight: float) -> list[tuple[Any, float]]:
-    # gensim accepts (key, weight) pairs next to plain keys and vectors.
-    return [(it, weight) if isinstance(it, str | Integral | np.ndarray) else tuple(it) for it in items]
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else v
 
 
 class KeyedVectors:
@@ -260,9 +242,7 @@ class KeyedVectors:
         """
         if self._normed is None:
             self.fill_norms()
-            assert self.norms is not None
-            safe = np.where(self.norms > 0, self.norms, 1).astype(self._vectors.dtype)
-            self._normed = self._vectors / safe[:, None]
+            self._normed = unit_rows(self._vectors, self.norms)
         return self._normed
 
     # ------------------------------------------------------------------ similarity queries
@@ -303,18 +283,7 @@ class KeyedVectors:
         """
         if isinstance(topn, Integral) and topn < 1:
             return []
-        terms = _with_weights(_as_query_list(positive), 1.0) + _with_weights(_as_query_list(negative), -1.0)
-        if not terms:
-            raise ValueError("cannot compute similarity with no input")
-        exclude: set[int] = set()
-        parts = []
-        for term, weight in terms:
-            if isinstance(term, np.ndarray):
-                parts.append(weight * np.asarray(term, dtype=np.float64))
-            else:
-                parts.append(weight * self.get_vector(term, norm=True).astype(np.float64))
-                exclude.add(self.get_index(term))
-        mean = _unit(np.mean(parts, axis=0)).astype(self._vectors.dtype)
+        mean, exclude = cosadd_query(self, positive, negative, self._vectors.dtype)
         rows = self._restricted_rows(restrict_vocab)
         dists = self.get_normed_vectors()[:rows] @ mean
         if not topn:
@@ -342,27 +311,20 @@ class KeyedVectors:
         """
         if isinstance(topn, Integral) and topn < 1:
             return []
-        pos, neg = _as_query_list(positive), _as_query_list(negative)
+        pos, neg = as_query_list(positive), as_query_list(negative)
         if not pos:
             raise ValueError("cannot compute similarity with no input")
         exclude: set[int] = set()
 
         def unit_term(term: Any) -> np.ndarray:
             if isinstance(term, np.ndarray):
-                return _unit(np.asarray(term, dtype=np.float64)).astype(self._vectors.dtype)
+                return unit_vector(np.asarray(term, dtype=np.float64)).astype(self._vectors.dtype)
             exclude.add(self.get_index(term))
             return self.get_vector(term, norm=True)
 
         pos_v, neg_v = [unit_term(t) for t in pos], [unit_term(t) for t in neg]
         rows = self._restricted_rows(restrict_vocab)
-        normed = self.get_normed_vectors()[:rows]
-        dists = np.ones(rows, dtype=np.float64)
-        for v in pos_v:
-            dists *= (1.0 + normed @ v) / 2.0
-        denom = np.ones(rows, dtype=np.float64)
-        for v in neg_v:
-            denom *= (1.0 + normed @ v) / 2.0
-        dists = (dists / (denom + 1e-6)).astype(self._vectors.dtype)
+        dists = cosmul_scores(self.get_normed_vectors()[:rows], pos_v, neg_v)
         if not topn:
             return dists
         return self._top(dists, int(topn), exclude)
@@ -419,7 +381,7 @@ class KeyedVectors:
             raise ZeroDivisionError("At least one of the passed lists is empty.")
         m1 = np.mean([self[k] for k in ws1], axis=0)
         m2 = np.mean([self[k] for k in ws2], axis=0)
-        return float(np.dot(_unit(m1), _unit(m2)))
+        return float(np.dot(unit_vector(m1), unit_vector(m2)))
 
     def distance(self, w1: Key, w2: Key) -> float:
         """Cosine distance, ``1 - similarity(w1, w2)``.
@@ -440,7 +402,7 @@ class KeyedVectors:
             [0.0, 1.0]
         """
         if isinstance(word_or_vector, np.ndarray):
-            v = _unit(word_or_vector.astype(np.float64)).astype(self._vectors.dtype)
+            v = unit_vector(word_or_vector.astype(np.float64)).astype(self._vectors.dtype)
         else:
             v = self.get_vector(word_or_vector, norm=True)
         normed = self.get_normed_vectors()
@@ -461,7 +423,7 @@ class KeyedVectors:
         if not used:
             raise ValueError("cannot select a word from an empty list")
         vecs = np.vstack([self.get_vector(w, norm=True) for w in used])
-        dists = vecs @ _unit(vecs.mean(axis=0))
+        dists = vecs @ unit_vector(vecs.mean(axis=0))
         return used[int(np.argmin(dists))]
 
     # ------------------------------------------------------------------ evaluation
@@ -508,13 +470,9 @@ class KeyedVectors:
         Example:
             >>> score, sections = kv.evaluate_word_analogies("questions-words.txt")  # doctest: +SKIP
         """
-        from parvec.evaluation import analogy_sections
+        from parvec.evaluation import word_analogies
 
-        results = analogy_sections(self, analogies, restrict_vocab, case_insensitive, dummy4unknown, methods=(method,))
-        sections = results[method]
-        total = sections[-1]
-        n = len(total["correct"]) + len(total["incorrect"])
-        return (len(total["correct"]) / n if n else 0.0), sections
+        return word_analogies(self, analogies, restrict_vocab, case_insensitive, dummy4unknown, method)
 
     # ------------------------------------------------------------------ persistence
     def save_word2vec_format(
@@ -561,10 +519,12 @@ class KeyedVectors:
         return formats.save_npy(path, self._vectors, self.index_to_key, self.counts)
 
     @staticmethod
-    def load_sharded(path: str | os.PathLike[str]) -> ShardedKeyedVectors:
+    def load_sharded(path: str | os.PathLike[str], limit: int | None = None,
+                     check: bool | None = None) -> ShardedKeyedVectors:
         """Open a sharded model directory (``parvec train --mode sharded --save-model DIR``) lazily: its shards'
-        column files memory-mapped, its words in their partitions, queries computed block by block from the
-        shards' partial dot products and norms (:class:`parvec.sharded_vectors.ShardedKeyedVectors`).
+        column files checked and memory-mapped, its words in their partitions, queries computed a block of rows at a
+        time (:class:`parvec.sharded_vectors.ShardedKeyedVectors`: this class's surface; ``limit`` and ``check`` as
+        its ``open``).
 
         Example:
             >>> KeyedVectors.load_sharded("model").most_similar("king", topn=3)  # doctest: +SKIP
@@ -572,7 +532,7 @@ class KeyedVectors:
         """
         from parvec.sharded_vectors import ShardedKeyedVectors
 
-        return ShardedKeyedVectors.open(path)
+        return ShardedKeyedVectors.open(path, limit=limit, check=check)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], mmap: bool = False) -> KeyedVectors:
@@ -597,8 +557,8 @@ def load_vectors(
     limit: int | None = None,
     no_header: bool = False,
 ) -> Any:
-    """Load vectors from ``.npy`` (+ vocab) or a word2vec file, detecting text vs binary unless given; a sharded
-    model directory is opened lazily (:meth:`KeyedVectors.load_sharded`).
+    """Load vectors from ``.npy`` (+ vocab) or a word2vec file, detecting text vs binary unless given, or a model
+    directory's input vectors (:func:`load_model_vectors`: a sharded model's opened lazily).
 
     ``no_header=True``: a word2vec text file without the ``count dimension`` line (GloVe's layout).
 
@@ -607,8 +567,8 @@ def load_vectors(
     """
     p = Path(path)
     formats.refuse_pickle(p, "parvec")
-    if p.is_dir() and _is_sharded_model(p):
-        return KeyedVectors.load_sharded(p)
+    if p.is_dir():
+        return load_model_vectors(p, limit=limit)
     if p.suffix.lower() == ".npy":
         if not p.exists():
             raise ParvecError(f"{p}: no such file")
@@ -621,6 +581,37 @@ def load_vectors(
     return KeyedVectors.load_word2vec_format(
         p, binary=binary, limit=limit, unicode_errors=unicode_errors, no_header=no_header
     )
+
+
+def load_model_vectors(path: str | os.PathLike[str], limit: int | None = None) -> Any:
+    """The input vectors of a model directory, read the way :meth:`parvec.Word2Vec.load` reads it: a saved model
+    (``Word2Vec.save``, ``parvec train --save-model``), a checkpoint, or the latest checkpoint of a checkpoint
+    directory (``--checkpoint-dir``), every array's CRC-32 checked, as a :class:`KeyedVectors` (memory-mapped); the
+    sharded model format (``--mode sharded``) opened lazily (:meth:`KeyedVectors.load_sharded`).  ``limit`` keeps
+    the most frequent words.  A directory that is none of these raises :class:`ParvecError` saying what it holds
+    and what was expected.
+
+    Example:
+        >>> load_model_vectors("ck").most_similar("king", topn=1)  # doctest: +SKIP
+        [('queen', 0.71)]
+    """
+    from parvec import checkpoints, model_io
+
+    target, _ = checkpoints.find_for_resume(path)
+    if _is_sharded_model(target):
+        from parvec.sharded_vectors import ShardedKeyedVectors
+
+        return ShardedKeyedVectors.open(target, limit=limit)
+    if not (target / model_io.MODEL_JSON).exists():
+        raise ParvecError(f"{path}: a directory, not a vector file or a parvec model directory (no model.json): "
+                          f"{model_io.what_is_there(path)}; expected a vector file (.npy with its .vocab.txt, "
+                          "word2vec text or binary) or a model directory (Word2Vec.save, parvec train --save-model, a "
+                          "--checkpoint-dir)")
+    saved, _, _ = checkpoints.load_for_resume(target, model_io.load, mmap="r")
+    vocab, vectors = saved.vocab, saved.vectors
+    assert vocab is not None and vectors is not None  # a model that is not sharded holds both
+    n = len(vocab) if limit is None else max(0, min(int(limit), len(vocab)))
+    return KeyedVectors(vectors[:n], vocab.words[:n], vocab.counts[:n])
 
 
 def _is_sharded_model(path: Path) -> bool:

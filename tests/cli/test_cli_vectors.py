@@ -1,9 +1,11 @@
-"""``parvec similar``, ``parvec analogy`` and ``parvec eval``."""
+"""``parvec similar``, ``parvec analogy``, ``parvec eval`` (of vector files and of model directories) and ``parvec
+verify``."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -276,3 +278,131 @@ def test_vectors_help_states_the_reading_rules(capsys):
         text = " ".join(capsys.readouterr().out.split())
         assert "--no-header" in text
         assert "binary only when" in text and "naming the line" in text, text
+
+
+def _word2vec_model(tmp_path: Path) -> Path:
+    from parvec.word2vec import Word2Vec
+
+    sentences = [["man", "king", "prince", "queen"], ["woman", "queen", "princess", "king"],
+                 ["apple", "pear", "apple", "pear"]] * 40
+    model = Word2Vec(sentences=sentences, vector_size=8, min_count=1, epochs=2, workers=1, seed=3)
+    model.save(tmp_path / "model")
+    model.wv.save(tmp_path / "vec")
+    return tmp_path / "model"
+
+
+def test_similar_analogy_and_eval_read_a_model_directory_as_its_vectors(tmp_path, capsys):
+    from parvec.checkpoints import EPOCH_END
+
+    model = _word2vec_model(tmp_path)
+    shutil.copytree(model, tmp_path / "ck" / EPOCH_END)  # a checkpoint directory: its latest checkpoint is read
+    pairs, questions = _eval_files(tmp_path)
+    commands = (["similar", "{}", "king", "-k", "4"], ["analogy", "{}", "man", "king", "woman", "-k", "3"],
+                ["eval", "{}", "--ws353", str(pairs), "--analogies", str(questions)],
+                ["similar", "--limit", "5", "{}", "king"])
+    for argv in commands:
+        assert main([a.format(tmp_path / "vec.npy") for a in argv]) == 0
+        want = capsys.readouterr().out
+        for directory in (model, tmp_path / "ck"):
+            assert main([a.format(directory) for a in argv]) == 0
+            got = capsys.readouterr()
+            assert got.out == want and want
+        assert f"reading {tmp_path / 'ck' / EPOCH_END}, the latest checkpoint in {tmp_path / 'ck'}" in got.err
+
+
+def test_a_directory_that_is_no_model_is_named_with_what_was_expected(tmp_path, capsys):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x")
+    pairs, _ = _eval_files(tmp_path)
+    for argv in (["similar", "{}", "king"], ["analogy", "{}", "a", "b", "c"], ["eval", "{}", "--ws353", str(pairs)]):
+        assert main([a.format(tmp_path / "notes") for a in argv]) == 2
+        err = capsys.readouterr().err
+        assert (f"parvec: error: {tmp_path / 'notes'}: a directory, not a vector file or a parvec model directory (no "
+                "model.json): it holds todo.txt; expected a vector file (.npy with its .vocab.txt, word2vec text or "
+                "binary) or a model directory (Word2Vec.save, parvec train --save-model, a --checkpoint-dir)") in err
+
+
+def _damage(path: Path, how: str) -> Path:
+    shard = path / "shards" / "shard-1-of-2" / "in.npy"
+    if how == "truncated":
+        with open(shard, "r+b") as f:
+            f.truncate(shard.stat().st_size // 2)
+    else:
+        with open(shard, "r+b") as f:
+            f.seek(128)
+            f.write(b"\xff" * 64)  # the first row's columns of that shard: NaN
+    return shard
+
+
+@pytest.mark.parametrize("command", ["similar", "analogy", "eval"])
+@pytest.mark.parametrize("how", ["truncated", "0xff"])
+def test_a_damaged_sharded_model_is_an_error_never_a_traceback_or_a_nan(tmp_path, capsys, monkeypatch, how, command):
+    from sharded_model_dir import topic_vectors, write_sharded_model
+
+    import parvec.sharded_vectors as sharded_vectors
+
+    vectors, words = topic_vectors(40, 8)
+    path = write_sharded_model(tmp_path / "model", vectors, words)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("t0w0\tt0w3\t9\nt0w0\tt1w1\t1\nt1w4\tt2w2\t3\n")
+    argv = {"similar": ["similar", path, "t1w4"], "analogy": ["analogy", path, "t0w3", "t0w0", "t1w4"],
+            "eval": ["eval", path, "--ws353", pairs]}[command]
+    assert main([str(a) for a in argv]) == 0  # intact
+    capsys.readouterr()
+    shard = _damage(path, how)
+    for big in (False, True):  # a model small enough for its CRC-32s at open; one too big (sizes, then the rows)
+        if big:
+            monkeypatch.setattr(sharded_vectors, "CHECK_AT_OPEN_BYTES", 100)
+        assert main([str(a) for a in argv]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and "nan" not in err.split(":")[-1], err
+        if how == "truncated":
+            assert f"parvec: error: {shard}: truncated: the file has " in err
+        elif not big:
+            assert f"parvec: error: {shard}: its data does not match the CRC-32 model.json records" in err
+        else:
+            assert re.search(rf"^parvec: error: {path}: the model is damaged: the vector of 't0w(\d)' \(row \1\) "
+                             rf"holds NaN or infinite values in {shard} \(columns 4..7\); `parvec verify {path}`",
+                             err), err  # rows 0-3, the first one the command reads
+
+
+def test_a_nan_vector_is_never_printed_as_a_score(tmp_path, capsys):
+    vectors = VECTORS.copy()
+    vectors[WORDS.index("king"), 1] = np.nan
+    path = save_npy(tmp_path / "vec", vectors, WORDS)
+    pairs, questions = _eval_files(tmp_path)
+    for argv, word in ((["similar", path, "king"], "king"), (["analogy", path, "man", "king", "woman"], "king"),
+                       (["eval", path, "--ws353", pairs], "king"), (["eval", path, "--analogies", questions], "king")):
+        assert main([str(a) for a in argv]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"parvec: error: {path}: " in err and f"{word!r}" in err and "NaN" in err, err
+
+
+def test_verify_checks_a_model_a_checkpoint_directory_and_a_sharded_model(tmp_path, capsys):
+    from sharded_model_dir import topic_vectors, write_sharded_model
+
+    from parvec.checkpoints import EPOCH_END
+
+    model = _word2vec_model(tmp_path)
+    shutil.copytree(model, tmp_path / "ck" / EPOCH_END)
+    sharded = write_sharded_model(tmp_path / "sharded", *topic_vectors(40, 8))
+    for path, files in ((model, 3), (tmp_path / "ck", 3), (sharded, 2 * 2 + 2 * 5)):
+        assert main(["verify", str(path)]) == 0
+        out = capsys.readouterr().out
+        assert out.count(" ok\n") == files and out.endswith(f"{path}: all {files} files match model.json\n"), out
+    with open(model / "vectors.npy", "r+b") as f:  # a finite value changed: only the CRC-32 tells
+        f.seek(200)
+        f.write(np.float32(0.25).tobytes())
+    shard = _damage(sharded, "truncated")
+    for path, file, problem in ((model, model / "vectors.npy", "its data does not match the CRC-32 model.json "
+                                 "records (the file was altered or damaged)"),
+                                (sharded, shard, "truncated: the file has ")):
+        assert main(["verify", str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert f"DAMAGED: {problem}" in out
+        assert err.startswith(f"parvec: error: {path}: 1 of ") and f"files damaged: {file}: {problem}" in err
+    assert main(["verify", str(tmp_path / "vec.npy")]) == 2
+    assert "vec.npy: not a model directory (a file): parvec verify checks a model directory" in capsys.readouterr().err
+    assert main(["verify", str(tmp_path / "nowhere")]) == 2
+    assert ("nowhere: not a parvec model directory (no model.json): there is no such file or directory"
+            in capsys.readouterr().err)

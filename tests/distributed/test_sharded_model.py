@@ -100,3 +100,43 @@ def test_a_cluster_query_gives_the_gathered_top_10(ray_session, trained, monkeyp
     assert printed == [w for w, _ in gathered.most_similar("a0", topn=10)]
     assert main(["similar", str(npy), "a0", "--cluster", "local:2"]) == 2
     assert "is not a sharded model directory" in capsys.readouterr().err
+
+
+def test_eval_analogy_and_similar_print_the_gathered_vectors_scores(trained, tmp_path, capsys):
+    model_dir, npy = trained
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{t}{i}\t{u}{(i * 7) % 30}\t{(i * 3) % 10}\n" for i in range(30)
+                             for t, u in (("a", "a"), ("b", "c"))) + "a1\tz9\t4\n", encoding="utf-8")
+    questions = tmp_path / "questions.txt"
+    questions.write_text(": topics\n" + "".join(f"a{i} a{i + 1} b{i} b{i + 1}\nb{i} c{i} a{i} c{i + 3}\n"
+                                                for i in range(20)), encoding="utf-8")
+    commands = [["eval", "{}", "--ws353", pairs, "--simlex", pairs, "--analogies", questions],
+                ["eval", "{}", "--ws353", pairs, "--analogies", questions, "--restrict-vocab", "50", "--json"],
+                ["analogy", "{}", "a1", "a2", "b3"], ["analogy", "{}", "c0", "b7", "a9", "-k", "20"],
+                ["similar", "{}", "c4", "-k", "30"]]
+    for argv in commands:
+        printed = []
+        for vectors in (npy, model_dir):  # the gathered vectors, then the sharded model read lazily
+            assert main([str(a).format(vectors) for a in argv]) == 0
+            printed.append(capsys.readouterr().out.replace(str(npy), str(model_dir)))
+        assert printed[0] == printed[1] and printed[0]
+
+
+def test_a_cluster_query_names_a_damaged_model_never_a_nan(ray_session, trained, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    model_dir = shutil.copytree(trained[0], tmp_path / "model")
+    kv = KeyedVectors.load_sharded(model_dir)
+    shard = model_dir / "shards" / "shard-1-of-3" / "in.npy"
+    row = next(i for i in range(len(kv)) if kv.index_to_key[i] != "a0")
+    with open(shard, "r+b") as f:
+        f.seek(128 + row * 8 * 4)
+        f.write(b"\xff" * 32)  # that row's 8 columns of shard 1: NaN
+    assert main(["similar", str(model_dir), "a0", "--cluster", "local:2"]) == 2  # small: its CRC-32s checked at open
+    assert f"{shard}: its data does not match the CRC-32 model.json records" in capsys.readouterr().err
+    monkeypatch.setattr(sharded_vectors, "CHECK_AT_OPEN_BYTES", 0)  # as a model too big to check at open
+    assert main(["similar", str(model_dir), "a0", "--cluster", "local:2"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"parvec: error: {model_dir}: the model is damaged: row {row} holds NaN or infinite "
+                                 f"values in {shard}; `parvec verify {model_dir}` checks every file against "
+                                 "model.json's CRC-32s\n")

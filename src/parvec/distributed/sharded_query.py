@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,9 +27,16 @@ from parvec.sharded_vectors import BLOCK_ROWS, ShardedKeyedVectors, merge_top, p
 __all__ = ["cluster_most_similar"]
 
 
-def _partial(path: str, query: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    # Task: one shard's partial dot products and squared norms of rows lo..hi-1 (its in.npy memory-mapped).
-    return partial_scores(np.load(path, mmap_mode="r"), query, lo, hi)
+def _partial(path: str, query: np.ndarray, lo: int, hi: int, model: str) -> tuple[np.ndarray, np.ndarray]:
+    # Task: one shard's partial dot products and squared norms of rows lo..hi-1 (its in.npy memory-mapped); a row
+    # holding NaN or an infinity is the model's damage, named, never a score.
+    dots, sq = partial_scores(np.load(path, mmap_mode="r"), query, lo, hi)
+    finite = np.isfinite(sq)
+    if not finite.all():
+        row = lo + int(np.flatnonzero(~finite)[0])
+        raise ParvecError(f"{model}: the model is damaged: row {row} holds NaN or infinite values in {path}; "
+                          f"`parvec verify {model}` checks every file against model.json's CRC-32s")
+    return dots, sq
 
 
 def _reduce(lo: int, k: int, *partials: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -40,17 +46,17 @@ def _reduce(lo: int, k: int, *partials: tuple[np.ndarray, np.ndarray]) -> tuple[
     return top_of_block(dots, sq, lo, k)
 
 
-def cluster_most_similar(ray: Any, path: str | os.PathLike[str], positive: Any = None, negative: Any = None,
-                         topn: int = 10, timeout_s: float = 300.0) -> list[tuple[str, float]]:
-    """The ``topn`` words of the sharded model ``path`` closest to ``positive`` minus ``negative`` (3CosAdd, the
-    query's words left out), computed by Ray tasks from the shards' partial dot products and norms (module
-    docstring).
+def cluster_most_similar(ray: Any, model: ShardedKeyedVectors | str | os.PathLike[str], positive: Any = None,
+                         negative: Any = None, topn: int = 10, timeout_s: float = 300.0) -> list[tuple[str, float]]:
+    """The ``topn`` words of the sharded model ``model`` (opened, or its directory) closest to ``positive`` minus
+    ``negative`` (3CosAdd, the query's words left out), computed by Ray tasks from the shards' partial dot products
+    and norms (module docstring).
 
     Example:
         >>> cluster_most_similar(ray, "model", ["paris", "germany"], ["france"], topn=1)  # doctest: +SKIP
         [('berlin', 0.74)]
     """
-    kv = ShardedKeyedVectors.open(path)
+    kv = model if isinstance(model, ShardedKeyedVectors) else ShardedKeyedVectors.open(model)
     query, exclude = kv.query(positive, negative)
     n = len(kv)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -58,21 +64,17 @@ def cluster_most_similar(ray: Any, path: str | os.PathLike[str], positive: Any =
     k = topn + len(exclude)
     partial = ray.remote(num_cpus=1, max_retries=2)(_partial)
     reduce = ray.remote(num_cpus=1, max_retries=2)(_reduce)
-    files = [(str(Path(path) / _directory(path, s) / "in.npy"), lo, hi) for s, (lo, hi, _) in enumerate(kv.columns)]
     refs = []
     for r_lo in range(0, n, block):
         r_hi = min(n, r_lo + block)
-        parts = [partial.remote(f, query[c_lo:c_hi], r_lo, r_hi) for f, c_lo, c_hi in files]
+        parts = [partial.remote(str(c.file), query[c.lo:c.hi].astype(np.float64), r_lo, r_hi, str(kv.path))
+                 for c in kv.columns]
         refs.append(reduce.remote(r_lo, k, *parts))
     try:
         found = ray.get(refs, timeout=timeout_s * max(1, len(refs)))
     except ray.exceptions.RayError as exc:
-        raise ParvecError(f"the query on the cluster failed: {getattr(exc, 'cause', exc)}") from None
+        cause = getattr(exc, "cause", exc)
+        if isinstance(cause, ParvecError):
+            raise ParvecError(str(cause)) from None
+        raise ParvecError(f"the query on the cluster failed: {cause}") from None
     return [(kv.index_to_key[i], cos) for i, cos in merge_top(list(found), topn, exclude)]
-
-
-def _directory(path: str | os.PathLike[str], s: int) -> str:
-    import json
-
-    meta = json.loads((Path(path) / "model.json").read_text(encoding="utf-8"))
-    return str(meta["sharded"]["files"][s]["directory"])

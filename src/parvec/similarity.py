@@ -1,0 +1,115 @@
+"""The arithmetic of similarity queries, shared by :class:`parvec.keyedvectors.KeyedVectors` (a matrix in memory)
+and :class:`parvec.sharded_vectors.ShardedKeyedVectors` (a sharded model's rows, a block at a time): forming a
+query from keys and vectors (:func:`cosadd_query`), scaling rows to unit length (:func:`unit_rows`) and 3CosMul's
+scores (:func:`cosmul_scores`).  A row's result depends on that row alone, so both answer alike.
+
+Example:
+    >>> unit_rows(np.array([[3, 4]], dtype=np.float32)).tolist()
+    [[0.6000000238418579, 0.800000011920929]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Integral
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["as_query_list", "cosadd_query", "cosmul_scores", "unit_rows", "unit_vector"]
+
+
+def as_query_list(items: Any) -> list[Any]:
+    """The terms of a query: None -> [], a single key or vector -> [it], anything else -> list(items).
+
+    Example:
+        >>> as_query_list("king"), as_query_list(None), as_query_list(("a", "b"))
+        (['king'], [], ['a', 'b'])
+    """
+    if items is None:
+        return []
+    if isinstance(items, str | Integral) or (isinstance(items, np.ndarray) and items.ndim == 1):
+        return [items]
+    return list(items)
+
+
+def _with_weights(items: list[Any], weight: float) -> list[tuple[Any, float]]:
+    # gensim accepts (key, weight) pairs next to plain keys and vectors.
+    return [(it, weight) if isinstance(it, str | Integral | np.ndarray) else tuple(it) for it in items]
+
+
+def unit_vector(v: np.ndarray) -> np.ndarray:
+    """``v`` scaled to unit length (a zero vector stays zero).
+
+    Example:
+        >>> unit_vector(np.array([3.0, 4.0])).tolist()
+        [0.6, 0.8]
+    """
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+def unit_rows(rows: np.ndarray, norms: np.ndarray | None = None) -> np.ndarray:
+    """The rows of ``rows`` (``[n, dim]``) scaled to unit length, in their dtype (all-zero rows stay zero);
+    ``norms`` are their L2 norms when already known.  A row's result depends on that row alone, so a block of
+    rows gives the same values as the whole matrix (what :class:`parvec.sharded_vectors.ShardedKeyedVectors`
+    relies on to answer as the gathered vectors do).
+
+    Example:
+        >>> unit_rows(np.array([[3, 4], [0, 0]], dtype=np.float32)).tolist()
+        [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+    """
+    if norms is None:
+        norms = np.linalg.norm(rows, axis=1)
+    safe = np.where(norms > 0, norms, 1).astype(rows.dtype)
+    return rows / safe[:, None]
+
+
+def cosmul_scores(normed: np.ndarray, positive: Sequence[np.ndarray], negative: Sequence[np.ndarray]) -> np.ndarray:
+    """3CosMul of unit rows ``normed`` for unit query vectors: ``prod((1+cos(x,p))/2) / (prod((1+cos(x,n))/2) +
+    1e-6)``, in ``normed``'s dtype (:meth:`parvec.keyedvectors.KeyedVectors.most_similar_cosmul`; a block of rows at a
+    time for a sharded model).
+
+    Example:
+        >>> cosmul_scores(np.eye(2, dtype=np.float32), [np.array([1, 0], np.float32)], []).round(3).tolist()
+        [1.0, 0.5]
+    """
+    dists = np.ones(len(normed), dtype=np.float64)
+    for v in positive:
+        dists *= (1.0 + normed @ v) / 2.0
+    denom = np.ones(len(normed), dtype=np.float64)
+    for v in negative:
+        denom *= (1.0 + normed @ v) / 2.0
+    return (dists / (denom + 1e-6)).astype(normed.dtype)
+
+
+class _Lookup(Protocol):
+    def get_index(self, key: Any, default: int | None = None) -> int: ...
+
+    def get_vector(self, key: Any, norm: bool = False) -> np.ndarray: ...
+
+
+def cosadd_query(kv: _Lookup, positive: Any, negative: Any, dtype: Any = np.float32) -> tuple[np.ndarray, set[int]]:
+    """The query of :meth:`parvec.keyedvectors.KeyedVectors.most_similar` (3CosAdd): the unit mean of ``positive``
+    minus ``negative`` (keys unit-normalised, raw vectors as given, ``(term, weight)`` pairs weighted), in ``dtype``,
+    and the rows of the keys in it (left out of the answer).  ``kv`` is any set of vectors with ``get_index`` and
+    ``get_vector``.
+
+    Example:
+        >>> from parvec.keyedvectors import KeyedVectors
+        >>> kv = KeyedVectors(np.array([[2, 0], [0, 1]], dtype=np.float32), ["a", "b"])
+        >>> q, exclude = cosadd_query(kv, ["a", "b"], None); q.round(4).tolist(), exclude
+        ([0.7071, 0.7071], {0, 1})
+    """
+    terms = _with_weights(as_query_list(positive), 1.0) + _with_weights(as_query_list(negative), -1.0)
+    if not terms:
+        raise ValueError("cannot compute similarity with no input")
+    exclude: set[int] = set()
+    parts = []
+    for term, weight in terms:
+        if isinstance(term, np.ndarray):
+            parts.append(weight * np.asarray(term, dtype=np.float64))
+        else:
+            parts.append(weight * kv.get_vector(term, norm=True).astype(np.float64))
+            exclude.add(kv.get_index(term))
+    return unit_vector(np.mean(parts, axis=0)).astype(dtype), exclude
