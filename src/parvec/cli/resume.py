@@ -111,6 +111,33 @@ def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, rec
     return conflicts, lines
 
 
+def threads_line(record: dict[str, Any], given: int | None, trained_threads: int) -> str:
+    """The line ``--resume`` prints of a cluster run's threads per replica or client: the checkpoint's
+    (``record``: ``model.json``'s ``cluster``; its replicas' threads fitted to the CPUs when it recorded none, at
+    most ``trained_threads``), or the ``--threads`` ``given`` that overrides them.  ``--threads`` given with the
+    checkpoint's value is no override.
+
+    Example:
+        >>> threads_line({"mode": "replicas", "threads_per_actor": 1}, None, 2)
+        'threads: 1 per replica, as the checkpoint was trained (--threads overrides)'
+        >>> threads_line({"mode": "replicas", "threads_per_actor": 1}, 1, 2)
+        'threads: 1 per replica, as the checkpoint was trained (--threads overrides)'
+        >>> threads_line({"mode": "sharded", "threads_per_actor": None}, 2, 4)
+        "--threads 2 per client overrides the checkpoint's 1"
+    """
+    unit = "client" if record.get("mode") == "sharded" else "replica"
+    per = record.get("threads_per_actor")
+    if per is None and unit == "client":
+        per = 1  # a sharded run's clients run one thread each unless told (ShardedSettings.of)
+    trained = f"{per}" if per is not None else "threads fitted to the CPUs"
+    if given is not None and given != per:
+        return f"--threads {given} per {unit} overrides the checkpoint's {trained}"
+    if per is None:
+        return (f"threads: fitted to the cluster's CPUs for each replica (at most {trained_threads}), as the "
+                "checkpoint was trained (--threads N per replica overrides)")
+    return f"threads: {per} per {unit}, as the checkpoint was trained (--threads overrides)"
+
+
 def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: set[str], more: list[str]) -> None:
     """Refuse, in one line naming each with the checkpoint's value, the training flags given (``given``:
     :func:`parvec.cli.flags.explicit_flags`) with another value than ``model``'s (its ``config`` and
