@@ -160,6 +160,35 @@ def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: 
                           "run keeps its saved flags (leave these out), or start a new run without --resume")
 
 
+def kept_checkpoints(directory: str | None, started: float, resumed: str | None) -> str:
+    """What the line of an interrupted run says of its ``--checkpoint-dir`` (the same for every mode: one process,
+    replicas, sharded, the graph commands): ``--resume DIR`` when it holds a checkpoint of this run (written since
+    ``started``, a ``time.time()``, or of the run ``resumed`` from), else that none was written, so there is nothing
+    to resume (but the checkpoint ``resumed`` from, if any); empty without a directory.
+
+    Example:
+        >>> kept_checkpoints("no/such/ck", 0.0, None)
+        ' (no checkpoint of this run was written in no/such/ck: there is nothing to --resume)'
+    """
+    if not directory:
+        return ""
+    from parvec import model_io
+    from parvec.checkpoints import find_for_resume, latest_checkpoint
+
+    latest = latest_checkpoint(directory)
+    meta = model_io.read_meta(latest) if latest is not None else None
+    if meta is not None:
+        own = float(meta.get("saved_at") or 0.0) >= started
+        if not own and resumed:
+            before = model_io.read_meta(find_for_resume(resumed)[0]) or {}
+            own = meta.get("run_id") is not None and meta.get("run_id") == before.get("run_id")
+        if own:
+            return f" (checkpoints in {directory} are kept: --resume {directory})"
+    if resumed:
+        return f" (no checkpoint of this run was written in {directory}: --resume {resumed} starts again from it)"
+    return f" (no checkpoint of this run was written in {directory}: there is nothing to --resume)"
+
+
 def describe_resume(config: Any, state: Any, path: str, words_per_epoch: int, units: str = "chunks",
                     epochs: int | None = None) -> list[str]:
     """The lines ``--resume`` prints: where the run resumes (epoch, chunks and words done) and, for a checkpoint,
