@@ -241,8 +241,10 @@ def register(subparsers: Any) -> None:
         "2 on an error (the message names the file or flag), 130 when interrupted.",
     )
     p.add_argument("input", nargs="*", help="training text; - reads standard input (or -train FILE: word2vec.c's "
-                   "defaults); several files, a directory (its files, by name) or a quoted glob ('shards/*.txt.gz') "
-                   "are one corpus")
+                   "defaults); several files, a directory or a quoted glob ('shards/*.txt.gz') are one corpus. A "
+                   "directory is read as its own regular files (and links to one), by name, not recursively: hidden "
+                   "and empty files are left out, subdirectories, FIFOs, sockets and devices are skipped and named "
+                   "in a warning, a link to nothing is an error")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
                    ".bin (with --binary), .npy (NumPy + vocab file); - writes them to standard output (the text "
@@ -412,7 +414,8 @@ def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
     from parvec.cli.outputs import Use, directory_inputs
     from parvec.corpus import expand_inputs
 
-    uses = [] if source == "-" else [Use("the training corpus", p) for p in expand_inputs(source) or [Path(source)]]
+    uses = [] if source == "-" else [Use("the training corpus", p)
+                                   for p in expand_inputs(source, say_skipped=False) or [Path(source)]]
     if getattr(args, "read_vocab", None):
         uses.append(Use("the vocabulary -read-vocab", Path(args.read_vocab)))
     if args.resume:
