@@ -94,3 +94,25 @@ def test_the_benchmarks_page_names_the_gpu_the_gpu_page_measured_on():
     for where, text in (("the machines table", row), ("the GPUs section", section)):
         named = re.search(r"NVIDIA (\w+)", text)
         assert named and named.group(1) == measured.group(1), (where, text)
+
+
+def test_the_api_page_shows_no_internal_base_class():
+    # mkdocstrings writes "Bases: X" under a class: a base of parvec's must be public (exported by parvec or one of
+    # its packages) or hidden for that entry (show_bases: false), as Word2Vec's and Node2Vec's KeptRun is.
+    import importlib
+    import inspect
+
+    page = (REPO / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    public = set()
+    for package in ("parvec", "parvec.graph", "parvec.corpus"):
+        module = importlib.import_module(package)
+        public |= {getattr(module, name) for name in getattr(module, "__all__", ()) if hasattr(module, name)}
+    shown = []
+    for entry, options in re.findall(r"^::: (\S+)\n((?:    .*\n)*)", page, flags=re.M):
+        module_name, _, name = entry.rpartition(".")
+        obj = getattr(importlib.import_module(module_name), name)
+        if not inspect.isclass(obj) or "show_bases: false" in options:
+            continue
+        shown += [f"{entry}: Bases: {base.__qualname__}" for base in obj.__bases__
+                  if base.__module__.startswith("parvec") and base not in public]
+    assert shown == []
