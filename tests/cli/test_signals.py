@@ -128,7 +128,8 @@ def test_the_stop_line_offers_resume_only_when_the_run_left_a_checkpoint(
     # The line is parvec.cli's one handler for every mode.
     from cli_run import run
 
-    from parvec import checkpoints, run as run_layer
+    from parvec import checkpoints
+    from parvec import run as run_layer
 
     def stopped_before_training(self: run_layer.Run) -> None:
         raise KeyboardInterrupt
