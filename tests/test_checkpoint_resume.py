@@ -304,6 +304,32 @@ def test_a_checkpoint_records_where_it_trained_and_resume_refuses_another_place(
         model.train(corpus_file=corpus, resume=True)
 
 
+def test_resume_of_a_replicas_checkpoint_restores_its_threads_per_replica(checkpointed, corpus, tmp_path, capsys):
+    # A replicas run left to fit its threads (workers=2 on 2 CPUs: 2 replicas x 1 thread) records the 1 thread each
+    # replica ran; resumed, that is what it says and restores, and --threads 1 (the same value) is no override.  Its
+    # epochs are all done: nothing trains, Ray never starts.
+    done = tmp_path / "replicas-done"
+    shutil.copytree(checkpointed[0] / EPOCH_END, done)
+    meta = json.loads((done / "model.json").read_text())
+    meta["config"]["threads"] = 2
+    meta["cluster"] = {"spec": "local:2", "mode": "replicas", "replicas": 2, "threads_per_actor": 1,
+                       "sync_words": 200000, "min_sync_words": 1024, "full_sync_times": 0, "sync_overlap": True,
+                       "alpha_scale": "linear"}
+    (done / "model.json").write_text(json.dumps(meta))
+    for flags in ([], ["--threads", 1]):
+        code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", done, *flags],
+                           capsys)
+        assert code == 0, err
+        assert "threads: 1 per replica, as the checkpoint was trained (--threads overrides)" in err.splitlines(), err
+        assert "threads: 2" not in err and "overrides the checkpoint's" not in err
+    # A checkpoint that recorded no threads per replica (fitted again to the cluster's CPUs) says so.
+    meta["cluster"]["threads_per_actor"] = None
+    (done / "model.json").write_text(json.dumps(meta))
+    code, _, err = run(["train", corpus, "--no-cache", "-o", tmp_path / "v.txt", "--resume", done], capsys)
+    assert code == 0 and ("threads: fitted to the cluster's CPUs for each replica (at most 2), as the checkpoint was "
+                          "trained (--threads N per replica overrides)") in err.splitlines(), err
+
+
 def test_resume_of_a_directory_that_is_no_checkpoint_says_what_it_holds(corpus, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()

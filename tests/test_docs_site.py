@@ -1,6 +1,6 @@
 """The documentation site's generated CLI reference (docs/hooks/cli_reference.py, run by ``mkdocs build``) against
 the parsers it is generated from: every sub-command, every flag; and every page of mkdocs.yml's nav exists.
-(``mkdocs build --strict`` itself runs in .ci/run.)"""
+(``mkdocs build --strict`` itself runs in .ci/run.)  The benchmarks page names the GPU the GPU page measured on."""
 
 from __future__ import annotations
 
@@ -82,3 +82,37 @@ def test_every_nav_page_exists():
     assert "reference/cli.md" in nav and "reference/api.md" in nav
     generated = {"reference/cli.md"}
     assert [p for p in nav if p not in generated and not (REPO / "docs" / p).is_file()] == []
+
+
+def test_the_benchmarks_page_names_the_gpu_the_gpu_page_measured_on():
+    gpu_page = (REPO / "docs" / "gpu.md").read_text(encoding="utf-8")
+    benchmarks = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    measured = re.search(r"\*\*Measured on an NVIDIA (\w+)\*\*", gpu_page)
+    assert measured, "docs/gpu.md no longer opens with the GPU it measured on"
+    row = next(line for line in benchmarks.splitlines() if line.startswith("| NVIDIA") and "(gpu.md)" in line)
+    section = benchmarks.split("\n## GPUs\n", 1)[1].split("\n## ", 1)[0]
+    for where, text in (("the machines table", row), ("the GPUs section", section)):
+        named = re.search(r"NVIDIA (\w+)", text)
+        assert named and named.group(1) == measured.group(1), (where, text)
+
+
+def test_the_api_page_shows_no_internal_base_class():
+    # mkdocstrings writes "Bases: X" under a class: a base of parvec's must be public (exported by parvec or one of
+    # its packages) or hidden for that entry (show_bases: false), as Word2Vec's and Node2Vec's KeptRun is.
+    import importlib
+    import inspect
+
+    page = (REPO / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    public = set()
+    for package in ("parvec", "parvec.graph", "parvec.corpus"):
+        module = importlib.import_module(package)
+        public |= {getattr(module, name) for name in getattr(module, "__all__", ()) if hasattr(module, name)}
+    shown = []
+    for entry, options in re.findall(r"^::: (\S+)\n((?:    .*\n)*)", page, flags=re.M):
+        module_name, _, name = entry.rpartition(".")
+        obj = getattr(importlib.import_module(module_name), name)
+        if not inspect.isclass(obj) or "show_bases: false" in options:
+            continue
+        shown += [f"{entry}: Bases: {base.__qualname__}" for base in obj.__bases__
+                  if base.__module__.startswith("parvec") and base not in public]
+    assert shown == []

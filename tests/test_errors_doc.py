@@ -21,6 +21,9 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_tokens: list[str
     (tmp_path / "lonely.txt").write_text("".join(f"w{i % 7}\n" for i in range(200)), encoding="utf-8")
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "todo.txt").write_text("x", encoding="utf-8")
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "a.txt").write_text("hello world\n", encoding="utf-8")
+    (tmp_path / "linked" / "gone.txt").symlink_to("nowhere.txt")
     return tmp_path
 
 
@@ -33,6 +36,9 @@ CASES = [
      "tiny.txt: no word reaches min_count=5 (the most frequent word occurs 1 times); lower --min-count"),
     (["train", "lonely.txt", "-o", "v.txt", "--min-count", "1", "--epochs", "1", "--dim", "4"],
      "training made no (context, center) pair in 1 epoch(s) over"),
+    (["train", "linked", "-o", "v.txt"],
+     "linked/gone.txt: a symbolic link to nowhere.txt, which does not exist (linked is read as a corpus of its files: "
+     "remove the link, or restore what it names)"),
     (["train", "corpus.txt"], "no output: give -o OUTPUT (and/or --save-model DIR)"),
     (["train", "corpus.txt", "-o", "v.txt", "--dim", "0"], "dim must be a positive integer, got 0"),
     (["train", "corpus.txt", "-o", "v.txt", "--checkpoint-every", "10x", "--checkpoint-dir", "ck"],

@@ -88,9 +88,9 @@ def _cluster_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w
                                workers_given=workers_given)
 
 
-def cluster_record(cluster: Cluster | None) -> dict[str, Any] | None:
-    """Where a model trains, as its ``model.json`` records it (:func:`parvec.distributed.cluster_record`; None: this
-    process, which never imports Ray).
+def cluster_record(cluster: Cluster | None, actor_threads: int | None = None) -> dict[str, Any] | None:
+    """Where a model trains, as its ``model.json`` records it (:func:`parvec.distributed.cluster_record`, with the
+    ``actor_threads`` its actors ran; None: this process, which never imports Ray).
 
     Example:
         >>> cluster_record(None) is None
@@ -100,7 +100,7 @@ def cluster_record(cluster: Cluster | None) -> dict[str, Any] | None:
         return None
     from parvec.distributed import cluster_record as record
 
-    return record(cluster)
+    return record(cluster, actor_threads)
 
 
 def check_memory(config: TrainConfig, encoded: EncodedCorpus, cluster: Cluster | None = None) -> int:

@@ -254,9 +254,12 @@ class Driver(Protocol):
     ``finish`` (after the last epoch or an error: stop actors, free devices), ``report`` (its figures for
     ``--report``, read after the run).  ``mode`` names the row of :mod:`parvec.capabilities`, ``label`` the
     progress bar; ``error_label`` and ``divergence_hint`` (what else to lower, or None) word the divergence error.
+    ``actor_threads``: the threads each of a cluster's actors runs, once prepared (fitted to its CPUs when not
+    given; None for a driver without actors), which a checkpoint records as where it trained.
     :class:`DriverBase` gives every member but the four methods of training a default."""
 
     mode: str
+    actor_threads: int | None
 
     @property
     def label(self) -> str: ...
@@ -296,8 +299,9 @@ class PartsDriver(CorpusDriver, Protocol):
 
 class DriverBase:
     """The defaults of the :class:`Driver` members that a driver need not word itself: ``label`` and
-    ``error_label`` are the algorithm, no ``divergence_hint``, an empty ``report``; ``on_progress`` (a report's
-    time series) and ``require_pairs`` serve a driver that runs itself (:class:`SelfRunning`).
+    ``error_label`` are the algorithm, no ``divergence_hint``, an empty ``report``, no ``actor_threads``;
+    ``on_progress`` (a report's time series) and ``require_pairs`` serve a driver that runs itself
+    (:class:`SelfRunning`).
 
     Example:
         >>> from parvec.config import TrainConfig
@@ -308,6 +312,7 @@ class DriverBase:
 
     mode: str = "cpu"
     config: TrainConfig
+    actor_threads: int | None = None
     on_progress: Callable[..., None] | None = None
     require_pairs: bool = True
 

@@ -93,7 +93,7 @@ _UMASK = _read_umask()
 # leaves it behind, and the owner in its name lets a later run writing the same target remove it once that
 # process is gone (remove_stale_temporaries).
 TEMP_PREFIX = ".parvec-"
-STALE_AFTER_S = 60.0  # a temporary left this long by a process that is gone is removed by the next write
+STALE_AFTER_S = 60.0  # a temporary whose process number now names a later process is removed once this old
 _TEMP_NAME = re.compile(r"^\.parvec-(\d+)@([A-Za-z0-9-]*)-[a-z0-9_]{8}\.(.+)$")
 
 
@@ -146,23 +146,28 @@ def _process_started_at(pid: int) -> float | None:
     return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat: the start time, in ticks
 
 
-def _owner_gone(pid: int, host: str, modified: float) -> bool:
-    """Whether the process that made a temporary is gone: ``pid`` on this machine is not running, or runs a
-    process started after the file was last written (the number was reused).  Unknown is not gone."""
+def _owner(pid: int, host: str, modified: float) -> str:
+    """What became of the process that made a temporary: ``"gone"`` (``pid`` does not run on this machine),
+    ``"reused"`` (it runs a process started after the file was last written: the number was reused), else
+    ``"unknown"`` (it may still run: this process, another machine's, or /proc cannot tell)."""
     if host != _host_tag() or pid == os.getpid():
-        return False  # another machine's (a shared file system), or this process's own
+        return "unknown"  # another machine's (a shared file system), or this process's own
     try:
         started = _process_started_at(pid)
     except (OSError, ValueError, StopIteration, IndexError):
-        return False
-    return started is None or started > modified + 1.0  # btime has one-second resolution
+        return "unknown"
+    if started is None:
+        return "gone"
+    return "reused" if started > modified + 1.0 else "unknown"  # btime has one-second resolution
 
 
 def remove_stale_temporaries(directory: PathLike, target: str, min_age_s: float = STALE_AFTER_S) -> list[Path]:
     """Remove the temporaries that killed parvec runs left in ``directory`` for the output named ``target``:
-    only parvec's (``.parvec-PID@HOST-XXXXXXXX.TARGET`` and the ``.tmp``/``.old`` ones made with them), only
-    those not written for ``min_age_s`` seconds, and only when the process named in them is gone from this
-    machine.  Returns what was removed; what cannot be removed is left.
+    only parvec's (``.parvec-PID@HOST-XXXXXXXX.TARGET`` and the ``.tmp``/``.old`` ones made with them), and only
+    when the process named in them is gone from this machine: at once, whatever their age, when no process PID
+    runs here (a ``--resume`` right after ``kill -9`` removes what the killed run left); not written for
+    ``min_age_s`` seconds when PID now names a later process.  Returns what was removed; what cannot be removed
+    is left.
 
     Example:
         >>> remove_stale_temporaries(tempfile.gettempdir(), "no-such-output.txt")
@@ -185,7 +190,8 @@ def remove_stale_temporaries(directory: PathLike, target: str, min_age_s: float 
             modified = entry.stat(follow_symlinks=False).st_mtime
         except OSError:
             continue
-        if now - modified < min_age_s or not _owner_gone(*owner, modified):
+        fate = _owner(*owner, modified)
+        if fate == "unknown" or (fate == "reused" and now - modified < min_age_s):
             continue
         path = Path(entry.path)
         try:

@@ -121,7 +121,9 @@ class RunState:
     ``position`` (a loaded mid-epoch checkpoint's place), ``schedule_anchor`` (``(words, alpha)`` where a resumed
     run changed its epochs), the loaded checkpoint's ``saved_checkpoint_every`` and ``saved_at``, ``graph_run``
     (a node2vec/DeepWalk run's identity), ``saved_cluster`` (where it trained, and whether model.json said:
-    ``saved_cluster_recorded``), and the last call's ``checkpoint_report`` and driver figures ``run_report``.
+    ``saved_cluster_recorded``), and the last call's ``checkpoint_report``, driver figures ``run_report`` and
+    ``actor_threads`` (the threads each of its cluster's actors ran, fitted to the CPUs when not given: recorded as
+    where it trained).
 
     Example:
         >>> RunState().fresh().run_id is not None
@@ -139,6 +141,7 @@ class RunState:
     saved_cluster_recorded: bool = False
     checkpoint_report: dict[str, Any] = field(default_factory=dict)
     run_report: dict[str, Any] = field(default_factory=dict)
+    actor_threads: int | None = None
 
     @classmethod
     def from_saved(cls, saved: SavedModel) -> RunState:
@@ -249,6 +252,7 @@ class Run:
                                    "failed_checkpoints": 0}
         if self.start_epoch >= self.schedule.epochs:  # resumed from the last epoch's end: nothing is left to train
             return TrainStats()
+        state.actor_threads = None  # the driver's, once prepared (_describe)
         if run_log is not None:
             run_log.new_call()
         checkpointer = self._checkpointer()
@@ -274,7 +278,14 @@ class Run:
         if self.eval_seconds:  # words/s is training's, not the per-epoch scoring's
             stats.seconds = max(0.0, stats.seconds - self.eval_seconds)
         state.run_report = self.driver.report()
+        state.actor_threads = self.driver.actor_threads
         return stats
+
+    def _describe(self, position: Position | None, epochs_trained: int) -> SavedModel:
+        # The model to checkpoint, recording the threads the cluster's actors run (prepared by now).
+        assert self.describe is not None
+        self.state.actor_threads = self.driver.actor_threads
+        return self.describe(position, epochs_trained)
 
     def _record(self, run_log: RunLog, epoch: int, stats: TrainStats, started: float) -> None:
         # The report's record of one epoch: its words, loss, seconds, the schedule's rate at its end, the scores.
@@ -304,7 +315,7 @@ class Run:
             if options.on_checkpoint_saved is not None:
                 options.on_checkpoint_saved(path, position, seconds)
 
-        return Checkpointer(Path(options.checkpoint_dir), self.describe, self.state.run_id or uuid.uuid4().hex,
+        return Checkpointer(Path(options.checkpoint_dir), self._describe, self.state.run_id or uuid.uuid4().hex,
                             on_error=options.on_checkpoint_error, report=self.state.checkpoint_report,
                             on_saved=saved, only_latest=self.only_latest)
 

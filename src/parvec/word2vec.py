@@ -408,7 +408,7 @@ class Word2Vec(KeptRun):
             position=position, run_id=self.run_id,
             checkpoint_every=None if self.checkpoint_every is None else str(self.checkpoint_every),
             schedule_anchor=self.schedule_anchor, graph_run=self.graph_run,
-            cluster=drivers.cluster_record(self.cluster),
+            cluster=drivers.cluster_record(self.cluster, self.state.actor_threads),
         )
 
     def _make_driver(self) -> CorpusDriver:

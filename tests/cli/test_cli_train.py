@@ -140,3 +140,41 @@ def test_python_m_parvec_and_a_diverging_run_exit_2_without_output(tiny_corpus, 
     assert "training diverged in epoch 1" in r.stderr and "lower alpha" in r.stderr
     assert "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_a_directory_input_names_what_it_skips_and_refuses_a_link_to_nothing(tiny_corpus, tmp_path, capsys):
+    import os
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_bytes(tiny_corpus.read_bytes())
+    (corpus / "sub").mkdir()
+    (corpus / "sub" / "more.txt").write_text("never read\n")
+    os.mkfifo(corpus / "pipe")
+    (corpus / ".hidden").write_text("left out, as documented\n")
+    argv = ["train", corpus, "-o", tmp_path / "v.txt", "--dim", 8, "--epochs", 1, "--threads", 1, "--min-count", 1,
+            "--no-cache"]
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    # one line (the paths are checked before the reading, which says it), naming each entry skipped
+    assert [line for line in err.splitlines() if "skipped" in line] == [
+        f"parvec: warning: {corpus}: skipped 2 entries that are not a file to read: pipe (a FIFO, not a regular "
+        "file), sub/ (a directory: subdirectories are not read)"], err
+    assert "7,200 words, vocabulary 40" in err  # a.txt alone
+    (corpus / "zz-link").symlink_to(tmp_path / "gone.txt")
+    code, _, err = run([*argv[:3], tmp_path / "w.txt", *argv[4:]], capsys)
+    assert code == 2 and "Traceback" not in err and err.strip().splitlines()[-1] == (
+        f"parvec: error: {corpus / 'zz-link'}: a symbolic link to {tmp_path / 'gone.txt'}, which does not exist "
+        f"({corpus} is read as a corpus of its files: remove the link, or restore what it names)"), err
+    assert not (tmp_path / "w.txt").exists()
+
+
+def test_train_help_says_how_a_directory_input_is_read(capsys):
+    from parvec.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("A directory is read as its own regular files (and links to one), by name, not recursively: hidden and "
+            "empty files are left out, subdirectories, FIFOs, sockets and devices are skipped and named in a warning, "
+            "a link to nothing is an error") in text

@@ -119,3 +119,51 @@ def test_a_signal_during_the_final_renames_waits_for_them_and_says_the_outputs_w
     assert vectors.is_file() and report.is_file(), "a signal during the renames cut them half-way"
     assert err.strip().splitlines()[-1].startswith("parvec: terminated; after its outputs were written ("), err
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".parvec-")]
+
+
+def test_the_stop_line_offers_resume_only_when_the_run_left_a_checkpoint(
+        tmp_path: Path, tiny_corpus: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C (KeyboardInterrupt) before the run's first checkpoint: --resume would find none, so the line says so;
+    # after its first epoch's checkpoint (or, resumed, before its own first one) it offers --resume DIR, which works.
+    # The line is parvec.cli's one handler for every mode.
+    from cli_run import run
+
+    from parvec import checkpoints
+    from parvec import run as run_layer
+
+    def stopped_before_training(self: run_layer.Run) -> None:
+        raise KeyboardInterrupt
+
+    saved = checkpoints.Checkpointer.epoch_end
+
+    def stopped_after_the_first_checkpoint(self: checkpoints.Checkpointer, epochs_trained: int) -> bool:
+        saved(self, epochs_trained)
+        raise KeyboardInterrupt
+
+    ck = tmp_path / "ck"
+    argv = ["train", tiny_corpus, "-o", tmp_path / "v.txt", "--dim", 8, "--epochs", 2, "--min-count", 1,
+            "--threads", 1, "--no-cache", "--checkpoint-dir", ck]
+    with monkeypatch.context() as m:
+        m.setattr(run_layer.Run, "execute", stopped_before_training)
+        code, _, err = run(argv, capsys)
+    assert code == 130 and err.strip().splitlines()[-1] == (
+        f"parvec: interrupted; no output was written (no checkpoint of this run was written in {ck}: there is "
+        "nothing to --resume)"), err
+    with monkeypatch.context() as m:
+        m.setattr(checkpoints.Checkpointer, "epoch_end", stopped_after_the_first_checkpoint)
+        code, _, err = run(argv, capsys)
+    assert code == 130 and err.strip().splitlines()[-1] == (
+        f"parvec: interrupted; no output was written (checkpoints in {ck} are kept: --resume {ck})"), err
+    resume = ["train", tiny_corpus, "-o", tmp_path / "v.txt", "--no-cache", "--resume", ck]
+    with monkeypatch.context() as m:  # resumed, stopped before its own first checkpoint: the one it began from
+        m.setattr(run_layer.Run, "execute", stopped_before_training)
+        code, _, err = run(resume, capsys)
+    assert code == 130 and err.strip().splitlines()[-1].endswith(f"(checkpoints in {ck} are kept: --resume {ck})")
+    code, _, err = run(resume, capsys)
+    assert code == 0 and (tmp_path / "v.txt").is_file(), err
+    # A directory holding only another run's checkpoints: a new run stopped before its own is not offered them.
+    with monkeypatch.context() as m:
+        m.setattr(run_layer.Run, "execute", stopped_before_training)
+        code, _, err = run([*argv[:-2], "-o", tmp_path / "w.txt", "--checkpoint-dir", ck], capsys)
+    assert code == 130 and err.strip().splitlines()[-1].endswith(
+        f"(no checkpoint of this run was written in {ck}: there is nothing to --resume)"), err

@@ -1,6 +1,7 @@
 """A run killed with SIGKILL leaves its reserved output's temporary (``.parvec-PID@HOST-XXXXXXXX.NAME``) beside
-``-o``; the next run writing that output removes it, but only parvec's own, only one a minute old, and only when
-the process named in it is gone (not another live run's, not another machine's)."""
+``-o``; the next run writing that output removes it, but only parvec's own, and only when the process named in it
+is gone (not another live run's, not another machine's): at once when no process has that number here (a
+``--resume`` right after the kill), once a minute old when the number names a later process."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def _temporary(directory: Path, pid: int, target: str, host: str | None = None, 
 _temporary.made = 0
 
 
-def test_only_old_temporaries_of_this_output_whose_process_is_gone_are_removed(tmp_path):
+def test_only_temporaries_of_this_output_whose_process_is_gone_are_removed(tmp_path):
     from parvec.fileio import _process_started_at
 
     if not _process_started_at(1) or _process_started_at(1) > time.time() - 3 * STALE_AFTER_S:
@@ -54,9 +55,12 @@ def test_only_old_temporaries_of_this_output_whose_process_is_gone_are_removed(t
     try:
         stale = _temporary(tmp_path, dead, "v.txt")
         stale_inner = _temporary(tmp_path, dead, "v.txt", suffix=".tmp")  # atomic_output's own
+        fresh = _temporary(tmp_path, dead, "v.txt", age=0)  # no process has the number: gone, whatever the age
         reused = _temporary(tmp_path, live.pid, "v.txt", age=3600)  # the number now names a later process
+        live_start = _process_started_at(live.pid)
         kept = {
-            "fresh": _temporary(tmp_path, dead, "v.txt", age=1),
+            # written 10 s before the process that has the number now started, under a minute ago: left a while
+            "reused, young": _temporary(tmp_path, live.pid, "v.txt", age=time.time() - live_start + 10),
             "live owner": _temporary(tmp_path, 1, "v.txt"),  # init: running since before the file was written
             "another machine": _temporary(tmp_path, dead, "v.txt", host="elsewhere"),
             "another output": _temporary(tmp_path, dead, "w.txt"),
@@ -65,8 +69,8 @@ def test_only_old_temporaries_of_this_output_whose_process_is_gone_are_removed(t
         not_ours.write_bytes(b"")
         _age(not_ours, 3600)
         removed = remove_stale_temporaries(tmp_path, "v.txt")
-        assert sorted(removed) == sorted([stale, stale_inner, reused])
-        assert all(p.exists() for p in kept.values()) and not_ours.exists()
+        assert sorted(removed) == sorted([stale, stale_inner, fresh, reused])
+        assert [k for k, p in kept.items() if not p.exists()] == [] and not_ours.exists()
     finally:
         live.kill()
         live.wait()
@@ -107,11 +111,8 @@ def test_a_run_after_a_killed_one_removes_its_temporary(corpus, tmp_path, capsys
             proc.kill()
             proc.wait()
     left = [p for p in out.iterdir() if p.name.startswith(".parvec-")]
-    assert len(left) == 1 and left[0].name.startswith(f".parvec-{proc.pid}@")  # what the issue saw
-    code, _, err = run(["train", corpus, "-o", out / "v.txt", *FAST], capsys)  # at once: too young to judge
-    assert code == 0, err
-    assert left[0].exists()
-    _age(left[0], 2 * STALE_AFTER_S)
+    assert len(left) == 1 and left[0].name.startswith(f".parvec-{proc.pid}@")
+    # at once, the file seconds old: the killed process is gone from this machine, so its temporary goes
     code, _, err = run(["train", corpus, "-o", out / "v.txt", *FAST], capsys)
     assert code == 0, err
     assert sorted(os.listdir(out)) == ["v.txt"]

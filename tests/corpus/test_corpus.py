@@ -93,6 +93,24 @@ def test_input_errors(tmp_path):
     assert zero.vocab.words == ["a", "b"] and zero.vocab.counts.tolist() == [2, 1]
 
 
+def test_a_glob_or_directory_reads_regular_files_names_the_rest_and_refuses_a_link_to_nothing(tmp_path, caplog):
+    from parvec.corpus import expand_inputs
+
+    write(tmp_path / "a.txt", "a b\n")
+    (tmp_path / "b.txt").symlink_to(tmp_path / "a.txt")  # a link to a file is read
+    (tmp_path / "c.txt").mkdir()
+    with caplog.at_level("WARNING", logger="parvec"):
+        assert [p.name for p in expand_inputs(str(tmp_path / "*.txt"))] == ["a.txt", "b.txt"]
+        assert [p.name for p in expand_inputs(tmp_path, say_skipped=False)] == ["a.txt", "b.txt"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{tmp_path / '*.txt'}: skipped 1 entry that is not a file to read: {tmp_path / 'c.txt'}/ (a directory: "
+        "subdirectories are not read)"]
+    (tmp_path / "d.txt").symlink_to(tmp_path / "d.txt")  # a loop: no file either
+    for given in (tmp_path, str(tmp_path / "*.txt"), [tmp_path / "a.txt", tmp_path]):
+        with pytest.raises(ParvecError, match=r"d\.txt: a symbolic link to .*d\.txt, which cannot be read \("):
+            EncodedCorpus.from_file(given)
+
+
 def test_unreadable_file(tmp_path):
     p = write(tmp_path / "secret.txt", "a b c")
     os.chmod(p, 0)

@@ -89,6 +89,10 @@ def test_ray_client_address_that_does_not_answer_is_one_clear_error(demo_slice, 
     assert res.stderr.rstrip().splitlines()[-1] == errors[0], "more on stderr after the error line"
     for noise in ("Traceback", "Warning", "requires pip package"):
         assert noise not in res.stderr, res.stderr[-3000:]
+    # nor Ray's own log lines (Ray Client's "INFO client_builder.py:262 -- Passing the following kwargs ..."):
+    # every line is parvec's
+    raw = [line for line in res.stderr.splitlines() if " INFO " in line or " WARNING " in line or ".py:" in line]
+    assert raw == [], res.stderr[-3000:]
     assert os.listdir(out) == []
 
 

@@ -122,3 +122,26 @@ def test_cli_resume_of_a_replicas_run_without_its_cluster_flags_trains_there_aga
             in err), err[-3000:]
     assert "2 replicas x 1 thread" in err and "does not match the checkpoint" not in err
     assert resumed.read_bytes() == full.read_bytes()
+
+
+@pytest.mark.ray
+def test_cli_replicas_run_fits_its_threads_silently_and_a_resume_restores_them(ray_session, tmp_path, capsys):
+    # --threads left out: each replica's threads are fitted to the cluster's 2 CPUs (1 each) without a note naming a
+    # --threads never given; the checkpoint records the 1 thread each replica ran, and a resume restores it and
+    # takes --threads 1 (the same value) as no override.
+    from parvec.cli import main
+
+    corpus, ck = tmp_path / "corpus.txt", tmp_path / "ck"
+    corpus.write_text("\n".join(" ".join(s) for s in topic_sentences(1500, seed=5)) + "\n", encoding="utf-8")
+    flags = ["--dim", "16", "--min-count", "1", "--seed", "7", "--no-cache", "--checkpoint-dir", str(ck)]
+    capsys.readouterr()
+    assert main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--epochs", "1", "--cluster", "local:2",
+                 *flags]) == 0
+    err = capsys.readouterr().err
+    assert "2 replicas x 1 thread" in err and "lowered to fit" not in err and "note:" not in err, err[-3000:]
+    assert json.loads((ck / "checkpoint" / "model.json").read_text())["cluster"]["threads_per_actor"] == 1
+    assert main(["train", str(corpus), "-o", str(tmp_path / "v2.txt"), "--epochs", "2", "--threads", "1",
+                 "--resume", str(ck), *flags]) == 0
+    err = capsys.readouterr().err
+    assert "threads: 1 per replica, as the checkpoint was trained (--threads overrides)" in err.splitlines(), err
+    assert "2 replicas x 1 thread" in err and "lowered to fit" not in err

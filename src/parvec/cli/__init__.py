@@ -17,6 +17,7 @@ import importlib
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -159,6 +160,7 @@ def _run(argv: list[str]) -> int:
     from parvec.cli.outputs import committed_outputs, discard_open_plans
 
     already = len(committed_outputs())  # an earlier command of this process (tests call main repeatedly)
+    started = time.time()  # a checkpoint saved since is this run's (the line of an interrupted run)
     parser = build_parser()
     args = parser.parse_args(argv)
     args._argv = argv  # which flags were given (not defaulted): `parvec train --resume` checks them
@@ -173,8 +175,9 @@ def _run(argv: list[str]) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         discard_open_plans()  # before the line: no temporary output is left once it is printed
-        checkpoints = getattr(args, "checkpoint_dir", None)
-        kept = f" (checkpoints in {checkpoints} are kept: --resume {checkpoints})" if checkpoints else ""
+        from parvec.cli.resume import kept_checkpoints
+
+        kept = kept_checkpoints(getattr(args, "checkpoint_dir", None), started, getattr(args, "resume", None))
         terminated = isinstance(exc, Terminated) or signal.SIGTERM in _SIGNAL_SEEN
         written = committed_outputs()[already:]  # the renames are never cut half-way (OutputPlan.commit)
         what = (f"after its outputs were written ({', '.join(written)})" if written else

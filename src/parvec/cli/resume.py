@@ -111,6 +111,33 @@ def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, rec
     return conflicts, lines
 
 
+def threads_line(record: dict[str, Any], given: int | None, trained_threads: int) -> str:
+    """The line ``--resume`` prints of a cluster run's threads per replica or client: the checkpoint's
+    (``record``: ``model.json``'s ``cluster``; its replicas' threads fitted to the CPUs when it recorded none, at
+    most ``trained_threads``), or the ``--threads`` ``given`` that overrides them.  ``--threads`` given with the
+    checkpoint's value is no override.
+
+    Example:
+        >>> threads_line({"mode": "replicas", "threads_per_actor": 1}, None, 2)
+        'threads: 1 per replica, as the checkpoint was trained (--threads overrides)'
+        >>> threads_line({"mode": "replicas", "threads_per_actor": 1}, 1, 2)
+        'threads: 1 per replica, as the checkpoint was trained (--threads overrides)'
+        >>> threads_line({"mode": "sharded", "threads_per_actor": None}, 2, 4)
+        "--threads 2 per client overrides the checkpoint's 1"
+    """
+    unit = "client" if record.get("mode") == "sharded" else "replica"
+    per = record.get("threads_per_actor")
+    if per is None and unit == "client":
+        per = 1  # a sharded run's clients run one thread each unless told (ShardedSettings.of)
+    trained = f"{per}" if per is not None else "threads fitted to the CPUs"
+    if given is not None and given != per:
+        return f"--threads {given} per {unit} overrides the checkpoint's {trained}"
+    if per is None:
+        return (f"threads: fitted to the cluster's CPUs for each replica (at most {trained_threads}), as the "
+                "checkpoint was trained (--threads N per replica overrides)")
+    return f"threads: {per} per {unit}, as the checkpoint was trained (--threads overrides)"
+
+
 def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: set[str], more: list[str]) -> None:
     """Refuse, in one line naming each with the checkpoint's value, the training flags given (``given``:
     :func:`parvec.cli.flags.explicit_flags`) with another value than ``model``'s (its ``config`` and
@@ -131,6 +158,35 @@ def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: 
     if conflicts:
         raise ParvecError(f"cannot resume {path} with different training flags: {'; '.join(conflicts)}; a resumed "
                           "run keeps its saved flags (leave these out), or start a new run without --resume")
+
+
+def kept_checkpoints(directory: str | None, started: float, resumed: str | None) -> str:
+    """What the line of an interrupted run says of its ``--checkpoint-dir`` (the same for every mode: one process,
+    replicas, sharded, the graph commands): ``--resume DIR`` when it holds a checkpoint of this run (written since
+    ``started``, a ``time.time()``, or of the run ``resumed`` from), else that none was written, so there is nothing
+    to resume (but the checkpoint ``resumed`` from, if any); empty without a directory.
+
+    Example:
+        >>> kept_checkpoints("no/such/ck", 0.0, None)
+        ' (no checkpoint of this run was written in no/such/ck: there is nothing to --resume)'
+    """
+    if not directory:
+        return ""
+    from parvec import model_io
+    from parvec.checkpoints import find_for_resume, latest_checkpoint
+
+    latest = latest_checkpoint(directory)
+    meta = model_io.read_meta(latest) if latest is not None else None
+    if meta is not None:
+        own = float(meta.get("saved_at") or 0.0) >= started
+        if not own and resumed:
+            before = model_io.read_meta(find_for_resume(resumed)[0]) or {}
+            own = meta.get("run_id") is not None and meta.get("run_id") == before.get("run_id")
+        if own:
+            return f" (checkpoints in {directory} are kept: --resume {directory})"
+    if resumed:
+        return f" (no checkpoint of this run was written in {directory}: --resume {resumed} starts again from it)"
+    return f" (no checkpoint of this run was written in {directory}: there is nothing to --resume)"
 
 
 def describe_resume(config: Any, state: Any, path: str, words_per_epoch: int, units: str = "chunks",

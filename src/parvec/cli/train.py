@@ -31,7 +31,7 @@ import numpy as np
 
 from parvec.capabilities import CBOW_ALGORITHMS
 from parvec.cli.outputs import OutputPlan, check_paths, output_name
-from parvec.cli.resume import describe_resume, refuse_saved_flags, restore_cluster
+from parvec.cli.resume import describe_resume, refuse_saved_flags, restore_cluster, threads_line
 from parvec.config import (
     ALL_ALGORITHMS,
     DEFAULT_ALGO,
@@ -241,8 +241,10 @@ def register(subparsers: Any) -> None:
         "2 on an error (the message names the file or flag), 130 when interrupted.",
     )
     p.add_argument("input", nargs="*", help="training text; - reads standard input (or -train FILE: word2vec.c's "
-                   "defaults); several files, a directory (its files, by name) or a quoted glob ('shards/*.txt.gz') "
-                   "are one corpus")
+                   "defaults); several files, a directory or a quoted glob ('shards/*.txt.gz') are one corpus. A "
+                   "directory is read as its own regular files (and links to one), by name, not recursively: hidden "
+                   "and empty files are left out, subdirectories, FIFOs, sockets and devices are skipped and named "
+                   "in a warning, a link to nothing is an error")
     p.add_argument("-train", dest="train_file", help=argparse.SUPPRESS)
     p.add_argument("-o", "--output", "-output", dest="output", help="output vectors: .txt/.vec (text), "
                    ".bin (with --binary), .npy (NumPy + vocab file); - writes them to standard output (the text "
@@ -412,7 +414,8 @@ def train_inputs(args: argparse.Namespace, source: str) -> list[Any]:
     from parvec.cli.outputs import Use, directory_inputs
     from parvec.corpus import expand_inputs
 
-    uses = [] if source == "-" else [Use("the training corpus", p) for p in expand_inputs(source) or [Path(source)]]
+    uses = [] if source == "-" else [Use("the training corpus", p)
+                                   for p in expand_inputs(source, say_skipped=False) or [Path(source)]]
     if getattr(args, "read_vocab", None):
         uses.append(Use("the vocabulary -read-vocab", Path(args.read_vocab)))
     if args.resume:
@@ -691,11 +694,14 @@ def _prepare_resume(args: argparse.Namespace) -> Any:
         resume_epochs = args.epochs
     else:
         resume_epochs = None
-    if sharded:  # threads per client (the cluster's), restored by restore_cluster
-        per = (model.saved_cluster or {}).get("threads_per_actor") or 1
-        print(f"--threads {args.threads} per client overrides the checkpoint's {per}" if "threads" in given
-              and args.threads != per else f"threads: {per} per client, as the checkpoint was trained (--threads "
-              "overrides)", file=sys.stderr)
+    record = model.saved_cluster if model.saved_cluster_recorded else None
+    if record is not None:  # threads per replica or client (the cluster's), restored by restore_cluster
+        print(threads_line(record, args.threads if "threads" in given else None, model.config.threads),
+              file=sys.stderr)
+        if "threads" in given:
+            model.config.threads = args.threads
+        elif record.get("mode") == "replicas" and record.get("threads_per_actor") is None:
+            args.threads = model.config.threads  # fitted to the cluster's CPUs again, as it was trained
     elif "threads" in given and args.threads != model.config.threads:
         print(f"--threads {args.threads} overrides the checkpoint's {model.config.threads}", file=sys.stderr)
         model.config.threads = args.threads
@@ -780,6 +786,7 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
                  sharded: Any = None) -> tuple[Any, Any, int | None]:
     # The model (new, or the resumed checkpoint's with this run's settings) and the corpus it encoded;
     # returns (model, encoded corpus, --epochs of a resumed run or None).
+    from parvec.cli.flags import explicit_flags
     from parvec.word2vec import Word2Vec
 
     if sharded is not None:  # counted and encoded on the cluster; a resumed run's input checked against it
@@ -810,6 +817,8 @@ def _read_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, resumed:
         unicode_errors=args.unicode_errors, device=args.device, cluster=cluster_from_args(args), hs=args.hs,
         sg=0 if args.cbow else 1, cbow_mean=args.cbow_mean,
     )
+    # --threads left out (all cores, its default): a cluster's replicas fit them to its CPUs without a note.
+    model.workers_given = "threads" in explicit_flags(args)
     read_vocab = None
     if args.read_vocab:
         from parvec.vocab import read_vocab_file

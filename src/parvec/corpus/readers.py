@@ -37,8 +37,10 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
+import logging
 import os
 import re
+import stat
 import tempfile
 import time
 import zlib
@@ -51,6 +53,8 @@ from typing import Any, TypeVar
 from parvec.errors import ParvecError
 from parvec.fileio import READ_ERRORS, STDIN, open_input
 from parvec.kernels.wordtable import CLASSES, WORD
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "WHITESPACE",
@@ -120,10 +124,14 @@ class ReadOptions:
 
 
 # ---------------------------------------------------------------------- the inputs
-def expand_inputs(path: Any) -> list[Path] | None:
+def expand_inputs(path: Any, say_skipped: bool = True) -> list[Path] | None:
     """The files of a multi-file input, in reading order: a list or tuple of paths (each may itself be a
     directory or a glob), a directory (its files, by name, hidden ones skipped) or a glob pattern (sorted);
     empty files are left out.  None for one plain path (or ``-``), which the caller opens itself.
+
+    Only regular files (or links to one) are read: a link to nothing is refused, naming it; the other entries
+    of a directory or glob (subdirectories, which are not read, FIFOs, sockets, devices) are skipped and named in
+    one warning (``say_skipped``: a caller that only checks the paths, before the reading, says nothing).
 
     Example:
         >>> import tempfile
@@ -140,7 +148,7 @@ def expand_inputs(path: Any) -> list[Path] | None:
         for p in path:
             if os.fspath(p) == STDIN:
                 raise ParvecError("standard input ('-') cannot be one of several inputs")
-            found += expand_inputs(p) or [Path(p)]
+            found += expand_inputs(p, say_skipped) or [Path(p)]
         kept = [p for p in found if _nonempty(p)]  # an empty file adds nothing (a missing one is named)
         if not kept:
             raise ParvecError(f"{found[0]}: the file is empty" if len(found) == 1 else "every input file is empty")
@@ -151,20 +159,53 @@ def expand_inputs(path: Any) -> list[Path] | None:
     p = Path(text)
     if p.is_dir():
         try:
-            files = sorted(c for c in p.iterdir() if not c.name.startswith(".") and c.is_file())
+            entries = sorted(c for c in p.iterdir() if not c.name.startswith("."))
         except OSError as exc:
             raise ParvecError(f"{p}: cannot list the directory: {exc.strerror or exc}") from None
-        files = [f for f in files if _nonempty(f)]
+        files = [f for f in _files_to_read(entries, str(p), say_skipped, by_name=True) if _nonempty(f)]
         if not files:
             raise ParvecError(f"{p}: the directory holds no (non-empty, non-hidden) file to read")
         return files
     if not p.exists() and _GLOB_CHARS & set(text):
-        files = [Path(f) for f in sorted(glob.glob(text)) if Path(f).is_file()]
+        files = _files_to_read([Path(f) for f in sorted(glob.glob(text))], text, say_skipped, by_name=False)
         files = [f for f in files if _nonempty(f)]
         if not files:
             raise ParvecError(f"{text}: the pattern matches no (non-empty) file")
         return files
     return None
+
+
+def _files_to_read(entries: list[Path], where: str, say_skipped: bool, by_name: bool) -> list[Path]:
+    """The regular files (or links to one) among the ``entries`` of a directory or glob ``where``.  A link to
+    nothing (or a loop of links) is refused, naming it; the other entries are skipped, named (``by_name``: their
+    names in the directory; else their paths) in one warning when ``say_skipped``."""
+    files, skipped = [], []
+    for entry in entries:
+        try:
+            mode = entry.stat().st_mode
+        except OSError as exc:
+            missing = isinstance(exc, FileNotFoundError)
+            if entry.is_symlink():
+                why = "does not exist" if missing else f"cannot be read ({exc.strerror or exc})"
+                raise ParvecError(f"{entry}: a symbolic link to {os.readlink(entry)}, which {why} ({where} is read "
+                                  "as a corpus of its files: remove the link, or restore what it names)") from None
+            if missing:
+                continue  # removed since it was listed
+            raise ParvecError(f"{entry}: cannot read it: {exc.strerror or exc}") from None
+        if stat.S_ISREG(mode):
+            files.append(entry)
+            continue
+        name = entry.name if by_name else str(entry)
+        if stat.S_ISDIR(mode):
+            skipped.append(f"{name}/ (a directory: subdirectories are not read)")
+        else:
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            skipped.append(f"{name} ({kind}, not a regular file)")
+    if skipped and say_skipped:
+        one = len(skipped) == 1
+        log.warning("%s: skipped %d %s not a file to read: %s", where, len(skipped),
+                    "entry that is" if one else "entries that are", ", ".join(skipped))
+    return files
 
 
 def _nonempty(path: Path) -> bool:

@@ -93,19 +93,25 @@ def check_cpus(cluster: Cluster, config: TrainConfig) -> None:
 _NOT_RECORDED = ("checkpoint_dir", "options")
 
 
-def cluster_record(cluster: Cluster | None) -> dict[str, Any] | None:
+def cluster_record(cluster: Cluster | None, actor_threads: int | None = None) -> dict[str, Any] | None:
     """What a checkpoint records of where its run trained (``model.json``'s ``cluster``): every setting of the
     :class:`Cluster` (spec, mode, replicas, shards, clients, threads per actor, the sync and minibatch settings),
-    or None for a run in this process (or on a GPU).  A resumed run trains there again
-    (:func:`cluster_from_record`).
+    or None for a run in this process (or on a GPU).  Threads per actor left out of the cluster are the
+    ``actor_threads`` its actors ran (fitted to the CPUs), when given.  A resumed run trains there again, with
+    those threads (:func:`cluster_from_record`).
 
     Example:
-        >>> r = cluster_record(Cluster("local:2")); r["spec"], r["mode"], r["replicas"]
-        ('local:2', 'replicas', 2)
+        >>> r = cluster_record(Cluster("local:2")); r["spec"], r["mode"], r["replicas"], r["threads_per_actor"]
+        ('local:2', 'replicas', 2, None)
+        >>> cluster_record(Cluster("local:2"), actor_threads=1)["threads_per_actor"]
+        1
     """
     if cluster is None:
         return None
-    return {f.name: getattr(cluster, f.name) for f in dataclasses.fields(cluster) if f.name not in _NOT_RECORDED}
+    record = {f.name: getattr(cluster, f.name) for f in dataclasses.fields(cluster) if f.name not in _NOT_RECORDED}
+    if record["threads_per_actor"] is None and actor_threads is not None:
+        record["threads_per_actor"] = int(actor_threads)
+    return record
 
 
 @overload

@@ -425,7 +425,10 @@ def _quiet_console(ray: Any) -> Iterator[None]:
     """Ray's own console lines off for a session, so that parvec's lines are the only ones a user needs:
 
     - Ray's Python loggers (``ray.*``) say only errors: not ``Token authentication is enabled for this Ray
-      cluster ...`` on every local start (token authentication stays on, Ray's default), nor its other notes;
+      cluster ...`` on every local start (token authentication stays on, Ray's default), nor its other notes,
+      such as Ray Client's ``INFO client_builder.py:262 -- Passing the following kwargs to ray.init() on the
+      server: log_to_driver`` on joining ``ray://`` (``ray.init`` sets the ``ray`` logger back to INFO there,
+      so its handlers drop what is below ERROR too);
     - the messages the raylet publishes to the driver (``A worker died or was killed ...`` when a replica or
       shard is lost, which parvec reports itself in one line) go to the ``parvec.ray`` logger at INFO level
       instead of standard output, where they were printed in yellow (raw escape codes in a redirected stream,
@@ -439,6 +442,13 @@ def _quiet_console(ray: Any) -> Iterator[None]:
     ray_logger = logging.getLogger("ray")
     level = ray_logger.level
     ray_logger.setLevel(logging.ERROR)
+    handlers = list(ray_logger.handlers)  # Ray's own, which print its records (and those of ray.*) on stderr
+
+    def errors_only(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+    for handler in handlers:
+        handler.addFilter(errors_only)
     worker = getattr(getattr(ray, "_private", None), "worker", None)
     printer = getattr(worker, "print_to_stdstream", None)
     published = logging.getLogger("parvec.ray")
@@ -461,6 +471,8 @@ def _quiet_console(ray: Any) -> Iterator[None]:
         yield
     finally:
         ray_logger.setLevel(level)
+        for handler in handlers:
+            handler.removeFilter(errors_only)
         if worker is not None and printer is not None:
             worker.print_to_stdstream = printer
         if color is None:

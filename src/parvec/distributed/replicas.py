@@ -164,7 +164,7 @@ class ReplicaDriver(DriverBase):
             stack.close()
             self._stack = None
             raise
-        self._n, self.threads_per_replica, self.replica_config = n, threads, rcfg
+        self._n, self.actor_threads, self.replica_config = n, threads, rcfg
         self._start_epoch = start_epoch
         self.sync_overlap_rows = overlap_rows(self.cluster, len(self.counts))
         self._figures = ReplicaFigures(n, self._faults, self._ray_start_seconds, self._setup_seconds)
@@ -395,7 +395,7 @@ class ReplicaFigures:
         full_bytes = totals["syncs"] * 2 * (n - 1) * len(driver.counts) * driver.config.dim * 4 * 2
         words = self.words_done
         return {
-            "mode": "replicas", "replicas": n, "threads_per_replica": driver.threads_per_replica,
+            "mode": "replicas", "replicas": n, "threads_per_replica": driver.actor_threads,
             "alpha_scale": driver.cluster.alpha_scale, "alpha_per_replica": driver.replica_config.alpha,
             "syncs": totals["syncs"],
             # syncs that ran while the next part trained (sync_seconds counts only the time training waited)
