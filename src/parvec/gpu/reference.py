@@ -657,6 +657,80 @@ def _finish(s_launch, s, remaining, done):
     return done
 
 
+@njit(inline="always")
+def _take_steps(is_par, lag, stagger, tokens, s_start, s_end, s_id, s_launch, in_flight, rep_ticks, keep, key, batch,
+                sent, slen, sidx, ci, mi, kind, left, starts, remaining, nxt, done):
+    # One tick's scheduling: an idle slot takes the next sentence the plan allows (launch k once launch
+    # k - in_flight is done; a sentence subsampled to nothing is finished at once); a slot whose step has no ticks
+    # left starts its next one (a center, or PAR's repulsion minibatch of rep_ticks).  Returns (slots with a
+    # sentence, the next sentence, launches done).
+    n_sent = len(s_start)
+    active = 0
+    for q in range(len(sidx)):
+        starts[q] = False
+        if sidx[q] < 0:
+            while nxt < n_sent and s_launch[nxt] < done + in_flight:
+                s = nxt
+                nxt += 1
+                n = subsample(tokens, s_start[s], s_end[s], keep, key, s_id[s], sent[q])
+                if n == 0:
+                    done = _finish(s_launch, s, remaining, done)
+                    continue
+                sidx[q] = s
+                slen[q] = n
+                ci[q] = 0
+                mi[q] = 0
+                left[q] = 0
+                break
+            if sidx[q] < 0:
+                continue
+        active += 1
+        if left[q] > 0:
+            continue
+        starts[q] = True
+        n = slen[q]
+        kind[q] = 0
+        left[q] = 1
+        if is_par:
+            nmb = (n + batch - 1) // batch
+            if lag < 0:
+                repel = ci[q] >= n
+            else:
+                repel = mi[q] < nmb and ci[q] > _minibatch_ready(mi[q], n, batch,
+                                                                 sentence_lag(lag, stagger, s_id[sidx[q]]))
+            if repel:
+                kind[q] = 1
+                left[q] = rep_ticks
+    return active, nxt, done
+
+
+@njit(inline="always")
+def _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen, sidx, ci, mi, kind, ends, ring,
+                 orig, cur, cur0, outs, valid, nid, nbh, d_in, d_out, step_loss, step_pairs, remaining, done, loss,
+                 pairs):
+    # The steps ending this tick write their updates to the shared rows, slot after slot (the GPU's atomic adds),
+    # and a slot whose sentence is trained frees itself.  Returns (loss, pairs, launches done).
+    for q in range(len(sidx)):
+        if not ends[q]:
+            continue
+        n = slen[q]
+        loss += step_loss[q]
+        pairs += step_pairs[q]
+        if kind[q] == 1:
+            if nbh[q, 1] > 0:
+                minibatch_writes(w_in, w_out, sent[q], mi[q] * batch, nbh[q, 0], nbh[q, 1], nid[q], d_in[q],
+                                 d_out[q])
+            mi[q] += 1
+        else:
+            center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
+                          outs[q], valid[q])
+            ci[q] += 1
+        if ci[q] >= n and (not is_par or mi[q] * batch >= n):
+            done = _finish(s_launch, sidx[q], remaining, done)
+            sidx[q] = -1
+    return loss, pairs, done
+
+
 def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha,
                       s_launch, n_launches, n_slots, in_flight, rep_ticks, keep, prob, alias, key, window, negative,
                       batch, h_factor, h_max, with_loss):
@@ -705,42 +779,9 @@ def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s
     busy = 0  # slot-ticks with a sentence: busy / ticks is the mean concurrency
     while True:
         # Idle slots take the next sentences the plan allows (launch k once launch k - in_flight is done) ...
-        active = 0
-        for q in range(n_slots):
-            starts[q] = False
-            if sidx[q] < 0:
-                while nxt < n_sent and s_launch[nxt] < done + in_flight:
-                    s = nxt
-                    nxt += 1
-                    n = subsample(tokens, s_start[s], s_end[s], keep, key, s_id[s], sent[q])
-                    if n == 0:
-                        done = _finish(s_launch, s, remaining, done)
-                        continue
-                    sidx[q] = s
-                    slen[q] = n
-                    ci[q] = 0
-                    mi[q] = 0
-                    left[q] = 0
-                    break
-                if sidx[q] < 0:
-                    continue
-            active += 1
-            if left[q] > 0:
-                continue
-            starts[q] = True
-            n = slen[q]
-            kind[q] = 0
-            left[q] = 1
-            if is_par:
-                nmb = (n + batch - 1) // batch
-                if lag < 0:
-                    repel = ci[q] >= n
-                else:
-                    repel = mi[q] < nmb and ci[q] > _minibatch_ready(mi[q], n, batch,
-                                                                     sentence_lag(lag, stagger, s_id[sidx[q]]))
-                if repel:
-                    kind[q] = 1
-                    left[q] = rep_ticks
+        active, nxt, done = _take_steps(is_par, lag, stagger, tokens, s_start, s_end, s_id, s_launch, in_flight,
+                                        rep_ticks, keep, key, batch, sent, slen, sidx, ci, mi, kind, left, starts,
+                                        remaining, nxt, done)
         if active == 0:
             if nxt >= n_sent:
                 break
@@ -788,24 +829,9 @@ def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s
                 step_pairs[q] = p
                 step_loss[q] = lo
         # ... and then writes, slot after slot (adds: the kernels' atomics).
-        for q in range(n_slots):
-            if not ends[q]:
-                continue
-            n = slen[q]
-            loss += step_loss[q]
-            pairs += step_pairs[q]
-            if kind[q] == 1:
-                if nbh[q, 1] > 0:
-                    minibatch_writes(w_in, w_out, sent[q], mi[q] * batch, nbh[q, 0], nbh[q, 1], nid[q], d_in[q],
-                                     d_out[q])
-                mi[q] += 1
-            else:
-                center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
-                              outs[q], valid[q])
-                ci[q] += 1
-            if ci[q] >= n and (not is_par or mi[q] * batch >= n):
-                done = _finish(s_launch, sidx[q], remaining, done)
-                sidx[q] = -1
+        loss, pairs, done = _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen, sidx, ci,
+                                         mi, kind, ends, ring, orig, cur, cur0, outs, valid, nid, nbh, d_in, d_out,
+                                         step_loss, step_pairs, remaining, done, loss, pairs)
     return loss, pairs, ticks, busy
 
 
