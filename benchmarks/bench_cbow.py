@@ -7,7 +7,11 @@ round by round; speed is raw corpus words x epochs / training seconds, at each `
 ``workers``); quality (WS-353, SimLex-999, Google analogy over the 30,000 most frequent words, by
 :mod:`benchmarks.bench_words`' evaluator) per seed, parvec at ``--quality-threads`` and gensim at
 ``workers=1`` (its ``corpus_file`` mode with N workers decays the learning rate over 1/N of each epoch)
-and, with ``--gensim-quality-workers 1 2``, at 2 workers too.  Learning rates are each system's CBOW
+and, with ``--gensim-quality-workers 1 2``, at 2 workers too.  ``--tokens N`` trains on the corpus's first N
+tokens, 1,000 a line (``harness.slice_corpus``), instead of all of it.  ``--start word2vec`` starts every
+system from word2vec.c's range of initial input vectors, [-0.5, 0.5) / dim (parvec's own stream; gensim's
+halved), ``--start gensim`` from gensim 4's [-1, 1) / dim; the default is each system's own (parvec's CBOW:
+gensim's range, docs/guide/words.md#cbow).  Learning rates are each system's CBOW
 default unless ``--alpha`` gives one for both: parvec's is 0.05 (word2vec.c's), gensim's 0.025 (gensim 4's
 ``alpha`` default, the same for ``sg=0`` and ``sg=1``).  ``--rounds 0`` runs the quality part alone.
 
@@ -15,6 +19,8 @@ default unless ``--alpha`` gives one for both: parvec's is 0.05 (word2vec.c's), 
         --quality-seeds 1 2 3 --out /tmp/bench_out/cbow.json
     python benchmarks/bench_cbow.py --rounds 0 --quality-seeds 1 2 3 --gensim-quality-workers 1 2   # quality only
     python benchmarks/bench_cbow.py --rounds 0 --systems gensim-cbow --alpha 0.05 --quality-seeds 1 2 3
+    python benchmarks/bench_cbow.py --rounds 0 --systems cbow-classic gensim-cbow --alpha 0.05 --tokens 3000000 \
+        --quality-epochs 3 --quality-threads 1 --quality-seeds 1 2 3 --start word2vec   # a small corpus
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ from pathlib import Path
 
 import harness
 from bench_words import DEFAULT_CORPUS, SCORE_DIGITS, SCORE_NAMES, _scores, fmt_quality, prepare_corpus
+from harness import slice_corpus
 
 PARVEC = {"cbow-classic": "classic", "cbow-fast": "hogbatch"}
 SYSTEMS = ("cbow-classic", "cbow-fast", "gensim-cbow")
+START = {"word2vec": 0.5, "gensim": 1.0}  # --start: the half-width of the initial range, times dim
 
 
 def run_one(args: argparse.Namespace) -> dict:
@@ -46,6 +54,7 @@ def run_one(args: argparse.Namespace) -> dict:
     if args.system in PARVEC:
         from parvec.config import TrainConfig
         from parvec.corpus import EncodedCorpus, ReadOptions
+        from parvec.model_tables import init_input_vectors
         from parvec.trainer import Trainer
 
         enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=args.min_count), cache_dir=args.cache_dir)
@@ -53,12 +62,14 @@ def run_one(args: argparse.Namespace) -> dict:
                           negative=args.negative, sample=args.sample, epochs=args.epochs, threads=args.threads,
                           seed=args.seed, progress=False, **alpha_kw, **json.loads(args.extra or "{}"))
         trainer = Trainer(cfg, enc.vocab.counts)
+        if args.start != "own":
+            trainer.w_in[:] = init_input_vectors(len(enc.vocab), cfg.dim, cfg.seed, half_width=START[args.start])
         trainer.warm_up((enc.tokens, enc.offsets))
         cpu0 = time.process_time()
         stats = trainer.train(enc)
         cpu = time.process_time() - cpu0
         seconds, raw_words = stats.seconds, enc.raw_words
-        result["config"] = cfg.to_dict()
+        result["config"] = cfg.to_dict() | {"start": args.start}
         result["loss_per_epoch"] = stats.loss_per_epoch
         kv = KeyedVectors(trainer.w_in, list(enc.vocab.words), counts=enc.vocab.counts)
     else:
@@ -71,11 +82,14 @@ def run_one(args: argparse.Namespace) -> dict:
                           min_count=args.min_count, workers=args.threads, sg=0, hs=0, cbow_mean=1, seed=args.seed,
                           **alpha_kw)
         model.build_vocab(corpus_file=str(corpus))
+        if args.start == "word2vec":  # gensim's own stream, halved: [-0.5, 0.5) / dim
+            model.wv.vectors *= 0.5
         raw_words = model.corpus_total_words
         t1, cpu0 = time.perf_counter(), time.process_time()
         model.train(corpus_file=str(corpus), total_words=raw_words, epochs=args.epochs)
         seconds, cpu = time.perf_counter() - t1, time.process_time() - cpu0
-        result["config"] = {"alpha": model.alpha, "min_alpha": model.min_alpha, "cbow_mean": model.cbow_mean}
+        result["config"] = {"alpha": model.alpha, "min_alpha": model.min_alpha, "cbow_mean": model.cbow_mean,
+                            "start": args.start}
         kv = KeyedVectors(model.wv.vectors, list(model.wv.index_to_key))
     result["train_seconds"] = seconds
     result["raw_words"] = raw_words
@@ -95,7 +109,7 @@ def spawn(system: str, threads: int, epochs: int, quality: bool, ns: argparse.Na
     cmd = [sys.executable, __file__, "--run-one", "--system", system, "--threads", str(threads),
            "--epochs", str(epochs), "--dim", str(ns.dim), "--window", str(ns.window),
            "--negative", str(ns.negative), "--sample", str(ns.sample), "--min-count", str(ns.min_count),
-           "--seed", str(seed), "--corpus", str(corpus), "--cache-dir", str(ns.work / "cache")]
+           "--seed", str(seed), "--corpus", str(corpus), "--cache-dir", str(ns.work / "cache"), "--start", ns.start]
     if quality:
         cmd.append("--quality")
     if ns.extra:
@@ -128,6 +142,9 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=None,
                     help="starting learning rate of every system (default: each one's own: parvec 0.05, gensim 0.025)")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--tokens", type=int, default=0, help="train on the corpus's first N tokens, 1,000 a line (0: all)")
+    ap.add_argument("--start", choices=("own", *START), default="own",
+                    help="initial input vectors: each system's own (default), word2vec.c's or gensim 4's range")
     ap.add_argument("--cache-dir", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "parvec-bench")
     ap.add_argument("--out", type=Path, help="write all measurements as JSON here")
@@ -136,7 +153,7 @@ def main() -> None:
         ns.threads = ns.threads[0]
         print(json.dumps(run_one(ns)))
         return
-    corpus = prepare_corpus(ns.corpus, ns.work)
+    corpus = slice_corpus(ns.corpus, ns.tokens, ns.work) if ns.tokens else prepare_corpus(ns.corpus, ns.work)
     from parvec.config import TrainConfig
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.trainer import Trainer
@@ -180,7 +197,9 @@ def main() -> None:
                                                                   "runs": runs})
     load.append(os.getloadavg()[0])
     alpha_txt = ns.alpha if ns.alpha is not None else "parvec 0.05, gensim 0.025 (defaults)"
-    lines = [f"Corpus {ns.corpus.name}; CBOW (mean), dim {ns.dim}, window {ns.window}, negative {ns.negative}, "
+    corpus_txt = f"{ns.corpus.name}, first {ns.tokens} tokens" if ns.tokens else ns.corpus.name
+    lines = [f"Corpus {corpus_txt}; initial vectors: {ns.start}; CBOW (mean), dim {ns.dim}, window {ns.window}, "
+             f"negative {ns.negative}, "
              f"sample {ns.sample}, min_count {ns.min_count}, "
              f"alpha {alpha_txt}; speed: {ns.epochs} epoch(s), median of "
              f"{ns.rounds} interleaved rounds (1-min load {load[0]:.1f} at the start, {load[1]:.1f} at the end).", "",

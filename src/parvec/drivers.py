@@ -25,7 +25,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.engine import CorpusDriver, PartsDriver
 from parvec.errors import ParvecError
-from parvec.model_tables import init_input_vectors
+from parvec.model_tables import init_half_width, init_input_vectors
 from parvec.resources import available_memory, rlimit_headroom
 from parvec.trainer import CpuDriver, estimate_memory
 
@@ -42,10 +42,10 @@ log = logging.getLogger(__name__)
 def make_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None = None,
                 w_out: np.ndarray | None = None, syn1: np.ndarray | None = None, *, cluster: Cluster | None = None,
                 read_options: ReadOptions | None = None, workers_given: bool = False) -> CorpusDriver:
-    """The driver that trains ``w_in``/``w_out`` (word2vec.c's initial vectors and zeros when None) in place:
-    the cluster's (``read_options``: how a node that cannot see the cache re-reads the input; ``workers_given``:
-    threads given and lowered to fit the CPUs are said), the GPU's for ``config.device == "cuda"``, else the CPU's
-    (``syn1``: hierarchical softmax's inner nodes).
+    """The driver that trains ``w_in``/``w_out`` (when None: word2vec.c's initial vectors, twice them for CBOW,
+    and zeros) in place: the cluster's (``read_options``: how a node that cannot see the cache re-reads the input;
+    ``workers_given``: threads given and lowered to fit the CPUs are said), the GPU's for
+    ``config.device == "cuda"``, else the CPU's (``syn1``: hierarchical softmax's inner nodes).
 
     Example:
         >>> make_driver(TrainConfig(dim=2), np.array([2, 1])).use_corpus(corpus)  # doctest: +SKIP
@@ -76,7 +76,8 @@ def _gpu_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None
     from parvec.gpu import make_driver as make_gpu_driver
 
     n, dim = len(counts), config.dim
-    return make_gpu_driver(config, counts, init_input_vectors(n, dim, config.seed) if w_in is None else w_in,
+    return make_gpu_driver(config, counts, init_input_vectors(n, dim, config.seed, half_width=init_half_width(config))
+                           if w_in is None else w_in,
                            np.zeros((n, dim), dtype=np.float32) if w_out is None else w_out)
 
 

@@ -28,7 +28,7 @@ from parvec.engine import CorpusDriver, Position, TrainStats
 from parvec.errors import ParvecError
 from parvec.evaluation import epoch_scorer
 from parvec.keyedvectors import KeyedVectors
-from parvec.model_tables import init_input_vectors
+from parvec.model_tables import init_half_width, init_input_vectors
 from parvec.run import KeptRun, Run, RunOptions, RunState, check_resume_corpus, graph_run_refusal, resume_epochs
 from parvec.schedule import Schedule
 from parvec.vocab import Vocab
@@ -261,10 +261,12 @@ class Word2Vec(KeptRun):
         encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus)
         self.vocab = encoded.vocab
         self.check_memory(encoded)
-        # word2vec.c's initial vectors, as every trainer starts from (the GPU's algorithms have no CPU Trainer)
+        # word2vec.c's initial vectors (CBOW: twice them, init_half_width), as every trainer starts from (the GPU's
+        # algorithms have no CPU Trainer)
         n, dim = len(self.vocab), self.config.dim
         try:
-            self._set_vectors(init_input_vectors(n, dim, self.config.seed), np.zeros((n, dim), dtype=np.float32),
+            self._set_vectors(init_input_vectors(n, dim, self.config.seed, half_width=init_half_width(self.config)),
+                              np.zeros((n, dim), dtype=np.float32),
                               self._new_syn1(n))
         except MemoryError:
             raise ParvecError(
@@ -554,7 +556,8 @@ def _grow_vocab(model: Word2Vec, sentences: Iterable[list[str]] | None,
     grown.counts[n_old:] = seen[n_old:]
     model.check_memory(encoded)
     dim = model.config.dim
-    w_in = np.concatenate([model.wv.vectors, init_input_vectors(n, dim, model.config.seed, start=n_old)])
+    w_in = np.concatenate([model.wv.vectors, init_input_vectors(n, dim, model.config.seed, start=n_old,
+                                                                half_width=init_half_width(model.config))])
     w_out = np.concatenate([model.syn1neg, np.zeros((n - n_old, dim), dtype=np.float32)])
     if model.syn1 is not None:
         # Hierarchical softmax, as gensim's update: the Huffman tree is rebuilt over the whole grown vocabulary

@@ -276,3 +276,43 @@ def test_cli_cbow_trains_and_writes_vectors(tiny_corpus, tmp_path, capsys):
     code, _, err = run(["train", tiny_corpus, "-o", tmp_path / "v3.txt", "--cbow", "--algo", "par", "--no-cache"],
                        capsys)
     assert code == 2 and "skip-gram only" in err and not (tmp_path / "v3.txt").exists()
+
+
+def test_cbow_starts_from_gensims_range_and_skipgram_from_word2vec_c():
+    # CBOW's input vectors start uniform in [-1, 1) / dim (gensim 4's prep_vectors), skip-gram's in
+    # [-0.5, 0.5) / dim (word2vec.c): with the narrower start CBOW trailed gensim sg=0 by 0.02-0.03 WS-353 on
+    # a 3M-token corpus (docs/benchmarks.md, CBOW).  The same random stream: CBOW's values are exactly twice.
+    from gensim.models.keyedvectors import prep_vectors
+
+    from parvec.model_tables import ModelTables, init_input_vectors
+
+    n, dim = 4000, 50
+    counts = np.arange(n, 0, -1)
+    sg = ModelTables(TrainConfig(sg=True, dim=dim), counts).w_in
+    cbow = ModelTables(TrainConfig(sg=False, dim=dim), counts).w_in
+    hs_cbow = ModelTables(TrainConfig(sg=False, hs=True, negative=0, dim=dim), counts).w_in
+    assert np.array_equal(sg, init_input_vectors(n, dim, 1))  # word2vec.c's, unchanged
+    assert np.array_equal(cbow, 2 * sg) and np.array_equal(hs_cbow, cbow)
+    gensim_start = prep_vectors((n, dim), seed=1)
+    for ours, ref in ((cbow, gensim_start), (2 * sg, gensim_start)):
+        assert ours.min() >= -1 / dim and ours.max() < 1 / dim
+        assert abs(ours.max() - ref.max()) < 1e-3 / dim and abs(ours.min() - ref.min()) < 1e-3 / dim
+        assert ours.std() == pytest.approx(ref.std(), rel=0.01)  # 1 / (dim sqrt 3), both
+    assert sg.std() == pytest.approx(gensim_start.std() / 2, rel=0.01)
+
+
+def test_cbow_model_and_grown_vocabulary_start_from_gensims_range():
+    # The Word2Vec API's vectors before training, and the rows of words a vocabulary update adds, are the
+    # trainer's: CBOW's twice word2vec.c's, skip-gram's word2vec.c's.
+    from parvec.model_tables import init_input_vectors
+
+    sentences = [s.split() for s in ("a b c d e f", "b c d e a", "x y z a b c", "q r s t u v w")]
+    for sg, factor in ((0, 2), (1, 1)):
+        model = Word2Vec(vector_size=8, min_count=1, sg=sg, seed=3)
+        model.build_vocab(sentences[:2])
+        n_old = len(model.wv)
+        assert np.array_equal(model.wv.vectors, factor * init_input_vectors(n_old, 8, 3)), sg
+        model.build_vocab(sentences[2:], update=True)
+        n = len(model.wv)
+        assert n > n_old
+        assert np.array_equal(model.wv.vectors[n_old:], factor * init_input_vectors(n, 8, 3)[n_old:]), sg

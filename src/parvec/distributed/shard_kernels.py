@@ -39,7 +39,7 @@ from parvec.distributed.wire import Minibatch, call_bytes, from_wire, to_half, t
 from parvec.engine import TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.model_tables import init_input_vectors
+from parvec.model_tables import init_half_width, init_input_vectors
 from parvec.schedule import Schedule
 
 __all__ = ["LocalStep", "ShardKernels", "reference_train", "shard_kernels"]
@@ -191,7 +191,8 @@ def reference_train(
     config = config.validate()
     tables = tables if tables is not None else SamplingTables.per_word(counts, config)
     n = tables.n_words
-    w_in = init_input_vectors(n, config.dim, config.seed) if w_in is None else w_in
+    w_in = (init_input_vectors(n, config.dim, config.seed, half_width=init_half_width(config))
+            if w_in is None else w_in)
     w_out = np.zeros((n, config.dim), dtype=np.float32) if w_out is None else w_out
     prob, alias = tables.noise_prob, tables.noise_alias
     prepared = [prepare_part(t, o, config.max_sentence_length) for t, o in parts]

@@ -314,7 +314,7 @@ class Node2Vec(KeptRun):
 
     def _train(self) -> tuple[np.ndarray, NodeRanking]:
         from parvec.drivers import parts_driver
-        from parvec.model_tables import init_input_vectors
+        from parvec.model_tables import init_half_width, init_input_vectors
 
         t0 = time.perf_counter()
         ranking, cached = self.count_pass()
@@ -337,7 +337,8 @@ class Node2Vec(KeptRun):
         assert self.paired is not None
         alone = ranking.rank[~self.paired]  # nodes that meet no other node: their rows are put back after training
         if resumed is not None and len(alone):  # their initial rows: a pure function of (n, dim, seed)
-            initial = init_input_vectors(n, self.config.dim, self.config.seed)[alone]
+            initial = init_input_vectors(n, self.config.dim, self.config.seed,
+                                         half_width=init_half_width(self.config))[alone]
         else:
             initial = driver.w_in[alone].copy()
         run = self._run(driver, ranking)
