@@ -1,5 +1,5 @@
 """Interleaved A/B of the CPU trainer's speed: this checkout against an earlier commit (default c9b23cc, the
-last commit before the run engine), in one run, on the same data.
+last commit before the run engine; ``--base`` any other), in one run, on the same data.
 
     python benchmarks/bench_engine_ab.py --rounds 5 --out bench_out/engine_ab.json
 
@@ -8,7 +8,8 @@ its ``src/`` goes on ``PYTHONPATH``).  Every measurement is its own subprocess: 
 version with its own cache, so only the first run of each encodes), compiles and warms the kernels, then
 times ``Trainer.train`` (training seconds only, as ``TrainStats.seconds``).  The versions alternate inside
 every round (A B, then B A) so machine noise hits them alike; the table gives each round's ratio new/base and
-their median, per algorithm and thread count.  At 1 thread it also compares the trained vectors' SHA-256: the
+their median, per algorithm and thread count, and the same for the training's CPU seconds (``getrusage``), which a
+loaded machine disturbs less than the wall clock.  At 1 thread it also compares the trained vectors' SHA-256: the
 engine must train bit-identical vectors there.
 """
 
@@ -27,7 +28,7 @@ import harness
 from harness import REPO, corpus_or_demo, slice_corpus
 
 CHILD = r"""
-import hashlib, json, sys
+import hashlib, json, resource, sys
 import numpy as np
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus, ReadOptions
@@ -37,8 +38,12 @@ corpus = EncodedCorpus.from_file(a["corpus"], ReadOptions(min_count=5), cache_di
 cfg = TrainConfig(algo=a["algo"], dim=a["dim"], epochs=a["epochs"], threads=a["threads"], seed=1, progress=False)
 trainer = Trainer(cfg, corpus.vocab.counts)
 trainer.warm_up((corpus.tokens, corpus.offsets))
+r0 = resource.getrusage(resource.RUSAGE_SELF)
 stats = trainer.train(corpus)
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 print(json.dumps({"words_per_sec": corpus.raw_words * cfg.epochs / stats.seconds, "seconds": stats.seconds,
+                  "cpu_seconds": cpu,
                   "sha256": hashlib.sha256(np.ascontiguousarray(trainer.w_in).tobytes()).hexdigest()}))
 """
 
@@ -62,24 +67,28 @@ def measure(src: Path, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def summarize(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """Per (algo, threads): median words/s of each version, each round's ratio new/base, the median ratio.
+    """Per (algo, threads): median words/s of each version, each round's ratio new/base, the median ratio, and
+    the median ratio of the training's CPU seconds (new/base; on a loaded machine the steadier of the two).
 
     Example:
-        >>> r = [{"algo": "hogbatch", "threads": 1, "round": 0, "version": v, "words_per_sec": w, "sha256": "x"}
-        ...      for v, w in (("base", 100.0), ("new", 102.0))]
-        >>> summarize(r)[0][0]["median_ratio"]
-        1.02
+        >>> r = [{"algo": "hogbatch", "threads": 1, "round": 0, "version": v, "words_per_sec": w, "sha256": "x",
+        ...       "cpu_seconds": c} for v, w, c in (("base", 100.0, 2.0), ("new", 102.0, 1.9))]
+        >>> summarize(r)[0][0]["median_ratio"], summarize(r)[0][0]["median_cpu_ratio"]
+        (1.02, 0.95)
     """
     rows, lines = [], ["| algo | threads | base words/s (median) | new words/s (median) | ratio per round | "
-                       "median ratio | vectors |", "| --- | --- | --- | --- | --- | --- | --- |"]
+                       "median ratio | CPU s new/base per round | median CPU s ratio | vectors |",
+                       "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     keys = sorted({(r["algo"], r["threads"]) for r in runs})
     for algo, threads in keys:
         mine = [r for r in runs if r["algo"] == algo and r["threads"] == threads]
         by = {v: {r["round"]: r for r in mine if r["version"] == v} for v in ("base", "new")}
         rounds = sorted(set(by["base"]) & set(by["new"]))
         ratios = [by["new"][i]["words_per_sec"] / by["base"][i]["words_per_sec"] for i in rounds]
+        cpu = [by["new"][i]["cpu_seconds"] / by["base"][i]["cpu_seconds"] for i in rounds]
         same = {by["new"][i]["sha256"] == by["base"][i]["sha256"] for i in rounds}
         row = {"algo": algo, "threads": threads, "ratios": ratios, "median_ratio": statistics.median(ratios),
+               "cpu_ratios": cpu, "median_cpu_ratio": round(statistics.median(cpu), 6),
                "base": statistics.median(r["words_per_sec"] for r in by["base"].values()),
                "new": statistics.median(r["words_per_sec"] for r in by["new"].values()),
                "identical_vectors": same == {True}}
@@ -89,7 +98,8 @@ def summarize(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
         ident = (f"identical in {n_same} of {len(rounds)} rounds" if threads == 1
                  else "differ (Hogwild threads: expected)")
         lines.append(f"| {algo} | {threads} | {row['base'] / 1e6:.3f}M | {row['new'] / 1e6:.3f}M | "
-                     + ", ".join(f"{x:.3f}" for x in ratios) + f" | **{row['median_ratio']:.3f}** | {ident} |")
+                     + ", ".join(f"{x:.3f}" for x in ratios) + f" | **{row['median_ratio']:.3f}** | "
+                     + ", ".join(f"{x:.3f}" for x in cpu) + f" | **{row['median_cpu_ratio']:.3f}** | {ident} |")
     return rows, "\n".join(lines)
 
 
