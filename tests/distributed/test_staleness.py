@@ -42,3 +42,25 @@ def test_more_lanes_read_staler_dot_products(corpus):
     assert three.pairs == one.pairs and three.minibatches == one.minibatches
     assert not np.array_equal(three.w_in, one.w_in)
     assert abs(three.loss_per_epoch[0] - one.loss_per_epoch[0]) < 0.05
+
+
+def _zipf_corpus():
+    # one word of ~12%, a Zipf tail: the most frequent words' output rows are centers and negatives of many inputs
+    rng = np.random.default_rng(1)
+    p = 1.0 / np.arange(1, 301) ** 1.1
+    sents = [[f"w{i}" for i in rng.choice(300, 40, p=p / p.sum())] for _ in range(1500)]
+    return EncodedCorpus.from_sentences(sents, min_count=1)
+
+
+def test_capped_updates_keep_many_words_in_flight_from_diverging():
+    # 2 x 1,024 input words in flight: summed from one stale state, the frequent words' output rows blow up; with
+    # each row's updates capped at 16 per minibatch the same minibatches train
+    corpus = _zipf_corpus()
+    cfg = TrainConfig(dim=16, window=5, negative=5, epochs=1, sample=0, seed=1)
+    tables = SamplingTables.per_word(corpus.vocab.counts, cfg)
+    parts = [(corpus.tokens, corpus.offsets)]
+    summed = stale_train(cfg, tables, parts, minibatch_words=1024, threads=2, unit_words=20000, update_cap=0)
+    capped = stale_train(cfg, tables, parts, minibatch_words=1024, threads=2, unit_words=20000, update_cap=16)
+    assert summed.diverged and summed.diverged_at is not None
+    assert not capped.diverged and capped.loss_per_epoch[0] < 3.5
+    assert float(np.abs(capped.w_out).max()) < 5.0

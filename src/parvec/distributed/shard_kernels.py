@@ -24,7 +24,7 @@ import numpy as np
 
 from parvec.chunks import Part
 from parvec.config import TrainConfig
-from parvec.distributed.sharded_settings import NEGATIVES_PER, check_wire
+from parvec.distributed.sharded_settings import NEGATIVES_PER, UPDATE_CAP, check_wire
 from parvec.distributed.units import (
     DEFAULT_MINIBATCH_WORDS,
     DEFAULT_UNIT_WORDS,
@@ -142,7 +142,7 @@ class LocalStep(Step):
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
                  noise_alias: np.ndarray, negatives_per: str = "window", wire: str = "float32",
-                 fused: bool = False, update_cap: int = 0) -> None:
+                 fused: bool = False, update_cap: int = UPDATE_CAP) -> None:
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
@@ -191,10 +191,13 @@ def reference_train(
     wire: str = "float32",
     fused: bool = False,
     tables: SamplingTables | None = None,
+    update_cap: int = UPDATE_CAP,
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:
     :func:`shard_kernels`; ``wire``: the floats rounded as :func:`to_wire` sends them; ``fused``: each minibatch
-    trained whole in one call, as one shard with ``shard_calls="fused"`` trains it; ``tables``: the sampling tables,
+    trained whole in one call, as one shard with ``shard_calls="fused"`` trains it; ``update_cap``: the shards' cap on
+    a row's updates from one minibatch, :data:`~parvec.distributed.sharded_settings.UPDATE_CAP` as a sharded run's
+    default; ``tables``: the sampling tables,
     default per word from ``counts``, :meth:`SamplingTables.of_classes` as ``parvec train --mode sharded`` draws).
 
     ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
@@ -215,7 +218,7 @@ def reference_train(
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
     runner = UnitRunner(config, tables.keep, minibatch_words, interleave)
-    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused)
+    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused, update_cap)
     stats = TrainStats()
     t0 = time.perf_counter()
     for epoch in range(epochs):

@@ -35,6 +35,7 @@ import numpy as np
 from parvec.chunks import Part
 from parvec.config import TrainConfig
 from parvec.distributed.shard_kernels import LocalStep
+from parvec.distributed.sharded_settings import UPDATE_CAP
 from parvec.distributed.units import (
     DEFAULT_UNIT_WORDS,
     SamplingTables,
@@ -115,7 +116,7 @@ def stale_train(
     w_in: np.ndarray | None = None,
     w_out: np.ndarray | None = None,
     trace: Callable[[int, Minibatch, np.ndarray, float], None] | None = None,
-    update_cap: int = 0,
+    update_cap: int = UPDATE_CAP,
 ) -> StaleRun:
     """Train as a sharded run with split calls and ``threads`` client threads computes, in this process: each
     minibatch's dot products read the vectors without the adjusts of the other ``threads - 1`` threads' minibatches
@@ -123,7 +124,7 @@ def stale_train(
     (:meth:`SamplingTables.of_classes` as ``parvec train --mode sharded``).  Stops at the first minibatch whose
     loss is not finite (``diverged_at``).  ``trace(epoch, minibatch, coef, loss)``, when given, sees each minibatch
     between its dot products and its adjust.  ``update_cap``: the shards' cap on a row's updates from one minibatch
-(:func:`parvec.kernels.sharded.adjust_window_rows_capped`; 0: summed).
+(:func:`parvec.kernels.sharded.adjust_window_rows_capped`; the sharded default, 0: summed).
 
     Example:
         >>> run = stale_train(TrainConfig(dim=16), SamplingTables.per_word(counts, TrainConfig()),
