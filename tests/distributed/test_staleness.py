@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from topic_corpus import three_topic_sentences
 
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.shard_kernels import reference_train
 from parvec.distributed.staleness import stale_train
 from parvec.distributed.units import SamplingTables
-
-from topic_corpus import three_topic_sentences
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +63,15 @@ def test_capped_updates_keep_many_words_in_flight_from_diverging():
     assert summed.diverged and summed.diverged_at is not None
     assert not capped.diverged and capped.loss_per_epoch[0] < 3.5
     assert float(np.abs(capped.w_out).max()) < 5.0
+
+
+def test_the_update_cap_is_a_sharded_setting():
+    from parvec.distributed import Cluster
+    from parvec.distributed.sharded_settings import UPDATE_CAP, ShardedSettings
+    from parvec.errors import ParvecError
+
+    split = dict(mode="sharded", shards=2)
+    assert ShardedSettings.of(Cluster("local:2", **split), TrainConfig()).update_cap == UPDATE_CAP == 16
+    assert ShardedSettings.of(Cluster("local:2", update_cap=0, **split), TrainConfig()).to_dict()["update_cap"] == 0
+    with pytest.raises(ParvecError, match="update_cap must be a non-negative integer, got -1"):
+        ShardedSettings.of(Cluster("local:2", update_cap=-1, **split), TrainConfig())

@@ -29,8 +29,8 @@ from parvec.distributed.cluster import Cluster
 from parvec.errors import ParvecError
 
 __all__ = ["ACTORS_PER_CPU_MAX", "ACTORS_PER_CPU_WARN", "FUSED_MINIBATCH_WORDS", "IN_FLIGHT_WORDS", "NEGATIVES_PER",
-           "ROW_BLOCK_BYTES", "SHARD_CALLS", "UPDATE_CAP", "WIRE_FLOATS", "ShardedSettings", "actor_budget", "check_shard_calls",
-           "check_wire", "cluster_cpus", "in_flight_words", "resolve", "snapshot_interval"]
+           "ROW_BLOCK_BYTES", "SHARD_CALLS", "UPDATE_CAP", "WIRE_FLOATS", "ShardedSettings", "actor_budget",
+           "check_shard_calls", "check_wire", "cluster_cpus", "in_flight_words", "resolve", "snapshot_interval"]
 
 # Input words in flight over all client threads when minibatch_words is left to parvec, by minibatch formation.
 IN_FLIGHT_WORDS = {"interleaved": 4096, "interleaved, light subsampling": 1024, "contiguous": 512}
