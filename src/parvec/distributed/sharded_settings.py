@@ -6,6 +6,8 @@ The defaults come from measurements (docs/benchmarks.md, "Clusters: sharded sett
 
 - **input words in flight** over all client threads when ``minibatch_words`` is left to parvec
   (:data:`IN_FLIGHT_WORDS`): more makes the dot products a split call trains from staler and diverges;
+- **a row's updates from one minibatch** with split calls (:data:`UPDATE_CAP`): more, all from one stale dot
+  product each, made the most frequent words' output rows diverge (docs/benchmarks/clusters.md, "Words in flight");
 - **a fused call's minibatch** (:data:`FUSED_MINIBATCH_WORDS`, one shard with ``shard_calls="fused"``): nothing is
   trained from stale dot products there, so its size is chosen for the calls' cost;
 - **actors per CPU** (:data:`ACTORS_PER_CPU_WARN`, :data:`ACTORS_PER_CPU_MAX`): every shard and client is a
