@@ -9,6 +9,10 @@ one process, and a model larger than one process may hold.  Every measurement ru
     python benchmarks/bench_sharded.py minibatch --sizes 64 256 1024 4096 --out /tmp/sharded_minibatch.json
     # words/s against one process (interleaved rounds, 4M tokens), this tree beside the default run of a base
     python benchmarks/bench_sharded.py speed --rounds 3 --base f68d7b0 --out /tmp/sharded_speed.json
+    # the staleness model (one process): loss and quality against words in flight and the update cap, 1 epoch
+    python benchmarks/bench_sharded.py staleness --minibatch-sizes 512 4096 32768 --caps 0 16 --samples 1e-4 1e-3
+    # no default sharded run diverges: 1 and 2 shards x 1 and 2 clients x seeds 1-5 x sample 1e-3 and 1e-4, 1 epoch
+    python benchmarks/bench_sharded.py defaults --seeds 1 2 3 4 5 --out /tmp/sharded_defaults.json
     # beyond one process's memory: a Zipf corpus of 5.2M words at dim 200 (benchmarks/make_zipf_corpus.py)
     python benchmarks/bench_sharded.py memory --corpus /tmp/zipf5m.txt --one-process-cap 6G --shard-memory 3G
 
@@ -310,6 +314,102 @@ def minibatch(ns: argparse.Namespace) -> dict:
     return {"runs": runs, "table": "\n".join(lines)}
 
 
+# --------------------------------------------------------------------------- the staleness model
+def staleness(ns: argparse.Namespace) -> dict:
+    """:func:`parvec.distributed.staleness.stale_train` on the whole corpus: ``--clients`` client threads x each of
+    ``--minibatch-sizes`` input words in flight, each of ``--caps`` (0: summed), ``--samples`` and ``--seeds``; the
+    loss per pair, where it diverged, and WS-353 / SimLex-999 / analogy of what trained."""
+    import numpy as np
+
+    from parvec.config import TrainConfig
+    from parvec.corpus import EncodedCorpus, ReadOptions
+    from parvec.countclasses import CountClasses
+    from parvec.distributed.staleness import stale_train
+    from parvec.distributed.units import SamplingTables
+    from parvec.evaluation import default_eval_paths, evaluate
+    from parvec.keyedvectors import KeyedVectors
+
+    corpus = bench_words.prepare_corpus(ns.corpus, ns.work) if ns.corpus.suffix == ".xz" else ns.corpus
+    enc = EncodedCorpus.from_file(corpus, ReadOptions(min_count=ns.min_count))
+    words = list(enc.vocab.words)
+    runs = []
+    for sample in ns.samples:
+        for m in ns.minibatch_sizes:
+            for cap in ns.caps:
+                for seed in ns.seeds:
+                    cfg = TrainConfig(dim=ns.dim, window=ns.window, negative=ns.negative, sample=sample,
+                                      epochs=ns.epochs, seed=seed, threads=1, progress=False)
+                    tables = SamplingTables.of_classes(CountClasses.from_counts(enc.vocab.counts), cfg)
+                    run = stale_train(cfg, tables, [(enc.tokens, enc.offsets)], minibatch_words=m, threads=ns.clients,
+                                      update_cap=cap)
+                    q = (None, None, None)
+                    if not run.diverged and ns.evaluate:
+                        q = bench_words._scores(evaluate(KeyedVectors(run.w_in, words), **default_eval_paths()))
+                    one = {"sample": sample, "threads": ns.clients, "minibatch_words": m, "in_flight": ns.clients * m,
+                           "update_cap": cap, "seed": seed, "loss_per_epoch": run.loss_per_epoch,
+                           "diverged_at": run.diverged_at, "quality": q, "seconds": run.seconds,
+                           "max_abs_w_out": float(np.nanmax(np.abs(run.w_out)))}
+                    runs.append(one)
+                    print(json.dumps(one), file=sys.stderr, flush=True)
+    lines = [f"The staleness model, {corpus.name} ({enc.n_tokens:,} tokens), {ns.epochs} epoch(s), dim {ns.dim}, "
+             f"window {ns.window}, negative {ns.negative}, {ns.clients} client threads. CPU: {_cpu()}.", "",
+             "| sample | words in flight | update cap | seed | loss | WS-353 / SimLex-999 / analogy |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in runs:
+        loss = f"diverged (minibatch {r['diverged_at'][1]})" if r["diverged_at"] else f"{r['loss_per_epoch'][-1]:.3f}"
+        q = " / ".join("–" if x is None else f"{x:.3f}" for x in r["quality"][:2])
+        an = "–" if r["quality"][2] is None else f"{r['quality'][2]:.1f}"
+        lines.append(f"| {r['sample']:g} | {r['in_flight']:,} | {r['update_cap'] or 'summed'} | {r['seed']} | {loss} | "
+                     f"{q} / {an} |")
+    return {"runs": runs, "table": "\n".join(lines)}
+
+
+# --------------------------------------------------------------------------- the defaults never diverge
+def defaults(ns: argparse.Namespace) -> dict:
+    """``parvec train --mode sharded`` with every sharded setting left to parvec, over ``--shards`` x ``--clients``
+    x ``--seeds`` x ``--samples`` (1 epoch unless ``--epochs``): each run's exit status, loss and minibatch size;
+    a run that stops with "training diverged" counts as diverged."""
+    corpus = bench_words.prepare_corpus(ns.corpus, ns.work)
+    runs = []
+    for sample in ns.samples:
+        for shards in ns.shards:
+            for clients in ns.clients_list:
+                for seed in ns.seeds:
+                    report = ns.work / "defaults.json"
+                    cmd = [sys.executable, "-m", "parvec", "train", str(corpus), "-o", str(ns.work / "defaults.npy"),
+                           "--cluster", f"local:{ns.threads}", "--mode", "sharded", "--shards", str(shards),
+                           "--clients", str(clients), "--threads", "1", "--dim", str(ns.dim), "--window",
+                           str(ns.window), "--negative", str(ns.negative), "--sample", str(sample), "--min-count",
+                           str(ns.min_count), "--epochs", str(ns.epochs), "--seed", str(seed), "--report",
+                           str(report), "--no-cache"]
+                    report.unlink(missing_ok=True)
+                    res = _run(cmd)
+                    rep = json.loads(report.read_text()) if res["rc"] == 0 and report.exists() else {}
+                    one = {"sample": sample, "shards": shards, "clients": clients, "seed": seed, "rc": res["rc"],
+                           "diverged": "diverged" in res["output_tail"], "loss_per_epoch": rep.get("loss_per_epoch"),
+                           "minibatch_words": rep.get("minibatch_words"), "update_cap": rep.get("update_cap"),
+                           "words_per_sec": rep.get("raw_words_per_sec"), "seconds": res["seconds"],
+                           "load_average": _load()}
+                    if res["rc"] != 0:
+                        one["output_tail"] = res["output_tail"][-400:]
+                    runs.append(one)
+                    print(f"sample {sample:g} S={shards} C={clients} seed {seed}: rc {one['rc']} loss "
+                          f"{one['loss_per_epoch']} {'DIVERGED' if one['diverged'] else ''}", file=sys.stderr,
+                          flush=True)
+    lines = [f"Default sharded runs, {ns.epochs} epoch(s), dim {ns.dim}, window {ns.window}, negative {ns.negative}, "
+             f"min_count {ns.min_count}, local:{ns.threads}, 1 thread per client. CPU: {_cpu()}.", "",
+             "| sample | shards | clients | seed | minibatch words | update cap | exit | loss | words/s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in runs:
+        loss = "diverged" if r["diverged"] else (f"{r['loss_per_epoch'][-1]:.3f}" if r["loss_per_epoch"] else "–")
+        wps = f"{r['words_per_sec'] / 1e3:.0f}k" if r["words_per_sec"] else "–"
+        lines.append(f"| {r['sample']:g} | {r['shards']} | {r['clients']} | {r['seed']} | {r['minibatch_words']} | "
+                     f"{r['update_cap']} | {r['rc']} | {loss} | {wps} |")
+    bad = [r for r in runs if r["rc"] != 0 or r["diverged"]]
+    lines += ["", f"{len(runs) - len(bad)} of {len(runs)} runs trained; {len(bad)} diverged or failed."]
+    return {"runs": runs, "table": "\n".join(lines)}
+
+
 # --------------------------------------------------------------------------- memory
 def memory(ns: argparse.Namespace) -> dict:
     from parvec.distributed.pipeline import parse_bytes
@@ -458,7 +558,15 @@ def speed(ns: argparse.Namespace) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("network", "quality", "memory", "minibatch", "network-one", "speed"))
+    ap.add_argument("what", choices=("network", "quality", "memory", "minibatch", "network-one", "speed", "defaults",
+                                     "staleness"))
+    ap.add_argument("--minibatch-sizes", type=int, nargs="+", default=[512, 4096, 32768],
+                    help="staleness: input words per minibatch (x --clients threads in flight)")
+    ap.add_argument("--caps", type=int, nargs="+", default=[0, 16], help="staleness: update caps (0: summed)")
+    ap.add_argument("--no-evaluate", dest="evaluate", action="store_false", help="staleness: the loss only (a Zipf "
+                    "corpus has no meaning to score)")
+    ap.add_argument("--samples", type=float, nargs="+", default=[1e-3, 1e-4], help="defaults: sample values")
+    ap.add_argument("--clients-list", type=int, nargs="+", default=[1, 2], help="defaults: client counts (1 2)")
     ap.add_argument("--rounds", type=int, default=3, help="speed: interleaved rounds (3)")
     ap.add_argument("--speed-systems", nargs="+", choices=list(SPEED_SYSTEMS), default=list(SPEED_SYSTEMS),
                     metavar="SYSTEM", help="speed: the systems to run (default: all of SPEED_SYSTEMS)")
@@ -516,10 +624,24 @@ def main() -> None:
         ns.shards_one = 2 if ns.shards == [2, 4] else ns.shards[0]
     if ns.what == "minibatch" and "--seeds" not in sys.argv:
         ns.seeds = [1]
+    if ns.what == "staleness":
+        if "--seeds" not in sys.argv:
+            ns.seeds = [1]
+        if "--epochs" not in sys.argv:
+            ns.epochs = 1
+        if "--samples" not in sys.argv:
+            ns.samples = [1e-4, 1e-3]
+    if ns.what == "defaults":
+        if "--seeds" not in sys.argv:
+            ns.seeds = [1, 2, 3, 4, 5]
+        if "--shards" not in sys.argv:
+            ns.shards = [1, 2]
+        if "--epochs" not in sys.argv:
+            ns.epochs = 1
     if ns.what == "speed" and "--tokens" not in sys.argv:
         ns.tokens = 4_000_000
     result = {"network": network, "quality": quality, "memory": memory, "minibatch": minibatch,
-              "speed": speed}[ns.what](ns)
+              "speed": speed, "defaults": defaults, "staleness": staleness}[ns.what](ns)
     print(result.get("table", ""))
     if ns.out:
         harness.write_json(ns.out, f"bench_sharded {ns.what}", result)

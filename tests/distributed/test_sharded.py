@@ -25,6 +25,8 @@ from parvec.distributed.shard_actor import ShardActor, ShardSpec
 from parvec.distributed.shard_kernels import reference_train
 from parvec.distributed.sharded import ShardedRun, snapshot_dir
 from parvec.distributed.sharded_export import ModelFiles
+from parvec.distributed.staleness import stale_train
+from parvec.distributed.units import SamplingTables
 from parvec.errors import ParvecError
 from parvec.formats import load_npy, read_word2vec
 from parvec.model_tables import init_input_vectors
@@ -101,6 +103,19 @@ def test_one_two_and_four_shards_train_the_same_vectors_as_the_reference(exact_r
         _check_bytes(r, shards, 8)
         assert r["clients"] == 1 and r["requeued_units"] == 0 and r["dropped_minibatches"] == 0
         assert r["bytes_received_per_word"] == pytest.approx(exact_runs[1][2]["bytes_received_per_word"] * shards)
+
+
+def test_the_staleness_model_with_one_thread_trains_the_real_run(exact_runs):
+    # parvec.distributed.staleness with one lane: the minibatches, kernels and coefficients of a real run with one
+    # client thread (S = 1 here: the same sums; S = 2 and 4 match it to 1e-5 above)
+    corpus = exact_runs["corpus"]
+    cfg = TrainConfig(dim=8, **_EXACT)
+    run = stale_train(cfg, SamplingTables.per_word(corpus.vocab.counts, cfg), [(corpus.tokens, corpus.offsets)],
+                      minibatch_words=24, unit_words=400)
+    w_in, w_out, _, stats = exact_runs[1]
+    np.testing.assert_allclose(run.w_in, w_in, atol=1e-6)
+    np.testing.assert_allclose(run.w_out, w_out, atol=1e-6)
+    assert run.loss_per_epoch == pytest.approx(stats.loss_per_epoch, rel=1e-6) and not run.diverged
 
 
 def test_negatives_per_pair_trains_the_pair_reference_on_one_and_two_shards(exact_runs):

@@ -150,7 +150,9 @@ def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formatio
     # The one-process reference of the sharded algorithm on a corpus with one burst of markup: contiguous
     # minibatches of 1024 words push the burst word ~300 times with coefficients from one state, its output
     # vector grows far beyond the rest and the loss stays high (per pair: it climbs again in the last epoch);
-    # interleaved ones keep both in line (docs/benchmarks/clusters.md has the full-corpus figures).
+    # interleaved ones keep both in line (docs/benchmarks/clusters.md has the full-corpus figures).  The updates
+    # summed (update_cap=0, the paper's adjust): the cap on a row's updates per minibatch is a second guard
+    # (test_capped_updates_keep_a_contiguous_burst_in_line).
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(200)]
     sentences = [list(rng.choice(words, 60)) for _ in range(300)]
@@ -161,7 +163,8 @@ def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formatio
     ratio, loss = {}, {}
     for interleave in (False, True):
         _, w_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
-                                          minibatch_words=1024, interleave=interleave, negatives_per=negatives_per)
+                                          minibatch_words=1024, interleave=interleave, negatives_per=negatives_per,
+                                          update_cap=0)
         ratio[interleave] = float(np.linalg.norm(w_out[em]) / np.median(np.linalg.norm(w_out, axis=1)))
         loss[interleave] = stats.loss_per_epoch
     if negatives_per == "pair":
@@ -169,6 +172,25 @@ def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formatio
     assert loss[True][0] > loss[True][1] > loss[True][2]
     assert all(i < c for i, c in zip(loss[True][1:], loss[False][1:], strict=True))
     assert ratio[True] < ratio[False] / 2
+
+
+def test_capped_updates_keep_a_contiguous_burst_in_line():
+    # the burst above in contiguous minibatches of 1024 words, window batches: with each row's updates from one
+    # minibatch capped (the default) the burst word's output vector stays near the rest and the loss falls
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(200)]
+    sentences = [list(rng.choice(words, 60)) for _ in range(300)]
+    sentences[150] = ["em", "width", "em", "em", "height"] * 80
+    corpus = EncodedCorpus.from_sentences(sentences, min_count=1)
+    cfg = TrainConfig(dim=16, window=3, negative=3, epochs=3, sample=0, seed=2)
+    em = corpus.vocab.index["em"]
+    ratio = {}
+    for cap in (0, 16):
+        _, w_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
+                                          minibatch_words=1024, interleave=False, update_cap=cap)
+        ratio[cap] = float(np.linalg.norm(w_out[em]) / np.median(np.linalg.norm(w_out, axis=1)))
+    assert stats.loss_per_epoch[0] > stats.loss_per_epoch[1] > stats.loss_per_epoch[2]
+    assert ratio[16] < ratio[0] / 2
 
 
 def _tiny_minibatch(rng, vocab=12, window=2, inputs=6):
@@ -650,3 +672,47 @@ def test_negatives_per_is_checked():
         shard_kernels("row")
     with pytest.raises(ParvecError, match="wire_floats must be one of float32, float16; got 'bf16'"):
         reference_train(TrainConfig(), np.ones(3, np.int64), [], wire="bf16")
+
+
+def _one_row_in_many_batches(n_batches: int, dim: int = 8):
+    # n_batches window batches, each one distinct context row (1 .. n) against output rows [0, n+1 .. ]: output
+    # row 0 is the center of every batch, the other rows occur once
+    rng = np.random.default_rng(3)
+    rows = 2 * n_batches + 2
+    w_in = rng.normal(0, 0.3, (rows, dim)).astype(np.float32)
+    w_out = rng.normal(0, 0.3, (rows, dim)).astype(np.float32)
+    ins = np.arange(1, n_batches + 1, dtype=np.int64)
+    outs = np.empty(n_batches * 2, dtype=np.int64)
+    outs[0::2] = 0
+    outs[1::2] = np.arange(n_batches + 1, 2 * n_batches + 1)
+    first = np.arange(n_batches + 1, dtype=np.int64)
+    coef = rng.uniform(0.005, 0.02, 2 * n_batches).astype(np.float32)
+    return w_in, w_out, ins, outs, first, coef
+
+
+def test_a_row_in_more_batches_than_the_cap_takes_its_updates_scaled_down():
+    w_in, w_out, ins, outs, first, coef = _one_row_in_many_batches(100)
+    s_in, s_out = w_in.copy(), w_out.copy()
+    K.adjust_window_rows(s_in, s_out, ins, outs, first, coef)  # summed: 100 updates from one stale state
+    c_in, c_out = w_in.copy(), w_out.copy()
+    assert K.adjust_window_rows_capped(c_in, c_out, ins, outs, first, coef, 16) == 100
+    # row 0 moves 16/100 of the summed distance; the output rows that occur once move as without the cap, and the
+    # first batch's context row too (the later ones read row 0 as the batches before them left it)
+    np.testing.assert_allclose(c_out[0] - w_out[0], (s_out[0] - w_out[0]) * 0.16, rtol=1e-4, atol=1e-7)
+    assert not np.allclose(c_out[0], s_out[0])
+    np.testing.assert_allclose(c_out[1:], s_out[1:], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(c_in[1], s_in[1], rtol=1e-5, atol=1e-7)
+    assert np.array_equal(c_in[0], w_in[0])
+
+
+def test_rows_within_the_cap_are_adjusted_as_without_it_to_the_bit():
+    w_in, w_out, ins, outs, first, coef = _one_row_in_many_batches(16)
+    s_in, s_out = w_in.copy(), w_out.copy()
+    K.adjust_window_rows(s_in, s_out, ins, outs, first, coef)
+    K.adjust_window_rows_capped(w_in, w_out, ins, outs, first, coef, 16)
+    assert np.array_equal(w_in, s_in) and np.array_equal(w_out, s_out)
+
+
+def test_update_counts_count_head_and_tail_rows():
+    rows = np.array([5, K.HEAD_ROWS + 7, 5, K.HEAD_ROWS + 7, K.HEAD_ROWS + 9, 0], dtype=np.int64)
+    assert K.update_counts(rows, np.empty(6, np.int64)).tolist() == [2, 2, 2, 2, 1, 1]

@@ -34,7 +34,7 @@ def sharded_cluster(args: argparse.Namespace, cluster: Any) -> Any:
     if getattr(args, "minibatch_words", None) is not None:
         cluster.minibatch_words = args.minibatch_words
     cluster.minibatch_formation = getattr(args, "minibatch_formation", None) or "interleaved"
-    for flag in ("negatives_per", "wire_floats", "shard_calls"):
+    for flag in ("negatives_per", "wire_floats", "shard_calls", "update_cap"):
         if getattr(args, flag, None) is not None:
             setattr(cluster, flag, getattr(args, flag))
     if cluster.threads_per_actor is None and "threads" in explicit_flags(args):

@@ -174,6 +174,9 @@ class Cluster:
     # (the paper's two calls' work, partial dot products out and coefficients back, as with several shards).
     # Several shards always split.
     shard_calls: str = "fused"
+    # sharded, split calls with window batches: the most updates one row takes from one minibatch's stale dot
+    # products (more are scaled down to this many); None: sharded_settings.UPDATE_CAP, 0: all summed (the paper's).
+    update_cap: int | None = None
     unit_words: int = 100_000
     checkpoint_dir: str | None = None
     checkpoint_interval_s: float | None = None

@@ -72,6 +72,7 @@ class ShardSpec:
     negative: int
     seed: int
     negatives_per: str = "window"
+    update_cap: int = 0
     checkpoint_dir: str | None = None
     memory_cap: int | None = None
     holder: str | None = None
@@ -128,7 +129,7 @@ class ShardActor:
         self.spec = spec
         self.error: str | None = None
         self.index = spec.index
-        self.kernels = shard_kernels(spec.negatives_per, spec.window, spec.negative)
+        self.kernels = shard_kernels(spec.negatives_per, spec.window, spec.negative, spec.update_cap)
         self.applied = 0  # minibatches adjusted
         self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads
         self.calls = 0

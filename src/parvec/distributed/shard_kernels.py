@@ -24,7 +24,7 @@ import numpy as np
 
 from parvec.chunks import Part
 from parvec.config import TrainConfig
-from parvec.distributed.sharded_settings import NEGATIVES_PER, check_wire
+from parvec.distributed.sharded_settings import NEGATIVES_PER, UPDATE_CAP, check_wire
 from parvec.distributed.units import (
     DEFAULT_MINIBATCH_WORDS,
     DEFAULT_UNIT_WORDS,
@@ -56,12 +56,25 @@ class ShardKernels:
         'dotprod_window'
     """
 
-    def __init__(self, negatives_per: str, window: int = 5, negative: int = 5) -> None:
+    def __init__(self, negatives_per: str, window: int = 5, negative: int = 5, update_cap: int = 0) -> None:
         if negatives_per not in NEGATIVES_PER:
             raise ParvecError(f"negatives_per must be one of {', '.join(NEGATIVES_PER)}; got {negatives_per!r}")
+        if not isinstance(update_cap, int) or update_cap < 0:
+            raise ParvecError(f"update_cap must be a non-negative integer, got {update_cap!r}")
         self.by_window = negatives_per == "window"
         self.window, self.negative = window, negative
+        # window batches only: a row's updates from one minibatch capped (0: summed, as the paper's adjust)
+        self.update_cap = update_cap if self.by_window else 0
         self.dotprod, self.adjust = (K.dotprod_window, K.adjust_window) if self.by_window else (K.dotprod, K.adjust)
+        if self.update_cap:
+            self.adjust = self._adjust_window_capped
+
+    def _adjust_window_capped(self, w_in: np.ndarray, w_out: np.ndarray, seq: np.ndarray, seg: np.ndarray,
+                              shrink: np.ndarray, window: int, negative: int, noise_prob: np.ndarray,
+                              noise_alias: np.ndarray, seed: np.uint64, coef: np.ndarray) -> None:
+        # K.adjust_window's signature, the rows drawn again, the capped update
+        kept = self.rows(seq, seg, shrink, len(coef) // (1 + negative), seed, noise_prob, noise_alias)
+        K.adjust_window_rows_capped(w_in, w_out, *kept, coef, self.update_cap)
 
     def rows(self, seq: np.ndarray, seg: np.ndarray, shrink: np.ndarray, pairs: int, seed: np.uint64,
              noise_prob: np.ndarray, noise_alias: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -89,7 +102,9 @@ class ShardKernels:
     def adjust_rows(self, w_in: np.ndarray, w_out: np.ndarray, kept: tuple[np.ndarray, ...], seg: np.ndarray,
                     shrink: np.ndarray, coef: np.ndarray) -> None:
         """The minibatch's updates (``coef``) given the rows :meth:`rows` drew."""
-        if self.by_window:
+        if self.update_cap:
+            K.adjust_window_rows_capped(w_in, w_out, *kept, coef, self.update_cap)
+        elif self.by_window:
             K.adjust_window_rows(w_in, w_out, *kept, coef)
         else:
             K.adjust_rows(w_in, w_out, seg, shrink, self.window, *kept, len(kept[0]), coef)
@@ -108,14 +123,14 @@ class ShardKernels:
         return float(loss)
 
 
-def shard_kernels(negatives_per: str, window: int = 5, negative: int = 5) -> ShardKernels:
+def shard_kernels(negatives_per: str, window: int = 5, negative: int = 5, update_cap: int = 0) -> ShardKernels:
     """:class:`ShardKernels` of ``negatives_per`` (a ParvecError naming the choices otherwise).
 
     Example:
         >>> shard_kernels("pair").adjust.__name__
         'adjust'
     """
-    return ShardKernels(negatives_per, window, negative)
+    return ShardKernels(negatives_per, window, negative, update_cap)
 
 
 class LocalStep(Step):
@@ -127,11 +142,11 @@ class LocalStep(Step):
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
                  noise_alias: np.ndarray, negatives_per: str = "window", wire: str = "float32",
-                 fused: bool = False) -> None:
+                 fused: bool = False, update_cap: int = UPDATE_CAP) -> None:
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
-        self.kernels = shard_kernels(negatives_per, config.window, config.negative)
+        self.kernels = shard_kernels(negatives_per, config.window, config.negative, update_cap)
         self.wire = check_wire(wire)
         self.fused = fused
 
@@ -176,10 +191,13 @@ def reference_train(
     wire: str = "float32",
     fused: bool = False,
     tables: SamplingTables | None = None,
+    update_cap: int = UPDATE_CAP,
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:
     :func:`shard_kernels`; ``wire``: the floats rounded as :func:`to_wire` sends them; ``fused``: each minibatch
-    trained whole in one call, as one shard with ``shard_calls="fused"`` trains it; ``tables``: the sampling tables,
+    trained whole in one call, as one shard with ``shard_calls="fused"`` trains it; ``update_cap``: the shards' cap on
+    a row's updates from one minibatch, :data:`~parvec.distributed.sharded_settings.UPDATE_CAP` as a sharded run's
+    default; ``tables``: the sampling tables,
     default per word from ``counts``, :meth:`SamplingTables.of_classes` as ``parvec train --mode sharded`` draws).
 
     ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
@@ -201,7 +219,7 @@ def reference_train(
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
     runner = UnitRunner(config, tables.keep, minibatch_words, interleave)
-    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused)
+    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused, update_cap)
     stats = TrainStats()
     t0 = time.perf_counter()
     for epoch in range(epochs):

@@ -400,7 +400,7 @@ def sharded_report(st: ShardedSettings, config: TrainConfig, t: UnitStats, infos
     return {
         "shards": S, "clients": st.clients, "client_threads": st.threads,
         "minibatch_words": st.minibatch_words, "minibatch_words_in_flight": st.minibatch_words_in_flight,
-        "minibatch_formation": st.minibatch_formation, "negatives_per": st.negatives_per,
+        "minibatch_formation": st.minibatch_formation, "negatives_per": st.negatives_per, "update_cap": st.update_cap,
         "wire_floats": st.wire_floats, "fused_calls": st.fused,
         "unit_words": st.unit_words, "trained_input_words": t.inputs, "minibatches": t.minibatches,
         "contexts_per_input": w_bar,

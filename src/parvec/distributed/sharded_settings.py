@@ -6,6 +6,8 @@ The defaults come from measurements (docs/benchmarks.md, "Clusters: sharded sett
 
 - **input words in flight** over all client threads when ``minibatch_words`` is left to parvec
   (:data:`IN_FLIGHT_WORDS`): more makes the dot products a split call trains from staler and diverges;
+- **a row's updates from one minibatch** with split calls (:data:`UPDATE_CAP`): more, all from one stale dot
+  product each, made the most frequent words' output rows diverge (docs/benchmarks/clusters.md, "Words in flight");
 - **a fused call's minibatch** (:data:`FUSED_MINIBATCH_WORDS`, one shard with ``shard_calls="fused"``): nothing is
   trained from stale dot products there, so its size is chosen for the calls' cost;
 - **actors per CPU** (:data:`ACTORS_PER_CPU_WARN`, :data:`ACTORS_PER_CPU_MAX`): every shard and client is a
@@ -29,14 +31,18 @@ from parvec.distributed.cluster import Cluster
 from parvec.errors import ParvecError
 
 __all__ = ["ACTORS_PER_CPU_MAX", "ACTORS_PER_CPU_WARN", "FUSED_MINIBATCH_WORDS", "IN_FLIGHT_WORDS", "NEGATIVES_PER",
-           "ROW_BLOCK_BYTES", "SHARD_CALLS", "WIRE_FLOATS", "ShardedSettings", "actor_budget", "check_shard_calls",
-           "check_wire", "cluster_cpus", "in_flight_words", "resolve", "snapshot_interval"]
+           "ROW_BLOCK_BYTES", "SHARD_CALLS", "UPDATE_CAP", "WIRE_FLOATS", "ShardedSettings", "actor_budget",
+           "check_shard_calls", "check_wire", "cluster_cpus", "in_flight_words", "resolve", "snapshot_interval"]
 
 # Input words in flight over all client threads when minibatch_words is left to parvec, by minibatch formation.
 IN_FLIGHT_WORDS = {"interleaved": 4096, "interleaved, light subsampling": 1024, "contiguous": 512}
 LIGHT_SUBSAMPLING = 1e-4  # a sample threshold above this (or none) is light subsampling
 MIN_MINIBATCH_WORDS = 16
 FUSED_MINIBATCH_WORDS = 8192  # input words per minibatch of a fused call when left to parvec
+# The most updates a row takes from one minibatch's stale dot products with split calls (window batches): more are
+# scaled down to this many (parvec.kernels.sharded.adjust_window_rows_capped; docs/benchmarks/clusters.md,
+# "Words in flight").  0 sums them all, as the paper's adjust.
+UPDATE_CAP = 16
 ACTORS_PER_CPU_WARN = 2  # beyond this many shards + clients per CPU parvec warns
 ACTORS_PER_CPU_MAX = 8  # beyond this many it refuses (on one machine more shards never hold more memory)
 ROW_BLOCK_BYTES = 32 << 20  # rows gathered/exported per block: about this many bytes per matrix
@@ -162,6 +168,8 @@ class ShardedSettings:
     shard_calls: str = _help("fused (one shard trains each minibatch whole in one call) or split (dot products, "
                              "then the adjust in the next call)")
     unit_words: int = _help("input words a client trains in one call to it (what a fault retrains at most)")
+    update_cap: int = _help("split calls, window batches: the most updates a row takes from one minibatch's stale "
+                            "dot products; more are scaled down to this many (0: all summed, the paper's adjust)")
     timeout_s: float = _help("seconds any wait on an actor may take before the run stops")
     checkpoint_interval_s: float | None = _help("seconds between consistent snapshots inside an epoch (None: scaled "
                                                 "with a shard's size, snapshot_interval)")
@@ -169,9 +177,9 @@ class ShardedSettings:
     max_restarts: int = _help("times Ray restarts a lost shard or client")
 
     def __post_init__(self) -> None:
-        for name in ("shards", "clients", "threads", "minibatch_words", "unit_words", "max_restarts"):
+        for name in ("shards", "clients", "threads", "minibatch_words", "unit_words", "max_restarts", "update_cap"):
             value = getattr(self, name)
-            least = 0 if name == "max_restarts" else 1
+            least = 0 if name in ("max_restarts", "update_cap") else 1
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ParvecError(f"{name} must be a {'non-negative' if least == 0 else 'positive'} integer, "
                                   f"got {value!r}")
@@ -229,7 +237,9 @@ class ShardedSettings:
         return cls(shards=shards, clients=clients, threads=threads, minibatch_words=minibatch_words,  # type: ignore[arg-type]
                    minibatch_formation=formation, negatives_per=cluster.negatives_per,
                    wire_floats=cluster.wire_floats, shard_calls="fused" if fused else "split",
-                   unit_words=cluster.unit_words, timeout_s=float(cluster.timeout_s),
+                   unit_words=cluster.unit_words,
+                   update_cap=UPDATE_CAP if cluster.update_cap is None else cluster.update_cap,
+                   timeout_s=float(cluster.timeout_s),
                    checkpoint_interval_s=(float(cluster.checkpoint_interval_s)
                                           if cluster.checkpoint_interval_s is not None else None),
                    shard_memory_bytes=cluster.shard_memory_bytes, max_restarts=cluster.max_restarts)

@@ -144,7 +144,8 @@ def _launch(actors: ShardedActors, config: TrainConfig, tables: SamplingTables, 
         lo, hi = K.column_range(s, S, config.dim)
         spec = ShardSpec(index=s, shards=S, n_words=tables.n_words, dim=config.dim, lo=lo, hi=hi, window=config.window,
                          negative=config.negative, seed=config.seed, negatives_per=st.negatives_per,
-                         checkpoint_dir=str(checkpoint_dir), memory_cap=st.shard_memory_bytes, holder=run_id,
+                         update_cap=st.update_cap, checkpoint_dir=str(checkpoint_dir),
+                         memory_cap=st.shard_memory_bytes, holder=run_id,
                          timeout_s=st.timeout_s, in_flight=C * T, resume=resuming)
         # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)
         actors.shards.append(shard_cls.options(
