@@ -66,6 +66,17 @@ MODES: dict[str, list[str]] = {
                                                              "--wire-floats", "float16"],
 }
 
+# The measured terms of the node projection (docs/benchmarks/clusters.md, "The cost of a call"; filled in from
+# bench_sharded.py calls and --kernel on this machine).
+SHARD_INPUT_US = 0.74
+SHARD_CALL_US = 100.0
+CLIENT_CALL_US = 150.0
+RAY_SHARD_CALL_US = 1000.0
+RAY_CLIENT_CALL_US = 1200.0
+CLIENT_INPUT_US = 0.30
+INTO_BYTES = 60.0
+OUT_BYTES = 40.0
+
 PROBE = r"""
 import socket, sys, threading, time
 n = int(sys.argv[1])
@@ -438,6 +449,52 @@ def project_sharded(shards: int, client_inputs_s: float, thread_kernel_s: float,
     return {"shards": shards, "inputs_per_s": best, "limit": limit, "gbit_into_shard": best * into_shard * 8 / 1e9}
 
 
+def project_nodes(nodes: int, cores: int, rate: float, latency_s: float, in_flight: int, client_threads: int, *,
+                  shard_input_s: float, shard_call_s: float, client_input_s: float, client_call_s: float,
+                  into_bytes: float, out_bytes: float, min_minibatch: int = 16, shards: int | None = None) -> dict:
+    """A sharded run on ``nodes`` nodes of ``cores`` cores and a full-duplex link of ``rate`` bytes/s each,
+    ``shards`` shards (default one per node; at most one per node) and ``client_threads`` client threads spread
+    over the nodes; every cost a term measured on this machine:
+
+    * ``shard_input_s``: a shard's kernel CPU per input word at its columns (``--kernel``);
+    * ``shard_call_s``: a shard's CPU per call besides its kernels (the transport and the call's Python;
+      ``bench_sharded.py calls``), ``client_call_s`` a client's per call to one shard (packing, sending, reading);
+    * ``client_input_s``: a client's CPU per input word (forming minibatches, summing partials, coefficients);
+    * ``into_bytes`` / ``out_bytes``: bytes per input word into one shard (coefficients and indices) and out of
+      it (partial dot products).
+
+    ``in_flight`` input words circulate, one minibatch per client thread (at least ``min_minibatch`` words), each
+    a round trip of ``2 x latency_s``, its transfer through the client's link (to and from every shard) and its
+    CPU on one shard thread and the client.  Every node runs a shard and clients, so its cores do ``1 / nodes``
+    of all the work: input words/s is the least of all cores over the CPU per input word, the links (each node
+    sends its shard's answers and its clients' calls), a shard node's cores over its shard's CPU per input word
+    (every shard works on every input word), and in-flight words over the round trip.
+
+    Example:
+        >>> p = project_nodes(20, 24, 1.25e9, 1e-4, 65_536, 1600, shard_input_s=1e-6, shard_call_s=1e-4,
+        ...                   client_input_s=5e-7, client_call_s=1e-4, into_bytes=60, out_bytes=40)
+        >>> p["limit"], p["minibatch_words"], round(p["inputs_per_s"] / 1e6, 2)
+        ('cores', 40, 3.98)
+    """
+    shards = nodes if shards is None else min(shards, nodes)
+    mb = max(min_minibatch, in_flight // client_threads)
+    per_input = shards * (shard_input_s + (shard_call_s + client_call_s) / mb) + client_input_s
+    cpu_inputs_s = min(nodes * cores / per_input, cores / (shard_input_s + shard_call_s / mb))
+    # each direction of a node's link: a shard's answers (or calls), and its clients' share of the calls
+    share = shards / nodes
+    link_inputs_s = rate / max(out_bytes + into_bytes * share, into_bytes + out_bytes * share)
+    round_s = (2 * latency_s + mb * shards * max(into_bytes, out_bytes) / rate
+               + mb * (shard_input_s + client_input_s) + shard_call_s + shards * client_call_s)
+    latency_inputs_s = client_threads * mb / round_s
+    limits = {"cores": cpu_inputs_s, "links": link_inputs_s, "round trips": latency_inputs_s}
+    limit = min(limits, key=limits.get)
+    best = limits[limit]
+    return {"nodes": nodes, "inputs_per_s": best, "limit": limit, "minibatch_words": mb,
+            "calls_per_s_per_shard": best / mb,
+            "call_share": shards * (shard_call_s + client_call_s) / mb / per_input,
+            "gbit_per_node": best * max(out_bytes + into_bytes * share, into_bytes + out_bytes * share) * 8 / 1e9}
+
+
 def projections(a: argparse.Namespace) -> str:
     """The projection tables of docs/benchmarks/clusters.md from the model (the node rates are parameters)."""
     lines = [f"Replicas (Ji et al.): 1B-word epoch, vocabulary {a.vocab:,}, d {a.proj_dim}, a sync every "
@@ -474,6 +531,35 @@ def projections(a: argparse.Namespace) -> str:
                          f"{p['gbit_into_shard']:.2f} |")
     lines += ["", "Ordentlich et al. (paper 003, section 6.2): d 300 with 6 / 10 / 15 shards: 1.0M / 1.3M / 1.6M "
               "input words/s (200 executors x 8 threads, minibatch 200); d 1000, 25 shards: 1.2M."]
+    return "\n".join(lines + ["", nodes_table(a)])
+
+
+def nodes_table(a: argparse.Namespace) -> str:
+    """The projection of a 200M-word, d 300 run on nodes of ``--node-cores`` cores and 10 GbE, one shard per node
+    (:func:`project_nodes`), from the per-call and per-word costs measured here, for each transport's call cost
+    and several words in flight."""
+    lines = [f"Sharded, measured terms: nodes of {a.node_cores} cores and 10 Gb/s, at most one shard per node, "
+             f"{a.client_threads:,} client threads; a shard's kernels {a.shard_input_us:.2f} us per input word at "
+             f"d 300 / nodes columns; per call to one shard: the shard {a.shard_call_us:g} us and the client "
+             f"{a.client_call_us:g} us over the shard channel, {a.ray_shard_call_us:g} and {a.ray_client_call_us:g} "
+             f"us as Ray actor calls; the client {a.client_input_us:.2f} us per input word; {a.into_bytes:g} bytes "
+             f"per input word into a shard and {a.out_bytes:g} out of it; {a.latency_ms} ms one way", "",
+             "| nodes | shards | calls | words in flight | words per call | input words/s | limited by | share of "
+             "CPU in calls | calls/s per shard | Gb/s per node |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for layout in a.proj_layouts:
+        nodes, shards = (int(x) for x in layout.split(":"))
+        for transport, shard_call, client_call in (("Ray actor calls", a.ray_shard_call_us, a.ray_client_call_us),
+                                                   ("shard channel", a.shard_call_us, a.client_call_us)):
+            for in_flight in a.proj_in_flight:
+                p = project_nodes(nodes, a.node_cores, rate_bytes("10gbit"), a.latency_ms / 1e3, in_flight,
+                                  a.client_threads, shard_input_s=a.shard_input_us * 1e-6,
+                                  shard_call_s=shard_call * 1e-6, client_input_s=a.client_input_us * 1e-6,
+                                  client_call_s=client_call * 1e-6, into_bytes=a.into_bytes, out_bytes=a.out_bytes,
+                                  shards=shards)
+                lines.append(f"| {nodes} | {shards} | {transport} | {in_flight:,} | {p['minibatch_words']} | "
+                             f"{p['inputs_per_s'] / 1e6:.2f}M | {p['limit']} | {p['call_share']:.0%} | "
+                             f"{p['calls_per_s_per_shard'] / 1e3:.1f}k | {p['gbit_per_node']:.2f} |")
     return "\n".join(lines)
 
 
@@ -519,6 +605,27 @@ def main() -> None:
                     help="projection: one client thread's input words/s of CPU (its own work and Ray's)")
     ap.add_argument("--client-threads", type=int, default=1600, help="projection: client threads in all")
     ap.add_argument("--in-flight", type=int, default=320_000)
+    ap.add_argument("--proj-layouts", nargs="+", default=["20:20", "100:20", "100:100"],
+                    help="projection: NODES:SHARDS (20:20 100:20 100:100)")
+    ap.add_argument("--node-cores", type=int, default=24, help="projection: cores per node (24, the paper's)")
+    ap.add_argument("--proj-in-flight", type=int, nargs="+", default=[4096, 65_536, 320_000],
+                    help="projection: input words in flight over all client threads")
+    ap.add_argument("--shard-input-us", type=float, default=SHARD_INPUT_US,
+                    help="projection: a shard's kernel CPU per input word (us) at d 300 / nodes columns")
+    ap.add_argument("--shard-call-us", type=float, default=SHARD_CALL_US, help="projection: a shard's CPU per "
+                    "call besides its kernels, shard channel (us; bench_sharded.py calls)")
+    ap.add_argument("--client-call-us", type=float, default=CLIENT_CALL_US,
+                    help="projection: a client's CPU per call to one shard, shard channel (us)")
+    ap.add_argument("--ray-shard-call-us", type=float, default=RAY_SHARD_CALL_US,
+                    help="projection: the same as Ray actor calls (us)")
+    ap.add_argument("--ray-client-call-us", type=float, default=RAY_CLIENT_CALL_US,
+                    help="projection: the same as Ray actor calls (us)")
+    ap.add_argument("--client-input-us", type=float, default=CLIENT_INPUT_US,
+                    help="projection: a client's CPU per input word (us)")
+    ap.add_argument("--into-bytes", type=float, default=INTO_BYTES,
+                    help="projection: bytes per input word into one shard (float16 coefficients, indices)")
+    ap.add_argument("--out-bytes", type=float, default=OUT_BYTES,
+                    help="projection: bytes per input word out of one shard (float16 partial dot products)")
     ap.add_argument("--contexts", type=float, default=3.3)
     a = ap.parse_args()
     if a.kernel:
