@@ -31,7 +31,12 @@ has a full-duplex link per node).  The projections (``--project``) therefore use
 link per node: a ring allreduce moves ``2(N-1)/N`` of the synced bytes through every node's link, and a
 shard's link carries its own share of the calls.
 
+Several nodes (``--nodes N``, :func:`measure_nodes`): N Ray nodes on this machine, each in its own network
+namespace joined to the others by a veth link through a bridge (``netns_cluster.py``), every link shaped in both
+directions, and a sharded run across them beside :func:`predict_nodes`.
+
     sudo python benchmarks/bench_cluster_net.py --rates 0 10gbit 1gbit 200mbit --out /tmp/net.json
+    sudo python benchmarks/bench_cluster_net.py --nodes 3 --rates 0 1gbit 200mbit --out /tmp/nodes.json
     python benchmarks/bench_cluster_net.py --project            # the projection tables only (no root)
 """
 
