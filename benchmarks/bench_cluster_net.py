@@ -31,7 +31,12 @@ has a full-duplex link per node).  The projections (``--project``) therefore use
 link per node: a ring allreduce moves ``2(N-1)/N`` of the synced bytes through every node's link, and a
 shard's link carries its own share of the calls.
 
+Several nodes (``--nodes N``, :func:`measure_nodes`): N Ray nodes on this machine, each in its own network
+namespace joined to the others by a veth link through a bridge (``netns_cluster.py``), every link shaped in both
+directions, and a sharded run across them beside :func:`predict_nodes`.
+
     sudo python benchmarks/bench_cluster_net.py --rates 0 10gbit 1gbit 200mbit --out /tmp/net.json
+    sudo python benchmarks/bench_cluster_net.py --nodes 3 --rates 0 1gbit 200mbit --out /tmp/nodes.json
     python benchmarks/bench_cluster_net.py --project            # the projection tables only (no root)
 """
 
@@ -65,6 +70,17 @@ MODES: dict[str, list[str]] = {
                                                              "2", "--clients", "2", "--threads", "1",
                                                              "--wire-floats", "float16"],
 }
+
+# The measured terms of the node projection (docs/benchmarks/clusters.md, "The cost of a call"; filled in from
+# bench_sharded.py calls and --kernel on this machine).
+SHARD_INPUT_US = 0.87  # a shard's rows, dot products and adjust per input word (50 columns, in-process)
+SHARD_CALL_US = 1530.0  # a shard's CPU per call besides its step: Ray, the call in inline parts
+CLIENT_CALL_US = 1680.0  # a client's CPU per call to one shard (packing, Ray's submission and reply): inline parts
+RAY_SHARD_CALL_US = 1830.0  # the same with one array each way (through the object store beyond 100 KiB)
+RAY_CLIENT_CALL_US = 2380.0
+CLIENT_INPUT_US = 0.35  # a client's CPU per input word besides its calls (forming, partial sums, coefficients)
+INTO_BYTES = 40.0  # float16 coefficients (w(n+1) x 2 bytes at w = 3.3) and indices, per input word into a shard
+OUT_BYTES = 40.0  # float16 partial dot products per input word out of a shard
 
 PROBE = r"""
 import socket, sys, threading, time
@@ -328,6 +344,101 @@ def compare(result: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(lines), rows
 
 
+# --------------------------------------------------------------------------- several nodes, one namespace each
+NODE_MODE = ["--cluster", "auto", "--mode", "sharded", "--shards", "2", "--clients", "2", "--threads", "1",
+             "--wire-floats", "float16"]
+
+
+def measure_nodes(a: argparse.Namespace) -> dict[str, Any]:
+    """A sharded run (2 shards, 2 clients x 1 thread) across ``--nodes`` Ray nodes, each in its own network
+    namespace joined by veth links (``netns_cluster.NodeNet``), at each of ``--rates`` on every link, rounds
+    interleaved; each run's report and every link's bytes.  The model's prediction for a shaped run
+    (:func:`predict_nodes`) starts from the unshaped run of the same round."""
+    from netns_cluster import NodeNet
+
+    why = check_tools()
+    if why:
+        raise SystemExit(f"bench_cluster_net.py --nodes: {why}")
+    corpus = slice_corpus(a.corpus, a.tokens, a.work)
+    env = harness.child_env(RAY_AUTH_MODE="disabled")  # the nodes' own Ray, no token shared between them
+    common = ["--dim", str(a.dim), "--epochs", str(a.epochs), "--min-count", "5", "--sample", "1e-4", "--seed", "1",
+              "--no-cache", "--no-progress"]
+    runs = []
+    with NodeNet(a.nodes, a.work / "ray") as net:
+        net.start_ray(env)
+        for rnd in range(a.rounds):
+            for rate in a.rates:
+                net.shape(rate, rate_bytes(rate))
+                with tempfile.TemporaryDirectory(dir=a.work) as tmp:
+                    report = Path(tmp) / "report.json"
+                    before = net.link_bytes()
+                    res = net.run(0, [sys.executable, "-m", "parvec", "train", str(corpus), "-o",
+                                      str(Path(tmp) / "v.npy"), "--report", str(report), *common, *NODE_MODE],
+                                  dict(env, RAY_ADDRESS=net.address), a.timeout)
+                    after = net.link_bytes()
+                    if res.returncode != 0:
+                        raise SystemExit(f"the run across {a.nodes} nodes failed: {res.stderr[-3000:]}")
+                    rep = json.loads(report.read_text(encoding="utf-8"))
+                links = [(ta - tb, ra - rb) for (ta, ra), (tb, rb) in zip(after, before, strict=True)]
+                one = {"round": rnd, "rate": rate, "links": links, **{k: rep.get(k) for k in KEEP},
+                       "bytes_counted": (rep["bytes_sent_per_word"] + rep["bytes_received_per_word"])
+                       * rep["words_trained"], "shard_nodes": rep.get("shard_nodes"),
+                       "client_nodes": rep.get("client_nodes")}
+                runs.append(one)
+                print(f"round {rnd} {rate}: {one['training_seconds']:.2f} s, {one['words_per_sec'] / 1e6:.3f}M "
+                      f"words/s, busiest link {max(max(t, r) for t, r in links) / 1e6:.0f} MB", file=sys.stderr,
+                      flush=True)
+    return {"nodes": a.nodes, "runs": runs, "corpus": str(corpus), "cpu": harness.machine_line(harness.machine())}
+
+
+def predict_nodes(base: dict[str, Any], rate: float, bound: bool = False) -> float:
+    """Training seconds at ``rate`` bytes/s per link from an unshaped run ``base``: ``k = clients x threads``
+    minibatches circulate, each a round of CPU work (``T0 x k / minibatches``, the unshaped run's) and a transfer
+    through the busiest link (its bytes in its busier direction, per minibatch, over ``rate``; links are full
+    duplex, the veth round trips of ~50 us left out): the closed queueing network's time (:func:`mva_time`).
+    ``bound``: the bottleneck bound ``max(T0, busiest link's bytes / rate)`` instead, which assumes the transfers
+    overlap the CPU work completely (right for many minibatches in flight, optimistic for 2).
+
+    Example:
+        >>> base = {"training_seconds": 4.0, "links": [(100e6, 50e6), (20e6, 60e6)], "minibatches": 400,
+        ...         "clients": 2, "client_threads": 1}
+        >>> predict_nodes(base, 12.5e6, bound=True), round(predict_nodes(base, 12.5e6), 2)
+        (8.0, 10.0)
+    """
+    busiest = max(max(tx, rx) for tx, rx in base["links"])
+    t0 = base["training_seconds"]
+    if bound:
+        return max(t0, busiest / rate)
+    calls, k = base["minibatches"], base["clients"] * base["client_threads"]
+    return mva_time(calls, k, t0 * k / calls, busiest / calls / rate)
+
+
+def compare_nodes(result: dict[str, Any]) -> str:
+    """The measured runs beside the model's prediction (medians over rounds), as a Markdown table."""
+    runs = result["runs"]
+    base_rate = next(r["rate"] for r in runs if rate_bytes(r["rate"]) == math.inf)
+    lines = [f"{result['nodes']} Ray nodes, one network namespace each, joined by veth links through a bridge; "
+             f"sharded, 2 shards, 2 clients x 1 thread, float16 wire; CPU: {result['cpu']}", "",
+             "| link rate | measured s | words/s | busiest link MB (tx / rx) | model s | model / measured | "
+             "bottleneck bound s |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for rate in dict.fromkeys(r["rate"] for r in runs):
+        ratios, measured, preds, bounds, wps, link = [], [], [], [], [], (0, 0)
+        for r in (x for x in runs if x["rate"] == rate):
+            base = next(x for x in runs if x["round"] == r["round"] and x["rate"] == base_rate)
+            p = predict_nodes(base, rate_bytes(rate))
+            ratios.append(p / r["training_seconds"])
+            measured.append(r["training_seconds"])
+            preds.append(p)
+            bounds.append(predict_nodes(base, rate_bytes(rate), bound=True))
+            wps.append(r["words_per_sec"])
+            link = max(r["links"], key=max)
+        lines.append(f"| {rate} | {statistics.median(measured):.2f} | {statistics.median(wps) / 1e6:.3f}M | "
+                     f"{link[0] / 1e6:.0f} / {link[1] / 1e6:.0f} | {statistics.median(preds):.2f} | "
+                     f"{statistics.median(ratios):.2f} | {statistics.median(bounds):.2f} |")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- a shard's kernel rate
 def shard_kernel_rate(corpus: Path, work: Path, rows: int, cols: int, minibatch_words: int = 200,
                       window: int = 5, seconds: float = 20.0, negatives_per: str = "window",
@@ -438,6 +549,52 @@ def project_sharded(shards: int, client_inputs_s: float, thread_kernel_s: float,
     return {"shards": shards, "inputs_per_s": best, "limit": limit, "gbit_into_shard": best * into_shard * 8 / 1e9}
 
 
+def project_nodes(nodes: int, cores: int, rate: float, latency_s: float, in_flight: int, client_threads: int, *,
+                  shard_input_s: float, shard_call_s: float, client_input_s: float, client_call_s: float,
+                  into_bytes: float, out_bytes: float, min_minibatch: int = 16, shards: int | None = None) -> dict:
+    """A sharded run on ``nodes`` nodes of ``cores`` cores and a full-duplex link of ``rate`` bytes/s each,
+    ``shards`` shards (default one per node; at most one per node) and ``client_threads`` client threads spread
+    over the nodes; every cost a term measured on this machine:
+
+    * ``shard_input_s``: a shard's kernel CPU per input word at its columns (``--kernel``);
+    * ``shard_call_s``: a shard's CPU per call besides its kernels (the transport and the call's Python;
+      ``bench_sharded.py calls``), ``client_call_s`` a client's per call to one shard (packing, sending, reading);
+    * ``client_input_s``: a client's CPU per input word (forming minibatches, summing partials, coefficients);
+    * ``into_bytes`` / ``out_bytes``: bytes per input word into one shard (coefficients and indices) and out of
+      it (partial dot products).
+
+    ``in_flight`` input words circulate, one minibatch per client thread (at least ``min_minibatch`` words), each
+    a round trip of ``2 x latency_s``, its transfer through the client's link (to and from every shard) and its
+    CPU on one shard thread and the client.  Every node runs a shard and clients, so its cores do ``1 / nodes``
+    of all the work: input words/s is the least of all cores over the CPU per input word, the links (each node
+    sends its shard's answers and its clients' calls), a shard node's cores over its shard's CPU per input word
+    (every shard works on every input word), and in-flight words over the round trip.
+
+    Example:
+        >>> p = project_nodes(20, 24, 1.25e9, 1e-4, 65_536, 1600, shard_input_s=1e-6, shard_call_s=1e-4,
+        ...                   client_input_s=5e-7, client_call_s=1e-4, into_bytes=60, out_bytes=40)
+        >>> p["limit"], p["minibatch_words"], round(p["inputs_per_s"] / 1e6, 2)
+        ('cores', 40, 3.98)
+    """
+    shards = nodes if shards is None else min(shards, nodes)
+    mb = max(min_minibatch, in_flight // client_threads)
+    per_input = shards * (shard_input_s + (shard_call_s + client_call_s) / mb) + client_input_s
+    cpu_inputs_s = min(nodes * cores / per_input, cores / (shard_input_s + shard_call_s / mb))
+    # each direction of a node's link: a shard's answers (or calls), and its clients' share of the calls
+    share = shards / nodes
+    link_inputs_s = rate / max(out_bytes + into_bytes * share, into_bytes + out_bytes * share)
+    round_s = (2 * latency_s + mb * shards * max(into_bytes, out_bytes) / rate
+               + mb * (shard_input_s + client_input_s) + shard_call_s + shards * client_call_s)
+    latency_inputs_s = client_threads * mb / round_s
+    limits = {"cores": cpu_inputs_s, "links": link_inputs_s, "round trips": latency_inputs_s}
+    limit = min(limits, key=limits.get)
+    best = limits[limit]
+    return {"nodes": nodes, "inputs_per_s": best, "limit": limit, "minibatch_words": mb,
+            "calls_per_s_per_shard": best / mb,
+            "call_share": shards * (shard_call_s + client_call_s) / mb / per_input,
+            "gbit_per_node": best * max(out_bytes + into_bytes * share, into_bytes + out_bytes * share) * 8 / 1e9}
+
+
 def projections(a: argparse.Namespace) -> str:
     """The projection tables of docs/benchmarks/clusters.md from the model (the node rates are parameters)."""
     lines = [f"Replicas (Ji et al.): 1B-word epoch, vocabulary {a.vocab:,}, d {a.proj_dim}, a sync every "
@@ -474,6 +631,39 @@ def projections(a: argparse.Namespace) -> str:
                          f"{p['gbit_into_shard']:.2f} |")
     lines += ["", "Ordentlich et al. (paper 003, section 6.2): d 300 with 6 / 10 / 15 shards: 1.0M / 1.3M / 1.6M "
               "input words/s (200 executors x 8 threads, minibatch 200); d 1000, 25 shards: 1.2M."]
+    return "\n".join(lines + ["", nodes_table(a)])
+
+
+def nodes_table(a: argparse.Namespace) -> str:
+    """The projection of a 200M-word, d 300 run on nodes of ``--node-cores`` cores and 10 GbE, one shard per node
+    (:func:`project_nodes`), from the per-call and per-word costs measured here, for each transport's call cost
+    and several words in flight."""
+    lines = [f"Sharded, measured terms: nodes of {a.node_cores} cores and 10 Gb/s, at most one shard per node, "
+             f"{a.client_threads:,} client threads; a shard's kernels {a.shard_input_us:.2f} us per input word at "
+             f"d 300 / nodes columns; per call to one shard: the shard {a.shard_call_us:g} us and the client "
+             f"{a.client_call_us:g} us in inline parts, {a.ray_shard_call_us:g} and {a.ray_client_call_us:g} "
+             f"us with one array each way; the client {a.client_input_us:.2f} us per input word; "
+             f"{a.into_bytes:g} bytes per input word into a shard and {a.out_bytes:g} out of it; {a.latency_ms} ms "
+             "one way", "",
+             "| nodes | shards | calls | words in flight | words per call | input words/s | limited by | share of "
+             "CPU in calls | calls/s per shard | Gb/s per node |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for layout in a.proj_layouts:
+        nodes, shards = (int(x) for x in layout.split(":"))
+        for transport, shard_call, client_call, merged in (
+                ("one array", a.ray_shard_call_us, a.ray_client_call_us, 1),
+                ("inline parts", a.shard_call_us, a.client_call_us, 1),
+                (f"inline parts, {a.merge} threads' minibatches a call", a.shard_call_us, a.client_call_us, a.merge)):
+            for in_flight in a.proj_in_flight:
+                # a call carrying ``merged`` client threads' minibatches: its cost spread over their words
+                p = project_nodes(nodes, a.node_cores, rate_bytes("10gbit"), a.latency_ms / 1e3, in_flight,
+                                  a.client_threads, shard_input_s=a.shard_input_us * 1e-6,
+                                  shard_call_s=shard_call * 1e-6 / merged, client_input_s=a.client_input_us * 1e-6,
+                                  client_call_s=client_call * 1e-6 / merged, into_bytes=a.into_bytes,
+                                  out_bytes=a.out_bytes, shards=shards)
+                lines.append(f"| {nodes} | {shards} | {transport} | {in_flight:,} | {p['minibatch_words']} | "
+                             f"{p['inputs_per_s'] / 1e6:.2f}M | {p['limit']} | {p['call_share']:.0%} | "
+                             f"{p['calls_per_s_per_shard'] / 1e3:.1f}k | {p['gbit_per_node']:.2f} |")
     return "\n".join(lines)
 
 
@@ -519,8 +709,41 @@ def main() -> None:
                     help="projection: one client thread's input words/s of CPU (its own work and Ray's)")
     ap.add_argument("--client-threads", type=int, default=1600, help="projection: client threads in all")
     ap.add_argument("--in-flight", type=int, default=320_000)
+    ap.add_argument("--proj-layouts", nargs="+", default=["20:20", "100:20", "100:100"],
+                    help="projection: NODES:SHARDS (20:20 100:20 100:100)")
+    ap.add_argument("--node-cores", type=int, default=24, help="projection: cores per node (24, the paper's)")
+    ap.add_argument("--merge", type=int, default=8, help="projection: client threads whose minibatches one call "
+                    "would carry (8: one executor's threads)")
+    ap.add_argument("--proj-in-flight", type=int, nargs="+", default=[4096, 65_536, 320_000],
+                    help="projection: input words in flight over all client threads")
+    ap.add_argument("--shard-input-us", type=float, default=SHARD_INPUT_US,
+                    help="projection: a shard's kernel CPU per input word (us) at d 300 / nodes columns")
+    ap.add_argument("--shard-call-us", type=float, default=SHARD_CALL_US, help="projection: a shard's CPU per "
+                    "call besides its kernels, inline parts (us; bench_sharded.py calls)")
+    ap.add_argument("--client-call-us", type=float, default=CLIENT_CALL_US,
+                    help="projection: a client's CPU per call to one shard, inline parts (us)")
+    ap.add_argument("--ray-shard-call-us", type=float, default=RAY_SHARD_CALL_US,
+                    help="projection: the same with one array each way (us)")
+    ap.add_argument("--ray-client-call-us", type=float, default=RAY_CLIENT_CALL_US,
+                    help="projection: the same with one array each way (us)")
+    ap.add_argument("--client-input-us", type=float, default=CLIENT_INPUT_US,
+                    help="projection: a client's CPU per input word (us)")
+    ap.add_argument("--into-bytes", type=float, default=INTO_BYTES,
+                    help="projection: bytes per input word into one shard (float16 coefficients, indices)")
+    ap.add_argument("--out-bytes", type=float, default=OUT_BYTES,
+                    help="projection: bytes per input word out of one shard (float16 partial dot products)")
     ap.add_argument("--contexts", type=float, default=3.3)
+    ap.add_argument("--nodes", type=int, help="a sharded run across this many Ray nodes, each in its own network "
+                    "namespace joined by veth links shaped at each of --rates (needs root)")
     a = ap.parse_args()
+    if a.nodes:
+        a.work.mkdir(parents=True, exist_ok=True)
+        result = measure_nodes(a)
+        text = compare_nodes(result)
+        print(text)
+        if a.out:
+            harness.write_json(a.out, "bench_cluster_net --nodes", dict(result, table=text))
+        return
     if a.kernel:
         a.work.mkdir(parents=True, exist_ok=True)
         k = shard_kernel_rate(a.corpus, a.work, *a.kernel, minibatch_words=a.kernel_minibatch_words,

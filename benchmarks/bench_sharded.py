@@ -7,6 +7,8 @@ one process, and a model larger than one process may hold.  Every measurement ru
     python benchmarks/bench_sharded.py quality --seeds 1 2 3 --out /tmp/sharded_quality.json
     # the minibatch size's effect on quality, in one process (the demo corpus), beside hogbatch and classic
     python benchmarks/bench_sharded.py minibatch --sizes 64 256 1024 4096 --out /tmp/sharded_minibatch.json
+    # what a call costs besides the shard's kernels: one array each way against inline parts, 1 ... 64 clients
+    python benchmarks/bench_sharded.py calls --base 65c7f41 --client-counts 1 2 8 64 --out /tmp/calls.json
     # words/s against one process (interleaved rounds, 4M tokens), this tree beside the default run of a base
     python benchmarks/bench_sharded.py speed --rounds 3 --base f68d7b0 --out /tmp/sharded_speed.json
     # the staleness model (one process): loss and quality against words in flight and the update cap, 1 epoch
@@ -454,6 +456,48 @@ def memory(ns: argparse.Namespace) -> dict:
     return result
 
 
+# --------------------------------------------------------------------------- the cost of a call
+def calls(ns: argparse.Namespace) -> dict:
+    """``sharded_calls.py`` (what one call costs a shard and its client besides the shard's kernels) with this
+    tree's parvec (calls in inline parts) and ``--base``'s (one array each way), each in its own process, rounds
+    interleaved; the medians per transport and client threads."""
+    corpus = slice_corpus(ns.corpus, ns.tokens, ns.work)
+    trees = {"this tree": REPO}
+    if ns.base:
+        trees[f"base {ns.base}"] = base_checkout(ns.base, ns.work)
+    rows: list[dict] = []
+    one: dict = {}
+    for rnd in range(ns.rounds):
+        for tree, src in trees.items():
+            cmd = [sys.executable, str(Path(__file__).with_name("sharded_calls.py")), str(corpus), "--calls",
+                   str(ns.calls), "--minibatch-words", str(ns.minibatch_words), "--dim", str(ns.dim), "--sample",
+                   str(ns.sample), "--cache", str(ns.work / "cache"), "--client-counts", *map(str, ns.client_counts)]
+            out = subprocess.run(cmd, capture_output=True, text=True, env=harness.child_env(src / "src"))
+            if out.returncode != 0:
+                raise RuntimeError(f"sharded_calls.py ({tree}) failed: {out.stderr[-3000:]}")
+            one = json.loads(out.stdout.strip().splitlines()[-1])
+            for r in one["rows"]:
+                rows.append(dict(r, tree=tree, round=rnd))
+                print(f"round {rnd} {tree} {r['transport']} x {r['clients']}: {r['wall_ms_per_call']:.2f} ms/call, "
+                      f"shard step {r['shard_step_ms']:.2f} + other {r['shard_other_ms']:.2f} ms, client "
+                      f"{r['client_ms']:.2f} ms", file=sys.stderr, flush=True)
+    lines = [f"One shard of {one['columns']} columns ({one['rows_of_shard']:,} rows), minibatches of "
+             f"{ns.minibatch_words} input words ({one['inputs_per_call']:.0f} on average, sample {ns.sample}), float16 "
+             f"wire, negatives per window; medians of {ns.rounds} interleaved rounds; CPU: {_cpu()}", "",
+             "| transport | client threads | wall ms per call | shard: step (unpack + kernels) ms CPU | "
+             "shard: the rest ms CPU | client ms CPU (pack + call) | (rest + client) / step |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for transport in dict.fromkeys(r["transport"] for r in rows):
+        for clients in ns.client_counts:
+            mine = [r for r in rows if r["transport"] == transport and r["clients"] == clients]
+            med = {k: statistics.median(r[k] for r in mine) for k in ("wall_ms_per_call", "shard_step_ms",
+                                                                      "shard_other_ms", "client_ms")}
+            lines.append(f"| {transport} | {clients} | {med['wall_ms_per_call']:.2f} | {med['shard_step_ms']:.2f} | "
+                         f"{med['shard_other_ms']:.2f} | {med['client_ms']:.2f} | "
+                         f"{(med['shard_other_ms'] + med['client_ms']) / med['shard_step_ms']:.2f} |")
+    return {"runs": rows, "table": "\n".join(lines)}
+
+
 # --------------------------------------------------------------------------- speed
 TWO_SHARDS = ["--cluster", "local:2", "--mode", "sharded", "--shards", "2"]
 
@@ -504,7 +548,13 @@ SPEED_SYSTEMS: dict[str, list[str]] = {
     "sharded 1 x (1 client x 2 threads), fused calls": _one_shard(1, 2, "fused"),
     "sharded 1 x (2 clients x 1 thread), fused calls": _one_shard(2, 1, "fused"),
     "sharded 1 x (1 client x 3 threads), fused calls": _one_shard(1, 3, "fused"),
+    # nothing but --cluster local:2 --mode sharded: what a user gets
+    "sharded 1 x (2 clients x 1 thread), local:2's default": ["--cluster", "local:2", "--mode", "sharded"],
 }
+
+
+# run at --base too: the default of local:N (1 shard, fused calls) and the 2-shard rows with one client thread
+BASE_TOO = ("sharded 1 x (2 clients x 1 thread), local:2's default", "sharded 2 x (1 client x 1 thread)")
 
 
 def _speed_one(name: str, src: Path, corpus: Path, ns: argparse.Namespace) -> dict:
@@ -533,8 +583,8 @@ def speed(ns: argparse.Namespace) -> dict:
     for rnd in range(ns.rounds):
         for tree, src in trees.items():
             for name in ns.speed_systems:
-                if tree != "this tree" and not name.startswith("sharded, the default ("):
-                    continue  # the base: its default only
+                if tree != "this tree" and not (name.startswith("sharded, the default (") or name in BASE_TOO):
+                    continue  # the base: its defaults only (2 shards given, and local:N's own)
                 one = {"round": rnd, "tree": tree, "system": name, **_speed_one(name, src, corpus, ns)}
                 runs.append(one)
                 print(f"round {rnd} {tree} {name}: {one['words_per_sec'] / 1e6:.3f}M words/s", file=sys.stderr,
@@ -559,7 +609,7 @@ def speed(ns: argparse.Namespace) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=("network", "quality", "memory", "minibatch", "network-one", "speed", "defaults",
-                                     "staleness"))
+                                     "staleness", "calls"))
     ap.add_argument("--minibatch-sizes", type=int, nargs="+", default=[512, 4096, 32768],
                     help="staleness: input words per minibatch (x --clients threads in flight)")
     ap.add_argument("--caps", type=int, nargs="+", default=[0, 16], help="staleness: update caps (0: summed)")
@@ -567,6 +617,9 @@ def main() -> None:
                     "corpus has no meaning to score)")
     ap.add_argument("--samples", type=float, nargs="+", default=[1e-3, 1e-4], help="defaults: sample values")
     ap.add_argument("--clients-list", type=int, nargs="+", default=[1, 2], help="defaults: client counts (1 2)")
+    ap.add_argument("--client-counts", type=int, nargs="+", default=[1, 2, 8, 64],
+                    help="calls: client threads sending at once (1 2 8 64)")
+    ap.add_argument("--calls", type=int, default=400, help="calls: calls per measurement (400)")
     ap.add_argument("--rounds", type=int, default=3, help="speed: interleaved rounds (3)")
     ap.add_argument("--speed-systems", nargs="+", choices=list(SPEED_SYSTEMS), default=list(SPEED_SYSTEMS),
                     metavar="SYSTEM", help="speed: the systems to run (default: all of SPEED_SYSTEMS)")
@@ -576,7 +629,8 @@ def main() -> None:
                     "--wire-floats (float16, parvec's default)")
     ap.add_argument("--shard-calls", choices=("fused", "split"), default="split", help="quality: sharded runs' "
                     "--shard-calls (split; fused: one shard only)")
-    ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree)")
+    ap.add_argument("--base", help="speed: also the default sharded run of this git revision (a worktree); calls: "
+                    "its calls too")
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024, 4096], help="minibatch: input words")
     ap.add_argument("--peers", nargs="*", default=["hogbatch", "classic"], help="minibatch: one-process peers")
     ap.add_argument("--minibatch-corpus", type=Path, default=DEMO_CORPUS)
@@ -640,8 +694,12 @@ def main() -> None:
             ns.epochs = 1
     if ns.what == "speed" and "--tokens" not in sys.argv:
         ns.tokens = 4_000_000
+    if ns.what == "calls" and "--tokens" not in sys.argv:
+        ns.tokens = 4_000_000
+    if ns.what == "calls" and "--minibatch-words" not in sys.argv:
+        ns.minibatch_words = 2048
     result = {"network": network, "quality": quality, "memory": memory, "minibatch": minibatch,
-              "speed": speed, "defaults": defaults, "staleness": staleness}[ns.what](ns)
+              "speed": speed, "defaults": defaults, "staleness": staleness, "calls": calls}[ns.what](ns)
     print(result.get("table", ""))
     if ns.out:
         harness.write_json(ns.out, f"bench_sharded {ns.what}", result)

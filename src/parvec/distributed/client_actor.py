@@ -25,7 +25,16 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.distributed.supervise import cause, first_line, named_actor, node_id, was_restarted
 from parvec.distributed.units import Step, Unit, UnitRunner, prepare_part
-from parvec.distributed.wire import Minibatch, ShardLost, pack_call, pack_train_call, sum_partials
+from parvec.distributed.wire import (
+    Minibatch,
+    ShardLost,
+    answer_parts,
+    join_parts,
+    pack_call,
+    pack_train_call,
+    split_call,
+    sum_partials,
+)
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
 from parvec.memory import peak_memory_bytes
@@ -82,19 +91,26 @@ class RayStep(Step):
         self.fused = fused
 
     def submit(self, prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None) -> Any:
+        # The call in parts and the answer in parts, each small enough to travel inside Ray's messages
+        # (wire.INLINE_BYTES): no round trip through the object store.
         buf = pack_call(prev, nxt, self.negative, self.wire)
         self.sent = buf.nbytes
-        return [h.step.remote(buf) for h in self.handles]
+        parts = split_call(buf)
+        k = answer_parts(nxt.pairs * (1 + self.negative) if nxt is not None else 0, self.wire == "float16")
+        if k == 1:
+            return [h.step.remote(*parts) for h in self.handles]
+        return [h.step.options(num_returns=k).remote(*parts) for h in self.handles]
 
     def train(self, mb: Minibatch) -> Any:
         buf = pack_train_call(mb)
         self.sent = buf.nbytes
-        return [self.handles[0].train.remote(buf)]
+        return [self.handles[0].train.remote(*split_call(buf))]
 
     def result(self, handle: Any) -> list[np.ndarray]:
         ray = self.ray
+        refs = [r for h in handle for r in (h if isinstance(h, list) else [h])]  # each shard's answer in parts
         try:
-            out = ray.get(handle, timeout=self.timeout_s)
+            got = ray.get(refs, timeout=self.timeout_s)
         except ray.exceptions.GetTimeoutError:
             raise ParvecError(f"a shard did not answer within {self.timeout_s:g} s (Cluster.timeout_s); "
                               "the cluster is overloaded or a shard hangs") from None
@@ -102,12 +118,18 @@ class RayStep(Step):
             # A shard died (or was fenced by the driver, or restarted and not yet restored).  Wait for this call's
             # other shards to answer too, so that none of this unit's adjusts is still on its way to a shard when
             # the driver restores a snapshot; then the unit ends.
-            ray.wait(list(handle), num_returns=len(handle), timeout=self.timeout_s)
-            bad = next((s for s, r in enumerate(handle) if _failed(ray, r)), -1)
+            ray.wait(refs, num_returns=len(refs), timeout=self.timeout_s)
+            bad = next((s for s, h in enumerate(handle) if any(_failed(ray, r) for r in
+                                                               (h if isinstance(h, list) else [h]))), -1)
             inner = cause(exc)
             detail = inner.args[1] if isinstance(inner, ShardLost) and len(inner.args) > 1 else first_line(inner)
             raise ShardLost(bad, str(detail)) from None
-        return [] if out[0] is None else out
+        if got[0] is None:
+            return []
+        if len(got) == len(handle):
+            return got
+        k = len(got) // len(handle)
+        return [join_parts(got[i * k: (i + 1) * k]) for i in range(len(handle))]
 
 
 def _failed(ray: Any, ref: Any) -> bool:

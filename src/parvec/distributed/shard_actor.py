@@ -37,7 +37,15 @@ import numpy as np
 from parvec.distributed.shard_kernels import shard_kernels
 from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
 from parvec.distributed.supervise import named_actor, node_id, was_restarted
-from parvec.distributed.wire import ShardLost, to_half, unpack_call, unpack_train_call
+from parvec.distributed.wire import (
+    ShardLost,
+    answer_parts,
+    join_parts,
+    split_answer,
+    to_half,
+    unpack_call,
+    unpack_train_call,
+)
 from parvec.errors import ParvecError
 from parvec.fileio import write_reason
 from parvec.kernels import sharded as K
@@ -302,14 +310,15 @@ class ShardActor:
             shutil.rmtree(self.base, ignore_errors=True)
 
     # ------------------------------------------------------------ serving
-    def step(self, call: np.ndarray) -> np.ndarray | None:
+    def step(self, *call: np.ndarray) -> np.ndarray | list[np.ndarray] | None:
         """Adjust the previous minibatch (if any), then return the next one's partial dot products (if any).
 
-        ``call`` is one packed byte array (:func:`parvec.distributed.wire.pack_call`); a fenced or restarted shard
-        answers with :class:`~parvec.distributed.wire.ShardLost`."""
+        ``call`` is a packed byte array (:func:`parvec.distributed.wire.pack_call`) in parts (``split_call``), the
+        answer in ``answer_parts`` parts; a fenced or restarted shard answers with :class:`~.wire.ShardLost`."""
         with self._serving():
             t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
-            p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(call)
+            buf = join_parts(call)
+            p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(buf)
             self.calls += 1
             if p_seq is not None:
                 self._adjust(p_seq, p_seg, p_shrink, p_seed, p_coef)
@@ -328,7 +337,7 @@ class ShardActor:
                 while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)
                     self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
-            return to_half(out) if half else out
+            return split_answer(to_half(out) if half else out, answer_parts(int(n_out), half))
 
     def _adjust(self, seq: np.ndarray, seg: np.ndarray, shrink: np.ndarray, seed: Any, coef: np.ndarray) -> None:
         # The previous minibatch's update, from the rows kept at its dot products when they are here.
@@ -343,15 +352,15 @@ class ShardActor:
         self.applied += 1  # under the GIL; Ray's threads only (the kernels run without it)
         self.applied_inputs += len(shrink)
 
-    def train(self, call: np.ndarray) -> np.ndarray:
+    def train(self, *call: np.ndarray) -> np.ndarray:
         """Train one minibatch whole (``shard_calls="fused"``, one shard holding every column): its rows, dot
         products, coefficients and update in this call; returns ``array([loss])``.
 
-        ``call`` is one packed byte array (:func:`parvec.distributed.wire.pack_train_call`); a fenced or restarted
-        shard answers with :class:`~parvec.distributed.wire.ShardLost`."""
+        ``call`` is a packed byte array (:func:`parvec.distributed.wire.pack_train_call`) in parts (``split_call``);
+        a fenced or restarted shard answers with :class:`~parvec.distributed.wire.ShardLost`."""
         with self._serving():
             t0 = time.thread_time()
-            seq, seg, shrink, seed, alpha, n_ctx = unpack_train_call(call)
+            seq, seg, shrink, seed, alpha, n_ctx = unpack_train_call(join_parts(call))
             self.calls += 1
             pairs = int(n_ctx.sum())
             kept = self.kernels.rows(seq, seg, shrink, pairs, seed, self.noise_prob, self.noise_alias)

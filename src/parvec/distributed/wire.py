@@ -23,8 +23,9 @@ import numpy as np
 from parvec.distributed.sharded_settings import WIRE_FLOATS
 from parvec.kernels import sharded as K
 
-__all__ = ["WIRE_BYTES", "Minibatch", "ShardLost", "call_bytes", "from_wire", "pack_call", "pack_train_call",
-           "sum_partials", "to_half", "to_wire", "train_call_bytes", "unpack_call", "unpack_train_call"]
+__all__ = ["INLINE_BYTES", "WIRE_BYTES", "Minibatch", "ShardLost", "answer_parts", "call_bytes", "from_wire",
+           "join_parts", "pack_call", "pack_train_call", "split_answer", "split_call", "sum_partials", "to_half",
+           "to_wire", "train_call_bytes", "unpack_call", "unpack_train_call"]
 
 
 @dataclass
@@ -53,6 +54,11 @@ class Minibatch:
 
 
 _HEADER = 14  # int64 fields at the start of a packed call
+# Ray carries an argument or a return value of at most 100 KiB inside the call's own message (its
+# max_direct_call_object_size); a larger one goes through the object store, about a millisecond more of CPU on
+# each side on a 2-core machine.  So a call travels as parts of at most this many bytes (docs/benchmarks/clusters.md,
+# "The cost of a call").
+INLINE_BYTES = 96 << 10
 WIRE_BYTES = {"float32": 4, "float16": 2}  # bytes per float on the wire
 
 
@@ -271,6 +277,52 @@ def unpack_train_call(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
         at += _padded(width * count)
     seq, seg, shrink, alpha, n_ctx = out
     return seq, seg, shrink, seed, alpha, n_ctx
+
+
+def split_call(buf: np.ndarray) -> list[np.ndarray]:
+    """A packed call as Ray's arguments: views of at most :data:`INLINE_BYTES` bytes each, so that every part
+    travels inside the call's message, not through the object store (:func:`join_parts` undoes it).
+
+    Example:
+        >>> [len(p) for p in split_call(np.zeros(200_000, np.uint8))]
+        [98304, 98304, 3392]
+    """
+    return [buf[i: i + INLINE_BYTES] for i in range(0, max(len(buf), 1), INLINE_BYTES)]
+
+
+def join_parts(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Parts of a call or an answer as one array (the one part itself when there is one).
+
+    Example:
+        >>> join_parts(split_call(np.arange(5, dtype=np.uint8))).tolist()
+        [0, 1, 2, 3, 4]
+    """
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def answer_parts(n_out: int, half: bool) -> int:
+    """The return values a shard's answer of ``n_out`` partial dot products takes (float16 when ``half``): each
+    at most :data:`INLINE_BYTES` bytes, so that it comes back inside Ray's reply.  The client asks Ray for that
+    many (``num_returns``) and :func:`split_answer` cuts the answer the same way.
+
+    Example:
+        >>> answer_parts(0, False), answer_parts(73_728, True), answer_parts(73_728, False)
+        (1, 2, 3)
+    """
+    return max(1, -(-n_out * (2 if half else 4) // INLINE_BYTES))
+
+
+def split_answer(out: np.ndarray, parts: int) -> np.ndarray | list[np.ndarray]:
+    """``out`` as ``parts`` return values (:func:`answer_parts`): itself when one, else a list of views.
+
+    Example:
+        >>> [len(p) for p in split_answer(np.zeros(73_728, np.float16), 2)]
+        [49152, 24576]
+    """
+    if parts == 1:
+        return out
+    per = INLINE_BYTES // out.itemsize
+    return [out[i * per: (i + 1) * per] for i in range(parts)]
 
 
 class ShardLost(Exception):
