@@ -16,9 +16,10 @@ only instructions that differ are ``rcpps`` with its Newton step (``mulps``/``su
 ``h /= n``, which ``arcp`` had compiled as a multiplication by ``1 / n``, becoming a division (word2vec.c's
 ``neu1[c] /= cw``); classic, cbow_classic and hs_skipgram kept their bits.  Then CBOW's input vectors started from
 gensim 4's range, uniform in [-1, 1)/dim (twice word2vec.c's values, the same random stream): cbow_classic,
-cbow_hogbatch and hs_cbow_negative were recorded again, the skip-gram modes kept their bits.  Every compiled kernel's assembly is
-scanned for estimate instructions (``test_no_kernel_contains_a_reciprocal_or_square_root_estimate``), so a kernel
-that would train other bits on another vendor fails on any machine.
+cbow_hogbatch and hs_cbow_negative were recorded again, the skip-gram modes kept their bits.  Every compiled
+kernel's assembly is scanned for estimate instructions
+(``test_no_kernel_contains_a_reciprocal_or_square_root_estimate``), so a kernel that would train other bits on
+another vendor fails on any machine.
 
 What each check guarantees:
 
