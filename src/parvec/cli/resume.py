@@ -53,11 +53,14 @@ _CLUSTER_FLAGS = {
     "negatives_per": ("--negatives-per", "negatives_per", "saved"),
     "wire_floats": ("--wire-floats", "wire_floats", "saved"),
     "shard_calls": ("--shard-calls", "shard_calls", "saved"),
+    "update_cap": ("--update-cap", "update_cap", "saved"),
 }
 _REPLICAS_ONLY = ("replicas", "sync_words", "min_sync_words", "full_sync_times", "sync_overlap",
                   "replica_alpha_scale")
 _SHARDED_ONLY = ("shards", "clients", "minibatch_words", "minibatch_formation", "negatives_per", "wire_floats",
-                 "shard_calls")
+                 "shard_calls", "update_cap")
+# What a sharded checkpoint that recorded no such key trained with: the setting did not exist yet.
+_SHARDED_BEFORE = {"update_cap": 0}  # every update summed
 
 
 def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, recorded: bool,
@@ -89,7 +92,7 @@ def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, rec
     for dest, (flag, key, kind) in _CLUSTER_FLAGS.items():
         if (dest in _REPLICAS_ONLY and mode != "replicas") or (dest in _SHARDED_ONLY and mode != "sharded"):
             continue
-        saved = record.get(key)
+        saved = record.get(key, _SHARDED_BEFORE.get(dest) if mode == "sharded" else None)
         if dest in given and getattr(args, dest, None) != saved and kind == "saved":
             conflicts.append(f"{flag} {getattr(args, dest)} (the checkpoint has {saved}: {describe_record(record)})")
         elif dest not in given:
