@@ -314,8 +314,11 @@ class ShardedKeyedVectors:
             1234
         """
         if isinstance(key, str):
-            for form in dict.fromkeys((key, unicodedata.normalize("NFC", key), unicodedata.normalize("NFD", key))):
-                found = self.parts.index(form)
+            found = self.parts.index(key)
+            if found is not None and found < self.n:
+                return found
+            for form in dict.fromkeys((unicodedata.normalize("NFC", key), unicodedata.normalize("NFD", key))):
+                found = self.parts.index(form) if form != key else None
                 if found is not None and found < self.n:
                     return found
         elif isinstance(key, Integral) and not isinstance(key, bool) and 0 <= int(key) < self.n:
