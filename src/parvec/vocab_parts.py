@@ -264,6 +264,28 @@ class WordParts:
             raise CheckpointError(f"the vocabulary's partitions hold {len(ids)} of the ids {lo}..{hi - 1}")
         return [words[i] for i in order.tolist()]
 
+    def words_of(self, ids: np.ndarray) -> list[bytes]:
+        """The UTF-8 bytes of the words of ids ``ids`` (any order), each found in its partition by binary search.
+
+        Example:
+            >>> parts.words_of(np.array([2, 0]))  # doctest: +SKIP
+            [b'and', b'the']
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        out: list[bytes | None] = [None] * len(ids)
+        for p in self.parts:
+            if not len(p.ids):
+                continue
+            at = np.minimum(np.searchsorted(p.ids, ids), len(p.ids) - 1)
+            hit = np.flatnonzero(p.ids[at] == ids)
+            offsets, data = p.offsets, p.data
+            for i, k in zip(hit.tolist(), at[hit].tolist(), strict=True):
+                out[i] = data[int(offsets[k]):int(offsets[k + 1])].tobytes()
+        if any(w is None for w in out):
+            missing = next(int(ids[i]) for i, w in enumerate(out) if w is None)
+            raise CheckpointError(f"the vocabulary's partitions hold no word of id {missing}")
+        return [w for w in out if w is not None]
+
     def counts_between(self, lo: int, hi: int) -> np.ndarray:
         """The counts of ids ``lo .. hi-1`` (int64)."""
         ids, counts, _ = self._between(lo, hi)
