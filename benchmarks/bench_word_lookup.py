@@ -159,7 +159,8 @@ def main() -> int:
     print(f"{a.words:,} words in {a.parts} partitions" + (f" (written in {results['write_s']:.1f} s)"
                                                            if "write_s" in results else ""))
     print(f"first lookup in each partition (builds its lookup): {', '.join(f'{s:.2f} s' for s in firsts)}")
-    print(f"get_index, known words (Zipf): {results['known_us']:.2f} us/word ({results['known_cpu_us']:.2f} us of CPU); "
+    print(f"get_index, known words (Zipf): {results['known_us']:.2f} us/word "
+          f"({results['known_cpu_us']:.2f} us of CPU); "
           f"unknown words: {results['unknown_us']:.2f} us/word ({results['unknown_cpu_us']:.2f} us of CPU); "
           f"a scan of a partition's hashes: {results['scan_us']:.0f} us/word")
     if a.out:

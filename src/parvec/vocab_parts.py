@@ -12,7 +12,8 @@ the CRC-32 of each file (``model.json``'s ``sharded.vocab``).
 without a Python object per word: the words of an id range (:meth:`WordParts.words_between`, for writing vectors
 or a vocabulary file by row ranges in parallel), a word's id (:meth:`WordParts.index`: its hash says its
 partition, and the partition's hashed lookup, :class:`parvec.wordhash.WordLookup` as the encoders use, its position
-there: O(1), built for a partition at its first lookup, ~13 bytes a word of it), an id's word; :meth:`WordParts.vocab` gives the whole :class:`parvec.vocab.Vocab` where one is wanted
+there: O(1), built for a partition at its first lookup, ~13 bytes a word of it), an id's word;
+:meth:`WordParts.vocab` gives the whole :class:`parvec.vocab.Vocab` where one is wanted
 (``Word2Vec.load`` of a sharded model).
 
 Example:
@@ -305,9 +306,9 @@ class WordParts:
         parts = self.parts
         if self._by_hash and parts:  # its own partition first (the rest only for partitions written otherwise)
             own = ((hash_ >> 32) * len(parts)) >> 32  # parvec.wordhash.part_of
-            p = parts[own].position(h, data)
-            if p is not None:
-                return int(parts[own].ids[p])
+            at = parts[own].position(h, data)
+            if at is not None:
+                return int(parts[own].ids[at])
             parts = [*parts[:own], *parts[own + 1:]]
         for p in parts:
             k = p.position(h, data)
