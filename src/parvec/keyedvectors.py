@@ -28,7 +28,7 @@ import numpy as np
 
 from parvec import formats
 from parvec.errors import ParvecError
-from parvec.similarity import as_query_list, cosadd_query, cosmul_scores, unit_rows, unit_vector
+from parvec.similarity import as_query_list, cosadd_query, cosmul_scores, indexed_answer, unit_rows, unit_vector
 
 if TYPE_CHECKING:
     from parvec.sharded_vectors import ShardedKeyedVectors
@@ -245,6 +245,29 @@ class KeyedVectors:
             self._normed = unit_rows(self._vectors, self.norms)
         return self._normed
 
+    def get_rows(self, rows: slice | Sequence[int] | np.ndarray, norm: bool = False) -> np.ndarray:
+        """The vectors of ``rows`` (a slice of ids, or ids), unit length if ``norm`` (rows of
+        :meth:`get_normed_vectors`), as :meth:`parvec.sharded_vectors.ShardedKeyedVectors.get_rows` gives a sharded
+        model's.
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.array([[3, 4], [1, 0]], np.float32), ["a", "b"]).get_rows([0], norm=True).tolist()
+            [[0.6000000238418579, 0.800000011920929]]
+        """
+        matrix = self.get_normed_vectors() if norm else self._vectors
+        return matrix[rows] if isinstance(rows, slice) else matrix[np.asarray(rows, dtype=np.int64)]
+
+    def keys_of(self, ids: Sequence[int] | np.ndarray) -> list[str]:
+        """The keys of row ids ``ids``.
+
+        Example:
+            >>> import numpy as np
+            >>> KeyedVectors(np.eye(2, dtype=np.float32), ["a", "b"]).keys_of([1, 0])
+            ['b', 'a']
+        """
+        return [self.index_to_key[i] for i in np.asarray(ids, dtype=np.int64).tolist()]
+
     # ------------------------------------------------------------------ similarity queries
     def _restricted_rows(self, restrict_vocab: int | None) -> int:
         return len(self) if restrict_vocab is None else max(0, min(int(restrict_vocab), len(self)))
@@ -268,12 +291,15 @@ class KeyedVectors:
         negative: Query | Sequence[Query] | None = None,
         topn: int | None = 10,
         restrict_vocab: int | None = None,
+        indexer: Any = None,
     ) -> list[tuple[str, float]] | np.ndarray:
         """The ``topn`` keys closest to the mean of ``positive`` minus ``negative`` (3CosAdd), as gensim.
 
         Terms are keys (unit-normalised), raw vectors, or ``(term, weight)`` pairs.  Keys given as
         terms are left out of the result.  ``restrict_vocab=N`` searches only the first N rows.
-        ``topn=None`` returns the cosine of every (searched) row as an array.
+        ``topn=None`` returns the cosine of every (searched) row as an array.  ``indexer`` (an approximate index
+        with gensim's ``most_similar(vector, num_neighbors)``, e.g. :func:`parvec.ann.build_index`'s) answers
+        instead of the matrix, as gensim's (``restrict_vocab`` is not applied then).
 
         Example:
             >>> import numpy as np
@@ -284,11 +310,30 @@ class KeyedVectors:
         if isinstance(topn, Integral) and topn < 1:
             return []
         mean, exclude = cosadd_query(self, positive, negative, self._vectors.dtype)
+        if indexer is not None and topn:
+            return indexed_answer(indexer, self.keys_of, mean, int(topn), exclude)
         rows = self._restricted_rows(restrict_vocab)
         dists = self.get_normed_vectors()[:rows] @ mean
         if not topn:
             return dists
         return self._top(dists, int(topn), exclude)
+
+    def most_similar_batch(self, words: Sequence[Key], topn: int = 10, restrict_vocab: int | None = None,
+                           candidates: Sequence[Key] | None = None) -> list[list[tuple[str, float]]]:
+        """``[most_similar(w, topn=topn) for w in words]`` in one pass over the matrix: blocks of rows meet the
+        queries in matrix products, each query's best kept in a heap (:func:`parvec.neighbours.neighbour_ids`).
+        ``restrict_vocab=N`` searches the first N rows; ``candidates`` (keys) searches only their rows (say, the ads
+        among a vocabulary of queries and ads).  An unknown word raises ``KeyError``.
+
+        Example:
+            >>> import numpy as np
+            >>> kv = KeyedVectors(np.array([[1, 0], [0.8, 0.6], [0, 1]], dtype=np.float32), ["a", "b", "c"])
+            >>> [[w for w, _ in found] for found in kv.most_similar_batch(["a", "c"], topn=2)]
+            [['b', 'c'], ['b', 'a']]
+        """
+        from parvec.neighbours import most_similar_batch
+
+        return most_similar_batch(self, words, topn, restrict_vocab, candidates)
 
     def most_similar_cosmul(
         self,

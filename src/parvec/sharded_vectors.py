@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import CheckpointError, ParvecError
-from parvec.similarity import as_query_list, cosadd_query, cosmul_scores, unit_rows, unit_vector
+from parvec.similarity import as_query_list, cosadd_query, cosmul_scores, indexed_answer, unit_rows, unit_vector
 from parvec.vocab_parts import WordParts
 
 __all__ = ["BLOCK_BYTES", "BLOCK_ROWS", "CHECK_AT_OPEN_BYTES", "ROW_ALIGN", "ShardColumns", "ShardedKeyedVectors",
@@ -314,8 +314,11 @@ class ShardedKeyedVectors:
             1234
         """
         if isinstance(key, str):
-            for form in dict.fromkeys((key, unicodedata.normalize("NFC", key), unicodedata.normalize("NFD", key))):
-                found = self.parts.index(form)
+            found = self.parts.index(key)
+            if found is not None and found < self.n:
+                return found
+            for form in dict.fromkeys((unicodedata.normalize("NFC", key), unicodedata.normalize("NFD", key))):
+                found = self.parts.index(form) if form != key else None
                 if found is not None and found < self.n:
                     return found
         elif isinstance(key, Integral) and not isinstance(key, bool) and 0 <= int(key) < self.n:
@@ -384,6 +387,21 @@ class ShardedKeyedVectors:
                 raise self._damaged(c, ids, block)
             out[:, c.lo:c.hi] = block
         return unit_rows(out) if norm else out
+
+    def keys_of(self, ids: Sequence[int] | np.ndarray) -> list[str]:
+        """The words of row ids ``ids`` (from the partitions, without reading the ids between them).
+
+        Example:
+            >>> kv.keys_of([3, 0])  # doctest: +SKIP
+            ['a', 'the']
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) and (ids.min() < 0 or ids.max() >= self.n):
+            raise IndexError(f"row ids outside 0..{self.n - 1}")
+        try:
+            return [w.decode("utf-8") for w in self.parts.words_of(ids)]
+        except (UnicodeDecodeError, ValueError, IndexError) as exc:
+            raise _damaged_words(self.path, exc) from None
 
     def get_vector(self, key: Any, norm: bool = False) -> np.ndarray:
         """The vector of ``key``, assembled from its row in every shard's columns (unit length if ``norm``).
@@ -463,10 +481,11 @@ class ShardedKeyedVectors:
         return cosadd_query(self, positive, negative, np.float32)
 
     def most_similar(self, positive: Any = None, negative: Any = None, topn: int | None = 10,
-                     restrict_vocab: int | None = None) -> list[tuple[str, float]] | np.ndarray:
+                     restrict_vocab: int | None = None, indexer: Any = None) -> list[tuple[str, float]] | np.ndarray:
         """The ``topn`` words closest to the mean of ``positive`` minus ``negative`` (3CosAdd), as
         :meth:`parvec.keyedvectors.KeyedVectors.most_similar`: one block of rows at a time, the query's words left
-        out; ``topn=None`` gives every (searched) row's cosine.
+        out; ``topn=None`` gives every (searched) row's cosine; ``indexer`` (:func:`parvec.ann.build_index`'s)
+        answers from an approximate index instead.
 
         Example:
             >>> kv.most_similar(positive=["king", "woman"], negative=["man"], topn=1)  # doctest: +SKIP
@@ -475,8 +494,24 @@ class ShardedKeyedVectors:
         if isinstance(topn, Integral) and topn < 1:
             return []
         mean, exclude = self.query(positive, negative)
+        if indexer is not None and topn:
+            return indexed_answer(indexer, self.keys_of, mean, int(topn), exclude)
         blocks = self.normed_blocks(self._searched(restrict_vocab))
         return self._ranked(((lo, normed @ mean) for lo, normed in blocks), topn, exclude)
+
+    def most_similar_batch(self, words: Sequence[Any], topn: int = 10, restrict_vocab: int | None = None,
+                           candidates: Sequence[Any] | None = None) -> list[list[tuple[str, float]]]:
+        """``[most_similar(w, topn=topn) for w in words]`` in one pass over the rows, as
+        :meth:`parvec.keyedvectors.KeyedVectors.most_similar_batch` (blocks of rows assembled from the shards'
+        columns, each read once for the whole batch).
+
+        Example:
+            >>> kv.most_similar_batch(["king", "paris"], topn=1)  # doctest: +SKIP
+            [[('queen', 0.71)], [('france', 0.68)]]
+        """
+        from parvec.neighbours import most_similar_batch
+
+        return most_similar_batch(self, words, topn, restrict_vocab, candidates)
 
     def most_similar_cosmul(self, positive: Any = None, negative: Any = None, topn: int | None = 10,
                             restrict_vocab: int | None = None) -> list[tuple[str, float]] | np.ndarray:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["as_query_list", "cosadd_query", "cosmul_scores", "unit_rows", "unit_vector"]
+__all__ = ["as_query_list", "cosadd_query", "cosmul_scores", "indexed_answer", "unit_rows", "unit_vector"]
 
 
 def as_query_list(items: Any) -> list[Any]:
@@ -113,3 +113,20 @@ def cosadd_query(kv: _Lookup, positive: Any, negative: Any, dtype: Any = np.floa
             parts.append(weight * kv.get_vector(term, norm=True).astype(np.float64))
             exclude.add(kv.get_index(term))
     return unit_vector(np.mean(parts, axis=0)).astype(dtype), exclude
+
+
+def indexed_answer(indexer: Any, keys_of: Any, query: np.ndarray, topn: int,
+                   exclude: set[int]) -> list[tuple[str, float]]:
+    """``most_similar(..., indexer=indexer)``'s answer: the ``topn`` keys an approximate index (gensim's indexer
+    shape: ``indexer.most_similar(vector, num_neighbors)``, e.g. :class:`parvec.ann.HnswIndexer`) finds nearest
+    ``query``, the rows ``exclude`` (the query's words; ``keys_of`` names them) left out.
+
+    Example:
+        >>> class Exact:
+        ...     def most_similar(self, v, k): return [("a", 1.0), ("b", 0.5)][:k]
+        >>> indexed_answer(Exact(), lambda ids: ["a" for _ in ids], np.zeros(2), 1, {0})
+        [('b', 0.5)]
+    """
+    left_out = set(keys_of(sorted(exclude))) if exclude else set()
+    found = indexer.most_similar(query, int(topn) + len(exclude))
+    return [(key, float(score)) for key, score in found if key not in left_out][:int(topn)]

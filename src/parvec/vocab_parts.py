@@ -11,7 +11,9 @@ the CRC-32 of each file (``model.json``'s ``sharded.vocab``).
 :class:`WordParts` opens them memory-mapped and answers what the writers and readers of a sharded model ask
 without a Python object per word: the words of an id range (:meth:`WordParts.words_between`, for writing vectors
 or a vocabulary file by row ranges in parallel), a word's id (:meth:`WordParts.index`: its hash says its
-partition), an id's word; :meth:`WordParts.vocab` gives the whole :class:`parvec.vocab.Vocab` where one is wanted
+partition, and the partition's hashed lookup, :class:`parvec.wordhash.WordLookup` as the encoders use, its position
+there: O(1), built for a partition at its first lookup, ~13 bytes a word of it), an id's word;
+:meth:`WordParts.vocab` gives the whole :class:`parvec.vocab.Vocab` where one is wanted
 (``Word2Vec.load`` of a sharded model).
 
 Example:
@@ -38,7 +40,7 @@ import numpy as np
 from parvec.errors import CheckpointError
 from parvec.fileio import save_array
 from parvec.vocab import Vocab
-from parvec.wordhash import fnv1a64, hash_arena, part_of
+from parvec.wordhash import WordLookup, fnv1a64, hash_arena, lookup_hash
 
 __all__ = ["PART_FILES", "WordParts", "crc32_file", "part_paths", "vocab_crc32", "write_part"]
 
@@ -137,6 +139,12 @@ def vocab_crc32(parts: Sequence[dict[str, Any]]) -> int:
     return crc & 0xFFFFFFFF
 
 
+@nb.njit(cache=True, nogil=True)
+def _find(h, keys, ids, directory, shift):  # pragma: no cover - numba
+    """:func:`parvec.wordhash.lookup_hash` compiled once (cached) for calls from Python."""
+    return lookup_hash(h, keys, ids, directory, shift)
+
+
 @dataclass
 class _Part:
     ids: np.ndarray
@@ -144,6 +152,47 @@ class _Part:
     hashes: np.ndarray
     offsets: np.ndarray
     data: np.ndarray
+    lookup: WordLookup | None = None  # hash -> position in this partition, built at its first lookup
+    repeated: frozenset[int] = frozenset()  # hashes two of its words share (looked up by their bytes)
+
+    def table(self) -> WordLookup:
+        """The partition's hash -> position lookup, built once from its hashes (a hash two words share maps to
+        the first of them and is listed in ``repeated``: the words' bytes decide).
+
+        Example:
+            >>> p = _Part(*(np.zeros(1, t) for t in (np.int32, np.int64, np.uint64, np.int64, np.uint8)))
+            >>> p.table().lookup(np.zeros(1, np.uint64)).tolist()
+            [0]
+        """
+        if self.lookup is None:
+            hashes = np.asarray(self.hashes, dtype=np.uint64)
+            order = np.argsort(hashes, kind="stable")
+            keys = hashes[order]
+            first = np.ones(len(keys), dtype=bool)
+            first[1:] = keys[1:] != keys[:-1]
+            self.repeated = frozenset(int(h) for h in keys[~first].tolist())
+            self.lookup = WordLookup.from_sorted(keys[first], order[first].astype(np.int32))
+        return self.lookup
+
+    def position(self, h: np.uint64, data: bytes) -> int | None:
+        """The position in this partition of the word of hash ``h`` and UTF-8 bytes ``data`` (None: not here).
+
+        Example:
+            >>> p = _Part(*(np.zeros(n, t) for n, t in ((1, np.int32), (1, np.int64), (1, np.uint64), (2, np.int64),
+            ...                                         (0, np.uint8))))
+            >>> p.position(np.uint64(0), b""), p.position(np.uint64(5), b"")
+            (0, None)
+        """
+        t = self.table()
+        k = int(_find(h, t.keys, t.ids, t.directory, t.shift))
+        if k >= 0 and int(h) in self.repeated:  # two words of one hash: every position of it, by its bytes
+            candidates = np.flatnonzero(np.asarray(self.hashes) == h).tolist()
+        else:
+            candidates = [k] if k >= 0 else []
+        for k in candidates:
+            if self.data[int(self.offsets[k]):int(self.offsets[k + 1])].tobytes() == data:
+                return int(k)
+        return None
 
 
 class WordParts:
@@ -180,7 +229,8 @@ class WordParts:
                     if check and crc32_file(path) != rec["crc32"][name]:
                         raise CheckpointError(f"{path}: its checksum does not match model.json (the file was altered "
                                               "or damaged)")
-                    arrays[name] = np.load(path, mmap_mode="r")
+                    # a plain ndarray view of the memory map: numpy's memmap subclass costs microseconds an index
+                    arrays[name] = np.load(path, mmap_mode="r").view(np.ndarray)
                 except FileNotFoundError:
                     raise CheckpointError(f"{path}: missing (a partition of the vocabulary)") from None
                 except (OSError, ValueError) as exc:
@@ -215,6 +265,28 @@ class WordParts:
             raise CheckpointError(f"the vocabulary's partitions hold {len(ids)} of the ids {lo}..{hi - 1}")
         return [words[i] for i in order.tolist()]
 
+    def words_of(self, ids: np.ndarray) -> list[bytes]:
+        """The UTF-8 bytes of the words of ids ``ids`` (any order), each found in its partition by binary search.
+
+        Example:
+            >>> parts.words_of(np.array([2, 0]))  # doctest: +SKIP
+            [b'and', b'the']
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        out: list[bytes | None] = [None] * len(ids)
+        for p in self.parts:
+            if not len(p.ids):
+                continue
+            at = np.minimum(np.searchsorted(p.ids, ids), len(p.ids) - 1)
+            hit = np.flatnonzero(p.ids[at] == ids)
+            offsets, data = p.offsets, p.data
+            for i, k in zip(hit.tolist(), at[hit].tolist(), strict=True):
+                out[i] = data[int(offsets[k]):int(offsets[k + 1])].tobytes()
+        if any(w is None for w in out):
+            missing = next(int(ids[i]) for i, w in enumerate(out) if w is None)
+            raise CheckpointError(f"the vocabulary's partitions hold no word of id {missing}")
+        return [w for w in out if w is not None]
+
     def counts_between(self, lo: int, hi: int) -> np.ndarray:
         """The counts of ids ``lo .. hi-1`` (int64)."""
         ids, counts, _ = self._between(lo, hi)
@@ -226,17 +298,22 @@ class WordParts:
 
     def index(self, word: str) -> int | None:
         """The id of ``word`` (None when it is not in the vocabulary): its hash names its partition (the reducer's
-        hash range, looked at first) and the candidates in it, its bytes decide."""
+        hash range, looked at first) and its position there (the partition's hashed lookup, built at its first
+        lookup: O(1), no scan of the partition); its bytes decide."""
         data = word.encode("utf-8")
-        h = np.uint64(fnv1a64(data))
+        hash_ = fnv1a64(data)
+        h = np.uint64(hash_)
         parts = self.parts
-        if self._by_hash:  # its own partition first (the rest only for partitions written otherwise)
-            own = int(part_of(np.array([h], np.uint64), len(parts))[0])
-            parts = [parts[own], *parts[:own], *parts[own + 1:]]
+        if self._by_hash and parts:  # its own partition first (the rest only for partitions written otherwise)
+            own = ((hash_ >> 32) * len(parts)) >> 32  # parvec.wordhash.part_of
+            at = parts[own].position(h, data)
+            if at is not None:
+                return int(parts[own].ids[at])
+            parts = [*parts[:own], *parts[own + 1:]]
         for p in parts:
-            for k in np.flatnonzero(np.asarray(p.hashes) == h).tolist():
-                if bytes(p.data[int(p.offsets[k]):int(p.offsets[k + 1])]) == data:
-                    return int(p.ids[k])
+            k = p.position(h, data)
+            if k is not None:
+                return int(p.ids[k])
         return None
 
     def vocab(self) -> Vocab:

@@ -86,8 +86,8 @@ def _warnings_to_stderr() -> Iterator[None]:
 
 
 # Modules that add sub-commands; each has register(subparsers).
-_COMMAND_MODULES = ("parvec.cli.train", "parvec.cli.vectors", "parvec.cli.graph", "parvec.cli.demo",
-                    "parvec.cli.report")
+_COMMAND_MODULES = ("parvec.cli.train", "parvec.cli.vectors", "parvec.cli.queries", "parvec.cli.graph",
+                    "parvec.cli.demo", "parvec.cli.report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,7 +37,13 @@ READING_RULES = (
 )
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer.
+
+    Example:
+        >>> positive_int("3")
+        3
+    """
     try:
         value = int(text)
     except ValueError:
@@ -47,7 +53,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_vector_options(p: argparse.ArgumentParser) -> None:
+def add_vector_options(p: argparse.ArgumentParser) -> None:
+    """Add VECTORS and the options that say how to read it (``--binary``/``--text``, ``--no-header``,
+    ``--unicode-errors``, ``--limit``) to a sub-command.
+
+    Example:
+        >>> p = argparse.ArgumentParser(); add_vector_options(p); p.parse_args(["v.txt", "--limit", "5"]).limit
+        5
+    """
     p.add_argument("vectors", metavar="VECTORS", help="vectors: .npy, or word2vec text/binary (.gz/.bz2/.xz ok), or a "
                    "model directory (a saved model, a checkpoint or --checkpoint-dir; a sharded model is read lazily)")
     layout = p.add_mutually_exclusive_group()
@@ -79,7 +92,7 @@ def _add_vector_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--limit",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="read only the first N (most frequent) vectors (the rest of the file is not read or checked)",
@@ -101,9 +114,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the words closest to a word",
         description="Print the K words most similar (cosine) to WORD.",
     )
-    _add_vector_options(p)
+    add_vector_options(p)
     p.add_argument("word", metavar="WORD")
-    p.add_argument("-k", type=_positive_int, default=10, help="how many words (default: %(default)s)")
+    p.add_argument("-k", type=positive_int, default=10, help="how many words (default: %(default)s)")
     p.add_argument("--cluster", dest="cluster", default=None, metavar="SPEC",
                    help="VECTORS is a sharded model directory (parvec train --mode sharded --save-model DIR): "
                    "compute the nearest words on Ray (local:N, ray://HOST:PORT, auto) from its shards' partial dot "
@@ -116,11 +129,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="A is to B as C is to ?",
         description="Solve 'A is to B as C is to ?' (3CosAdd: B - A + C).",
     )
-    _add_vector_options(p)
+    add_vector_options(p)
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     p.add_argument("c", metavar="C")
-    p.add_argument("-k", type=_positive_int, default=10, help="how many answers (default: %(default)s)")
+    p.add_argument("-k", type=positive_int, default=10, help="how many answers (default: %(default)s)")
     p.set_defaults(func=run_analogy)
 
     p = subparsers.add_parser(
@@ -133,13 +146,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "parvec/data/README.md gives their sources and licences); a copy of "
         f"{', '.join(EVAL_FILES.values())} in $PARVEC_EVAL_DIR or ../shared/data/eval is read first.",
     )
-    _add_vector_options(p)
+    add_vector_options(p)
     p.add_argument("--ws353", metavar="FILE", help="WS-353 pair file (word1 word2 score)")
     p.add_argument("--simlex", metavar="FILE", help="SimLex-999 pair file (word1 word2 score)")
     p.add_argument("--analogies", metavar="FILE", help="analogy questions (questions-words.txt layout)")
     p.add_argument(
         "--restrict-vocab",
-        type=_positive_int,
+        type=positive_int,
         default=30000,
         metavar="N",
         help="analogies search the N most frequent words (default: %(default)s)",
@@ -158,9 +171,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_verify)
 
 
-def _load(args: argparse.Namespace) -> Any:
-    # The vectors (a KeyedVectors, or a sharded model's ShardedKeyedVectors); a checkpoint directory's latest
-    # checkpoint is said on stderr.
+def load_for_command(args: argparse.Namespace) -> Any:
+    """The vectors ``add_vector_options``' arguments name (a KeyedVectors, or a sharded model's
+    ShardedKeyedVectors); a checkpoint directory's latest checkpoint is said on stderr.
+
+    Example:
+        >>> load_for_command(argparse.Namespace(vectors="v.txt", binary=None, unicode_errors="strict", limit=None,
+        ...                                     no_header=False))  # doctest: +SKIP
+    """
     from parvec.checkpoints import find_for_resume
 
     if Path(args.vectors).is_dir():
@@ -210,7 +228,7 @@ def run_similar(args: argparse.Namespace) -> int:
     (:mod:`parvec.distributed.sharded_query`)."""
     from parvec.sharded_vectors import ShardedKeyedVectors
 
-    kv = _load(args)
+    kv = load_for_command(args)
     word = _check_word(kv, args.word, args.vectors)
     if getattr(args, "cluster", None):
         if not isinstance(kv, ShardedKeyedVectors):
@@ -228,7 +246,7 @@ def run_similar(args: argparse.Namespace) -> int:
 
 def run_analogy(args: argparse.Namespace) -> int:
     """``parvec analogy VECTORS A B C [-k N]``: A is to B as C is to ? (positive B, C; negative A)."""
-    kv = _load(args)
+    kv = load_for_command(args)
     a, b, c = (_check_word(kv, w, args.vectors) for w in (args.a, args.b, args.c))
     _print_neighbours(kv.most_similar(positive=[b, c], negative=[a], topn=args.k), args.vectors)
     return 0
@@ -247,7 +265,7 @@ def run_eval(args: argparse.Namespace) -> int:
     for name, path in files.items():
         if path is not None and not Path(path).is_file():
             raise ParvecError(f"{path}: no such {name} file")
-    kv = _load(args)
+    kv = load_for_command(args)
     try:
         result = evaluate(kv, restrict_vocab=args.restrict_vocab, **files)
     except NonFiniteVectors as exc:
