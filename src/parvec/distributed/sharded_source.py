@@ -115,8 +115,9 @@ def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYT
     """Cut ``source`` (a path, ``-``, a directory, a glob, or a list of them: one corpus, read in order) into units:
     each plain file into byte ranges just after line breaks (:func:`parvec.corpus.line_cuts`: about ``range_bytes``
     each, ``2 x cpus`` ranges at least over all plain files, shared by size; no line is cut, so a file of fewer
-    lines makes fewer ranges and a line longer than ``range_bytes`` is one range), each compressed file one unit.  ``recorded`` (a checkpoint's
-    :meth:`InputPlan.to_dict`) gives the units to read instead (a resumed run reads its checkpoint's).
+    lines makes fewer ranges and a line longer than ``range_bytes`` is one range), each compressed file one unit.
+    ``recorded`` (a checkpoint's :meth:`InputPlan.to_dict`) gives the units to read instead (a resumed run reads its
+    checkpoint's).
 
     Example:
         >>> plan_inputs(["a.txt", "b.txt.gz"], cpus=2, work=Path("work")).units  # doctest: +SKIP
