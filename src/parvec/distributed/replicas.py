@@ -125,14 +125,13 @@ class ReplicaDriver(DriverBase):
 
     # ------------------------------------------------------------------ the Driver contract
     def prepare(self, start_epoch: int, epochs: int) -> None:
-        """Enter the Ray session, start the replicas and form their sync group (before the engine's clock)."""
+        """Refuse fewer chunks than replicas, enter Ray, start the replicas and form their sync group (untimed)."""
         assert self.corpus is not None, "use_corpus() first"
         corpus, cfg = self.corpus, self.config
         n = int(self.cluster.replicas or 1)
         self._scale = alpha_factor(self.cluster.alpha_scale, n)
         if self.cluster.is_local:  # too many replicas or threads for local:N's CPUs: refused before Ray starts
             replica_threads(self.cluster, cfg, self.cluster.local_cpus or default_threads(), n)
-        # Each replica's whole chunks (fewer chunks than replicas: refused before Ray starts).
         shares = share_chunks(split_long_sentences(corpus.offsets, cfg.max_sentence_length), cfg.chunk_words, n)
         self._faults = []
         self._t0 = None
