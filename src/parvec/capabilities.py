@@ -28,7 +28,7 @@ from parvec.errors import ParvecError
 
 __all__ = ["ALGORITHMS", "CAPABILITIES", "CBOW_ALGORITHMS", "FEATURES", "GPU_ALGORITHMS", "PIPELINE_REFUSES",
            "Capabilities", "check", "check_config", "check_graph_checkpoints", "check_graph_resume", "check_placement",
-           "mode_of", "pipeline_refusal", "refusal"]
+           "mode_of", "pipeline_refusal", "refusal", "sharded_algo_refusal"]
 
 ALGORITHMS = ("classic", "hogbatch", "par")  # the CPU algorithms (parvec.kernels)
 CBOW_ALGORITHMS = ("classic", "hogbatch")  # the CPU algorithms that train CBOW (sg=False): parvec.kernels
@@ -190,6 +190,19 @@ PIPELINE_REFUSES = {
     "-classes": "",
     "--eval-every-epoch": " (the model is never in one process); use --mode replicas, or train without it",
 }
+
+
+def sharded_algo_refusal(algo: str) -> ParvecError:
+    """The refusal of an explicit ``--algo`` by ``parvec train --mode sharded``, which trains with kernels of its
+    own whatever the CPU algorithm would be (an ``--algo`` left unread would say one thing and run another).
+
+    Example:
+        >>> str(sharded_algo_refusal("par")).split(":")[0]
+        '--algo par is not available with --mode sharded'
+    """
+    return ParvecError(f"--algo {algo} is not available with --mode sharded: the sharded mode trains skip-gram with "
+                       "negative sampling in its own minibatch kernels on the shards (--minibatch-words and "
+                       "--negatives-per set them), not one of the CPU algorithms; leave --algo out")
 
 
 def pipeline_refusal(flag: str) -> ParvecError:

@@ -73,3 +73,52 @@ def test_check_cpus_never_starts_ray_and_passes_what_fits(no_ray):
     check_cpus(Cluster("auto", replicas=8, threads_per_actor=8), TrainConfig())  # a joined cluster: checked on Ray
     with pytest.raises(ParvecError, match="--replicas 3 x --threads 1 need 3 CPUs but the Ray cluster has 2"):
         check_cpus(Cluster("local:2", replicas=3), TrainConfig(threads=1))
+
+
+@pytest.mark.parametrize("algo", ["par", "classic", "hogbatch"])
+def test_an_explicit_algo_with_mode_sharded_is_refused_before_ray_starts(no_ray, corpus, tmp_path, capsys, algo):
+    # --mode sharded trains its own minibatch SGNS whatever --algo says: an explicit --algo ran, exit 0, as
+    # "algo: sharded" without a word.
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.txt", "--cluster", "local:2", "--mode", "sharded",
+                        "--min-count", "1", "--no-cache", "--algo", algo], capsys)
+    assert code == 2, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last == (f"parvec: error: --algo {algo} is not available with --mode sharded: the sharded mode trains "
+                    "skip-gram with negative sampling in its own minibatch kernels on the shards (--minibatch-words "
+                    "and --negatives-per set them), not one of the CPU algorithms; leave --algo out"), last
+    assert "words, vocabulary" not in err  # refused before the corpus was read
+    assert not (tmp_path / "v.txt").exists()
+
+
+def test_more_replicas_than_the_corpus_has_chunks_is_refused_before_ray_starts(no_ray, tmp_path, capsys):
+    # 15,000 tokens make 2 chunks of about 10,000 words; local:4 starts 4 replicas: refused once Ray had started.
+    path = tmp_path / "c.txt"
+    path.write_text("".join(f"w{i % 50} w{(i * 7) % 50} w{(i * 3) % 50}\n" for i in range(5000)), encoding="utf-8")
+    code, _, err = run(["train", path, "-o", tmp_path / "v.txt", "--cluster", "local:4", "--min-count", "1",
+                        "--no-cache", "--epochs", "1"], capsys)
+    assert code == 2, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last == ("parvec: error: the corpus makes 2 chunk(s) of about 10000 words, fewer than the 4 replicas: "
+                    "use fewer replicas (or a larger corpus)"), last
+    assert not (tmp_path / "v.txt").exists()
+
+
+def test_resume_restores_the_snapshot_interval_a_sharded_checkpoint_recorded():
+    import argparse
+
+    from parvec.cli.resume import restore_cluster
+
+    record = {"spec": "local:2", "mode": "sharded", "shards": 1, "clients": 1, "threads_per_actor": 1,
+              "checkpoint_interval_s": 30.0}
+    # Left out: the checkpoint's interval (--resume ck alone used to fall back to the scaled default), and said.
+    args = argparse.Namespace(cluster=None, cluster_mode="replicas", shards=None, clients=None, threads=2,
+                              snapshot_interval=None)
+    conflicts, lines = restore_cluster(args, record, True, set())
+    assert conflicts == [] and args.snapshot_interval == 30.0 and args.cluster_mode == "sharded"
+    assert ("snapshots inside an epoch every 30 s, as the checkpoint was trained (--snapshot-interval overrides)"
+            in lines)
+    # Given: it overrides (it decides when the shards write, not what is trained).
+    args = argparse.Namespace(cluster=None, cluster_mode="replicas", shards=None, clients=None, threads=2,
+                              snapshot_interval=5.0)
+    conflicts, lines = restore_cluster(args, record, True, {"snapshot_interval"})
+    assert conflicts == [] and args.snapshot_interval == 5.0 and not any("snapshots inside" in x for x in lines)

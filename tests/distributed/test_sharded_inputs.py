@@ -1,7 +1,7 @@
 """``--mode sharded``'s inputs as users have them (parvec.distributed.sharded_source): several files, a directory or a
 glob, plain or compressed (a compressed file is one unit read whole by a worker), counted and encoded on the
-cluster; the same vocabulary (words, counts, order) as their concatenation; an input that changes between counting
-and encoding is refused."""
+cluster; the same vocabulary (words, counts, order) and sentences as their concatenation (byte ranges end at line
+breaks); an input that changes between counting and encoding is refused."""
 
 from __future__ import annotations
 
@@ -79,7 +79,30 @@ def test_a_directory_of_plain_and_compressed_files_is_counted_as_their_concatena
     (words, counts), tokens, _, raw, _, _ = got["dir"]
     want = [w.encode() for w in one.vocab.words]
     assert sorted(zip(words, counts, strict=True)) == sorted(zip(want, one.vocab.counts.tolist(), strict=True))
-    assert (tokens, raw) == (one.n_tokens, one.raw_words)  # (a line a range boundary cuts is two sentences)
+    assert (tokens, raw) == (one.n_tokens, one.raw_words)
+    assert got["dir"][2] == one.n_sentences  # the plain file's ranges end at line breaks
+
+
+def test_byte_ranges_end_at_line_breaks_so_the_sentences_are_the_one_process_readers(tmp_path):
+    # Lines of 95 to 400 words, and one of 5,000 (pieces of --max-sentence-length 64): every whitespace cut of
+    # the file into 4 ranges falls inside a line, which then counted as two sentences (and its pieces moved).
+    rng = np.random.default_rng(8)
+    words = [f"w{i}" for i in range(40)]
+    lines = [" ".join(rng.choice(words, n)) for n in (400, 95, 333, 5000, 120, 260, 97)]
+    path = tmp_path / "long.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = path.read_bytes()
+    options = ReadOptions(min_count=1, max_sentence_length=64)
+    plan = source_mod.plan_inputs(path, cpus=2, work=tmp_path)
+    assert len(plan.units) >= 2 and all(data[a - 1:a] == b"\n" for _, a, _ in plan.units[1:])
+    assert [b for _, _, b in plan.units[:-1]] == [a for _, a, _ in plan.units[1:]] and plan.units[-1][2] == len(data)
+    one = EncodedCorpus.from_file(path, options)  # its sentences: the lines cut into pieces of 64 words
+    with ShardedWord2Vec(CONFIG, options, _cluster(), tmp_path / "cache") as model:
+        corpus = model.encode(path)
+        pieces = np.concatenate([np.diff(np.load(offsets)) for _, (_, offsets) in corpus.parts])
+        assert corpus.sentences == one.n_sentences == 7 + 2 + 6 + 79 + 2 + 5 + 2
+        assert pieces.tolist() == np.diff(one.offsets).tolist()  # the same sentences, the same pieces
+        assert sum(u.words for u in corpus.units()) == corpus.tokens == one.n_tokens
 
 
 def test_the_cli_trains_a_directory_and_several_files(inputs, tmp_path, capsys):

@@ -1,5 +1,6 @@
 """The report of a ``--mode sharded`` run records the shards, clients and threads it ran with in its ``cluster``
-block (they were ``null`` there when left to parvec), and ``parvec report`` labels it ``sharded×N``."""
+block (they were ``null`` there when left to parvec), its parameters each client's threads, and ``parvec report``
+labels it ``sharded×N``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from parvec.report import read_run
 pytestmark = pytest.mark.ray
 
 
-def test_a_sharded_runs_report_names_its_shards(ray_session, tmp_path, capsys):
+def test_a_sharded_runs_report_names_its_shards(ray_session, tmp_path, capsys, monkeypatch):
+    # A machine of 4 cores: --threads left out is 4 for a run in this process, but a sharded client runs 1 thread.
+    from parvec.cli import train as train_cli
+
+    monkeypatch.setattr(train_cli, "default_threads", lambda: 4)
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(80)]
     corpus = tmp_path / "c.txt"
@@ -29,5 +34,9 @@ def test_a_sharded_runs_report_names_its_shards(ray_session, tmp_path, capsys):
     assert cluster["shards"] == data["shards"] == 1  # left to parvec: one shard on local:N
     assert cluster["clients"] == data["clients"] and cluster["threads_per_actor"] == data["client_threads"] == 1
     assert read_run(report).label == "sharded 1t d8 sharded×1"
+    # The parameters' threads are what the label says (each client's), not this machine's cores.
+    assert data["parameters"]["threads"] == 1 and data["parameters"]["algo"] == "sharded"
     assert main(["report", str(report), "-o", str(tmp_path / "r.html")]) == 0
-    assert "sharded×1" in (tmp_path / "r.html").read_text() and "×?" not in (tmp_path / "r.html").read_text()
+    html = (tmp_path / "r.html").read_text()
+    assert "sharded×1" in html and "×?" not in html
+    assert "<tr><th>threads</th><td>1</td></tr>" in html

@@ -36,7 +36,7 @@ SAVED_FLAGS = {
 }
 # Where a resumed run trains (model.json's "cluster", parvec.distributed.cluster_record): flag, record key, and
 # whether another value is refused ("saved": it decides what is trained and where a mid-epoch position is) or
-# overrides ("where": another cluster to run on, other clients or a memory cap).
+# overrides ("where": another cluster to run on, other clients, a memory cap or snapshot interval).
 _CLUSTER_FLAGS = {
     "cluster": ("--cluster", "spec", "where"),
     "cluster_mode": ("--mode", "mode", "saved"),
@@ -54,11 +54,12 @@ _CLUSTER_FLAGS = {
     "wire_floats": ("--wire-floats", "wire_floats", "saved"),
     "shard_calls": ("--shard-calls", "shard_calls", "saved"),
     "update_cap": ("--update-cap", "update_cap", "saved"),
+    "snapshot_interval": ("--snapshot-interval", "checkpoint_interval_s", "where"),
 }
 _REPLICAS_ONLY = ("replicas", "sync_words", "min_sync_words", "full_sync_times", "sync_overlap",
                   "replica_alpha_scale")
 _SHARDED_ONLY = ("shards", "clients", "minibatch_words", "minibatch_formation", "negatives_per", "wire_floats",
-                 "shard_calls", "update_cap")
+                 "shard_calls", "update_cap", "snapshot_interval")
 # What a sharded checkpoint that recorded no such key trained with: the setting did not exist yet.
 _SHARDED_BEFORE = {"update_cap": 0}  # every update summed
 
@@ -111,6 +112,9 @@ def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, rec
         args.threads_restored = True  # cluster_from_args: the threads of each replica or client, as before
     if mode == "sharded" and record.get("shard_memory_bytes") is not None and "shard_memory" not in given:
         args.shard_memory = str(record["shard_memory_bytes"])
+    if mode == "sharded" and record.get("checkpoint_interval_s") is not None and "snapshot_interval" not in given:
+        lines.append(f"snapshots inside an epoch every {record['checkpoint_interval_s']:g} s, as the checkpoint was "
+                     "trained (--snapshot-interval overrides)")
     return conflicts, lines
 
 

@@ -650,10 +650,12 @@ def _run_train(args: argparse.Namespace) -> int:
 
 def _check_mode(args: argparse.Namespace) -> None:
     # What the cluster's mode cannot train (parvec.capabilities), before reading; after the defaults, since
-    # word2vec.c's -train FILE means CBOW.
+    # word2vec.c's -train FILE means CBOW.  An explicit --algo with --mode sharded (which runs its own kernels).
     from parvec import capabilities
 
     capabilities.check_placement(getattr(args, "device", "cpu"), args.cluster)
+    if args.cluster_mode == "sharded" and getattr(args, "algo", None) is not None:
+        raise capabilities.sharded_algo_refusal(args.algo)
     capabilities.check(args.cluster_mode, cbow=bool(args.cbow), hs=bool(args.hs),
                        mid_epoch_checkpoints=args.checkpoint_every is not None)
 
@@ -1016,6 +1018,12 @@ def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, enc
     )
 
     sharded = hasattr(encoded, "classes")
+    # A sharded run's algorithm is its own, and its threads each client's (config.threads is unused there).
+    shown: dict[str, Any] = {}
+    if sharded:
+        from parvec.distributed.sharded_settings import ShardedSettings
+
+        shown = {"algo": "sharded", "threads": ShardedSettings.of(model.cluster, model.config).threads}
     extra: dict[str, Any] = {"vocab_pruning": getattr(encoded, "pruning", None),
                              "model": "skip-gram" if model.config.sg else "cbow",
                              "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,
@@ -1029,7 +1037,7 @@ def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, enc
     else:
         corpus = CorpusFigures(len(encoded.vocab), encoded.raw_words, encoded.n_tokens, encoded.n_sentences)
     return run_report(
-        "words", word_parameters(model.config, model.read_options, source, **({"algo": "sharded"} if sharded else {})),
+        "words", word_parameters(model.config, model.read_options, source, **shown),
         stats, read_seconds=read_seconds, device=model.config.device, output=absolute(args.output),
         output_binary=binary,
         cluster=cluster_block(model.cluster.to_dict(), model.run_report) if model.cluster is not None else None,

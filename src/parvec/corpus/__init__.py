@@ -67,6 +67,7 @@ from parvec.corpus.readers import (
     expand_inputs,
     file_state,
     input_changed,
+    line_cuts,
     range_cuts,
 )
 
@@ -90,6 +91,7 @@ __all__ = [
     "expand_inputs",
     "file_state",
     "input_changed",
+    "line_cuts",
     "load_encoded",
     "pruning_note",
     "range_cuts",

@@ -125,13 +125,14 @@ class ReplicaDriver(DriverBase):
 
     # ------------------------------------------------------------------ the Driver contract
     def prepare(self, start_epoch: int, epochs: int) -> None:
-        """Enter the Ray session, start the replicas and form their sync group (before the engine's clock)."""
+        """Refuse fewer chunks than replicas, enter Ray, start the replicas and form their sync group (untimed)."""
         assert self.corpus is not None, "use_corpus() first"
         corpus, cfg = self.corpus, self.config
         n = int(self.cluster.replicas or 1)
         self._scale = alpha_factor(self.cluster.alpha_scale, n)
         if self.cluster.is_local:  # too many replicas or threads for local:N's CPUs: refused before Ray starts
             replica_threads(self.cluster, cfg, self.cluster.local_cpus or default_threads(), n)
+        shares = share_chunks(split_long_sentences(corpus.offsets, cfg.max_sentence_length), cfg.chunk_words, n)
         self._faults = []
         self._t0 = None
         self._stack = stack = contextlib.ExitStack()
@@ -140,7 +141,7 @@ class ReplicaDriver(DriverBase):
             self.ray = ray = stack.enter_context(self.cluster.session())
             self._ray_start_seconds = time.perf_counter() - t_ray
             threads = self._threads(ray, n)  # first: too many replicas for the CPUs are refused before any work
-            data, tmp_dir = share_data(corpus, self.config, self.cluster, self.read_options, n)
+            data, tmp_dir = share_data(corpus, self.config, self.cluster, self.read_options, n, shares)
             if tmp_dir is not None:
                 stack.callback(shutil.rmtree, tmp_dir, ignore_errors=True)
             stack.callback(self._stop)
@@ -428,11 +429,12 @@ class ReplicaTrainer(SelfRunning, ReplicaDriver):
 
 
 def share_data(corpus: EncodedCorpus, config: TrainConfig, cluster: Cluster, read_options: ReadOptions | None,
-               n: int) -> tuple[ReplicaData, str | None]:
+               n: int, shares: list[tuple[int, int]] | None = None) -> tuple[ReplicaData, str | None]:
     """Where ``n`` replicas find their shares of ``corpus``, and the temporary directory to remove at the end (None
     when the corpus came from its cache): the cache directory the actors memory-map (the corpus's own, else one
-    written now), each replica's sentences, and the input text and how it was read (a node that cannot see the
-    cache re-reads its byte range).
+    written now), each replica's sentences (``shares``, :func:`parvec.distributed.replica_plan.share_chunks`,
+    computed here when None), and the input text and how it was read (a node that cannot see the cache re-reads
+    its byte range).
 
     Example:
         >>> data, tmp = share_data(corpus, TrainConfig(), Cluster("local:2"), None, 2)  # doctest: +SKIP
@@ -443,10 +445,11 @@ def share_data(corpus: EncodedCorpus, config: TrainConfig, cluster: Cluster, rea
         tmp_dir = tempfile.mkdtemp(prefix="parvec-replicas-")
         save_encoded(corpus, tmp_dir)
         cache = Path(tmp_dir)
-    offsets = split_long_sentences(corpus.offsets, config.max_sentence_length)
+    if shares is None:
+        shares = share_chunks(split_long_sentences(corpus.offsets, config.max_sentence_length), config.chunk_words, n)
     opts = read_options or ReadOptions(max_sentence_length=config.max_sentence_length)
     data = ReplicaData(
-        shares=tuple(share_chunks(offsets, config.chunk_words, n)), tokens=corpus.n_tokens,
+        shares=tuple(shares), tokens=corpus.n_tokens,
         words=tuple(corpus.vocab.words), counts=corpus.vocab.counts, read_options=opts, cache=str(cache),
         source=corpus.source if corpus.source and Path(corpus.source).is_file() else None,
         inputs=corpus.inputs,  # (path, size, mtime) read: a node that re-reads the file checks it

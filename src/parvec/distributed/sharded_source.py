@@ -2,7 +2,8 @@
 holds a per-word Python object or a per-word table beyond its share.
 
 1. **Inputs** (:func:`plan_inputs`): a file, several files, a directory or a glob; plain files are cut into byte
-   ranges at whitespace (at most 64 MiB each, at least two ranges per CPU of the cluster over all files), and a
+   ranges just after line breaks (about 64 MiB each, at least two ranges per CPU of the cluster over all files; a
+   range holds whole lines, so the sentences and the pieces of long lines are the one-process reader's), and a
    compressed file (``.gz``/``.bz2``/``.xz``) is one unit read whole by one worker (a compressed stream cannot be
    cut).  Standard input is first written out as a plain file in the work directory.  The units are the input's
    identity: a resumed run reads the ones its checkpoint recorded.
@@ -44,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from parvec.chunks import chunk_bounds, split_long_sentences
-from parvec.corpus import RangeSentences, ReadOptions, expand_inputs, file_state, input_changed, range_cuts
+from parvec.corpus import RangeSentences, ReadOptions, expand_inputs, file_state, input_changed, line_cuts
 from parvec.countclasses import CountClasses
 from parvec.distributed.units import Unit
 from parvec.errors import ParvecError
@@ -112,9 +113,11 @@ def _spool_stdin(work: Path) -> Path:
 def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYTES,
                 recorded: dict[str, Any] | None = None) -> InputPlan:
     """Cut ``source`` (a path, ``-``, a directory, a glob, or a list of them: one corpus, read in order) into units:
-    each plain file into byte ranges at whitespace (at most ``range_bytes`` each, ``2 x cpus`` ranges at least
-    over all plain files, shared by size), each compressed file one unit.  ``recorded`` (a checkpoint's
-    :meth:`InputPlan.to_dict`) gives the units to read instead (a resumed run reads its checkpoint's).
+    each plain file into byte ranges just after line breaks (:func:`parvec.corpus.line_cuts`: about ``range_bytes``
+    each, ``2 x cpus`` ranges at least over all plain files, shared by size; no line is cut, so a file of fewer
+    lines makes fewer ranges and a line longer than ``range_bytes`` is one range), each compressed file one unit.
+    ``recorded`` (a checkpoint's :meth:`InputPlan.to_dict`) gives the units to read instead (a resumed run reads its
+    checkpoint's).
 
     Example:
         >>> plan_inputs(["a.txt", "b.txt.gz"], cpus=2, work=Path("work")).units  # doctest: +SKIP
@@ -148,7 +151,7 @@ def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYT
             continue
         size = os.path.getsize(p)
         n = max(1, -(-size // range_bytes), round(wanted * size / plain_bytes) if plain_bytes else 1)
-        cuts = range_cuts(p, n)
+        cuts = line_cuts(p, n)  # a line cut in two would be two sentences (the one-process reader's one)
         out += [(i, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
     if not out:
         raise ParvecError(f"{name}: the input is empty")

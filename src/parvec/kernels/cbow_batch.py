@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from parvec.kernels.fastmath import FASTMATH
-from parvec.kernels.hogbatch import draw_negative, prefetch_row, sgns_block
+from parvec.kernels.hogbatch import borrowed, draw_negative, prefetch_row, sgns_block
 from parvec.sampling import rng_below, rng_next, subsample_sentence, word_rate
 
 DEFAULT_BATCH = 8  # centers per shared set of negatives (measured: README.md, "CBOW")
@@ -183,18 +183,20 @@ def _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, d
     return loss
 
 
-# One compiled copy per specialised dimension (hogbatch's SPECIALISED_DIMS), called rather than inlined.
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
+# One copy per specialised dimension (hogbatch's SPECIALISED_DIMS), inlined into the kernels rather than called:
+# a kernel calling a separately compiled numba function runs other machine code for it compiled in this process
+# than loaded from numba's cache (see hogbatch's _batch_100).
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def _batch_100(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
     return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, 100, with_loss)
 
 
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def _batch_300(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
     return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, 300, with_loss)
 
 
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def _batch_dyn(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, with_loss):
     return _batch(w_in, w_out, sent, pos, lo, hi, nb, negs, n_neg, alpha, mean, h, e, do, g, lab, w_in.shape[1],
                   with_loss)
@@ -266,6 +268,9 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
 
     ``iparams`` = [window, negative, batch_size (>= 1), cbow_mean (0/1), compute_loss (0/1)].
     """
+    # Owner-less views: no atomic reference counting on the shared arrays per batch (the batch code is inlined).
+    w_in, w_out, noise_prob, noise_alias = borrowed(w_in), borrowed(w_out), borrowed(noise_prob), borrowed(noise_alias)
+    sent_buf, work = borrowed(sent_buf), borrowed(work)
     window = iparams[0]
     negative = iparams[1]
     batch = iparams[2]

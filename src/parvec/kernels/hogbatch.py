@@ -55,8 +55,9 @@ from parvec.kernels.fastmath import FASTMATH
 from parvec.sampling import rng_below, rng_next, rng_uniform, subsample_sentence
 
 _MAX_EXP32 = np.float32(MAX_EXP)
-# Dimensions whose batch code is compiled with the dimension as a constant (each costs ~5 s of
-# one-time, cached compilation); any other dimension runs the same code with a run-time dimension.
+# Dimensions whose batch code is compiled with the dimension as a constant (each adds a copy of the batch
+# code to the one-time, cached compilation of every kernel that trains batches); any other dimension runs
+# the same code with a run-time dimension.
 SPECIALISED_DIMS = (100, 300)
 
 
@@ -76,6 +77,40 @@ def _prefetch(typingctx, arr, byte_offset):
         return context.get_dummy_value()
 
     return types.void(arr, types.intp), codegen
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """The same array view without an owner (null meminfo): numba's reference counting on it is a null
+    check instead of an atomic update of the owner's count.
+
+    Slicing an array or handing it to an inlined helper makes numba increment and decrement its
+    owner's count; on ``w_in``/``w_out``, shared by all threads, that is a cache line the threads
+    fight over, once per center or batch.  A borrowed view is safe only while the caller keeps the
+    real array alive (a kernel's own arguments, for the duration of the kernel).  The kernels that train
+    batches (:func:`train_chunk`, PAR's, the fast CBOW's, the sharded fused call) borrow their matrices.
+
+    Example:
+        >>> w = borrowed(w_in)  # inside a kernel  # doctest: +SKIP
+    """
+    if not isinstance(arr, types.Array):
+        return None
+    sig = arr(arr)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        src = context.make_array(aryty)(context, builder, args[0])
+        dst = context.make_array(aryty)(context, builder)
+        dst.data = src.data
+        dst.shape = src.shape
+        dst.strides = src.strides
+        dst.itemsize = src.itemsize
+        dst.nitems = src.nitems
+        dst.meminfo = cgutils.get_null_value(dst.meminfo.type)
+        dst.parent = cgutils.get_null_value(dst.parent.type)
+        return dst._getvalue()
+
+    return sig, codegen
 
 
 @intrinsic
@@ -342,21 +377,24 @@ def batch_apply(w_in, w_out, ctx, c0, n_in, outs, n_out, g, do, dim):
             w_out[rb, d] += do[b, d]
 
 
-# One compiled copy of the batch code per specialised dimension (keep in step with SPECIALISED_DIMS),
-# shared by train_chunk and hogbatch_update.  They are called, not inlined: a call between numba
-# functions passes the arrays without touching their reference counts, and separate functions keep
-# the (cached) compilation of train_chunk short.
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
+# One copy of the batch code per specialised dimension (keep in step with SPECIALISED_DIMS), inlined into
+# each kernel that trains batches (train_chunk, hogbatch_update, the sharded train_window_rows).  Inlined,
+# not called: a kernel calling a separately compiled numba function ran other machine code for it when the
+# kernel was compiled in this process than when numba loaded it from its cache (a first run trained other
+# bits than every later run: tests/kernels/test_compiled_once.py); inlined, a kernel is one compiled
+# function, the same in both.  The kernels borrow their arrays (:func:`borrowed`), so the inlined calls
+# touch no shared reference count; the price is a longer one-time (cached) compilation of those kernels.
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def _batch_100(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
     return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, 100, with_loss)
 
 
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def _batch_300(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
     return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, 300, with_loss)
 
 
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy", inline="always")
 def _batch_dyn(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, with_loss):
     return _batch(w_in, w_out, ctx, c0, n_in, outs, n_out, alpha, do, g, lab, w_in.shape[1], with_loss)
 
@@ -472,6 +510,9 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
 
     ``iparams`` = [window, negative, batch_size (>= 1), compute_loss (0/1)].
     """
+    # Owner-less views: no atomic reference counting on the shared arrays per batch (the batch code is inlined).
+    w_in, w_out, noise_prob, noise_alias = borrowed(w_in), borrowed(w_out), borrowed(noise_prob), borrowed(noise_alias)
+    sent_buf, work = borrowed(sent_buf), borrowed(work)
     window = iparams[0]
     negative = iparams[1]
     batch = iparams[2]

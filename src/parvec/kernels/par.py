@@ -61,9 +61,9 @@ The per-pair log of the loss is deferred: ``log(1 + e^-|f|) = log 2 - log(1 + |t
   constant (loops without remainder code); other dimensions run the same code with a run-time one.
 - Rows are prefetched (``llvm.prefetch``): the rows the centers a few words ahead will touch, and the
   next batch's rows (its C_rep and negatives are drawn one batch ahead, same stream order).
-- The kernel works on owner-less views of its arrays (:func:`_borrowed`): numba would otherwise update
-  the shared matrices' reference count atomically at every inlined call, a cache line both threads
-  write.
+- The kernel works on owner-less views of its arrays (:func:`parvec.kernels.hogbatch.borrowed`): numba
+  would otherwise update the shared matrices' reference count atomically at every inlined call, a cache
+  line both threads write.
 
 Example:
     >>> from parvec.config import TrainConfig
@@ -84,6 +84,7 @@ from numba.extending import intrinsic
 
 from parvec.kernels.classic import MAX_EXP
 from parvec.kernels.fastmath import FASTMATH
+from parvec.kernels.hogbatch import borrowed
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 if TYPE_CHECKING:
@@ -141,36 +142,6 @@ def _prefetch_row(typingctx, arr, row):
         last = builder.gep(base, [builder.sub(nbytes, context.get_constant(types.intp, 1))])
         builder.call(fn, [last, i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _borrowed(typingctx, arr):
-    """The same array view without an owner (null meminfo): numba's reference counting on it is a null
-    check instead of an atomic update of the owner's count.
-
-    Slicing an array or handing it to an inlined helper makes numba increment and decrement its
-    owner's count; on ``w_in``/``w_out``, shared by all threads, that is a cache line the threads
-    fight over, once per center or batch.  A borrowed view is safe only while the caller keeps the
-    real array alive (here: for the duration of :func:`train_chunk`).
-    """
-    if not isinstance(arr, types.Array):
-        return None
-    sig = arr(arr)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        src = context.make_array(aryty)(context, builder, args[0])
-        dst = context.make_array(aryty)(context, builder)
-        dst.data = src.data
-        dst.shape = src.shape
-        dst.strides = src.strides
-        dst.itemsize = src.itemsize
-        dst.nitems = src.nitems
-        dst.meminfo = cgutils.get_null_value(dst.meminfo.type)
-        dst.parent = cgutils.get_null_value(dst.parent.type)
-        return dst._getvalue()
 
     return sig, codegen
 
@@ -490,10 +461,10 @@ def train_chunk(w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets
     alpha1 = fparams[1]
     h_factor = fparams[2]
     # Owner-less views: no atomic reference counting on the shared matrices per center or batch.
-    w_in = _borrowed(w_in)
-    w_out = _borrowed(w_out)
-    sent_buf = _borrowed(sent_buf)
-    work = _borrowed(work)
+    w_in = borrowed(w_in)
+    w_out = borrowed(w_out)
+    sent_buf = borrowed(sent_buf)
+    work = borrowed(work)
     dim = w_in.shape[1]
     co = work[:3 * dim]  # the attraction's center rows
     negs_a = work[3 * dim:3 * dim + h_max].view(np.int32)  # this batch's negatives

@@ -47,7 +47,7 @@ from numba import njit
 
 from parvec.countclasses import draw_class_noise, subsample_sentence_head
 from parvec.kernels.fastmath import FASTMATH
-from parvec.kernels.hogbatch import batch_apply, batch_scores, prefetch_row, sgns_block, train_batch
+from parvec.kernels.hogbatch import batch_apply, batch_scores, borrowed, prefetch_row, sgns_block, train_batch
 from parvec.sampling import draw_noise, rng_below, rng_next
 
 _M64 = (1 << 64) - 1
@@ -624,6 +624,7 @@ def train_window_rows(w_in, w_out, ins, outs, first, alpha_in):
     Example:
         >>> loss = train_window_rows(w_in, w_out, ins, outs, first, alpha_in)  # doctest: +SKIP
     """
+    w_in, w_out = borrowed(w_in), borrowed(w_out)  # shared by the shard's threads: no atomic reference counts
     n_in = len(first) - 1
     stride = _batch_stride(outs, first)
     most = 0
