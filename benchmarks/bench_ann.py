@@ -10,11 +10,14 @@ process's resident growth while building.
     python benchmarks/bench_ann.py 200000 hnswlib,faiss,usearch,annoy
     python benchmarks/bench_ann.py 1000000 exact,hnswlib          # the exact single-query speed, then the index
 """
+from __future__ import annotations
+
 import gc
 import os
 import sys
 import time
 
+import harness
 import numpy as np
 
 D = 100
@@ -128,6 +131,7 @@ def libraries() -> dict:
 def main() -> int:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     names = (sys.argv[2] if len(sys.argv) > 2 else "hnswlib,faiss,usearch,annoy").split(",")
+    print(f"CPU: {harness.machine_line(harness.machine())}; load {os.getloadavg()[0]:.1f}", flush=True)
     v, qi, truth = model(n)
     for name in names:
         if name == "exact":

@@ -95,8 +95,9 @@ def test_golden_run_pins_the_blas_kernels(trained: dict) -> None:
     assert trained["blas"] and all(v.endswith(" Haswell") for v in trained["blas"].values()), trained["blas"]
 
 
-# The kernels the estimate instructions were in (the batch code is inlined into them), and one of each other kind: the golden run must have compiled (not
-# loaded from numba's cache) and read them, or an empty list of estimates proves nothing.
+# The kernels the estimate instructions were in (the batch code is inlined into them), and one of each other
+# kind: the golden run must have compiled (not loaded from numba's cache) and read them, or an empty list of
+# estimates proves nothing.
 MUST_SCAN = {"parvec.kernels.hogbatch.train_chunk",
              "parvec.kernels.par.train_chunk", "parvec.kernels.classic.train_chunk", "parvec.kernels.cbow.train_chunk",
              "parvec.kernels.cbow_batch.train_chunk",

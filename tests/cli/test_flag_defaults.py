@@ -34,6 +34,7 @@ def _effective_defaults() -> dict[tuple[str, str], object]:
     from parvec.cli.train import _STYLE_DEFAULTS
     from parvec.config import default_threads
     from parvec.distributed.cluster import Cluster
+    from parvec.distributed.sharded_settings import UPDATE_CAP
     from parvec.graph.evaluation import DEFAULT_FRACTIONS
 
     style = _STYLE_DEFAULTS["parvec"]  # `parvec train INPUT` (resolve_defaults)
@@ -43,6 +44,7 @@ def _effective_defaults() -> dict[tuple[str, str], object]:
     out |= {("train", "debug"): 2, ("train", "hs"): style["hs"], ("train", "cbow"): style["cbow"],
             ("train", "negatives_per"): cluster.negatives_per,
             ("train", "wire_floats"): cluster.wire_floats, ("train", "shard_calls"): cluster.shard_calls,
+            ("train", "update_cap"): UPDATE_CAP,  # ShardedSettings.of: a cluster's None is UPDATE_CAP
             ("node-eval", "train_fractions"): _abbreviated(DEFAULT_FRACTIONS)}
     for command in TRAINING_COMMANDS:
         out[(command, "threads")] = default_threads()
