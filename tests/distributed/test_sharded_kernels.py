@@ -145,6 +145,17 @@ def test_interleaving_spreads_a_burst_of_one_word_over_many_minibatches():
     assert most_repeats(_form_all(tokens, offsets, keep, 5, 256, interleave=True)) <= 256 * 300 // 4000 + 2
 
 
+def _burst_corpus() -> tuple[EncodedCorpus, TrainConfig, int]:
+    # 300 random sentences of 200 words and, in the middle, one burst of markup: "em" 240 times in 400 words
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(200)]
+    sentences = [list(rng.choice(words, 60)) for _ in range(300)]
+    sentences[150] = ["em", "width", "em", "em", "height"] * 80
+    corpus = EncodedCorpus.from_sentences(sentences, min_count=1)
+    cfg = TrainConfig(dim=16, window=3, negative=3, epochs=3, sample=0, seed=2)
+    return corpus, cfg, corpus.vocab.index["em"]
+
+
 @pytest.mark.parametrize("negatives_per", ["pair", "window"])
 def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formation_spoils(negatives_per):
     # The one-process reference of the sharded algorithm on a corpus with one burst of markup: contiguous
@@ -153,13 +164,7 @@ def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formatio
     # interleaved ones keep both in line (docs/benchmarks/clusters.md has the full-corpus figures).  The updates
     # summed (update_cap=0, the paper's adjust): the cap on a row's updates per minibatch is a second guard
     # (test_capped_updates_keep_a_contiguous_burst_in_line).
-    rng = np.random.default_rng(1)
-    words = [f"w{i}" for i in range(200)]
-    sentences = [list(rng.choice(words, 60)) for _ in range(300)]
-    sentences[150] = ["em", "width", "em", "em", "height"] * 80
-    corpus = EncodedCorpus.from_sentences(sentences, min_count=1)
-    cfg = TrainConfig(dim=16, window=3, negative=3, epochs=3, sample=0, seed=2)
-    em = corpus.vocab.index["em"]
+    corpus, cfg, em = _burst_corpus()
     ratio, loss = {}, {}
     for interleave in (False, True):
         _, w_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
@@ -177,13 +182,7 @@ def test_interleaved_formation_trains_a_large_minibatch_that_contiguous_formatio
 def test_capped_updates_keep_a_contiguous_burst_in_line():
     # the burst above in contiguous minibatches of 1024 words, window batches: with each row's updates from one
     # minibatch capped (the default) the burst word's output vector stays near the rest and the loss falls
-    rng = np.random.default_rng(1)
-    words = [f"w{i}" for i in range(200)]
-    sentences = [list(rng.choice(words, 60)) for _ in range(300)]
-    sentences[150] = ["em", "width", "em", "em", "height"] * 80
-    corpus = EncodedCorpus.from_sentences(sentences, min_count=1)
-    cfg = TrainConfig(dim=16, window=3, negative=3, epochs=3, sample=0, seed=2)
-    em = corpus.vocab.index["em"]
+    corpus, cfg, em = _burst_corpus()
     ratio = {}
     for cap in (0, 16):
         _, w_out, stats = reference_train(cfg, corpus.vocab.counts, [(corpus.tokens, corpus.offsets)],
