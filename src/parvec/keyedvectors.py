@@ -28,7 +28,14 @@ import numpy as np
 
 from parvec import formats
 from parvec.errors import ParvecError
-from parvec.similarity import as_query_list, cosadd_query, cosmul_scores, indexed_answer, unit_rows, unit_vector
+from parvec.similarity import (
+    cosadd_query,
+    cosmul_query,
+    cosmul_scores,
+    indexed_answer,
+    unit_rows,
+    unit_vector,
+)
 
 if TYPE_CHECKING:
     from parvec.sharded_vectors import ShardedKeyedVectors
@@ -356,18 +363,7 @@ class KeyedVectors:
         """
         if isinstance(topn, Integral) and topn < 1:
             return []
-        pos, neg = as_query_list(positive), as_query_list(negative)
-        if not pos:
-            raise ValueError("cannot compute similarity with no input")
-        exclude: set[int] = set()
-
-        def unit_term(term: Any) -> np.ndarray:
-            if isinstance(term, np.ndarray):
-                return unit_vector(np.asarray(term, dtype=np.float64)).astype(self._vectors.dtype)
-            exclude.add(self.get_index(term))
-            return self.get_vector(term, norm=True)
-
-        pos_v, neg_v = [unit_term(t) for t in pos], [unit_term(t) for t in neg]
+        pos_v, neg_v, exclude = cosmul_query(self, positive, negative, self._vectors.dtype)
         rows = self._restricted_rows(restrict_vocab)
         dists = cosmul_scores(self.get_normed_vectors()[:rows], pos_v, neg_v)
         if not topn:

@@ -44,7 +44,14 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import CheckpointError, ParvecError
-from parvec.similarity import as_query_list, cosadd_query, cosmul_scores, indexed_answer, unit_rows, unit_vector
+from parvec.similarity import (
+    cosadd_query,
+    cosmul_query,
+    cosmul_scores,
+    indexed_answer,
+    unit_rows,
+    unit_vector,
+)
 from parvec.vocab_parts import WordParts
 
 __all__ = ["BLOCK_BYTES", "BLOCK_ROWS", "CHECK_AT_OPEN_BYTES", "ROW_ALIGN", "ShardColumns", "ShardedKeyedVectors",
@@ -524,18 +531,7 @@ class ShardedKeyedVectors:
         """
         if isinstance(topn, Integral) and topn < 1:
             return []
-        pos, neg = as_query_list(positive), as_query_list(negative)
-        if not pos:
-            raise ValueError("cannot compute similarity with no input")
-        exclude: set[int] = set()
-
-        def unit_term(term: Any) -> np.ndarray:
-            if isinstance(term, np.ndarray):
-                return unit_vector(np.asarray(term, dtype=np.float64)).astype(np.float32)
-            exclude.add(self.get_index(term))
-            return self.get_vector(term, norm=True)
-
-        pos_v, neg_v = [unit_term(t) for t in pos], [unit_term(t) for t in neg]
+        pos_v, neg_v, exclude = cosmul_query(self, positive, negative, np.float32)
         blocks = self.normed_blocks(self._searched(restrict_vocab))
         return self._ranked(((lo, cosmul_scores(normed, pos_v, neg_v)) for lo, normed in blocks), topn, exclude)
 

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["as_query_list", "cosadd_query", "cosmul_scores", "indexed_answer", "unit_rows", "unit_vector"]
+__all__ = ["as_query_list", "cosadd_query", "cosmul_query", "cosmul_scores", "indexed_answer", "unit_rows",
+           "unit_vector"]
 
 
 def as_query_list(items: Any) -> list[Any]:
@@ -98,7 +99,7 @@ def cosadd_query(kv: _Lookup, positive: Any, negative: Any, dtype: Any = np.floa
     Example:
         >>> from parvec.keyedvectors import KeyedVectors
         >>> kv = KeyedVectors(np.array([[2, 0], [0, 1]], dtype=np.float32), ["a", "b"])
-        >>> q, exclude = cosadd_query(kv, ["a", "b"], None); q.round(4).tolist(), exclude
+        >>> q, exclude = cosadd_query(kv, ["a", "b"], None); [round(float(x), 4) for x in q], exclude
         ([0.7071, 0.7071], {0, 1})
     """
     terms = _with_weights(as_query_list(positive), 1.0) + _with_weights(as_query_list(negative), -1.0)
@@ -113,6 +114,32 @@ def cosadd_query(kv: _Lookup, positive: Any, negative: Any, dtype: Any = np.floa
             parts.append(weight * kv.get_vector(term, norm=True).astype(np.float64))
             exclude.add(kv.get_index(term))
     return unit_vector(np.mean(parts, axis=0)).astype(dtype), exclude
+
+
+def cosmul_query(kv: _Lookup, positive: Any, negative: Any,
+                 dtype: Any = np.float32) -> tuple[list[np.ndarray], list[np.ndarray], set[int]]:
+    """The terms of :meth:`parvec.keyedvectors.KeyedVectors.most_similar_cosmul` (3CosMul): the unit vectors of
+    ``positive`` and of ``negative`` (keys from ``kv``, raw vectors normalised), in ``dtype``, and the rows of the
+    keys in them (left out of the answer).
+
+    Example:
+        >>> from parvec.keyedvectors import KeyedVectors
+        >>> kv = KeyedVectors(np.array([[2, 0], [0, 1]], dtype=np.float32), ["a", "b"])
+        >>> pos, neg, exclude = cosmul_query(kv, ["a"], "b"); pos[0].tolist(), neg[0].tolist(), exclude
+        ([1.0, 0.0], [0.0, 1.0], {0, 1})
+    """
+    pos, neg = as_query_list(positive), as_query_list(negative)
+    if not pos:
+        raise ValueError("cannot compute similarity with no input")
+    exclude: set[int] = set()
+
+    def unit_term(term: Any) -> np.ndarray:
+        if isinstance(term, np.ndarray):
+            return unit_vector(np.asarray(term, dtype=np.float64)).astype(dtype)
+        exclude.add(kv.get_index(term))
+        return kv.get_vector(term, norm=True)
+
+    return [unit_term(t) for t in pos], [unit_term(t) for t in neg], exclude
 
 
 def indexed_answer(indexer: Any, keys_of: Any, query: np.ndarray, topn: int,
