@@ -192,17 +192,23 @@ PIPELINE_REFUSES = {
 }
 
 
-def sharded_algo_refusal(algo: str) -> ParvecError:
-    """The refusal of an explicit ``--algo`` by ``parvec train --mode sharded``, which trains with kernels of its
-    own whatever the CPU algorithm would be (an ``--algo`` left unread would say one thing and run another).
+def sharded_algo_refusal(algo: str, name: str = "--algo") -> ParvecError:
+    """The refusal of an explicit ``--algo`` by ``parvec train --mode sharded`` (or of ``algo=`` other than
+    ``"hogbatch"`` by ``Word2Vec(cluster=Cluster(..., mode="sharded"))``: ``name``), which trains with kernels of its
+    own whatever the CPU algorithm would be (an algorithm left unread would say one thing and run another).
 
     Example:
         >>> str(sharded_algo_refusal("par")).split(":")[0]
         '--algo par is not available with --mode sharded'
+        >>> str(sharded_algo_refusal("par", "algo=")).split(":")[0]
+        "algo='par' is not available with --mode sharded"
     """
-    return ParvecError(f"--algo {algo} is not available with --mode sharded: the sharded mode trains skip-gram with "
+    given = f"--algo {algo}" if name == "--algo" else f"{name}{algo!r}"
+    leave = ("leave --algo out" if name == "--algo"
+             else "leave algo out (or 'hogbatch', whose step the window batches are)")
+    return ParvecError(f"{given} is not available with --mode sharded: the sharded mode trains skip-gram with "
                        "negative sampling in its own minibatch kernels on the shards (--minibatch-words and "
-                       "--negatives-per set them), not one of the CPU algorithms; leave --algo out")
+                       f"--negatives-per set them), not one of the CPU algorithms; {leave}")
 
 
 def pipeline_refusal(flag: str) -> ParvecError:

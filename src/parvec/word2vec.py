@@ -127,6 +127,8 @@ class Word2Vec(KeptRun):
             from parvec.distributed.cluster import as_cluster
 
             self.cluster = as_cluster(cluster)
+            if self.cluster.mode == "sharded" and algo not in (None, "hogbatch"):
+                raise capabilities.sharded_algo_refusal(algo, "algo=")
             capabilities.check_placement(device, self.cluster)
             capabilities.check_config(self.config, self.cluster.mode)  # what its mode trains (parvec.capabilities)
         # How its runs are kept (checkpoints, the report's RunLog, per-epoch scores) and what they carry across

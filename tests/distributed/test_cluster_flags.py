@@ -122,3 +122,14 @@ def test_resume_restores_the_snapshot_interval_a_sharded_checkpoint_recorded():
                               snapshot_interval=5.0)
     conflicts, lines = restore_cluster(args, record, True, {"snapshot_interval"})
     assert conflicts == [] and args.snapshot_interval == 5.0 and not any("snapshots inside" in x for x in lines)
+
+
+@pytest.mark.parametrize("algo", ["par", "classic"])
+def test_word2vec_refuses_another_algorithm_on_a_sharded_cluster(no_ray, corpus, algo):
+    # the API as the CLI: a sharded cluster trains its own window batches (HogBatch's step), so algo="par" would
+    # say one thing and run another; refused before Ray starts or the corpus is read
+    import parvec
+
+    with pytest.raises(ParvecError, match=rf"^algo='{algo}' is not available with --mode sharded: .*leave algo out"):
+        parvec.Word2Vec(corpus_file=corpus, min_count=1, algo=algo,
+                        cluster=parvec.Cluster("local:2", mode="sharded", shards=2))
