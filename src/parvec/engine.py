@@ -49,6 +49,7 @@ import numpy as np
 
 from parvec.config import TrainConfig
 from parvec.errors import ParvecError
+from parvec.interrupts import raise_if_stop_requested
 from parvec.schedule import Schedule
 from parvec.usage import cpu_by_role, cpu_seconds, cpu_snapshot
 
@@ -430,6 +431,7 @@ class RunEngine:
             cpu_before = cpu_snapshot()
             self._emit()  # the curves start at word 0, at the starting learning rate
             for epoch in range(self.start_epoch, self.epochs):
+                raise_if_stop_requested()  # a stop signal whose KeyboardInterrupt a finalizer swallowed
                 self._train_one(epoch)
             # the clock and the CPU stop here: finish() (stopping a cluster's processes, a report) is not training
             seconds = time.perf_counter() - self._start

@@ -1,4 +1,5 @@
-"""Signals that must not cut a section in the middle: :func:`deferred_signals`.
+"""Signals that must not cut a section in the middle (:func:`deferred_signals`), and signals that must not be lost
+(:func:`note_stop`, :func:`raise_if_stop_requested`).
 
 Used where an interruption half-way would do harm: Ray's start and stop (a Ctrl-C inside ``ray.init`` orphaned
 its C++ core worker, which crashed the process at exit: :mod:`parvec.distributed.cluster`), and the renames that
@@ -13,7 +14,43 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["deferred_signals"]
+__all__ = ["clear_stop", "deferred_signals", "note_stop", "raise_if_stop_requested"]
+
+# The stop signals the command's handlers received (parvec.cli): kept, so that a run whose KeyboardInterrupt was
+# swallowed still stops.
+_STOP_REQUESTED: list[int] = []
+
+
+def note_stop(signum: int) -> None:
+    """Record a stop signal (SIGINT, SIGTERM) as its handler raises: Python raises the handler's exception at the
+    next bytecode of the main thread, and when that is inside an object's finalizer (``__del__``, run by the
+    garbage collector at any point) the exception is printed as "Exception ignored" and dropped, so the run went on
+    and wrote its outputs.  :func:`raise_if_stop_requested` at the run's checkpoints stops it all the same.
+
+    Example:
+        >>> note_stop(15); clear_stop()
+    """
+    _STOP_REQUESTED.append(signum)
+
+
+def clear_stop() -> None:
+    """Forget the recorded stop signals (a new command starts).
+
+    Example:
+        >>> clear_stop()
+    """
+    _STOP_REQUESTED.clear()
+
+
+def raise_if_stop_requested() -> None:
+    """Raise ``KeyboardInterrupt`` when a stop signal was received (:func:`note_stop`) whose exception did not stop
+    the run: called between epochs and before the outputs are put into place.
+
+    Example:
+        >>> raise_if_stop_requested()  # nothing received: nothing happens
+    """
+    if _STOP_REQUESTED:
+        raise KeyboardInterrupt()
 
 
 @contextlib.contextmanager

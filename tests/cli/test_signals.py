@@ -167,3 +167,48 @@ def test_the_stop_line_offers_resume_only_when_the_run_left_a_checkpoint(
         code, _, err = run([*argv[:-2], "-o", tmp_path / "w.txt", "--checkpoint-dir", ck], capsys)
     assert code == 130 and err.strip().splitlines()[-1].endswith(
         f"(no checkpoint of this run was written in {ck}: there is nothing to --resume)"), err
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped exception, printed
+@pytest.mark.parametrize("where", ["between epochs", "before the renames"])
+def test_a_signal_whose_exception_a_finalizer_swallowed_still_stops_the_run(
+        tmp_path: Path, tiny_corpus: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch,
+        where: str) -> None:
+    # SIGTERM's handler raises in the main thread at the next bytecode; when that is inside a finalizer (__del__,
+    # run by the garbage collector anywhere: a Ray ObjectRef's, a numpy memmap's) Python prints "Exception ignored"
+    # and drops it, and the run went on and wrote its outputs (exit 0). The handler also records the signal, and
+    # the run stops at the next epoch, or before its outputs are put into place: exit 143, nothing written.
+    from cli_run import run
+
+    from parvec import engine, interrupts
+    from parvec.cli import outputs
+
+    class Swallowing:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)  # its exception is raised inside this finalizer, and dropped
+            time.sleep(0.05)
+
+    if where == "between epochs":
+        cls = next(c for c in vars(engine).values() if isinstance(c, type) and hasattr(c, "_train_one"))
+        saved = cls._train_one
+
+        def one_epoch_then_a_swallowed_signal(self: object, epoch: int) -> None:
+            saved(self, epoch)
+            if epoch == 0:
+                Swallowing()  # collected at once: the signal arrives in its __del__
+        monkeypatch.setattr(cls, "_train_one", one_epoch_then_a_swallowed_signal)
+    else:
+        saved_commit = outputs.OutputPlan.commit
+
+        def swallowed_then_commit(self: outputs.OutputPlan) -> None:
+            Swallowing()
+            saved_commit(self)
+        monkeypatch.setattr(outputs.OutputPlan, "commit", swallowed_then_commit)
+    out = tmp_path / "v.txt"
+    argv = ["train", tiny_corpus, "-o", out, "--dim", 8, "--epochs", 3, "--min-count", 1, "--threads", 1,
+            "--no-cache"]
+    code, _, err = run(argv, capsys)
+    interrupts.clear_stop()
+    assert code == 143, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("parvec: terminated; no output was written"), err[-2000:]
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".parvec-")]

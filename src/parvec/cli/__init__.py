@@ -38,12 +38,18 @@ _SIGNAL_SEEN: list[int] = []  # the signals this run received, in order (Ray may
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
+    from parvec.interrupts import note_stop
+
     _SIGNAL_SEEN.append(signum)
+    note_stop(signum)  # if a finalizer swallows the exception, the run still stops (raise_if_stop_requested)
     raise Terminated()
 
 
 def _on_sigint(signum: int, frame: object) -> None:
+    from parvec.interrupts import note_stop
+
     _SIGNAL_SEEN.append(signum)
+    note_stop(signum)
     raise KeyboardInterrupt()
 
 
@@ -61,6 +67,9 @@ def _signals_unwind() -> Iterator[None]:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, handler)
     _SIGNAL_SEEN.clear()
+    from parvec.interrupts import clear_stop
+
+    clear_stop()
     try:
         yield
     finally:

@@ -559,8 +559,9 @@ exist (the checkpoint directory is created only inside an existing one)
         run stopped at its end has written all its outputs or none, and :func:`committed_outputs` says which.
         """
         from parvec.fileio import WriteError, write_reason
-        from parvec.interrupts import deferred_signals
+        from parvec.interrupts import deferred_signals, raise_if_stop_requested
 
+        raise_if_stop_requested()  # a run told to stop puts no output into place, even if the signal was swallowed
         streamed = [p for p in self._pending if isinstance(p, PendingStdout)]
         with deferred_signals():
             for pending in self._pending:
