@@ -118,8 +118,13 @@ def test_a_local_ray_with_more_cpus_than_cores_is_warned_of_before_the_corpus_is
     from parvec.config import default_threads
 
     n = default_threads() * 2
+    # a corpus of at least n chunks of about 10,000 words, so that n replicas are not refused (before Ray) for
+    # having no chunk each
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"w{i % 50} w{(i * 7) % 50} w{(i * 3) % 50} w{(i * 11) % 50}\n"
+                           for i in range(n * 3000)), encoding="utf-8")
     for _ in range(2):  # every command warns once, also the second in the same process
-        code, _, err = run(["train", corpus, "-o", tmp_path / "v.txt", "--cluster", f"local:{n}", "--no-cache"],
+        code, _, err = run(["train", big, "-o", tmp_path / "v.txt", "--cluster", f"local:{n}", "--no-cache"],
                            capsys)
         assert code == 2 and "TEST: Ray would start here" in err
         lines = err.splitlines()
