@@ -589,7 +589,7 @@ def project_nodes(nodes: int, cores: int, rate: float, latency_s: float, in_flig
     limits = {"cores": cpu_inputs_s, "links": link_inputs_s, "round trips": latency_inputs_s}
     limit = min(limits, key=limits.get)
     best = limits[limit]
-    return {"nodes": nodes, "inputs_per_s": best, "limit": limit, "minibatch_words": mb,
+    return {"nodes": nodes, "inputs_per_s": best, "limit": limit, "minibatch_words": mb, "client_threads": client_threads,
             "calls_per_s_per_shard": best / mb,
             "call_share": shards * (shard_call_s + client_call_s) / mb / per_input,
             "gbit_per_node": best * max(out_bytes + into_bytes * share, into_bytes + out_bytes * share) * 8 / 1e9}
@@ -634,6 +634,15 @@ def projections(a: argparse.Namespace) -> str:
     return "\n".join(lines + ["", nodes_table(a)])
 
 
+def _thread_counts(most: int) -> list[int]:
+    # the client-thread counts tried for a layout: powers of two up to ``most``, and ``most``
+    out, t = [], 1
+    while t < most:
+        out.append(t)
+        t *= 2
+    return out + [most]
+
+
 def nodes_table(a: argparse.Namespace) -> str:
     """The projection of a 200M-word, d 300 run on nodes of ``--node-cores`` cores and 10 GbE, one shard per node
     (:func:`project_nodes`), from the per-call and per-word costs measured here, for each transport's call cost
@@ -653,14 +662,19 @@ def nodes_table(a: argparse.Namespace) -> str:
         for transport, shard_call, client_call, merged in (
                 ("one array", a.ray_shard_call_us, a.ray_client_call_us, 1),
                 ("inline parts", a.shard_call_us, a.client_call_us, 1),
-                (f"inline parts, {a.merge} threads' minibatches a call", a.shard_call_us, a.client_call_us, a.merge)):
+                (f"inline parts, {a.merge} threads' minibatches a call", a.shard_call_us, a.client_call_us, a.merge),
+                ("inline parts, client threads chosen", a.shard_call_us, a.client_call_us, 0)):
             for in_flight in a.proj_in_flight:
-                # a call carrying ``merged`` client threads' minibatches: its cost spread over their words
-                p = project_nodes(nodes, a.node_cores, rate_bytes("10gbit"), a.latency_ms / 1e3, in_flight,
-                                  a.client_threads, shard_input_s=a.shard_input_us * 1e-6,
-                                  shard_call_s=shard_call * 1e-6 / merged, client_input_s=a.client_input_us * 1e-6,
-                                  client_call_s=client_call * 1e-6 / merged, into_bytes=a.into_bytes,
-                                  out_bytes=a.out_bytes, shards=shards)
+                # a call carrying ``merged`` client threads' minibatches: its cost spread over their words; 0: the
+                # number of client threads (one minibatch of in_flight / threads words each) that trains fastest
+                costs = dict(shard_input_s=a.shard_input_us * 1e-6, shard_call_s=shard_call * 1e-6 / max(1, merged),
+                             client_input_s=a.client_input_us * 1e-6, client_call_s=client_call * 1e-6 / max(1, merged),
+                             into_bytes=a.into_bytes, out_bytes=a.out_bytes, shards=shards)
+                threads = [a.client_threads] if merged else [t for t in _thread_counts(a.client_threads)]
+                p = max((project_nodes(nodes, a.node_cores, rate_bytes("10gbit"), a.latency_ms / 1e3, in_flight, t,
+                                       **costs) for t in threads), key=lambda r: r["inputs_per_s"])
+                if not merged:
+                    transport = f"inline parts, {p['client_threads']:,} client threads"
                 lines.append(f"| {nodes} | {shards} | {transport} | {in_flight:,} | {p['minibatch_words']} | "
                              f"{p['inputs_per_s'] / 1e6:.2f}M | {p['limit']} | {p['call_share']:.0%} | "
                              f"{p['calls_per_s_per_shard'] / 1e3:.1f}k | {p['gbit_per_node']:.2f} |")

@@ -104,7 +104,8 @@ MUST_SCAN = {"parvec.kernels.hogbatch.train_chunk",
              "parvec.kernels.hs.train_chunk", "parvec.kernels.sharded.coefficients",
              "parvec.kernels.sharded.train_window_rows", "parvec.kernels.sharded.dotprod_window_rows",
              "parvec.kernels.sharded.adjust_window_rows", "parvec.kernels.sharded.dotprod_rows",
-             "parvec.kernels.sharded.adjust_rows", "parvec.graph.walks._walk_kernel"}
+             "parvec.kernels.sharded.adjust_rows", "parvec.kernels.sharded_combine.adjust_window_rows_combined",
+             "parvec.graph.walks._walk_kernel"}
 
 
 def test_no_kernel_contains_a_reciprocal_or_square_root_estimate(trained: dict) -> None:

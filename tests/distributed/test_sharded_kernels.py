@@ -673,45 +673,6 @@ def test_negatives_per_is_checked():
         reference_train(TrainConfig(), np.ones(3, np.int64), [], wire="bf16")
 
 
-def _one_row_in_many_batches(n_batches: int, dim: int = 8):
-    # n_batches window batches, each one distinct context row (1 .. n) against output rows [0, n+1 .. ]: output
-    # row 0 is the center of every batch, the other rows occur once
-    rng = np.random.default_rng(3)
-    rows = 2 * n_batches + 2
-    w_in = rng.normal(0, 0.3, (rows, dim)).astype(np.float32)
-    w_out = rng.normal(0, 0.3, (rows, dim)).astype(np.float32)
-    ins = np.arange(1, n_batches + 1, dtype=np.int64)
-    outs = np.empty(n_batches * 2, dtype=np.int64)
-    outs[0::2] = 0
-    outs[1::2] = np.arange(n_batches + 1, 2 * n_batches + 1)
-    first = np.arange(n_batches + 1, dtype=np.int64)
-    coef = rng.uniform(0.005, 0.02, 2 * n_batches).astype(np.float32)
-    return w_in, w_out, ins, outs, first, coef
-
-
-def test_a_row_in_more_batches_than_the_cap_takes_its_updates_scaled_down():
-    w_in, w_out, ins, outs, first, coef = _one_row_in_many_batches(100)
-    s_in, s_out = w_in.copy(), w_out.copy()
-    K.adjust_window_rows(s_in, s_out, ins, outs, first, coef)  # summed: 100 updates from one stale state
-    c_in, c_out = w_in.copy(), w_out.copy()
-    assert K.adjust_window_rows_capped(c_in, c_out, ins, outs, first, coef, 16) == 100
-    # row 0 moves 16/100 of the summed distance; the output rows that occur once move as without the cap, and the
-    # first batch's context row too (the later ones read row 0 as the batches before them left it)
-    np.testing.assert_allclose(c_out[0] - w_out[0], (s_out[0] - w_out[0]) * 0.16, rtol=1e-4, atol=1e-7)
-    assert not np.allclose(c_out[0], s_out[0])
-    np.testing.assert_allclose(c_out[1:], s_out[1:], rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(c_in[1], s_in[1], rtol=1e-5, atol=1e-7)
-    assert np.array_equal(c_in[0], w_in[0])
-
-
-def test_rows_within_the_cap_are_adjusted_as_without_it_to_the_bit():
-    w_in, w_out, ins, outs, first, coef = _one_row_in_many_batches(16)
-    s_in, s_out = w_in.copy(), w_out.copy()
-    K.adjust_window_rows(s_in, s_out, ins, outs, first, coef)
-    K.adjust_window_rows_capped(w_in, w_out, ins, outs, first, coef, 16)
-    assert np.array_equal(w_in, s_in) and np.array_equal(w_out, s_out)
-
-
 def test_update_counts_count_head_and_tail_rows():
     rows = np.array([5, K.HEAD_ROWS + 7, 5, K.HEAD_ROWS + 7, K.HEAD_ROWS + 9, 0], dtype=np.int64)
     assert K.update_counts(rows, np.empty(6, np.int64)).tolist() == [2, 2, 2, 2, 1, 1]

@@ -70,6 +70,11 @@ def call_shard_kernels() -> None:
     outs = np.empty(8 * (1 + negative), np.int64)
     first = np.empty(9, np.int64)
     K.window_rows(seq, seg, shrink, window, negative, prob, alias, seed, ins, outs, first)
+    from parvec.kernels.sharded_combine import adjust_window_rows_combined
+
+    bounds = np.array([0, dim // 2, dim], np.int64)
+    for hot in (0, 1_000_000):  # every row combined; none
+        adjust_window_rows_combined(w_in, w_out, ins, outs, first, coef, hot, 2.0, bounds)
     K.train_window_rows(w_in, w_out, ins, outs, first, np.full(8, 0.025, np.float32))
 
 

@@ -177,9 +177,10 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    "which holds every column; only word indices and learning rates travel) or split (partial dot "
                    "products to the client and coefficients back, as with several shards, which always split)")
     g.add_argument("--update-cap", dest="update_cap", type=int, default=None, metavar="N",
-                   help="sharded mode, split calls: the most updates one vector row takes from one minibatch's "
-                   "dot products, all read before any of them lands; a row with more (the most frequent words' "
-                   "output rows) has them scaled down to N (default 16; 0: all summed, the paper's adjust)")
+                   help="sharded mode, split calls: a vector row that takes more than N of one minibatch's "
+                   "updates (the most frequent words' rows; every coefficient read before any update lands) has "
+                   "them summed from the call's start and applied once, stepped by a line search (default 16; 0: "
+                   "every row's updates applied one by one, the paper's adjust)")
     g.add_argument("--snapshot-interval", dest="snapshot_interval", type=float, default=None, metavar="SECONDS",
                    help="sharded mode: seconds between consistent snapshots of the shards inside an epoch (default: "
                    "scaled with a shard's size, a snapshot's write at most 5%% of the time, at least 60 s)")

@@ -39,6 +39,7 @@ from parvec.distributed.wire import Minibatch, call_bytes, from_wire, to_half, t
 from parvec.engine import TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
+from parvec.kernels.sharded_combine import STEP_SCALE, adjust_window_rows_combined, combined_step
 from parvec.model_tables import init_half_width, init_input_vectors
 from parvec.schedule import Schedule
 
@@ -56,15 +57,21 @@ class ShardKernels:
         'dotprod_window'
     """
 
-    def __init__(self, negatives_per: str, window: int = 5, negative: int = 5, update_cap: int = 0) -> None:
+    def __init__(self, negatives_per: str, window: int = 5, negative: int = 5, update_cap: int = 0,
+                 step_scale: float = STEP_SCALE, column_groups: int = 1) -> None:
         if negatives_per not in NEGATIVES_PER:
             raise ParvecError(f"negatives_per must be one of {', '.join(NEGATIVES_PER)}; got {negatives_per!r}")
         if not isinstance(update_cap, int) or update_cap < 0:
             raise ParvecError(f"update_cap must be a non-negative integer, got {update_cap!r}")
         self.by_window = negatives_per == "window"
         self.window, self.negative = window, negative
-        # window batches only: a row's updates from one minibatch capped (0: summed, as the paper's adjust)
+        # window batches only: the rows with more than update_cap of a minibatch's updates combined and stepped by
+        # a line search (0: every row batch by batch, as the paper's adjust); step_scale: its multiple of the
+        # line search's step; column_groups: the shards whose columns each take their own step (a shard: 1)
         self.update_cap = update_cap if self.by_window else 0
+        self.step_scale = float(step_scale)
+        self.column_groups = column_groups
+        self._bounds = np.zeros(0, dtype=np.int64)
         self.dotprod, self.adjust = (K.dotprod_window, K.adjust_window) if self.by_window else (K.dotprod, K.adjust)
         if self.update_cap:
             self.adjust = self._adjust_window_capped
@@ -74,7 +81,15 @@ class ShardKernels:
                               noise_alias: np.ndarray, seed: np.uint64, coef: np.ndarray) -> None:
         # K.adjust_window's signature, the rows drawn again, the capped update
         kept = self.rows(seq, seg, shrink, len(coef) // (1 + negative), seed, noise_prob, noise_alias)
-        K.adjust_window_rows_capped(w_in, w_out, *kept, coef, self.update_cap)
+        self._combined(w_in, w_out, kept, coef)
+
+    def _combined(self, w_in: np.ndarray, w_out: np.ndarray, kept: tuple[np.ndarray, ...], coef: np.ndarray) -> None:
+        # the adjust of split calls: frequent rows combined (parvec.kernels.sharded_combine)
+        dim = w_in.shape[1]
+        if len(self._bounds) == 0 or self._bounds[-1] != dim:
+            g = self.column_groups
+            self._bounds = np.array([K.column_range(q, g, dim)[0] for q in range(g)] + [dim], dtype=np.int64)
+        adjust_window_rows_combined(w_in, w_out, *kept, coef, self.update_cap, self.step_scale, self._bounds)
 
     def rows(self, seq: np.ndarray, seg: np.ndarray, shrink: np.ndarray, pairs: int, seed: np.uint64,
              noise_prob: np.ndarray, noise_alias: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -103,7 +118,7 @@ class ShardKernels:
                     shrink: np.ndarray, coef: np.ndarray) -> None:
         """The minibatch's updates (``coef``) given the rows :meth:`rows` drew."""
         if self.update_cap:
-            K.adjust_window_rows_capped(w_in, w_out, *kept, coef, self.update_cap)
+            self._combined(w_in, w_out, kept, coef)
         elif self.by_window:
             K.adjust_window_rows(w_in, w_out, *kept, coef)
         else:
@@ -123,14 +138,15 @@ class ShardKernels:
         return float(loss)
 
 
-def shard_kernels(negatives_per: str, window: int = 5, negative: int = 5, update_cap: int = 0) -> ShardKernels:
+def shard_kernels(negatives_per: str, window: int = 5, negative: int = 5, update_cap: int = 0,
+                  step_scale: float = STEP_SCALE, column_groups: int = 1) -> ShardKernels:
     """:class:`ShardKernels` of ``negatives_per`` (a ParvecError naming the choices otherwise).
 
     Example:
         >>> shard_kernels("pair").adjust.__name__
         'adjust'
     """
-    return ShardKernels(negatives_per, window, negative, update_cap)
+    return ShardKernels(negatives_per, window, negative, update_cap, step_scale, column_groups)
 
 
 class LocalStep(Step):
@@ -142,11 +158,13 @@ class LocalStep(Step):
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, config: TrainConfig, noise_prob: np.ndarray,
                  noise_alias: np.ndarray, negatives_per: str = "window", wire: str = "float32",
-                 fused: bool = False, update_cap: int = UPDATE_CAP) -> None:
+                 fused: bool = False, update_cap: int = UPDATE_CAP, shards: int = 1, lanes: int = 1) -> None:
         self.w_in, self.w_out = w_in, w_out
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
-        self.kernels = shard_kernels(negatives_per, config.window, config.negative, update_cap)
+        # what `shards` shards compute on their columns with `lanes` minibatches in flight
+        self.kernels = shard_kernels(negatives_per, config.window, config.negative, update_cap,
+                                     combined_step(lanes, shards), shards)
         self.wire = check_wire(wire)
         self.fused = fused
 
@@ -192,12 +210,13 @@ def reference_train(
     fused: bool = False,
     tables: SamplingTables | None = None,
     update_cap: int = UPDATE_CAP,
+    shards: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, TrainStats]:
     """The sharded minibatch algorithm in this process, one client thread, whole matrices (``negatives_per``:
     :func:`shard_kernels`; ``wire``: the floats rounded as :func:`to_wire` sends them; ``fused``: each minibatch
     trained whole in one call, as one shard with ``shard_calls="fused"`` trains it; ``update_cap``: the shards' cap on
     a row's updates from one minibatch, :data:`~parvec.distributed.sharded_settings.UPDATE_CAP` as a sharded run's
-    default; ``tables``: the sampling tables,
+    default; ``shards``: the shards whose columns each take their own combined step; ``tables``: the sampling tables,
     default per word from ``counts``, :meth:`SamplingTables.of_classes` as ``parvec train --mode sharded`` draws).
 
     ``parts`` are ``(tokens, offsets)``; returns ``(w_in, w_out, stats)`` (trained in place when given).
@@ -219,7 +238,7 @@ def reference_train(
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, words_per_epoch, epochs)
     runner = UnitRunner(config, tables.keep, minibatch_words, interleave)
-    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused, update_cap)
+    step = LocalStep(w_in, w_out, config, prob, alias, negatives_per, wire, fused, update_cap, shards)
     stats = TrainStats()
     t0 = time.perf_counter()
     for epoch in range(epochs):

@@ -39,9 +39,9 @@ IN_FLIGHT_WORDS = {"interleaved": 4096, "interleaved, light subsampling": 1024, 
 LIGHT_SUBSAMPLING = 1e-4  # a sample threshold above this (or none) is light subsampling
 MIN_MINIBATCH_WORDS = 16
 FUSED_MINIBATCH_WORDS = 8192  # input words per minibatch of a fused call when left to parvec
-# The most updates a row takes from one minibatch's stale dot products with split calls (window batches): more are
-# scaled down to this many (parvec.kernels.sharded.adjust_window_rows_capped; docs/benchmarks/clusters.md,
-# "Words in flight").  0 sums them all, as the paper's adjust.
+# With split calls (window batches), a row that takes more than this many of one minibatch's stale updates has them
+# summed from the call's start and applied once, stepped by a line search (parvec.kernels.sharded_combine;
+# docs/benchmarks/clusters.md, "Words in flight").  0 applies every update one by one, as the paper's adjust.
 UPDATE_CAP = 16
 ACTORS_PER_CPU_WARN = 2  # beyond this many shards + clients per CPU parvec warns
 ACTORS_PER_CPU_MAX = 8  # beyond this many it refuses (on one machine more shards never hold more memory)
@@ -168,8 +168,8 @@ class ShardedSettings:
     shard_calls: str = _help("fused (one shard trains each minibatch whole in one call) or split (dot products, "
                              "then the adjust in the next call)")
     unit_words: int = _help("input words a client trains in one call to it (what a fault retrains at most)")
-    update_cap: int = _help("split calls, window batches: the most updates a row takes from one minibatch's stale "
-                            "dot products; more are scaled down to this many (0: all summed, the paper's adjust)")
+    update_cap: int = _help("split calls, window batches: a row with more of one minibatch's stale updates has them "
+                            "combined and stepped by a line search (0: each applied, the paper's adjust)")
     timeout_s: float = _help("seconds any wait on an actor may take before the run stops")
     checkpoint_interval_s: float | None = _help("seconds between consistent snapshots inside an epoch (None: scaled "
                                                 "with a shard's size, snapshot_interval)")

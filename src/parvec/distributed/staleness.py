@@ -117,14 +117,16 @@ def stale_train(
     w_out: np.ndarray | None = None,
     trace: Callable[[int, Minibatch, np.ndarray, float], None] | None = None,
     update_cap: int = UPDATE_CAP,
+    shards: int = 1,
 ) -> StaleRun:
     """Train as a sharded run with split calls and ``threads`` client threads computes, in this process: each
     minibatch's dot products read the vectors without the adjusts of the other ``threads - 1`` threads' minibatches
     in flight (the module's docstring).  ``parts`` are ``(tokens, offsets)``; ``tables`` what the run samples with
     (:meth:`SamplingTables.of_classes` as ``parvec train --mode sharded``).  Stops at the first minibatch whose
     loss is not finite (``diverged_at``).  ``trace(epoch, minibatch, coef, loss)``, when given, sees each minibatch
-    between its dot products and its adjust.  ``update_cap``: the shards' cap on a row's updates from one minibatch
-(:func:`parvec.kernels.sharded.adjust_window_rows_capped`; the sharded default, 0: summed).
+    between its dot products and its adjust.  ``update_cap``: the number of a minibatch's updates above which the
+shards combine a row's updates (:func:`parvec.kernels.sharded_combine.adjust_window_rows_combined`; the sharded
+default; 0: every row batch by batch); ``shards``: the shards whose columns each take their own combined step.
 
     Example:
         >>> run = stale_train(TrainConfig(dim=16), SamplingTables.per_word(counts, TrainConfig()),
@@ -141,7 +143,7 @@ def stale_train(
     epochs = config.epochs if epochs is None else epochs
     schedule = Schedule.of(config, sum(u.words for u in units), epochs)
     step = LocalStep(w_in, w_out, config, tables.noise_prob, tables.noise_alias, negatives_per,
-                     update_cap=update_cap)
+                     update_cap=update_cap, shards=shards, lanes=threads)
     runners = [UnitRunner(config, tables.keep, minibatch_words, interleave) for _ in range(threads)]
     run = StaleRun(w_in, w_out)
     t0 = time.perf_counter()

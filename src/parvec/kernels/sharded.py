@@ -488,13 +488,9 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     return first[n_in] if n_in else 0
 
 
-# --------------------------------------------------------------------------- capped updates (split calls)
-# A minibatch's coefficients all come from one state of the vectors: a row that many of its pairs touch (the most
-# frequent words' output rows, as centers and as negatives: "the" is an output of ~4,200 of the ~49,000 pairs of a
-# minibatch of 8,192 input words at sample 1e-4) would sum that many updates from the one stale dot product each,
-# where sequential SGD sees each update move the row and the next coefficient shrink.  The capped adjust scales
-# such a row's updates by ``cap / n`` (``n`` its updates in the minibatch), so that no row moves further than
-# ``cap`` updates from one stale state; rows with at most ``cap`` updates are applied as before, bit for bit.
+# --------------------------------------------------------------------------- updates per row (split calls)
+# How many of a minibatch's updates each row takes: the rows with many are combined
+# (parvec.kernels.sharded_combine).
 HEAD_ROWS = 1 << 16  # rows counted in a dense table; the rest (rare words) by sorting
 
 
@@ -536,79 +532,6 @@ def update_counts(rows, out):
                 out[tail[order[q]]] = k - j
             j = k
     return out
-
-
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
-def _batch_apply_scaled(w_in, w_out, ins, lo, n, outs, stride, coef, s_in, s_out, do, dim):
-    # batch_apply with each input row's updates scaled by s_in[a] and each output row's by s_out[b]; every product
-    # reads the rows as they were when the batch started
-    for b in range(stride):
-        for d in range(dim):
-            do[b, d] = 0.0
-        for a in range(n):
-            g = coef[(lo + a) * stride + b] * s_out[b]
-            ra = ins[lo + a]
-            for d in range(dim):
-                do[b, d] += g * w_in[ra, d]
-    for a in range(n):
-        ra = ins[lo + a]
-        sa = s_in[a]
-        for b in range(stride):
-            g = coef[(lo + a) * stride + b] * sa
-            rb = outs[b]
-            for d in range(dim):
-                w_in[ra, d] += g * w_out[rb, d]
-    for b in range(stride):
-        rb = outs[b]
-        for d in range(dim):
-            w_out[rb, d] += do[b, d]
-
-
-@njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
-def adjust_window_rows_capped(w_in, w_out, ins, outs, first, coef, cap):
-    """:func:`adjust_window_rows` with each row's updates from the minibatch capped at ``cap``: a row of ``w_in``
-    that is the context of ``n > cap`` pairs, or a row of ``w_out`` that is the center or a negative of ``n > cap``
-    input words, has each of its updates scaled by ``cap / n`` (the section's comment).  Batches whose rows all
-    have at most ``cap`` updates are applied by :func:`parvec.kernels.hogbatch.batch_apply`, as without a cap.
-    Returns the pairs updated.
-
-    Example:
-        >>> adjust_window_rows_capped(w_in, w_out, ins, outs, first, coef, 16)  # doctest: +SKIP
-    """
-    dim = w_in.shape[1]
-    n_in = len(first) - 1
-    stride = _batch_stride(outs, first)
-    n_pairs = first[n_in] if n_in else 0
-    c_in = update_counts(ins[:n_pairs], np.empty(n_pairs, dtype=np.int64))
-    c_out = update_counts(outs[:n_in * stride], np.empty(n_in * stride, dtype=np.int64))
-    do = np.empty((stride, dim), dtype=np.float32)
-    most = 1
-    for m in range(n_in):
-        most = max(most, first[m + 1] - first[m])
-    s_in = np.empty(most, dtype=np.float32)
-    s_out = np.empty(stride, dtype=np.float32)
-    fcap = np.float32(cap)
-    for m in range(n_in):
-        lo = first[m]
-        n = first[m + 1] - lo
-        if n == 0:
-            continue
-        capped = False
-        for a in range(n):
-            c = c_in[lo + a]
-            s_in[a] = fcap / np.float32(c) if c > cap else np.float32(1.0)
-            capped = capped or c > cap
-        for b in range(stride):
-            c = c_out[m * stride + b]
-            s_out[b] = fcap / np.float32(c) if c > cap else np.float32(1.0)
-            capped = capped or c > cap
-        if capped:
-            _batch_apply_scaled(w_in, w_out, ins, lo, n, outs[m * stride:(m + 1) * stride], stride, coef, s_in,
-                                s_out, do, dim)
-        else:
-            batch_apply(w_in, w_out, ins, lo, n, outs[m * stride:(m + 1) * stride], stride, coef[lo * stride:], do,
-                        dim)
-    return n_pairs
 
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
