@@ -1,0 +1,127 @@
+"""``parvec train`` reading its corpus from, and writing its outputs to, an S3-compatible object store (a moto
+server on loopback, reached over HTTP through s3fs): the vectors equal those of the same run on local files, bit
+for bit at one thread; a missing bucket or object and a scheme whose library is missing are errors naming the URL."""
+
+from __future__ import annotations
+
+import bz2
+import importlib.util
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_run import run
+
+from parvec import storage
+from parvec.keyedvectors import KeyedVectors
+
+FLAGS = ["--dim", "16", "--epochs", "2", "--threads", "1", "--min-count", "1", "--no-cache", "--seed", "3"]
+
+
+def _fs():
+    import s3fs
+
+    return s3fs.S3FileSystem(skip_instance_cache=True)
+
+
+def _corpus(directory: Path) -> Path:
+    """Four parts of a small two-topic corpus: plain, gzip, bzip2, and plain again."""
+    rng = np.random.default_rng(5)
+    a, b = [f"a{i}" for i in range(30)], [f"b{i}" for i in range(30)]
+    directory.mkdir()
+    for k, (name, opener) in enumerate([("part-0.txt", open), ("part-1.txt.gz", gzip.open),
+                                        ("part-2.txt.bz2", bz2.open), ("part-3.txt", open)]):
+        lines = [" ".join(rng.choice(a if (i + k) % 2 else b, 10)) for i in range(300)]
+        with opener(directory / name, "wt") as f:
+            f.write("\n".join(lines) + "\n")
+    return directory
+
+
+def _upload_dir(local: Path, url: str) -> None:
+    for p in sorted(local.iterdir()):
+        storage.upload(p, f"{url.rstrip('/')}/{p.name}")
+
+
+def test_list_inputs_reads_a_prefix_by_name_without_hidden_or_empty_objects(bucket, tmp_path):
+    fs = _fs()
+    for name, data in (("c/b.txt", b"b\n"), ("c/a.txt.gz", gzip.compress(b"a\n")), ("c/.hidden", b"h\n"),
+                       ("c/empty.txt", b""), ("c/deeper/x.txt", b"x\n")):
+        fs.pipe(f"{bucket}/{name}", data)
+    files = storage.list_inputs(f"s3://{bucket}/c/")
+    assert [(f.url, f.size) for f in files] == [(f"s3://{bucket}/c/a.txt.gz", len(gzip.compress(b"a\n"))),
+                                               (f"s3://{bucket}/c/b.txt", 2)]
+    with storage.open_input(files[0].url) as f:
+        assert f.read() == b"a\n"
+    assert [f.name for f in storage.list_inputs(f"s3://{bucket}/c/*.txt")] == ["b.txt"]
+
+
+def test_a_missing_bucket_or_object_is_an_error_naming_the_url(s3_endpoint, tmp_path, capsys):
+    (tmp_path / "c.txt").write_text("a b c\n")
+    code, _, err = run(["train", "s3://no-such-bucket-parvec/corpus/", "-o", tmp_path / "v.txt", *FLAGS], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == "parvec: error: s3://no-such-bucket-parvec/corpus/: no such bucket"
+    _fs().mkdir("parvec-empty-bucket")
+    code, _, err = run(["train", "s3://parvec-empty-bucket/nothing.txt", "-o", tmp_path / "v.txt", *FLAGS], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == ("parvec: error: s3://parvec-empty-bucket/nothing.txt: "
+                                           "no such object or prefix")
+    code, _, err = run(["train", tmp_path / "c.txt", "-o", "s3://no-such-bucket-parvec/v.txt", *FLAGS], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == "parvec: error: s3://no-such-bucket-parvec/v.txt: no such bucket"
+    assert "Traceback" not in err
+
+
+def test_a_scheme_whose_library_is_missing_names_the_extra(tmp_path, capsys):
+    if importlib.util.find_spec("gcsfs") is not None:
+        pytest.skip("gcsfs is installed here")
+    code, _, err = run(["train", "gs://bucket/corpus/", "-o", tmp_path / "v.txt", *FLAGS], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == ("parvec: error: gs://bucket/corpus/: the gs:// scheme needs the gcsfs "
+                                           "package: pip install 'gcsfs'")
+
+
+def test_one_process_train_from_and_to_s3_equals_the_local_run_bit_for_bit(bucket, tmp_path, capsys):
+    corpus = _corpus(tmp_path / "corpus")
+    _upload_dir(corpus, f"s3://{bucket}/corpus/")
+    local = tmp_path / "local"
+    local.mkdir()
+    code, _, err = run(["train", corpus, "-o", local / "v.bin", "--save-model", local / "model",
+                        "--checkpoint-dir", local / "ck", "--save-vocab", local / "vocab.txt", *FLAGS], capsys)
+    assert code == 0, err[-2000:]
+    s3 = f"s3://{bucket}"
+    code, _, err = run(["train", f"{s3}/corpus/", "-o", f"{s3}/out/v.bin", "--save-model", f"{s3}/out/model",
+                        "--checkpoint-dir", f"{s3}/ck", "--save-vocab", f"{s3}/out/vocab.txt",
+                        "--report", f"{s3}/out/report.json", *FLAGS], capsys)
+    assert code == 0, err[-2000:]
+    assert f"uploaded {s3}/out/v.bin" in err
+    fs = _fs()
+    assert fs.cat(f"{bucket}/out/v.bin") == (local / "v.bin").read_bytes()
+    assert fs.cat(f"{bucket}/out/vocab.txt") == (local / "vocab.txt").read_bytes()
+    assert fs.exists(f"{bucket}/out/report.json")
+    assert sorted(p.rsplit("/", 1)[1] for p in fs.find(f"{bucket}/out/model")) == sorted(
+        p.name for p in (local / "model").rglob("*") if p.is_file())
+    assert fs.exists(f"{bucket}/ck/checkpoint/model.json")
+    # The vectors read back through the URL, and the checkpoint resumed from the URL, are those of the run.
+    kv = KeyedVectors.load_word2vec_format(f"{s3}/out/v.bin", binary=True)
+    want = KeyedVectors.load_word2vec_format(local / "v.bin", binary=True)
+    assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
+
+
+def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, capsys):
+    corpus = _corpus(tmp_path / "corpus")
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.bin", *FLAGS], capsys)
+    assert code == 0, err[-2000:]
+    url = f"s3://{bucket}/parts/"
+    code, _, err = run(["train", corpus, "-o", url, *FLAGS], capsys)
+    assert code == 0, err[-2000:]
+    names = sorted(p.rsplit("/", 1)[1] for p in _fs().find(f"{bucket}/parts"))
+    assert "manifest.json" in names and any(n.startswith("part-") for n in names)
+    kv = KeyedVectors.load_word2vec_format(url)
+    want = KeyedVectors.load_word2vec_format(tmp_path / "v.bin", binary=True)
+    assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
+    word = want.index_to_key[0]
+    code, out, err = run(["similar", url, word, "-n", "3"], capsys)
+    assert code == 0, err
+    code2, out2, _ = run(["similar", tmp_path / "v.bin", word, "-n", "3"], capsys)
+    assert out == out2
