@@ -121,7 +121,7 @@ def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, 
     want = KeyedVectors.load_word2vec_format(tmp_path / "v.bin", binary=True)
     assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
     word = want.index_to_key[0]
-    code, out, err = run(["similar", url, word, "-n", "3"], capsys)
+    code, out, err = run(["similar", url, word, "-k", "3"], capsys)
     assert code == 0, err
-    code2, out2, _ = run(["similar", tmp_path / "v.bin", word, "-n", "3"], capsys)
+    code2, out2, _ = run(["similar", tmp_path / "v.bin", word, "-k", "3"], capsys)
     assert out == out2
