@@ -200,7 +200,7 @@ def list_inputs(url: str) -> list[RemoteFile]:
              if e.get("type") == "file"]
     kept = sorted((f for f in files if f.size > 0 and not f.name.startswith(".")), key=lambda f: f.url)
     if not kept:
-        raise StorageError(f"{url}: no input there (no non-empty object{'s' if files else ''} to read)")
+        raise StorageError(f"{url}: no input there (no non-empty object to read)")
     return kept
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from cli_run import run
 
-from parvec import storage
+from parvec import partitioned, storage
 from parvec.keyedvectors import KeyedVectors
 
 FLAGS = ["--dim", "16", "--epochs", "2", "--threads", "1", "--min-count", "1", "--no-cache", "--seed", "3"]
@@ -108,7 +108,8 @@ def test_one_process_train_from_and_to_s3_equals_the_local_run_bit_for_bit(bucke
     assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
 
 
-def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, capsys):
+def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(partitioned, "_BYTES_PER_PART", 2000)  # parts of 2,000 bytes: several of them
     corpus = _corpus(tmp_path / "corpus")
     code, _, err = run(["train", corpus, "-o", tmp_path / "v.bin", *FLAGS], capsys)
     assert code == 0, err[-2000:]
@@ -116,7 +117,7 @@ def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, 
     code, _, err = run(["train", corpus, "-o", url, *FLAGS], capsys)
     assert code == 0, err[-2000:]
     names = sorted(p.rsplit("/", 1)[1] for p in _fs().find(f"{bucket}/parts"))
-    assert "manifest.json" in names and any(n.startswith("part-") for n in names)
+    assert names == ["manifest.json", *(f"part-{i:05d}.bin" for i in range(len(names) - 1))] and len(names) > 3
     kv = KeyedVectors.load_word2vec_format(url)
     want = KeyedVectors.load_word2vec_format(tmp_path / "v.bin", binary=True)
     assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
@@ -125,3 +126,40 @@ def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, 
     assert code == 0, err
     code2, out2, _ = run(["similar", tmp_path / "v.bin", word, "-k", "3"], capsys)
     assert out == out2
+
+
+def test_a_local_partitioned_output_is_read_back_and_a_damaged_part_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(partitioned, "_BYTES_PER_PART", 2000)
+    corpus = _corpus(tmp_path / "corpus")
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.bin", *FLAGS], capsys)
+    assert code == 0, err[-2000:]
+    parts = tmp_path / "parts"
+    code, _, err = run(["train", corpus, "-o", f"{parts}/", *FLAGS], capsys)
+    assert code == 0, err[-2000:]
+    assert f"and the manifest to {parts}/" in err
+    kv = KeyedVectors.load_word2vec_format(parts)
+    want = KeyedVectors.load_word2vec_format(tmp_path / "v.bin", binary=True)
+    assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
+    # Each part is a whole word2vec binary file.
+    first = KeyedVectors.load_word2vec_format(parts / "part-00000.bin", binary=True)
+    assert first.index_to_key == want.index_to_key[:len(first.index_to_key)]
+    second = parts / "part-00001.bin"
+    size = second.stat().st_size
+    second.write_bytes(second.read_bytes()[:-7])
+    code, _, err = run(["similar", parts, want.index_to_key[0]], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == (f"parvec: error: {parts}/part-00001.bin: {size - 7} bytes, the manifest "
+                                           f"says {size} (a damaged or partly written part)")
+    second.unlink()
+    code, _, err = run(["similar", parts, want.index_to_key[0]], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == (f"parvec: error: {parts}: the part part-00001.bin named by manifest.json "
+                                           "is missing")
+
+
+def test_an_input_prefix_with_nothing_to_read_is_an_error(bucket, tmp_path, capsys):
+    _fs().pipe(f"{bucket}/corpus/empty.txt", b"")
+    code, _, err = run(["train", f"s3://{bucket}/corpus/", "-o", tmp_path / "v.txt", *FLAGS], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == (f"parvec: error: s3://{bucket}/corpus/: no input there (no non-empty "
+                                           "object to read)")

@@ -7,14 +7,14 @@ and puts the results where the URLs say when it ends:
   staging directory under their own names (``.gz``/``.bz2``/``.xz`` kept compressed), which the run reads as it
   reads a local directory, in the same order (by name): the vectors are those of the same run on local files;
 - ``-o``, ``--save-vocab``, ``--report`` and ``--save-model`` are written locally and uploaded once the run has
-  written them all (``-o x.npy``'s companion files too); ``-o URL/`` (a trailing slash) writes the vectors as
-  part files and a manifest (:mod:`parvec.partitioned`);
+  written them all (``-o x.npy``'s companion files too); ``-o URL/`` or ``-o DIR/`` (a trailing slash, or an
+  existing local directory) writes the vectors as part files and a manifest (:mod:`parvec.partitioned`);
 - ``--checkpoint-dir URL`` is a local directory mirrored to the URL: each checkpoint is uploaded when written
   (:func:`parvec.storage.synced`, called by :class:`parvec.checkpoints.Checkpointer`), so a run killed after a
   checkpoint resumes from the URL: ``--resume URL`` copies the checkpoint directory back and continues
   checkpointing to it.
 
-Local paths are left as they are: a run without URLs does not come here.
+Local paths are left as they are: a run without URLs (and without a partitioned ``-o``) does not come here.
 
 Example:
     >>> import argparse
@@ -53,7 +53,20 @@ def uses_urls(args: argparse.Namespace) -> bool:
     """
     values = list(getattr(args, "input", None) or []) + [getattr(args, name, None) for name in (
         "train_file", "output", "save_model", "save_vocab", "report", "checkpoint_dir", "resume", "read_vocab")]
-    return any(storage.is_url(v) for v in values)
+    return any(storage.is_url(v) for v in values) or partitioned_output(getattr(args, "output", None))
+
+
+def partitioned_output(output: str | None) -> bool:
+    """Whether ``-o OUTPUT`` asks for a partitioned output: a URL or a path ending in ``/``, or an existing local
+    directory.
+
+    Example:
+        >>> partitioned_output("s3://b/out/"), partitioned_output("out/v.bin"), partitioned_output(None)
+        (True, False, False)
+    """
+    if not output or output == "-":
+        return False
+    return output.endswith("/") or (not storage.is_url(output) and Path(output).is_dir())
 
 
 @dataclass
@@ -133,12 +146,14 @@ def _stage_checkpoints(args: argparse.Namespace, run: StagedRun) -> None:
 def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
     for name, _flag in _OUTPUT_FLAGS:
         url = getattr(args, name, None)
-        if not storage.is_url(url):
+        parts = name == "output" and partitioned_output(url)
+        if not (storage.is_url(url) or parts):
             continue
-        storage.check_writable(url)
+        if storage.is_url(url):
+            storage.check_writable(url)
         where = run.root / f"out-{name}"
         where.mkdir()
-        if name == "output" and url.endswith("/"):
+        if parts:
             local = where / "vectors.bin"  # a binary word2vec file, cut into parts when the run ends
             run.partitioned.append((local, url))
             args.binary = 1 if args.binary is None else args.binary
