@@ -136,7 +136,8 @@ def _read_local(directory: Path, where: str, limit: int | None, unicode_errors: 
                 datatype: Any) -> tuple[np.ndarray, list[str]]:
     manifest = Manifest.parse((directory / MANIFEST).read_text(encoding="utf-8"), f"{where}/{MANIFEST}")
     want = manifest.count if limit is None else min(limit, manifest.count)
-    blocks, words = [], []
+    blocks: list[np.ndarray] = []
+    words: list[str] = []
     for part in manifest.parts:
         if len(words) >= want:
             break

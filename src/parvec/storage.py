@@ -236,7 +236,7 @@ def open_input(url: str) -> IO[bytes]:
     except Exception as exc:  # noqa: BLE001
         raise _missing(url, exc) from None
     opener = _DECOMPRESS.get(os.path.splitext(path)[1].lower())
-    return opener(fileobj=raw) if opener is not None else raw  # type: ignore[no-any-return]
+    return opener(fileobj=raw) if opener is not None else raw
 
 
 def download(url: str, local: str | os.PathLike[str]) -> Path:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from cli_run import run
 from fault_tools import descendants_titled
-from s3_server import bucket, s3_endpoint  # noqa: F401
+from s3_server import bucket, s3_endpoint  # noqa: F401 - fixtures
 from topic_corpus import three_topic_sentences
 
 from parvec import storage
@@ -63,7 +63,7 @@ def _s3_npy(url: str, tmp: Path) -> tuple[np.ndarray, list[str]]:
 
 @pytest.mark.ray
 @pytest.mark.parametrize("flags", [REPLICAS, SHARDED], ids=["replicas", "sharded"])
-def test_a_cluster_run_from_and_to_s3_equals_the_local_run(flags, bucket, tmp_path, capsys):
+def test_a_cluster_run_from_and_to_s3_equals_the_local_run(flags, bucket, tmp_path, capsys):  # noqa: F811
     corpus, url = _corpus(tmp_path / "corpus", bucket)
     code, _, err = run(["train", corpus, "-o", tmp_path / "v.npy", *flags], capsys)
     assert code == 0, err[-3000:]
@@ -80,7 +80,7 @@ def test_a_cluster_run_from_and_to_s3_equals_the_local_run(flags, bucket, tmp_pa
 
 
 @pytest.mark.ray
-def test_a_sharded_run_killed_after_an_s3_checkpoint_resumes_from_it_bit_for_bit(bucket, tmp_path, capsys):
+def test_a_sharded_run_killed_after_an_s3_checkpoint_resumes_from_it_bit_for_bit(bucket, tmp_path, capsys):  # noqa: F811
     corpus, url = _corpus(tmp_path / "corpus", bucket)
     code, _, err = run(["train", corpus, "-o", tmp_path / "full.npy", *SHARDED], capsys)
     assert code == 0, err[-3000:]

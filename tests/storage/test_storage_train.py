@@ -5,8 +5,8 @@ for bit at one thread; a missing bucket or object and a scheme whose library is 
 from __future__ import annotations
 
 import bz2
-import importlib.util
 import gzip
+import importlib.util
 from pathlib import Path
 
 import numpy as np

@@ -146,6 +146,8 @@ def _stage_checkpoints(args: argparse.Namespace, run: StagedRun) -> None:
 def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
     for name, _flag in _OUTPUT_FLAGS:
         url = getattr(args, name, None)
+        if not isinstance(url, str):
+            continue
         parts = name == "output" and partitioned_output(url)
         if not (storage.is_url(url) or parts):
             continue
@@ -161,11 +163,12 @@ def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
             local = where / posixpath.basename(url)
             run.uploads.append((local, url))
         setattr(args, name, str(local))
-    if storage.is_url(args.save_model):
-        storage.check_writable(args.save_model)
-        local = run.root / "out-save_model" / posixpath.basename(args.save_model.rstrip("/"))
+    model_url = args.save_model
+    if isinstance(model_url, str) and storage.is_url(model_url):
+        storage.check_writable(model_url)
+        local = run.root / "out-save_model" / posixpath.basename(model_url.rstrip("/"))
         local.parent.mkdir()
-        run.uploads.append((local, args.save_model))
+        run.uploads.append((local, model_url))
         args.save_model = str(local)
 
 
