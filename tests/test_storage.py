@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_run import run
+from s3_server import bucket, s3_endpoint  # noqa: F401 - fixtures
 
 from parvec import partitioned, storage
 from parvec.keyedvectors import KeyedVectors
@@ -43,7 +44,7 @@ def _upload_dir(local: Path, url: str) -> None:
         storage.upload(p, f"{url.rstrip('/')}/{p.name}")
 
 
-def test_list_inputs_reads_a_prefix_by_name_without_hidden_or_empty_objects(bucket, tmp_path):
+def test_list_inputs_reads_a_prefix_by_name_without_hidden_or_empty_objects(bucket, tmp_path):  # noqa: F811
     fs = _fs()
     for name, data in (("c/b.txt", b"b\n"), ("c/a.txt.gz", gzip.compress(b"a\n")), ("c/.hidden", b"h\n"),
                        ("c/empty.txt", b""), ("c/deeper/x.txt", b"x\n")):
@@ -56,7 +57,7 @@ def test_list_inputs_reads_a_prefix_by_name_without_hidden_or_empty_objects(buck
     assert [f.name for f in storage.list_inputs(f"s3://{bucket}/c/*.txt")] == ["b.txt"]
 
 
-def test_a_missing_bucket_or_object_is_an_error_naming_the_url(s3_endpoint, tmp_path, capsys):
+def test_a_missing_bucket_or_object_is_an_error_naming_the_url(s3_endpoint, tmp_path, capsys):  # noqa: F811
     (tmp_path / "c.txt").write_text("a b c\n")
     code, _, err = run(["train", "s3://no-such-bucket-parvec/corpus/", "-o", tmp_path / "v.txt", *FLAGS], capsys)
     assert code == 2
@@ -81,7 +82,7 @@ def test_a_scheme_whose_library_is_missing_names_the_extra(tmp_path, capsys):
                                            "package: pip install 'gcsfs'")
 
 
-def test_one_process_train_from_and_to_s3_equals_the_local_run_bit_for_bit(bucket, tmp_path, capsys):
+def test_one_process_train_from_and_to_s3_equals_the_local_run_bit_for_bit(bucket, tmp_path, capsys):  # noqa: F811
     corpus = _corpus(tmp_path / "corpus")
     _upload_dir(corpus, f"s3://{bucket}/corpus/")
     local = tmp_path / "local"
@@ -108,7 +109,7 @@ def test_one_process_train_from_and_to_s3_equals_the_local_run_bit_for_bit(bucke
     assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
 
 
-def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, capsys, monkeypatch):
+def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.setattr(partitioned, "_BYTES_PER_PART", 2000)  # parts of 2,000 bytes: several of them
     corpus = _corpus(tmp_path / "corpus")
     code, _, err = run(["train", corpus, "-o", tmp_path / "v.bin", *FLAGS], capsys)
@@ -157,7 +158,7 @@ def test_a_local_partitioned_output_is_read_back_and_a_damaged_part_is_named(tmp
                                            "is missing")
 
 
-def test_an_input_prefix_with_nothing_to_read_is_an_error(bucket, tmp_path, capsys):
+def test_an_input_prefix_with_nothing_to_read_is_an_error(bucket, tmp_path, capsys):  # noqa: F811
     _fs().pipe(f"{bucket}/corpus/empty.txt", b"")
     code, _, err = run(["train", f"s3://{bucket}/corpus/", "-o", tmp_path / "v.txt", *FLAGS], capsys)
     assert code == 2
