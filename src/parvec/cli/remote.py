@@ -5,7 +5,8 @@ and puts the results where the URLs say when it ends:
 
 - an input URL (an object, a prefix ``s3://b/corpus/``, a glob) is listed and its objects copied into a local
   staging directory under their own names (``.gz``/``.bz2``/``.xz`` kept compressed), which the run reads as it
-  reads a local directory, in the same order (by name): the vectors are those of the same run on local files;
+  reads a local directory, in the same order (by name): the vectors are those of the same run on local files
+  (the encoded-corpus cache, keyed on local paths, is not used for such a copy);
 - ``-o``, ``--save-vocab``, ``--report`` and ``--save-model`` are written locally and uploaded once the run has
   written them all (``-o x.npy``'s companion files too); ``-o URL/`` or ``-o DIR/`` (a trailing slash, or an
   existing local directory) writes the vectors as part files and a manifest (:mod:`parvec.partitioned`);
@@ -192,10 +193,17 @@ def staged_train(args: argparse.Namespace) -> Iterator[StagedRun | None]:
     try:
         _stage_outputs(args, run)  # first: a missing output bucket is refused before any download
         _stage_checkpoints(args, run)
+        inputs, train_file = list(args.input or []), args.train_file
         if args.input:
             args.input = [_stage_input(u, run.root, i) if storage.is_url(u) else u for i, u in enumerate(args.input)]
         if storage.is_url(args.train_file):
             args.train_file = _stage_input(args.train_file, run.root, len(args.input or []))
+        if (any(storage.is_url(u) for u in inputs) or storage.is_url(train_file)) and not args.no_cache:
+            # The encoded-corpus cache is keyed on the file's path: a copy made for one run would leave an entry
+            # no later run uses.
+            args.no_cache = True
+            print("encoded-corpus cache: not used for a corpus read from a URL (it is copied for this run)",
+                  file=sys.stderr)
         if storage.is_url(getattr(args, "read_vocab", None)):
             args.read_vocab = str(storage.download(args.read_vocab, run.root / "read-vocab" / "vocab.txt"))
         yield run
