@@ -7,6 +7,9 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -165,3 +168,16 @@ def test_an_input_prefix_with_nothing_to_read_is_an_error(bucket, tmp_path, caps
     assert code == 2
     assert err.strip().splitlines()[-1] == (f"parvec: error: s3://{bucket}/corpus/: no input there (no non-empty "
                                            "object to read)")
+
+
+def test_a_run_on_local_files_does_not_import_fsspec(tmp_path):
+    corpus = _corpus(tmp_path / "corpus")
+    code = ("import sys\nfrom parvec.cli import main\n"
+            f"rc = main(['train', {str(corpus)!r}, '-o', {str(tmp_path / 'v.bin')!r}, '--dim', '8', '--epochs', '1', "
+            "'--min-count', '1', '--no-cache', '--debug', '0'])\n"
+            "from parvec.keyedvectors import load_vectors\n"
+            f"load_vectors({str(tmp_path / 'v.bin')!r})\n"
+            "print(rc, 'fsspec' in sys.modules, 's3fs' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
+    assert out.stdout.split() == ["0", "False", "False"], out.stderr[-2000:]
