@@ -100,6 +100,9 @@ def test_one_process_train_from_and_to_s3_equals_the_local_run_bit_for_bit(bucke
     assert code == 0, err[-2000:]
     assert f"uploaded {s3}/out/v.bin" in err
     assert "encoded-corpus cache: not used for a corpus read from a URL (it is copied for this run)" in err
+    # The messages name the URLs, not their local copies.
+    assert "parvec-staged" not in err, err
+    assert f"{s3}/corpus: 12,000 words" in err and f"to {s3}/out/v.bin" in err, err
     fs = _fs()
     assert fs.cat(f"{bucket}/out/v.bin") == (local / "v.bin").read_bytes()
     assert fs.cat(f"{bucket}/out/vocab.txt") == (local / "vocab.txt").read_bytes()
@@ -181,3 +184,12 @@ def test_a_run_on_local_files_does_not_import_fsspec(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
     assert out.stdout.split() == ["0", "False", "False"], out.stderr[-2000:]
+
+
+def test_an_error_in_an_object_names_its_url(bucket, tmp_path, capsys):  # noqa: F811
+    _fs().pipe(f"{bucket}/bad.txt", b"abc \xff\xfe def\n")
+    code, _, err = run(["train", f"s3://{bucket}/bad.txt", "-o", tmp_path / "v.txt", *FLAGS], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == (f"parvec: error: s3://{bucket}/bad.txt:1: invalid UTF-8 (invalid start "
+                                           "byte); use --unicode-errors replace (or ignore) to read it anyway")
+    assert not (tmp_path / "v.txt").exists()

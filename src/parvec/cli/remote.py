@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import posixpath
 import shutil
 import sys
@@ -36,11 +37,13 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from parvec import storage
 from parvec.checkpoints import EPOCH_END
+from parvec.errors import ParvecError
 
-__all__ = ["StagedRun", "staged_train", "uses_urls"]
+__all__ = ["StagedRun", "partitioned_output", "renaming_stderr", "staged_train", "uses_urls"]
 
 _OUTPUT_FLAGS = (("output", "-o"), ("save_vocab", "--save-vocab"), ("report", "--report"))
 
@@ -84,6 +87,19 @@ class StagedRun:
     uploads: list[tuple[Path, str]] = field(default_factory=list)
     partitioned: list[tuple[Path, str]] = field(default_factory=list)
     mirrored: storage.MirroredDirectory | None = None
+    names: dict[str, str] = field(default_factory=dict)  # a local stand-in -> the URL it stands for
+
+    def rename(self, text: str) -> str:
+        """``text`` with every local stand-in named by its URL (for the run's messages).
+
+        Example:
+            >>> run = StagedRun(Path("/tmp/s"), names={"/tmp/s/in-0": "s3://b/corpus"})
+            >>> run.rename("/tmp/s/in-0/a.txt:3: invalid UTF-8")
+            's3://b/corpus/a.txt:3: invalid UTF-8'
+        """
+        for local in sorted(self.names, key=len, reverse=True):
+            text = text.replace(local, self.names[local])
+        return text
 
     def finish(self) -> list[str]:
         """Upload every output; returns the lines saying where each went."""
@@ -103,15 +119,19 @@ class StagedRun:
         return lines
 
 
-def _stage_input(url: str, root: Path, i: int) -> str:
+def _stage_input(url: str, run: StagedRun, i: int) -> str:
     files = storage.list_inputs(url)
-    where = root / f"in-{i}"
+    where = run.root / f"in-{i}"
     where.mkdir(parents=True)
     for f in files:
         storage.download(f.url, where / f.name)
     single = len(files) == 1 and not url.endswith("/") and not any(c in url for c in "*?[") and \
         files[0].url.rstrip("/") == url.rstrip("/")
-    return str(where / files[0].name) if single else str(where)
+    if single:
+        run.names[str(where / files[0].name)] = url
+        return str(where / files[0].name)
+    run.names[str(where)] = posixpath.dirname(files[0].url)  # a prefix or a glob: its objects' "directory"
+    return str(where)
 
 
 def _checkpoint_root(url: str) -> tuple[str, str]:
@@ -141,6 +161,7 @@ def _stage_checkpoints(args: argparse.Namespace, run: StagedRun) -> None:
             local.mkdir(parents=True, exist_ok=True)
             args.checkpoint_dir = str(local)
         run.mirrored = storage.mirror(local, ck_url)
+        run.names[str(local)] = ck_url.rstrip("/")
         run.mirrored.sync()  # what was downloaded counts as sent
 
 
@@ -164,6 +185,7 @@ def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
             local = where / posixpath.basename(url)
             run.uploads.append((local, url))
         setattr(args, name, str(local))
+        run.names[str(local)] = url
     model_url = args.save_model
     if isinstance(model_url, str) and storage.is_url(model_url):
         storage.check_writable(model_url)
@@ -171,6 +193,7 @@ def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
         local.parent.mkdir()
         run.uploads.append((local, model_url))
         args.save_model = str(local)
+        run.names[str(local)] = model_url
 
 
 @contextlib.contextmanager
@@ -195,9 +218,9 @@ def staged_train(args: argparse.Namespace) -> Iterator[StagedRun | None]:
         _stage_checkpoints(args, run)
         inputs, train_file = list(args.input or []), args.train_file
         if args.input:
-            args.input = [_stage_input(u, run.root, i) if storage.is_url(u) else u for i, u in enumerate(args.input)]
+            args.input = [_stage_input(u, run, i) if storage.is_url(u) else u for i, u in enumerate(args.input)]
         if storage.is_url(args.train_file):
-            args.train_file = _stage_input(args.train_file, run.root, len(args.input or []))
+            args.train_file = _stage_input(args.train_file, run, len(args.input or []))
         if (any(storage.is_url(u) for u in inputs) or storage.is_url(train_file)) and not args.no_cache:
             # The encoded-corpus cache is keyed on the file's path: a copy made for one run would leave an entry
             # no later run uses.
@@ -215,3 +238,44 @@ def staged_train(args: argparse.Namespace) -> Iterator[StagedRun | None]:
                 print(f"warning: {exc}", file=sys.stderr)
             storage.unmirror(run.mirrored.local)
         shutil.rmtree(run.root, ignore_errors=True)
+
+
+class _RenamingStream(io.TextIOBase):
+    # Standard error, with every local stand-in of a staged run named by its URL (StagedRun.rename).
+    def __init__(self, stream: Any, run: StagedRun) -> None:
+        self._stream, self._run = stream, run
+
+    def write(self, s: str) -> int:
+        self._stream.write(self._run.rename(s))
+        return len(s)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def renaming_stderr(run: StagedRun) -> Iterator[None]:
+    """Standard error (and the message of a :class:`parvec.errors.ParvecError` leaving the block) with every local
+    stand-in of ``run`` named by its URL.
+
+    Example:
+        >>> run = StagedRun(Path("/tmp/s"), names={"/tmp/s/out/v.bin": "s3://b/v.bin"})
+        >>> with renaming_stderr(run):
+        ...     print("wrote 60 vectors to /tmp/s/out/v.bin", file=sys.stderr)  # doctest: +SKIP
+    """
+    try:
+        with contextlib.redirect_stderr(_RenamingStream(sys.stderr, run)):
+            yield
+    except ParvecError as exc:
+        if exc.args and isinstance(exc.args[0], str):
+            exc.args = (run.rename(exc.args[0]), *exc.args[1:])
+        raise
