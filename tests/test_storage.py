@@ -114,6 +114,11 @@ def test_one_process_train_from_and_to_s3_equals_the_local_run_bit_for_bit(bucke
     kv = KeyedVectors.load_word2vec_format(f"{s3}/out/v.bin", binary=True)
     want = KeyedVectors.load_word2vec_format(local / "v.bin", binary=True)
     assert kv.index_to_key == want.index_to_key and np.array_equal(kv.vectors, want.vectors)
+    code, _, err = run(["train", f"{s3}/corpus/", "--resume", f"{s3}/ck", "-o", f"{s3}/out/again.bin", "--no-cache"],
+                       capsys)
+    assert code == 0, err[-2000:]
+    assert f"resuming {s3}/ck/checkpoint: 2 of 2 epochs done" in err, err
+    assert fs.cat(f"{bucket}/out/again.bin") == (local / "v.bin").read_bytes()
 
 
 def test_partitioned_output_reads_back_as_the_one_file_output(bucket, tmp_path, capsys, monkeypatch):  # noqa: F811
