@@ -41,6 +41,7 @@ import os
 import posixpath
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -386,8 +387,13 @@ class MirroredDirectory:
         now: dict[str, tuple[int, int]] = {}
         for p in self.local.rglob("*"):
             rel_parts = p.relative_to(self.local).parts
-            if p.is_file() and not any(part.startswith(".parvec-") or part.endswith(".partial") for part in rel_parts):
+            if any(part.startswith(".parvec-") or part.endswith(".partial") for part in rel_parts):
+                continue  # temporaries: renamed into place, then uploaded
+            try:
                 st = p.stat()
+            except FileNotFoundError:  # removed meanwhile (an older snapshot pruned by its shard)
+                continue
+            if stat.S_ISREG(st.st_mode):
                 now[p.relative_to(self.local).as_posix()] = (st.st_size, st.st_mtime_ns)
         changed = sorted((rel for rel, state in now.items() if self._sent.get(rel) != state),
                          key=lambda rel: (rel.endswith(".json"), rel))
@@ -395,6 +401,9 @@ class MirroredDirectory:
             target = posixpath.join(root, rel)
             if _scheme(self.url) == "file":
                 fs.makedirs(posixpath.dirname(target), exist_ok=True)
+            if not (self.local / rel).exists():  # removed since it was listed: the next sync drops its object
+                del now[rel]
+                continue
             _put(fs, self.local / rel, target, join_url(self.url, rel))
         for rel in sorted(set(self._sent) - set(now)):
             with contextlib.suppress(FileNotFoundError):
