@@ -198,3 +198,12 @@ def test_an_error_in_an_object_names_its_url(bucket, tmp_path, capsys):  # noqa:
     assert err.strip().splitlines()[-1] == (f"parvec: error: s3://{bucket}/bad.txt:1: invalid UTF-8 (invalid start "
                                            "byte); use --unicode-errors replace (or ignore) to read it anyway")
     assert not (tmp_path / "v.txt").exists()
+
+
+def test_an_output_url_that_is_an_input_object_is_refused(bucket, tmp_path, capsys):  # noqa: F811
+    _fs().pipe(f"{bucket}/c/part-0.txt", b"a b c\n")
+    code, _, err = run(["train", f"s3://{bucket}/c/", "-o", f"s3://{bucket}/c/part-0.txt", *FLAGS], capsys)
+    assert code == 2
+    assert err.strip().splitlines()[-1] == (f"parvec: error: -o s3://{bucket}/c/part-0.txt is an object of the "
+                                           "training corpus: refusing to overwrite an input; choose another URL")
+    assert _fs().cat(f"{bucket}/c/part-0.txt") == b"a b c\n"

@@ -88,6 +88,7 @@ class StagedRun:
     partitioned: list[tuple[Path, str]] = field(default_factory=list)
     mirrored: storage.MirroredDirectory | None = None
     names: dict[str, str] = field(default_factory=dict)  # a local stand-in -> the URL it stands for
+    inputs: list[str] = field(default_factory=list)  # the URLs of the objects read
 
     def rename(self, text: str) -> str:
         """``text`` with every local stand-in named by its URL (for the run's messages).
@@ -121,6 +122,7 @@ class StagedRun:
 
 def _stage_input(url: str, run: StagedRun, i: int) -> str:
     files = storage.list_inputs(url)
+    run.inputs += [f.url for f in files]
     where = run.root / f"in-{i}"
     where.mkdir(parents=True)
     for f in files:
@@ -196,6 +198,16 @@ def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
         run.names[str(local)] = model_url
 
 
+def _refuse_overwriting_inputs(args: argparse.Namespace, run: StagedRun) -> None:
+    # An output URL that is one of the input's objects: refused as a local output that is an input is.
+    read = set(run.inputs)
+    for name, flag in (*_OUTPUT_FLAGS, ("save_model", "--save-model")):
+        url = run.names.get(str(getattr(args, name, None)))
+        if url is not None and url in read:
+            raise ParvecError(f"{flag} {url} is an object of the training corpus: refusing to overwrite an input; "
+                              "choose another URL")
+
+
 @contextlib.contextmanager
 def staged_train(args: argparse.Namespace) -> Iterator[StagedRun | None]:
     """Rewrite the URL arguments of ``args`` into local stand-ins for the body of the ``with``; None (and nothing
@@ -227,6 +239,7 @@ def staged_train(args: argparse.Namespace) -> Iterator[StagedRun | None]:
             args.no_cache = True
             print("encoded-corpus cache: not used for a corpus read from a URL (it is copied for this run)",
                   file=sys.stderr)
+        _refuse_overwriting_inputs(args, run)
         if storage.is_url(getattr(args, "read_vocab", None)):
             args.read_vocab = str(storage.download(args.read_vocab, run.root / "read-vocab" / "vocab.txt"))
         yield run
