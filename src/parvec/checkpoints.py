@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from parvec import model_io
+from parvec import model_io, storage
 from parvec.engine import Position
 from parvec.errors import CheckpointError, ParvecError
 from parvec.fileio import WriteError
@@ -289,6 +289,7 @@ class Checkpointer:
             raise WriteError(f"checkpoint {exc}; training stopped (--on-checkpoint-error stop, the default; "
                              f"'continue' trains on without it); {prev}{resume}", exc.path, exc.errno,
                              exc.reason) from None
+        storage.synced(self.directory)  # a --checkpoint-dir URL: this checkpoint uploaded (parvec.storage.mirror)
         seconds = time.perf_counter() - t0
         self.report["mid_epoch_checkpoints" if position is not None else "epoch_end_checkpoints"] += 1
         self.report["checkpoint_seconds"] += seconds

@@ -545,9 +545,16 @@ class KeyedVectors:
             >>> kv = KeyedVectors.load_word2vec_format("vectors.bin", binary=True)  # doctest: +SKIP
             >>> glove = KeyedVectors.load_word2vec_format("glove.6B.100d.txt", no_header=True)  # doctest: +SKIP
         """
-        vectors, words = formats.read_word2vec(
-            path, binary=binary, limit=limit, unicode_errors=unicode_errors, datatype=datatype, no_header=no_header
-        )
+        from parvec import partitioned, storage
+
+        if storage.is_url(path):  # s3://..., gs://...: one file, or a partitioned output (parvec.partitioned)
+            vectors, words = partitioned.read_url_vectors(str(path), binary, limit, unicode_errors, datatype, no_header)
+        elif partitioned.is_partitioned(path):  # a directory of part files and manifest.json
+            vectors, words = partitioned.read_partitioned(path, limit, unicode_errors, datatype)
+        else:
+            vectors, words = formats.read_word2vec(
+                path, binary=binary, limit=limit, unicode_errors=unicode_errors, datatype=datatype, no_header=no_header
+            )
         return cls(vectors, words)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -606,6 +613,11 @@ def load_vectors(
     Example:
         >>> kv = load_vectors("vectors.txt.gz")  # doctest: +SKIP
     """
+    from parvec import partitioned, storage
+
+    if storage.is_url(path) or partitioned.is_partitioned(path):  # a URL, or -o DIR/'s part files and manifest
+        return KeyedVectors.load_word2vec_format(path, binary=binary, limit=limit, unicode_errors=unicode_errors,
+                                                 no_header=no_header)
     p = Path(path)
     formats.refuse_pickle(p, "parvec")
     if p.is_dir():

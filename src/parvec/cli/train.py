@@ -568,8 +568,24 @@ def run_train(args: argparse.Namespace) -> int:
         args.progress = False
     if debug == 0:  # silent: nothing on stderr but the error, if any (printed by the caller)
         with contextlib.redirect_stderr(io.StringIO()):
+            return _run_train_staged(args)
+    return _run_train_staged(args)
+
+
+def _run_train_staged(args: argparse.Namespace) -> int:
+    # URLs (s3://, gs://, ...) in the inputs and outputs: local stand-ins for the run, uploads after it
+    # (parvec.cli.remote); a run with local paths only goes straight to _run_train.
+    from parvec.cli.remote import renaming_stderr, staged_train
+
+    with staged_train(args) as staged:
+        if staged is None:
             return _run_train(args)
-    return _run_train(args)
+        with renaming_stderr(staged):  # the run's messages name the URLs, not their local stand-ins
+            code = _run_train(args)
+            if code == 0:
+                for line in staged.finish():
+                    print(line, file=sys.stderr)
+    return code
 
 
 def _run_train(args: argparse.Namespace) -> int:
