@@ -51,18 +51,33 @@ def _zipf_corpus():
     return EncodedCorpus.from_sentences(sents, min_count=1)
 
 
-def test_capped_updates_keep_many_words_in_flight_from_diverging():
-    # 2 x 1,024 input words in flight: summed from one stale state, the frequent words' output rows blow up; with
-    # each row's updates capped at 16 per minibatch the same minibatches train
+def test_combined_updates_keep_many_words_in_flight_from_diverging():
+    # 2 x 1,024 input words in flight: applied one by one from one stale state, the frequent words' output rows blow
+    # up; with the rows over the threshold combined and stepped by a line search the same minibatches train, and
+    # so do 32 lanes of 64 words, whose threshold per minibatch is 16 / 32 -> 1
     corpus = _zipf_corpus()
     cfg = TrainConfig(dim=16, window=5, negative=5, epochs=1, sample=0, seed=1)
     tables = SamplingTables.per_word(corpus.vocab.counts, cfg)
     parts = [(corpus.tokens, corpus.offsets)]
     summed = stale_train(cfg, tables, parts, minibatch_words=1024, threads=2, unit_words=20000, update_cap=0)
-    capped = stale_train(cfg, tables, parts, minibatch_words=1024, threads=2, unit_words=20000, update_cap=16)
+    combined = stale_train(cfg, tables, parts, minibatch_words=1024, threads=2, unit_words=20000, update_cap=16)
     assert summed.diverged and summed.diverged_at is not None
-    assert not capped.diverged and capped.loss_per_epoch[0] < 3.5
-    assert float(np.abs(capped.w_out).max()) < 5.0
+    assert not combined.diverged and combined.loss_per_epoch[0] < 3.5
+    assert float(np.abs(combined.w_out).max()) < 5.0
+    summed = stale_train(cfg, tables, parts, minibatch_words=64, threads=32, unit_words=20000, update_cap=0)
+    combined = stale_train(cfg, tables, parts, minibatch_words=64, threads=32, unit_words=20000, update_cap=16)
+    assert summed.loss_per_epoch[0] > 10 and float(np.abs(summed.w_out).max()) > 50
+    assert combined.loss_per_epoch[0] < 3.0 and float(np.abs(combined.w_out).max()) < 5.0
+
+
+def test_the_model_steps_as_the_shards_of_a_run_do():
+    # threads lanes in flight and shards column groups: the threshold and step each shard of such a run takes
+    from parvec.distributed.shard_kernels import LocalStep
+
+    cfg = TrainConfig(dim=16, negative=5)
+    z = np.zeros((4, 16), np.float32)
+    step = LocalStep(z, z.copy(), cfg, np.ones(4), np.zeros(4, np.int64), update_cap=16, shards=2, lanes=4)
+    assert (step.kernels.update_cap, step.kernels.step_scale, step.kernels.column_groups) == (4, 0.5, 2)
 
 
 def test_the_update_cap_is_a_sharded_setting():

@@ -49,7 +49,7 @@ from parvec.distributed.wire import (
 from parvec.errors import ParvecError
 from parvec.fileio import write_reason
 from parvec.kernels import sharded as K
-from parvec.kernels.sharded_combine import combined_step
+from parvec.kernels.sharded_combine import combined_step, combined_threshold
 from parvec.memory import peak_memory_bytes
 from parvec.resources import cap_data_segment, vm_data_bytes
 from parvec.usage import own_cpu_seconds
@@ -138,7 +138,8 @@ class ShardActor:
         self.spec = spec
         self.error: str | None = None
         self.index = spec.index
-        self.kernels = shard_kernels(spec.negatives_per, spec.window, spec.negative, spec.update_cap,
+        self.kernels = shard_kernels(spec.negatives_per, spec.window, spec.negative,
+                                     combined_threshold(spec.update_cap, spec.in_flight),
                                      combined_step(spec.in_flight, spec.shards))
         self.applied = 0  # minibatches adjusted
         self.kernel_seconds = 0.0  # CPU seconds in unpacking, dotprod and adjust, summed over Ray's threads

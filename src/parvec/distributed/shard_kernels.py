@@ -39,7 +39,12 @@ from parvec.distributed.wire import Minibatch, call_bytes, from_wire, to_half, t
 from parvec.engine import TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.kernels.sharded_combine import STEP_SCALE, adjust_window_rows_combined, combined_step
+from parvec.kernels.sharded_combine import (
+    STEP_SCALE,
+    adjust_window_rows_combined,
+    combined_step,
+    combined_threshold,
+)
 from parvec.model_tables import init_half_width, init_input_vectors
 from parvec.schedule import Schedule
 
@@ -163,8 +168,8 @@ class LocalStep(Step):
         self.window, self.negative = config.window, config.negative
         self.noise_prob, self.noise_alias = noise_prob, noise_alias
         # what `shards` shards compute on their columns with `lanes` minibatches in flight
-        self.kernels = shard_kernels(negatives_per, config.window, config.negative, update_cap,
-                                     combined_step(lanes, shards), shards)
+        self.kernels = shard_kernels(negatives_per, config.window, config.negative,
+                                     combined_threshold(update_cap, lanes), combined_step(lanes, shards), shards)
         self.wire = check_wire(wire)
         self.fused = fused
 

@@ -38,11 +38,26 @@ from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import batch_apply
 from parvec.kernels.sharded import HEAD_ROWS, _batch_stride, update_counts
 
-__all__ = ["STEP_SCALE", "adjust_window_rows_combined", "combined_step", "hot_slots"]
+__all__ = ["STEP_SCALE", "adjust_window_rows_combined", "combined_step", "combined_threshold", "hot_slots"]
 
 # The multiple of the line search's step that a frequent row takes over all the minibatches in flight and all
 # the shards (docs/benchmarks/clusters.md, "Words in flight").
 STEP_SCALE = 4.0
+
+
+def combined_threshold(update_cap: int, lanes: int) -> int:
+    """The updates from one minibatch above which a shard combines a row, with ``lanes`` minibatches in flight:
+    ``update_cap / lanes`` (at least 1; 0 stays 0, nothing combined).  A row's stale updates add up over every
+    minibatch in flight, so a row with 10 updates in each of 16 minibatches in flight is as stale as one with 160
+    in one.
+
+    Example:
+        >>> combined_threshold(16, 1), combined_threshold(16, 2), combined_threshold(16, 64), combined_threshold(0, 4)
+        (16, 8, 1, 0)
+    """
+    if update_cap <= 0:
+        return 0
+    return max(1, update_cap // max(1, lanes))
 
 
 def combined_step(lanes: int, shards: int, scale: float = STEP_SCALE) -> float:
