@@ -337,7 +337,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         raise ParvecError(f"{args.graph}: node ID {bad!r} contains whitespace; write .npy output instead")
     if not args.resume:
         model = _model(graph, args)
-    from parvec.run import command_options
+    from parvec.cli.run_options import command_options
 
     model.run_options = command_options(  # how the run is kept (parvec.run)
         checkpoint_dir=model.checkpoint_dir, checkpoint_every=model.checkpoint_every,
