@@ -22,16 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parvec.cli.flags import explicit_flags
+from parvec.cli.resume import Checkpoint, prepare_resume
 from parvec.cli.train_flags import default_cache_dir, resolve_defaults
 from parvec.config import DEFAULT_GPU_ALGO
 from parvec.errors import ParvecError
 
 if TYPE_CHECKING:
     from parvec.distributed.cluster import Cluster
-    from parvec.distributed.pipeline import ShardedWord2Vec
-    from parvec.word2vec import Word2Vec
 
-__all__ = ["Checkpoint", "TrainCommand", "cluster_from_args", "resolve"]
+__all__ = ["TrainCommand", "cluster_from_args", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -143,14 +142,6 @@ class TrainCommand:
                        sync_overlap=self.sync_overlap, alpha_scale=self.replica_alpha_scale)
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    """The model ``--resume`` loaded (read without its matrices when a sharded run's) and where it is."""
-
-    model: Word2Vec | ShardedWord2Vec
-    path: Path
-
-
 def cluster_from_args(args: argparse.Namespace) -> Cluster | None:
     """The :class:`parvec.Cluster` the parsed flags describe (``--threads`` given: the threads of each replica or
     client), or None without ``--cluster``; ``--replicas``, ``--shards`` or ``--clients`` without it are refused.
@@ -212,8 +203,6 @@ def resolve(args: argparse.Namespace) -> tuple[TrainCommand, Checkpoint | None]:
             raise ParvecError("--checkpoint-every needs --checkpoint-dir DIR (where the checkpoints go)")
     checkpoint, threads_restored, resume_epochs = None, False, None
     if values["resume"]:
-        from parvec.cli.resume import prepare_resume
-
         checkpoint, threads_restored, resume_epochs = prepare_resume(values, given)
     if not values["cluster"]:
         _refuse_cluster_flags(values)

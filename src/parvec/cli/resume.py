@@ -12,10 +12,23 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parvec.errors import ParvecError
+
+if TYPE_CHECKING:
+    from parvec.distributed.pipeline import ShardedWord2Vec
+    from parvec.word2vec import Word2Vec
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The model ``--resume`` loaded (read without its matrices when a sharded run's) and where it is."""
+
+    model: Word2Vec | ShardedWord2Vec
+    path: Path
+
 
 # Flags a resumed run takes from its checkpoint: given with another value, they are refused.
 SAVED_FLAGS = {
@@ -220,7 +233,6 @@ def prepare_resume(values: dict[str, Any], given: frozenset[str]) -> tuple[Any, 
     """
     from parvec import model_io
     from parvec.checkpoints import EPOCH_END, find_for_resume
-    from parvec.cli.command import Checkpoint
     from parvec.run import graph_run_refusal
     from parvec.word2vec import load_for_resume
 

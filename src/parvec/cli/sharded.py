@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parvec.cli.command import Checkpoint, TrainCommand
+from parvec.cli.command import TrainCommand
 from parvec.cli.outputs import PendingFile, PendingStdout
+from parvec.cli.resume import Checkpoint
 from parvec.cli.train_models import CorpusSummary, TrainedModel
 from parvec.errors import ParvecError
 
@@ -144,7 +145,7 @@ class ShardedModel(TrainedModel):
 
     def train(self) -> TrainStats:
         """Train on the cluster, or finish the checkpoint's run."""
-        self._keep_run()
+        self.keep_run()
         if self.resuming:
             return self.model.train(corpus=self.corpus, resume=True, epochs=self.cmd.resume_epochs)
         self.model.build_vocab(corpus=self.corpus)

@@ -23,30 +23,31 @@ import io
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from parvec.cli.command import TrainCommand, cluster_from_args, resolve
 from parvec.cli.outputs import OutputPlan, Use, check_paths
-from parvec.cli.resume import note_checkpoint_places
+from parvec.cli.resume import Checkpoint, note_checkpoint_places
 from parvec.cli.train_flags import (
-    _STYLE_DEFAULTS,
     CBOW_DEFAULT_BATCH,
     SHARDED_DEFAULTS,
+    STYLE_DEFAULTS,
     add_threads_argument,
     add_train_flags,
     add_training_arguments,
     default_cache_dir,
     resolve_defaults,
 )
-from parvec.cli.train_models import Outputs, TrainModel, open_model
+from parvec.cli.train_models import Outputs, TrainModel, WordModel
 from parvec.cli.train_text import save_vectors, word_classes, write_classes
 from parvec.errors import ParvecError
 
 # Re-exported: the flags' helpers the other training commands and the tests use.
-__all__ = ["CBOW_DEFAULT_BATCH", "SHARDED_DEFAULTS", "_STYLE_DEFAULTS", "add_threads_argument",
+__all__ = ["CBOW_DEFAULT_BATCH", "SHARDED_DEFAULTS", "STYLE_DEFAULTS", "add_threads_argument",
            "add_training_arguments", "cluster_from_args", "default_cache_dir", "register", "resolve_defaults",
-           "run_train", "save_vectors", "train_flow", "train_inputs", "train_outputs", "word_classes",
+           "open_model", "run_train", "save_vectors", "train_flow", "train_inputs", "train_outputs", "word_classes",
            "write_classes"]
 
 
@@ -137,6 +138,36 @@ def train_flow(cmd: TrainCommand, model: TrainModel, outputs: Outputs) -> list[s
         outputs.report.write(lambda path: write_report(path, report))
         done.append(f"wrote the report to {cmd.report}")
     return done
+
+
+@contextlib.contextmanager
+def open_model(cmd: TrainCommand, checkpoint: Checkpoint | None) -> Iterator[TrainModel]:
+    """The :class:`TrainModel` of ``cmd`` (``checkpoint``: the run ``--resume`` loaded), open for the flow:
+    ``--mode sharded``'s holds a Ray session and a work directory until the block ends.  A whole model's checkpoint
+    (``Word2Vec(cluster=Cluster(mode="sharded"))``'s) resumes as it trained.
+
+    Example:
+        >>> with open_model(cmd, None) as model:  # doctest: +SKIP
+        ...     model.encode().vocab_size
+        71290
+    """
+    from parvec.distributed.pipeline import ShardedWord2Vec
+
+    pipeline = cmd.sharded
+    if pipeline and checkpoint is not None and not isinstance(checkpoint.model, ShardedWord2Vec):
+        model = checkpoint.model
+        if not (model.saved_cluster_recorded and (model.saved_cluster or {}).get("mode") == "sharded"):
+            raise ParvecError(f"--resume {cmd.resume} is not a sharded run's checkpoint: resume it without --mode "
+                              "sharded (it trains where it was trained)")
+        pipeline = False
+    if not pipeline:
+        yield WordModel(cmd, checkpoint)
+        return
+    from parvec.cli.sharded import ShardedModel
+
+    sharded = ShardedModel(cmd, checkpoint)
+    with sharded.model:
+        yield sharded
 
 
 def train_inputs(cmd: TrainCommand) -> list[Use]:

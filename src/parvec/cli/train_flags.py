@@ -89,8 +89,8 @@ def add_threads_argument(p: Any, note: str = "", word2vec_c: bool = False) -> No
 
 def add_training_arguments(p: argparse.ArgumentParser) -> None:
     """Flags shared by every command that trains word vectors (train; the graph commands add theirs)."""
-    # Left out, these take their style's default (resolve_defaults, _STYLE_DEFAULTS): the help shows parvec's.
-    d = _STYLE_DEFAULTS["parvec"]
+    # Left out, these take their style's default (resolve_defaults, STYLE_DEFAULTS): the help shows parvec's.
+    d = STYLE_DEFAULTS["parvec"]
     p.add_argument("--dim", "-size", "--size", dest="dim", type=int, default=d["dim"],
                    help=f"vector dimension ({d['dim']})")
     p.add_argument("--window", "-window", dest="window", type=int, default=d["window"],
@@ -140,7 +140,7 @@ def add_training_arguments(p: argparse.ArgumentParser) -> None:
                    "--cluster local:N; with several shards or --shard-calls split, "
                    f"{SHARDED_DEFAULTS['in_flight_heavy']} words in flight over all client threads with --sample "
                    f"{_number(SHARDED_DEFAULTS['light_subsampling'])} or less, {SHARDED_DEFAULTS['in_flight_light']} "
-                   f"with more (the default {_number(_STYLE_DEFAULTS['parvec']['sample'])}) or none, i.e. that / "
+                   f"with more (the default {_number(STYLE_DEFAULTS['parvec']['sample'])}) or none, i.e. that / "
                    f"(clients x threads), at least {SHARDED_DEFAULTS['min_minibatch_words']}; --minibatch-formation "
                    f"contiguous: {SHARDED_DEFAULTS['in_flight_contiguous']} / (clients x threads), at most 256)")
     g.add_argument("--minibatch-formation", dest="minibatch_formation", choices=("interleaved", "contiguous"),
@@ -196,7 +196,7 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
                    ".bin (with --binary), .npy (NumPy + vocab file); - writes them to standard output (the text "
                    "format unless --binary)")
     add_training_arguments(p)
-    min_count = _STYLE_DEFAULTS["parvec"]["min_count"]
+    min_count = STYLE_DEFAULTS["parvec"]["min_count"]
     p.add_argument("--min-count", "-min-count", dest="min_count", type=int, default=min_count,
                    help=f"discard words seen fewer times ({min_count})")
     p.add_argument("--max-vocab-size", dest="max_vocab_size", type=int, default=None,
@@ -275,7 +275,7 @@ def _zero_one_arg(text: str) -> int:
 
 
 # The defaults of the two styles; alpha is 0.05 for CBOW and 0.025 for skip-gram in both (word2vec.c's rule).
-_STYLE_DEFAULTS: dict[str, dict[str, Any]] = {
+STYLE_DEFAULTS: dict[str, dict[str, Any]] = {
     "word2vec.c": {"cbow": 1, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,
                    "dim": 100, "binary": 0},
     "parvec": {"cbow": 0, "sample": 1e-3, "epochs": 5, "min_count": 5, "window": 5, "negative": 5, "hs": 0,
@@ -324,7 +324,7 @@ def resolve_defaults(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
                           f"{args.train_file}): give -train FILE (word2vec.c's defaults) or INPUT (parvec's "
                           "defaults), not both")
     style = "word2vec.c" if args.train_file is not None else "parvec"
-    defaults = dict(_STYLE_DEFAULTS[style])
+    defaults = dict(STYLE_DEFAULTS[style])
     names = _FLAG_NAMES[style]
     values: dict[str, Any] = {}
     applied, given = [], []

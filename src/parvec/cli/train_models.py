@@ -2,8 +2,8 @@
 :class:`CorpusSummary`, say it and check the memory, write the vocabulary, train through the run layer, say how
 it went, write the outputs, the report), implemented by :class:`WordModel` over a :class:`parvec.Word2Vec` (one
 process, a GPU, replicas on a cluster) and by :class:`parvec.cli.sharded.ShardedModel` over a
-:class:`parvec.distributed.pipeline.ShardedWord2Vec` (``--mode sharded``).  :func:`open_model` picks one for a
-:class:`parvec.cli.command.TrainCommand`.
+:class:`parvec.distributed.pipeline.ShardedWord2Vec` (``--mode sharded``); :func:`parvec.cli.train.open_model`
+picks one for a :class:`parvec.cli.command.TrainCommand`.
 
 Example:
     >>> with open_model(cmd, checkpoint) as model:  # doctest: +SKIP
@@ -12,20 +12,17 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from parvec.cli.command import Checkpoint, TrainCommand
+from parvec.cli.command import TrainCommand
 from parvec.cli.outputs import PendingDirectory, PendingFile, PendingStdout, output_name
-from parvec.cli.resume import describe_resume
+from parvec.cli.resume import Checkpoint, describe_resume
 from parvec.cli.train_text import cache_line, how_ran, save_vectors, word_classes, write_classes
-from parvec.errors import ParvecError
 from parvec.resources import human_bytes
 
 if TYPE_CHECKING:
@@ -35,7 +32,7 @@ if TYPE_CHECKING:
     from parvec.engine import TrainStats
     from parvec.word2vec import Word2Vec
 
-__all__ = ["CorpusSummary", "Outputs", "TrainModel", "WordModel", "open_model"]
+__all__ = ["CorpusSummary", "Outputs", "TrainModel", "TrainedModel", "WordModel"]
 
 
 @dataclass(frozen=True)
@@ -105,9 +102,10 @@ class TrainedModel:
         self.cmd = cmd
         self.resumed_from: dict[str, Any] | None = None
 
-    def _keep_run(self) -> None:
-        # How the run is kept (parvec.run: checkpoints, the report's run log, per-epoch scores, checkpoint lines);
-        # a resumed run's report names where its checkpoint was, read before training moves it.
+    def keep_run(self) -> None:
+        """How the run is kept (:mod:`parvec.run`: checkpoints, the report's run log, per-epoch scores, checkpoint
+        lines), set on the model before it trains; a resumed run's report names where its checkpoint was, read
+        before training moves it."""
         from parvec.cli.run_options import command_options
 
         cmd = self.cmd
@@ -273,7 +271,7 @@ class WordModel(TrainedModel):
 
     def train(self) -> TrainStats:
         """A new model's vocabulary built and trained, or the checkpoint's run finished."""
-        self._keep_run()
+        self.keep_run()
         if self.checkpoint is not None:
             return self.model.train(corpus=self.corpus, resume=True, epochs=self.cmd.resume_epochs)
         self.model.build_vocab(corpus=self.corpus)
@@ -328,33 +326,3 @@ def _resumed_cluster(cmd: TrainCommand, model: Word2Vec) -> Cluster | None:
     if "clients" in cmd.given and model.saved_cluster.get("mode") == "sharded":
         changes["clients"] = cmd.clients
     return dataclasses.replace(cluster_from_record(model.saved_cluster), **changes)
-
-
-@contextlib.contextmanager
-def open_model(cmd: TrainCommand, checkpoint: Checkpoint | None) -> Iterator[TrainModel]:
-    """The :class:`TrainModel` of ``cmd`` (``checkpoint``: the run ``--resume`` loaded), open for the flow:
-    ``--mode sharded``'s holds a Ray session and a work directory until the block ends.  A whole model's checkpoint
-    (``Word2Vec(cluster=Cluster(mode="sharded"))``'s) resumes as it trained.
-
-    Example:
-        >>> with open_model(cmd, None) as model:  # doctest: +SKIP
-        ...     model.encode().vocab_size
-        71290
-    """
-    from parvec.distributed.pipeline import ShardedWord2Vec
-
-    pipeline = cmd.sharded
-    if pipeline and checkpoint is not None and not isinstance(checkpoint.model, ShardedWord2Vec):
-        model = checkpoint.model
-        if not (model.saved_cluster_recorded and (model.saved_cluster or {}).get("mode") == "sharded"):
-            raise ParvecError(f"--resume {cmd.resume} is not a sharded run's checkpoint: resume it without --mode "
-                              "sharded (it trains where it was trained)")
-        pipeline = False
-    if not pipeline:
-        yield WordModel(cmd, checkpoint)
-        return
-    from parvec.cli.sharded import ShardedModel
-
-    sharded = ShardedModel(cmd, checkpoint)
-    with sharded.model:
-        yield sharded
