@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     Example:
         >>> main(["--help"])  # doctest: +SKIP
     """
-    from parvec.cli.outputs import discard_open_plans, exit_code_for_stdout, tolerant_std_streams
+    from parvec.cli.outputs import discard_open_plans
+    from parvec.cli.streams import exit_code_for_stdout, tolerant_std_streams
     from parvec.distributed.cluster import new_command_warnings
 
     argv = list(sys.argv[1:] if argv is None else argv)

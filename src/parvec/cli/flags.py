@@ -50,7 +50,7 @@ class CommandParser(argparse.ArgumentParser):
         parsed, rest = super().parse_known_args(args, start)
         given = set(vars(parsed).get(GIVEN, ()))
         for action in unset:
-            if getattr(parsed, action.dest) is not _UNSET:
+            if vars(parsed)[action.dest] is not _UNSET:
                 given.add(action.dest)
             elif action.default is argparse.SUPPRESS:
                 delattr(parsed, action.dest)

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from parvec.cli.command import TrainCommand, cluster_from_args, resolve
-from parvec.cli.outputs import OutputPlan, Use, check_paths
+from parvec.cli.outputs import OutputPlan
+from parvec.cli.paths import Use, check_paths, directory_inputs, vector_outputs
 from parvec.cli.resume import Checkpoint, note_checkpoint_places
 from parvec.cli.train_flags import (
     CBOW_DEFAULT_BATCH,
@@ -179,7 +180,6 @@ def train_inputs(cmd: TrainCommand) -> list[Use]:
         >>> [u.label for u in train_inputs(cmd)]
         ['the training corpus']
     """
-    from parvec.cli.outputs import directory_inputs
     from parvec.corpus import expand_inputs
 
     source = cmd.source
@@ -205,8 +205,6 @@ def train_outputs(cmd: TrainCommand) -> list[Use]:
         >>> [u.describe() for u in train_outputs(cmd)]
         ['-o v.txt', '--save-model m']
     """
-    from parvec.cli.outputs import vector_outputs
-
     uses = vector_outputs("-o", cmd.output) if cmd.output else []
     uses += [Use(flag, Path(path)) for flag, path in (("--report", cmd.report), ("--save-vocab", cmd.save_vocab))
              if path]

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from parvec.cli.command import TrainCommand
-from parvec.cli.outputs import PendingDirectory, PendingFile, PendingStdout, output_name
+from parvec.cli.outputs import PendingDirectory, PendingFile, PendingStdout
+from parvec.cli.paths import output_name
 from parvec.cli.resume import Checkpoint, describe_resume
 from parvec.cli.train_text import cache_line, how_ran, save_vectors, word_classes, write_classes
 from parvec.resources import human_bytes
