@@ -17,8 +17,8 @@ driver's figures (``model.run_report``, the sharded run's ``report()``) and the 
 reads them.
 
 Example:
-    >>> from types import SimpleNamespace
-    >>> stats = SimpleNamespace(words=10, seconds=2.0, epochs=1, words_per_sec=5.0, loss_per_epoch=[2.5])
+    >>> from parvec.engine import TrainStats
+    >>> stats = TrainStats(words=10, seconds=2.0, epochs=1, loss_per_epoch=[2.5])
     >>> r = run_report("words", {"dim": 8}, stats, read_seconds=0.5,
     ...                device="cpu", output=None, output_binary=False,
     ...                corpus=CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2))
@@ -114,8 +114,8 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
     ``run_log`` the :class:`parvec.runlog.RunLog` (or None).
 
     Example:
-        >>> from types import SimpleNamespace
-        >>> stats = SimpleNamespace(words=4, seconds=1.0, epochs=1, words_per_sec=4.0, loss_per_epoch=[])
+        >>> from parvec.engine import TrainStats
+        >>> stats = TrainStats(words=4, seconds=1.0, epochs=1)
         >>> r = run_report("graph", {}, stats, read_seconds=0.0,
         ...                device="cpu", output="g.emb", output_binary=False, extra={"nodes": 2})
         >>> r["kind"], r["nodes"], r["words_per_sec"], r["peak_memory_bytes"] > 0
