@@ -16,10 +16,12 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from parvec.cli.node_eval import add_node_eval
+from parvec.cli.resume import note_checkpoint_places
 from parvec.cli.train import add_threads_argument
 from parvec.errors import ParvecError
 
@@ -212,7 +214,17 @@ _SAVED_GRAPH_FLAGS = {
 }
 
 
-def _resumed(args: argparse.Namespace) -> Any:
+@dataclass(frozen=True)
+class _Places:
+    """Where a graph run's checkpoints are: the one resumed (None: a new run), the checkpoint directory and
+    interval, as given or as a resumed checkpoint continues them."""
+
+    resume: str | None
+    checkpoint_dir: str | None
+    checkpoint_every: str | None
+
+
+def _resumed(args: argparse.Namespace) -> tuple[Any, _Places]:
     # --resume: the checkpoint's run on the graph given again (read with the checkpoint's --weighted and
     # --directed); flags given with another value than the checkpoint's are refused, --workers and --epochs
     # applied and said, as `parvec train --resume` does.
@@ -233,7 +245,7 @@ def _resumed(args: argparse.Namespace) -> Any:
         delimiter=args.delimiter, implicit_ids=args.implicit_ids, flag_names=names,
         on_checkpoint_error=args.on_checkpoint_error, **expected)
     saved, where = model.resumed_from, model.resumed_path
-    args.resume = where
+    checkpoint_dir, checkpoint_every = args.checkpoint_dir, args.checkpoint_every
     if "threads" in given and model.saved_threads != args.threads:
         print(f"--workers {args.threads} overrides the checkpoint's {model.saved_threads}", file=sys.stderr)
     else:
@@ -243,17 +255,17 @@ def _resumed(args: argparse.Namespace) -> Any:
               f"rate at the end of epoch {args.epochs}, so the vectors differ from an uninterrupted run",
               file=sys.stderr)
     if not args.checkpoint_dir and model.checkpoint_dir is not None:
-        args.checkpoint_dir = str(model.checkpoint_dir)
+        checkpoint_dir = str(model.checkpoint_dir)
         print(f"checkpoints continue in {model.checkpoint_dir} (--checkpoint-dir overrides)", file=sys.stderr)
     if args.checkpoint_every is None and model.checkpoint_every is not None:
-        args.checkpoint_every = str(model.checkpoint_every)
+        checkpoint_every = str(model.checkpoint_every)
         print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
     assert saved is not None and saved.graph_run is not None and where is not None
     for line in describe_resume(saved.config, model.state, where, int(saved.graph_run["walks"]["tokens"]),
                                 epochs=args.epochs if "epochs" in given else None):
         print(line, file=sys.stderr)
-    return model
+    return model, _Places(str(where), checkpoint_dir, checkpoint_every)
 
 
 def _refuse_cluster(args: argparse.Namespace) -> None:
@@ -297,8 +309,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
         labels = read_labels(args.labels)  # read before the walks: a bad line fails now, not after training
     t0 = time.perf_counter()
+    places = _Places(args.resume, args.checkpoint_dir, args.checkpoint_every)
     if args.resume:
-        model = _resumed(args)
+        model, places = _resumed(args)
+        note_checkpoint_places(places.checkpoint_dir, places.resume)
         graph = model.graph
     else:
         graph = _read(args)
@@ -313,7 +327,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     model.run_options = command_options(  # how the run is kept (parvec.run)
         checkpoint_dir=model.checkpoint_dir, checkpoint_every=model.checkpoint_every,
         on_checkpoint_error=args.on_checkpoint_error, report=bool(args.report), report_interval=args.report_interval,
-        checkpoint_lines=bool(args.checkpoint_dir or args.checkpoint_every is not None))
+        checkpoint_lines=bool(places.checkpoint_dir or places.checkpoint_every is not None))
     if labels is not None and args.eval_every_epoch:
         model.eval_labels, model.eval_labels_source = labels, args.labels
     kv = model.fit()
@@ -321,7 +335,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if pending_report is not None:
         from parvec.cli.run_report import write_report
 
-        report = _graph_report(args, graph, model, labels, out, t_read)
+        report = _graph_report(args, places, graph, model, labels, out, t_read)
         pending_report.write(lambda tmp: write_report(tmp, report))
     plan.commit()
     if not args.quiet:
@@ -336,7 +350,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
-def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any, out: Path,
+def _graph_report(args: argparse.Namespace, places: _Places, graph: Any, model: Any, labels: Any, out: Path,
                   t_read: float) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report, kind "graph"), plus the walk settings and, with labels,
     # micro/macro-F1 against the training fraction (scored after the peak memory of training is read).
@@ -349,7 +363,7 @@ def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any,
             "q": model.spec.q, "graph": args.graph, "command": args.command},
         model.train_stats, read_seconds=t_read, device=model.config.device, output=absolute(args.output),
         output_binary=bool(args.binary),
-        checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
+        checkpoints=checkpoints(model.checkpoint_report, places.checkpoint_every, places.checkpoint_dir),
         resumed_from=None if saved is None else resumed_from(model.resumed_path, saved.saved_at, saved.position),
         extra={"nodes": graph.n_nodes, "edges": graph.n_edges, "walk_seconds": model.timings.get("walks")},
         run_log=model.run_log)
