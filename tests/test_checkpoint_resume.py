@@ -357,18 +357,15 @@ def test_resume_of_a_directory_that_is_no_checkpoint_says_what_it_holds(corpus, 
 def test_a_sharded_resume_keeps_the_update_cap_it_trained_with() -> None:
     # the cap decides what a minibatch's adjust computes: a resumed run takes the checkpoint's (0 for a checkpoint
     # written before the setting, which summed every update), and another value given is refused
-    import argparse
-
     from parvec.cli.resume import restore_cluster
 
     record = {"spec": "local:2", "mode": "sharded", "shards": 2, "clients": 1, "update_cap": 4}
-    ns = argparse.Namespace(cluster=None, cluster_mode="sharded", update_cap=None, threads=1)
-    assert restore_cluster(ns, record, True, set())[0] == []
-    assert ns.update_cap == 4
+    values = {"cluster": None, "cluster_mode": "sharded", "update_cap": None, "threads": 1}
+    conflicts, _, restored = restore_cluster(values, record, True, frozenset())
+    assert conflicts == []
+    assert restored["update_cap"] == 4
     old = {k: v for k, v in record.items() if k != "update_cap"}
-    ns = argparse.Namespace(cluster=None, cluster_mode="sharded", update_cap=None, threads=1)
-    restore_cluster(ns, old, True, set())
-    assert ns.update_cap == 0
-    ns = argparse.Namespace(cluster=None, cluster_mode="sharded", update_cap=16, threads=1)
-    conflicts = restore_cluster(ns, record, True, {"update_cap"})[0]
+    assert restore_cluster(values, old, True, frozenset())[2]["update_cap"] == 0
+    values = {"cluster": None, "cluster_mode": "sharded", "update_cap": 16, "threads": 1}
+    conflicts = restore_cluster(values, record, True, frozenset({"update_cap"}))[0]
     assert len(conflicts) == 1 and conflicts[0].startswith("--update-cap 16 (the checkpoint has 4")

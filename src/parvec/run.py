@@ -10,7 +10,8 @@ says how the run is *kept*, once for all of them:
   callback told of every checkpoint written;
 - :class:`RunState`: what a run carries across calls and across a resume (its id, the epochs trained, the
   mid-epoch position, the schedule's anchor, the checkpoint and driver figures of the last call);
-- :class:`Run`: one call of :class:`parvec.engine.RunEngine` with the checkpoints written
+- :class:`Run`: where a run starts, new or from a saved state (:meth:`Run.start`, one rule for every front end),
+  and one call of :class:`parvec.engine.RunEngine` with the checkpoints written
   (:class:`parvec.checkpoints.Checkpointer`), the report's per-epoch records, whose learning rate is the
   engine's schedule's (nothing else computes it), the scores and their seconds taken off the clock, and the
   state kept;
@@ -30,7 +31,6 @@ Example:
 from __future__ import annotations
 
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from parvec.runlog import RunLog
     from parvec.vocab import Vocab
 
-__all__ = ["CHECKPOINT_ERRORS", "Kept", "KeptRun", "Run", "RunOptions", "RunState", "check_resume_corpus",
-           "command_options", "graph_run_refusal", "print_checkpoint", "resume_epochs"]
+__all__ = ["CHECKPOINT_ERRORS", "Kept", "KeptRun", "Run", "RunOptions", "RunState", "Start", "check_resume_corpus",
+           "graph_run_refusal", "resume_epochs"]
 
 CHECKPOINT_ERRORS = ("stop", "continue")
 CheckpointSaved = Callable[[Path, Position | None, float], None]
@@ -219,6 +219,26 @@ class KeptRun:
     run_report = Kept("state")  # the last call's driver figures (cluster, GPU), for --report
 
 
+@dataclass(frozen=True)
+class Start:
+    """Where a call of the run engine starts (:meth:`Run.start`): ``epoch``, the first epoch it trains; ``at``, the
+    place inside it a mid-epoch checkpoint recorded (None: the epoch's start); ``epochs``, the run's epochs in all.
+
+    Example:
+        >>> Start(epoch=2, at=None, epochs=2).done
+        True
+    """
+
+    epoch: int
+    at: Position | None
+    epochs: int
+
+    @property
+    def done(self) -> bool:
+        """Every epoch was trained before this call (a checkpoint of the run's last epoch's end)."""
+        return self.epoch >= self.epochs
+
+
 class Run:
     """One call of the run engine, kept (module docstring): epochs ``start_epoch .. schedule.epochs-1`` of
     ``driver`` (continuing ``resume_at`` in the first), ``base_epochs`` trained by earlier calls (the report's
@@ -244,6 +264,31 @@ class Run:
         self.on_epoch_end = on_epoch_end
         self.only_latest = only_latest
         self.eval_seconds = 0.0  # the per-epoch scoring's, taken off the training's seconds
+
+    @staticmethod
+    def start(config: TrainConfig, state: RunState, *, resume: bool, epochs: int | None,
+              words_per_epoch: int) -> Start:
+        """Where a run starts, the one rule of every front end (:class:`parvec.word2vec.Word2Vec`,
+        :class:`parvec.graph.node2vec.Node2Vec`, the sharded pipeline): ``resume``, from the saved ``state`` (a
+        loaded checkpoint's epochs and mid-epoch position; ``epochs``, when given otherwise than ``config.epochs``,
+        apply from the checkpoint on: :func:`resume_epochs`), keeping its run id (a new one when it recorded none);
+        else a new run (:meth:`RunState.fresh`) of ``epochs`` (default ``config.epochs``) from the start.
+        ``words_per_epoch``: the corpus's tokens, the schedule's unit.
+
+        Example:
+            >>> cfg, state = TrainConfig(epochs=2, alpha=0.025, min_alpha=0.0), RunState(epochs_trained=1, run_id="r")
+            >>> Run.start(cfg, state, resume=True, epochs=None, words_per_epoch=100), state.run_id
+            (Start(epoch=1, at=None, epochs=2), 'r')
+            >>> Run.start(cfg, state, resume=False, epochs=3, words_per_epoch=100).epochs, state.run_id != "r"
+            (3, True)
+        """
+        if not resume:
+            state.fresh()
+            return Start(0, None, config.epochs if epochs is None else epochs)
+        total = resume_epochs(config, state, epochs, words_per_epoch)
+        if state.run_id is None:  # a checkpoint that recorded none: its run goes on under a new id, its anchor kept
+            state.run_id = uuid.uuid4().hex
+        return Start(state.epochs_trained, state.position, total)
 
     def execute(self) -> TrainStats:
         """Train, checkpoint and record; returns the engine's statistics (scoring's seconds taken off)."""
@@ -386,39 +431,3 @@ def graph_run_refusal(graph_run: dict[str, Any] | None, path: str | os.PathLike[
     python = "DeepWalk" if command == "deepwalk" else "Node2Vec"
     return (f"{where} is a checkpoint of a `parvec {command}` run on {graph}: resume it with `parvec {command} "
             f"{graph} -o OUT --resume {path if path is not None else 'DIR'}` (Python: {python}.from_checkpoint)")
-
-
-# ---------------------------------------------------------------------------------------------- the console
-def print_checkpoint(path: Path, pos: Position | None, seconds: float) -> None:
-    """Print one line to stderr for a checkpoint just written (``RunOptions.on_checkpoint_saved`` of every
-    command): its path, where in training it is (``pos``: None at an epoch's end) and the seconds it took.
-
-    Example:
-        >>> RunOptions(on_checkpoint_saved=print_checkpoint).on_checkpoint_saved is print_checkpoint
-        True
-    """
-    where = "end of epoch" if pos is None else f"epoch {pos.epoch + 1}, {pos.words_done:,} words in"
-    print(f"checkpoint: {path} ({where}) written in {seconds:.2f} s", file=sys.stderr, flush=True)
-
-
-def command_options(*, checkpoint_dir: str | None = None, checkpoint_every: str | None = None,
-                    on_checkpoint_error: str = "stop", report: bool = False, report_interval: float = 2.0,
-                    eval_every_epoch: bool = False, checkpoint_lines: bool = True) -> RunOptions:
-    """A command's :class:`RunOptions` from its flags: a :class:`parvec.runlog.RunLog` when ``--report`` or the
-    per-epoch scores ask for one (``--report-interval`` must be positive), and with ``checkpoint_lines`` a console
-    line for every checkpoint (:func:`print_checkpoint`).
-
-    Example:
-        >>> command_options(report=True, report_interval=0.5).run_log.interval_s
-        0.5
-    """
-    run_log = None
-    if report or eval_every_epoch:
-        from parvec.runlog import RunLog
-
-        if not report_interval > 0:
-            raise ParvecError(f"--report-interval must be positive, got {report_interval}")
-        run_log = RunLog(interval_s=report_interval)
-    return RunOptions(checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-                      on_checkpoint_error=on_checkpoint_error, run_log=run_log, eval_every_epoch=eval_every_epoch,
-                      on_checkpoint_saved=print_checkpoint if checkpoint_lines else None)

@@ -29,7 +29,7 @@ from parvec.errors import ParvecError
 from parvec.evaluation import epoch_scorer
 from parvec.keyedvectors import KeyedVectors
 from parvec.model_tables import init_half_width, init_input_vectors
-from parvec.run import KeptRun, Run, RunOptions, RunState, check_resume_corpus, graph_run_refusal, resume_epochs
+from parvec.run import KeptRun, Run, RunOptions, RunState, check_resume_corpus, graph_run_refusal
 from parvec.schedule import Schedule
 from parvec.vocab import Vocab
 
@@ -353,11 +353,11 @@ class Word2Vec(KeptRun):
         else:
             encoded = self.encode(sentences=sentences, corpus_file=corpus_file, corpus=corpus, vocab=self.vocab)
         schedule_words = _schedule_words(encoded, total_examples, total_words)
-        total_epochs = self.config.epochs if epochs is None else epochs
-        start, resume_at = (self.epochs_trained, self.position) if resume else (0, None)
+        base_epochs = 0 if resume else self.epochs_trained
+        begin = Run.start(self.config, self.state, resume=resume, epochs=epochs, words_per_epoch=encoded.n_tokens)
+        total_epochs = begin.epochs
         if resume:
-            total_epochs = resume_epochs(self.config, self.state, epochs, encoded.n_tokens)
-            if start >= total_epochs:
+            if begin.done:
                 return TrainStats()
             if schedule_words != encoded.n_tokens:
                 raise ParvecError("total_examples/total_words cannot be combined with resume=True: a resumed run "
@@ -366,15 +366,12 @@ class Word2Vec(KeptRun):
             raise ParvecError(f"epochs must be a positive integer, got {total_epochs}")
         options = self.run_options.check()
         capabilities.check(mode_of(self.config, self.cluster),
-                           mid_epoch_checkpoints=resume_at is not None or options.interval is not None)
+                           mid_epoch_checkpoints=begin.at is not None or options.interval is not None)
         options.check_checkpoints(resume, self.epochs_trained)
         driver = self._make_driver().use_corpus(encoded)
-        base_epochs = 0 if resume else self.epochs_trained
-        if not resume or self.run_id is None:
-            self.state.fresh()
         self.corpus_words, self.raw_words = encoded.n_tokens, encoded.raw_words
         run = Run(driver, self.config, self.learning_rate_schedule(schedule_words, total_epochs), options, self.state,
-                  describe=self.saved_model, start_epoch=start, resume_at=resume_at, base_epochs=base_epochs,
+                  describe=self.saved_model, start_epoch=begin.epoch, resume_at=begin.at, base_epochs=base_epochs,
                   score=epoch_scorer(self.wv) if options.eval_every_epoch else None)
         return _train_with_callbacks(self, run, callbacks)
 

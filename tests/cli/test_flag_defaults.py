@@ -31,13 +31,13 @@ def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
 
 def _effective_defaults() -> dict[tuple[str, str], object]:
     """Defaults that are not the parser's own value: a flag left out is filled in later by the code."""
-    from parvec.cli.train import _STYLE_DEFAULTS
+    from parvec.cli.train_flags import STYLE_DEFAULTS
     from parvec.config import default_threads
     from parvec.distributed.cluster import Cluster
     from parvec.distributed.sharded_settings import UPDATE_CAP
     from parvec.graph.evaluation import DEFAULT_FRACTIONS
 
-    style = _STYLE_DEFAULTS["parvec"]  # `parvec train INPUT` (resolve_defaults)
+    style = STYLE_DEFAULTS["parvec"]  # `parvec train INPUT` (resolve_defaults)
     cluster = Cluster("local:2", mode="sharded")
     out: dict[tuple[str, str], object] = {("train", k): style[k]
                                           for k in ("dim", "window", "negative", "sample", "epochs", "min_count")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -24,8 +25,8 @@ def corpus(tiny_corpus):
 
 
 def parsed(*argv):
-    args = build_parser().parse_args(["train", *argv])
-    return args, resolve_defaults(args)
+    values, line = resolve_defaults(build_parser().parse_args(["train", *argv]))
+    return SimpleNamespace(**values), line
 
 
 def test_train_flag_selects_word2vec_c_defaults():

@@ -114,7 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"parvec {__version__}",
                         help="print parvec's version and exit")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from parvec.cli.flags import CommandParser
+
+    # Each command's parser records which flags its command line gave (parvec.cli.flags).
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     for name in _COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
@@ -138,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     Example:
         >>> main(["--help"])  # doctest: +SKIP
     """
-    from parvec.cli.outputs import discard_open_plans, exit_code_for_stdout, tolerant_std_streams
+    from parvec.cli.outputs import discard_open_plans
+    from parvec.cli.streams import exit_code_for_stdout, tolerant_std_streams
     from parvec.distributed.cluster import new_command_warnings
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -170,10 +174,12 @@ def _run(argv: list[str]) -> int:
 
     already = len(committed_outputs())  # an earlier command of this process (tests call main repeatedly)
     started = time.time()  # a checkpoint saved since is this run's (the line of an interrupted run)
+    from parvec.cli.resume import forget_checkpoint_places
+
+    forget_checkpoint_places()
     parser = build_parser()
     args = parser.parse_args(argv)
-    args._argv = argv  # which flags were given (not defaulted): `parvec train --resume` checks them
-    if not getattr(args, "func", None):
+    if vars(args).get("func") is None:
         parser.print_help()
         return 2
     try:
@@ -184,9 +190,10 @@ def _run(argv: list[str]) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         discard_open_plans()  # before the line: no temporary output is left once it is printed
-        from parvec.cli.resume import kept_checkpoints
+        from parvec.cli.resume import checkpoint_places, kept_checkpoints
 
-        kept = kept_checkpoints(getattr(args, "checkpoint_dir", None), started, getattr(args, "resume", None))
+        directory, resumed = checkpoint_places(vars(args).get("checkpoint_dir"), vars(args).get("resume"))
+        kept = kept_checkpoints(directory, started, resumed)
         terminated = isinstance(exc, Terminated) or signal.SIGTERM in _SIGNAL_SEEN
         written = committed_outputs()[already:]  # the renames are never cut half-way (OutputPlan.commit)
         what = (f"after its outputs were written ({', '.join(written)})" if written else

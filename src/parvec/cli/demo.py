@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from parvec.capabilities import ALGORITHMS
-from parvec.cli.outputs import OutputPlan, Use, check_paths, is_stdout
+from parvec.cli.outputs import OutputPlan
+from parvec.cli.paths import Use, check_paths, is_stdout
 from parvec.cli.train import add_threads_argument
 from parvec.config import DEFAULT_ALGO
 from parvec.errors import ParvecError

@@ -16,9 +16,12 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from parvec.cli.node_eval import add_node_eval
+from parvec.cli.resume import note_checkpoint_places
 from parvec.cli.train import add_threads_argument
 from parvec.errors import ParvecError
 
@@ -32,16 +35,6 @@ def _delimiter(text: str) -> str | None:
     if text == "":
         raise argparse.ArgumentTypeError("the delimiter must not be empty")
     return text
-
-
-def _fractions(text: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values or any(not 0 < v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"fractions must be in (0, 1), got {text!r}")
-    return values
 
 
 def _add_graph_input(p: argparse.ArgumentParser) -> None:
@@ -146,35 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "GRAPH from its exact position: the walks are regenerated from the saved seed and parameters, "
                        "which are the checkpoint's")
         p.set_defaults(func=_cmd_embed, with_pq=with_pq)
-
-    p = subparsers.add_parser(
-        "node-eval",
-        help="multi-label node classification (micro/macro-F1)",
-        allow_abbrev=False,
-        description="One-vs-rest logistic regression on node vectors, repeated "
-        "random splits, top-k labels per node (DeepWalk/node2vec protocol).",
-    )
-    p.add_argument("embeddings", metavar="EMB", help="word2vec text/binary file or PREFIX.npy")
-    p.add_argument(
-        "--labels",
-        required=True,
-        help="label file: 'node label [label ...]' lines; labelled nodes without a vector are left out (a warning "
-        "counts them); labels must tell nodes apart (a single class is refused)",
-    )
-    p.add_argument(
-        "--train-fractions",
-        type=_fractions,
-        default=None,
-        help="comma-separated training fractions (default 0.1,0.2,...,0.9)",
-    )
-    p.add_argument("--repeats", type=int, default=10, help="random splits per fraction (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the splits (default %(default)s)")
-    p.add_argument("--C", type=float, default=1.0,
-                   help="inverse regularisation of the classifier (default %(default)g)")
-    p.add_argument("--workers", type=int, default=1, help="parallel one-vs-rest fits (default %(default)s)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(func=_cmd_node_eval)
-
+    add_node_eval(subparsers)
     p = subparsers.add_parser(
         "link-eval",
         help="link prediction ROC-AUC (hide edges, embed the rest)",
@@ -199,6 +164,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_link_eval, with_pq=True)
 
 
+def _flag(args: argparse.Namespace, dest: str, default: Any) -> Any:
+    """A flag that some of the commands sharing this code define (``--p``/``--q``: node2vec and link-eval;
+    ``--method``: link-eval; the checkpoint and device flags: the embedding commands); ``default`` where the
+    command has none."""
+    return vars(args).get(dest, default)
+
+
 def _read(args: argparse.Namespace):
     from parvec.graph.graph_io import read_graph
 
@@ -215,9 +187,9 @@ def _read(args: argparse.Namespace):
 def _model(graph, args: argparse.Namespace):
     from parvec.graph.node2vec import DeepWalk, Node2Vec
 
-    p = getattr(args, "p", 1.0) if args.with_pq else 1.0
-    q = getattr(args, "q", 1.0) if args.with_pq else 1.0
-    deepwalk = getattr(args, "method", None) == "deepwalk" or args.command == "deepwalk"
+    p = _flag(args, "p", 1.0) if args.with_pq else 1.0
+    q = _flag(args, "q", 1.0) if args.with_pq else 1.0
+    deepwalk = _flag(args, "method", None) == "deepwalk" or args.command == "deepwalk"
     if deepwalk:
         p = q = 1.0
     return (DeepWalk if deepwalk else Node2Vec)(
@@ -225,9 +197,9 @@ def _model(graph, args: argparse.Namespace):
         window=args.window_size, p=p, q=q, epochs=args.epochs, workers=args.threads, seed=args.seed,
         algo=args.algo, negative=args.negative, sample=args.sample, alpha=args.alpha,
         batch_walks=args.batch_walks, progress=None if not args.quiet else False,
-        checkpoint_dir=getattr(args, "checkpoint_dir", None), checkpoint_every=getattr(args, "checkpoint_every", None),
-        on_checkpoint_error=getattr(args, "on_checkpoint_error", "stop"),
-        **({"device": args.device} if getattr(args, "device", "cpu") != "cpu" else {}),
+        checkpoint_dir=_flag(args, "checkpoint_dir", None), checkpoint_every=_flag(args, "checkpoint_every", None),
+        on_checkpoint_error=_flag(args, "on_checkpoint_error", "stop"),
+        **({"device": args.device} if _flag(args, "device", "cpu") != "cpu" else {}),
     )  # fmt: skip
 
 
@@ -242,7 +214,17 @@ _SAVED_GRAPH_FLAGS = {
 }
 
 
-def _resumed(args: argparse.Namespace) -> Any:
+@dataclass(frozen=True)
+class _Places:
+    """Where a graph run's checkpoints are: the one resumed (None: a new run), the checkpoint directory and
+    interval, as given or as a resumed checkpoint continues them."""
+
+    resume: str | None
+    checkpoint_dir: str | None
+    checkpoint_every: str | None
+
+
+def _resumed(args: argparse.Namespace) -> tuple[Any, _Places]:
     # --resume: the checkpoint's run on the graph given again (read with the checkpoint's --weighted and
     # --directed); flags given with another value than the checkpoint's are refused, --workers and --epochs
     # applied and said, as `parvec train --resume` does.
@@ -251,9 +233,9 @@ def _resumed(args: argparse.Namespace) -> Any:
     from parvec.cli.resume import describe_resume
     from parvec.graph.node2vec import DeepWalk, Node2Vec
 
-    check_graph_resume(getattr(args, "device", "cpu"))
+    check_graph_resume(_flag(args, "device", "cpu"))
     given = explicit_flags(args, args.command)
-    expected = {param: getattr(args, dest) for dest, (param, _) in _SAVED_GRAPH_FLAGS.items() if dest in given}
+    expected = {param: vars(args)[dest] for dest, (param, _) in _SAVED_GRAPH_FLAGS.items() if dest in given}
     names = {param: flag for param, flag in _SAVED_GRAPH_FLAGS.values()}
     cls = DeepWalk if args.command == "deepwalk" else Node2Vec
     model = cls.from_checkpoint(
@@ -263,7 +245,7 @@ def _resumed(args: argparse.Namespace) -> Any:
         delimiter=args.delimiter, implicit_ids=args.implicit_ids, flag_names=names,
         on_checkpoint_error=args.on_checkpoint_error, **expected)
     saved, where = model.resumed_from, model.resumed_path
-    args.resume = where
+    checkpoint_dir, checkpoint_every = args.checkpoint_dir, args.checkpoint_every
     if "threads" in given and model.saved_threads != args.threads:
         print(f"--workers {args.threads} overrides the checkpoint's {model.saved_threads}", file=sys.stderr)
     else:
@@ -273,25 +255,25 @@ def _resumed(args: argparse.Namespace) -> Any:
               f"rate at the end of epoch {args.epochs}, so the vectors differ from an uninterrupted run",
               file=sys.stderr)
     if not args.checkpoint_dir and model.checkpoint_dir is not None:
-        args.checkpoint_dir = str(model.checkpoint_dir)
+        checkpoint_dir = str(model.checkpoint_dir)
         print(f"checkpoints continue in {model.checkpoint_dir} (--checkpoint-dir overrides)", file=sys.stderr)
     if args.checkpoint_every is None and model.checkpoint_every is not None:
-        args.checkpoint_every = str(model.checkpoint_every)
+        checkpoint_every = str(model.checkpoint_every)
         print(f"mid-epoch checkpoints every {model.checkpoint_every}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
     assert saved is not None and saved.graph_run is not None and where is not None
     for line in describe_resume(saved.config, model.state, where, int(saved.graph_run["walks"]["tokens"]),
                                 epochs=args.epochs if "epochs" in given else None):
         print(line, file=sys.stderr)
-    return model
+    return model, _Places(str(where), checkpoint_dir, checkpoint_every)
 
 
 def _refuse_cluster(args: argparse.Namespace) -> None:
     # Before anything is read: node2vec/DeepWalk on Ray is refused with the API's error (parvec.graph.node2vec).
-    if getattr(args, "cluster", None):
+    if _flag(args, "cluster", None):
         from parvec.capabilities import check
 
-        check(getattr(args, "cluster_mode", None) or "replicas", graphs=True)
+        check(_flag(args, "cluster_mode", None) or "replicas", graphs=True)
 
 
 def _cmd_embed(args: argparse.Namespace) -> int:
@@ -300,7 +282,8 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     is_npy = out.suffix.lower() == ".npy"
     # Before reading (parvec.cli.outputs): -o must not be the graph, and its temporary is made now, so an
     # unwritable path fails before the (long) walks and training; parvec's main removes it on failure.
-    from parvec.cli.outputs import OutputPlan, Use, check_paths, output_name, vector_outputs
+    from parvec.cli.outputs import OutputPlan
+    from parvec.cli.paths import Use, check_paths, output_name, vector_outputs
 
     if args.checkpoint_every is not None:
         from parvec.engine import parse_interval
@@ -326,8 +309,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
         labels = read_labels(args.labels)  # read before the walks: a bad line fails now, not after training
     t0 = time.perf_counter()
+    places = _Places(args.resume, args.checkpoint_dir, args.checkpoint_every)
     if args.resume:
-        model = _resumed(args)
+        model, places = _resumed(args)
+        note_checkpoint_places(places.checkpoint_dir, places.resume)
         graph = model.graph
     else:
         graph = _read(args)
@@ -337,12 +322,12 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         raise ParvecError(f"{args.graph}: node ID {bad!r} contains whitespace; write .npy output instead")
     if not args.resume:
         model = _model(graph, args)
-    from parvec.run import command_options
+    from parvec.cli.run_options import command_options
 
     model.run_options = command_options(  # how the run is kept (parvec.run)
         checkpoint_dir=model.checkpoint_dir, checkpoint_every=model.checkpoint_every,
         on_checkpoint_error=args.on_checkpoint_error, report=bool(args.report), report_interval=args.report_interval,
-        checkpoint_lines=bool(args.checkpoint_dir or args.checkpoint_every is not None))
+        checkpoint_lines=bool(places.checkpoint_dir or places.checkpoint_every is not None))
     if labels is not None and args.eval_every_epoch:
         model.eval_labels, model.eval_labels_source = labels, args.labels
     kv = model.fit()
@@ -350,7 +335,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     if pending_report is not None:
         from parvec.cli.run_report import write_report
 
-        report = _graph_report(args, graph, model, labels, out, t_read)
+        report = _graph_report(args, places, graph, model, labels, out, t_read)
         pending_report.write(lambda tmp: write_report(tmp, report))
     plan.commit()
     if not args.quiet:
@@ -365,7 +350,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
-def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any, out: Path,
+def _graph_report(args: argparse.Namespace, places: _Places, graph: Any, model: Any, labels: Any, out: Path,
                   t_read: float) -> dict[str, Any]:
     # The common keys (parvec.cli.run_report, kind "graph"), plus the walk settings and, with labels,
     # micro/macro-F1 against the training fraction (scored after the peak memory of training is read).
@@ -378,7 +363,7 @@ def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any,
             "q": model.spec.q, "graph": args.graph, "command": args.command},
         model.train_stats, read_seconds=t_read, device=model.config.device, output=absolute(args.output),
         output_binary=bool(args.binary),
-        checkpoints=checkpoints(model.checkpoint_report, args.checkpoint_every, args.checkpoint_dir),
+        checkpoints=checkpoints(model.checkpoint_report, places.checkpoint_every, places.checkpoint_dir),
         resumed_from=None if saved is None else resumed_from(model.resumed_path, saved.saved_at, saved.position),
         extra={"nodes": graph.n_nodes, "edges": graph.n_edges, "walk_seconds": model.timings.get("walks")},
         run_log=model.run_log)
@@ -387,46 +372,6 @@ def _graph_report(args: argparse.Namespace, graph: Any, model: Any, labels: Any,
         report["labels"] = args.labels
         report["node_classification"] = model.classify(model.node_vectors, repeats=3)
     return report
-
-
-def _load_vectors(path: str) -> tuple[Any, list[str]]:
-    from parvec.keyedvectors import load_vectors
-
-    kv = load_vectors(path)
-    return kv.vectors, kv.index_to_key
-
-
-def _cmd_node_eval(args: argparse.Namespace) -> int:
-    from parvec.graph.evaluation import DEFAULT_FRACTIONS, align_labels, node_classification, read_labels
-
-    vectors, keys = _load_vectors(args.embeddings)
-    labels = read_labels(args.labels)
-    rows, y = align_labels(keys, labels, source=args.labels)
-    fractions = args.train_fractions or list(DEFAULT_FRACTIONS)
-    if args.workers is not None and args.workers < 1:
-        raise ParvecError(f"workers must be a positive integer, got {args.workers}")
-    result = node_classification(
-        vectors[rows], y, fractions, repeats=args.repeats, seed=args.seed, C=args.C, workers=args.workers,
-        source=args.labels, label_names=labels.label_names,
-    )  # fmt: skip
-    result["n_labelled_without_vector"] = len(labels.node_ids) - len(rows)
-    result["embeddings"] = args.embeddings
-    result["labels"] = args.labels
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    print(
-        f"{result['n_nodes']} labelled nodes with vectors, {result['n_labels']} labels, "
-        f"{args.repeats} random splits per fraction"
-    )
-    print("| train | micro-F1 | macro-F1 |")
-    print("| ---: | --- | --- |")
-    for r in result["results"]:
-        print(
-            f"| {r['train_fraction']:.0%} | {r['micro_f1_mean']:.4f} ± {r['micro_f1_std']:.4f} "
-            f"| {r['macro_f1_mean']:.4f} ± {r['macro_f1_std']:.4f} |"
-        )
-    return 0
 
 
 def _cmd_link_eval(args: argparse.Namespace) -> int:
@@ -447,8 +392,8 @@ def _cmd_link_eval(args: argparse.Namespace) -> int:
         {
             "graph": args.graph,
             "method": args.method,
-            "p": getattr(args, "p", 1.0),
-            "q": getattr(args, "q", 1.0),
+            "p": _flag(args, "p", 1.0),
+            "q": _flag(args, "q", 1.0),
             "walk_seconds": timings.get("walks"),
             "train_seconds": timings.get("train"),
         }

@@ -1,17 +1,11 @@
 """What the CLI writes, made safe: no output over an input, outputs reserved before the run, tolerant stdio.
 
-Three things every command that writes files shares:
-
-* :func:`check_paths` refuses, before anything is read, an output that is one of the run's inputs
-  (the corpus, a resumed model's files, a graph...) or another output, comparing resolved paths and
-  the files' device and inode, so another spelling, a symbolic link or a hard link is caught too.
-* :class:`OutputPlan` creates each output's temporary file (or directory) in its target directory
-  before the run starts, so an unwritable path fails at once instead of after hours of training; at
-  the end the results are written into the temporaries and renamed into place, and on any failure
-  the temporaries are removed and existing files are left untouched.
-* :class:`TolerantStream` wraps standard output and error: once a write fails (the reader of a pipe
-  went away: ``parvec train ... 2>&1 | head -1``), further writes go nowhere instead of stopping the
-  run, so training and the outputs proceed and the exit status says whether they were written.
+Every command that writes files checks its paths first (:func:`check_paths`, :mod:`parvec.cli.paths`: no output
+over one of the run's inputs or another output), then reserves its outputs in an :class:`OutputPlan`: each
+output's temporary file (or directory) is created in its target directory before the run starts, so an
+unwritable path fails at once instead of after hours of training; at the end the results are written into the
+temporaries and renamed into place, and on any failure the temporaries are removed and existing files are left
+untouched.  Standard output and error are :class:`TolerantStream` wrappers (:mod:`parvec.cli.streams`).
 
 ``-o -`` writes the vectors to standard output, as ``-`` reads standard input (word2vec text unless binary is
 asked for, which is refused when standard output is a terminal): they are written to a temporary file in
@@ -25,31 +19,23 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from parvec.cli.paths import STDOUT, is_stdout, refuse_stdout
+from parvec.cli.streams import TolerantStream, binary_buffer
 from parvec.errors import ParvecError
 from parvec.fileio import remove_stale_temporaries, temporary_prefix
 
-__all__ = [
-    "OutputPlan",
-    "TolerantStream",
-    "Use",
-    "check_paths",
-    "committed_outputs",
-    "tolerant_std_streams",
-    "vector_outputs",
-]
+__all__ = ["OutputPlan", "PendingDirectory", "PendingFile", "PendingStdout", "committed_outputs",
+           "discard_open_plans"]
 
-STDOUT = "-"  # as an output name: standard output (-o - only)
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
@@ -63,172 +49,6 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-# ---------------------------------------------------------------------- inputs against outputs
-@dataclass(frozen=True)
-class Use:
-    """One path a run reads or writes, and how the user named it.
-
-    ``label`` says where it came from (``"-o"``, ``"--report"``, ``"the training corpus"``); ``given``
-    is the path the user typed when ``path`` is a file derived from it (``v.vocab.txt`` of ``-o v.npy``,
-    the files of ``--resume DIR``); ``tree`` marks a directory used as a whole: an input directory
-    whose files are read, or an output directory that is replaced (``--save-model``).
-
-    Example:
-        >>> Use("-o", Path("v.vocab.txt"), given=Path("v.npy")).describe()
-        '-o v.npy (file v.vocab.txt)'
-    """
-
-    label: str
-    path: Path
-    tree: bool = False
-    given: Path | None = None
-
-    def describe(self) -> str:
-        """The label and the path as given, e.g. ``--report run.json``."""
-        if self.given is None or self.given == self.path:
-            return f"{self.label} {self.path}"
-        return f"{self.label} {self.given} ({'directory' if self.tree else 'file'} {self.path})"
-
-
-def is_stdout(path: str | os.PathLike[str] | None) -> bool:
-    """Whether an output named ``path`` is standard output (``-``, not ``./-``).
-
-    Example:
-        >>> is_stdout("-"), is_stdout("./-"), is_stdout(None)
-        (True, False, False)
-    """
-    return path is not None and os.fspath(path) == STDOUT
-
-
-def output_name(path: str | os.PathLike[str] | None) -> str:
-    """How the console lines name an output: ``standard output`` for ``-``, else the path as given.
-
-    Example:
-        >>> output_name("-"), output_name("v.txt")
-        ('standard output', 'v.txt')
-    """
-    return "standard output" if is_stdout(path) else str(path)
-
-
-def _refuse_stdout(label: str, path: str | os.PathLike[str]) -> None:
-    if is_stdout(path):
-        raise ParvecError(f"{label} -: '-' (standard output) is only for the vectors of -o; give a file name "
-                          "(./- for a file named '-')")
-
-
-def vector_outputs(label: str, path: str | os.PathLike[str], npy: bool | None = None) -> list[Use]:
-    """The files a vector output writes: one word2vec file, or a ``.npy`` with its ``.vocab.txt``/``.counts.npy``.
-
-    Example:
-        >>> [str(u.path) for u in vector_outputs("-o", "out/v.npy")]
-        ['out/v.npy', 'out/v.vocab.txt', 'out/v.counts.npy']
-    """
-    from parvec.formats import npy_paths
-
-    if is_stdout(path):
-        return []  # nothing on disk: no input can be overwritten
-    path = Path(path)
-    if npy is None:
-        npy = str(path).endswith(".npy")
-    if not npy:
-        return [Use(label, path)]
-    return [Use(label, p, given=path) for p in npy_paths(path)]
-
-
-def directory_inputs(label: str, path: str | os.PathLike[str]) -> list[Use]:
-    """An input directory (a model to resume) and the files in it, each an input.
-
-    Example:
-        >>> directory_inputs("--resume", "no/such/dir")
-        [Use(label='--resume', path=PosixPath('no/such/dir'), tree=True, given=None)]
-    """
-    path = Path(path)
-    uses = [Use(label, path, tree=True)]
-    if path.is_dir():
-        for root, _dirs, files in os.walk(path):
-            uses.extend(Use(label, Path(root) / name, given=path) for name in sorted(files))
-    return uses
-
-
-def _real(path: Path) -> Path:
-    return Path(os.path.realpath(path))
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    if _real(a) == _real(b):
-        return True
-    try:
-        return os.path.samefile(a, b)  # another name of the same file: a hard link, a bind mount
-    except OSError:
-        return False
-
-
-def _inside(child: Path, directory: Path) -> bool:
-    """``child`` is ``directory`` or lies under it (by resolved path, or by the inode of an ancestor)."""
-    real_child, real_dir = _real(child), _real(directory)
-    if real_child == real_dir or real_dir in real_child.parents:
-        return True
-    try:
-        target = os.stat(directory)
-    except OSError:
-        return False
-    for ancestor in (real_child, *real_child.parents):
-        try:
-            st = os.stat(ancestor)
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
-            return True
-    return False
-
-
-def _conflict(out: Use, other: Use) -> str | None:
-    """Why writing ``out`` would destroy ``other`` (an input or another output), or None."""
-    if out.tree and _inside(other.path, out.path):
-        if _real(other.path) == _real(out.path):
-            return "is the same path as"
-        return "would replace the directory holding"
-    if other.tree:
-        # A file written inside an input directory only matters when it is one of its files (listed
-        # separately); an output directory holding this output replaces it.
-        if _same_file(out.path, other.path):
-            return "is the same path as"
-        return None
-    if _same_file(out.path, other.path):
-        return "is" if _real(out.path) == _real(other.path) else "is the same file (another name for it) as"
-    return None
-
-
-def check_paths(inputs: Iterable[Use], outputs: Iterable[Use]) -> None:
-    """Refuse an output that is one of the inputs, or another output, before anything is read.
-
-    Paths are compared resolved (``./a/../b``, symbolic links) and by device and inode (hard links).
-    An output directory (``tree=True``, replaced as a whole) must not hold an input or another output.
-
-    Example:
-        >>> check_paths([Use("the training corpus", Path("corpus.txt"))], [Use("-o", Path("corpus.txt"))])
-        Traceback (most recent call last):
-        ...
-        parvec.errors.ParvecError: -o corpus.txt is the training corpus corpus.txt: refusing to overwrite \
-an input; choose another path
-    """
-    inputs, outputs = list(inputs), list(outputs)
-    for i, out in enumerate(outputs):
-        for inp in inputs:
-            why = _conflict(out, inp)
-            if why is not None:
-                raise ParvecError(f"{out.describe()} {why} {inp.describe()}: refusing to overwrite an input; "
-                                  "choose another path")
-        for other in outputs[:i] + outputs[i + 1:]:
-            if other.label == out.label:
-                continue  # the files of one flag (a .npy output's vectors and vocabulary)
-            why = _conflict(out, other)
-            if why is not None:
-                raise ParvecError(f"{out.describe()} {why} {other.describe()}: two outputs cannot share a path; "
-                                  "choose another path")
-
-
-# ---------------------------------------------------------------------- outputs reserved before the run
 def _writable_dir(label: str, path: Path) -> Path:
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
@@ -277,7 +97,7 @@ class PendingFile(_Pending):
     def __init__(self, label: str, path: str | os.PathLike[str], npy: bool = False) -> None:
         from parvec.formats import npy_paths
 
-        _refuse_stdout(label, path)
+        refuse_stdout(label, path)
         self.label, self.target, self.npy = label, Path(path), npy
         directory = _writable_dir(label, self.target)
         if self.target.is_dir():
@@ -329,7 +149,7 @@ class PendingDirectory(_Pending):
     """An output directory (a saved model) whose temporary directory already exists beside its target."""
 
     def __init__(self, label: str, path: str | os.PathLike[str]) -> None:
-        _refuse_stdout(label, path)
+        refuse_stdout(label, path)
         self.label, self.target = label, Path(path)
         directory = _writable_dir(label, self.target)
         if self.target.exists() and not self.target.is_dir():
@@ -398,7 +218,7 @@ class PendingStdout(_Pending):
         try:
             stream = sys.stdout
             stream.flush()
-            raw = getattr(stream, "buffer", None)
+            raw = binary_buffer(stream)
             with open(self.tmp, "rb") as f:
                 if raw is not None:
                     shutil.copyfileobj(f, raw, 1 << 20)
@@ -410,7 +230,7 @@ class PendingStdout(_Pending):
         except OSError as exc:
             if not isinstance(stream, TolerantStream):
                 raise
-            stream._fail(exc)
+            stream.fail(exc)
         finally:
             self.discard()
 
@@ -524,7 +344,7 @@ class OutputPlan:
             parvec.errors.ParvecError: --checkpoint-dir no/such/parent/ck: the directory no/such/parent does not \
 exist (the checkpoint directory is created only inside an existing one)
         """
-        _refuse_stdout(label, path)
+        refuse_stdout(label, path)
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise ParvecError(f"{label} {path}: exists and is not a directory")
@@ -618,119 +438,3 @@ def discard_open_plans() -> None:
         plan = _OPEN_PLANS.pop()
         if not plan.committed:
             plan.discard()
-
-
-# ---------------------------------------------------------------------- standard streams
-class TolerantStream(io.TextIOBase):
-    """A text stream that stops writing, quietly, after its first failed write.
-
-    ``parvec train ... 2>&1 | head -1``: once ``head`` exits, every write to the pipe fails with EPIPE
-    (Python ignores SIGPIPE).  This wrapper records the first failure in :attr:`failed` and drops
-    everything after it, so neither a progress bar nor a summary line can stop the run.  With
-    ``redirect`` (the real stdout/stderr) the file descriptor is pointed at ``/dev/null`` so the
-    interpreter's last flush, and any C-level writer, stay quiet too.
-
-    Example:
-        >>> s = TolerantStream(io.StringIO(), redirect=False)
-        >>> s.write("hello\\n"), s.failed
-        (6, None)
-    """
-
-    def __init__(self, stream: IO[str], redirect: bool = True) -> None:
-        super().__init__()
-        self.stream = stream
-        self.redirect = redirect
-        self.failed: OSError | None = None
-
-    def _fail(self, exc: OSError) -> None:
-        self.failed = exc
-        if self.redirect:
-            with contextlib.suppress(Exception):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, self.stream.fileno())
-                os.close(devnull)
-
-    def write(self, s: str) -> int:
-        if self.failed is None:
-            try:
-                self.stream.write(s)
-            except OSError as exc:
-                self._fail(exc)
-        return len(s)
-
-    def flush(self) -> None:
-        if self.failed is None:
-            try:
-                self.stream.flush()
-            except OSError as exc:
-                self._fail(exc)
-            except ValueError:  # flushing a closed file
-                pass
-
-    def isatty(self) -> bool:
-        if self.failed is not None:
-            return False
-        try:
-            return self.stream.isatty()
-        except (OSError, ValueError):
-            return False
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-    def writable(self) -> bool:
-        return True
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.stream, "encoding", None) or "utf-8"
-
-    @property
-    def errors(self) -> str | None:  # type: ignore[override]
-        return getattr(self.stream, "errors", None)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
-@contextlib.contextmanager
-def tolerant_std_streams() -> Iterator[tuple[TolerantStream, TolerantStream]]:
-    """Replace ``sys.stdout`` and ``sys.stderr`` by :class:`TolerantStream` wrappers for the block.
-
-    Yields ``(stdout, stderr)``; after the block both are flushed (so :attr:`TolerantStream.failed`
-    reports a failure of buffered output too) and the originals put back.
-
-    Example:
-        >>> with tolerant_std_streams() as (out, err):  # doctest: +SKIP
-        ...     print("results")
-        >>> out.failed is None  # doctest: +SKIP
-        True
-    """
-    old_out, old_err = sys.stdout, sys.stderr
-    real = (sys.__stdout__, sys.__stderr__)
-    out = TolerantStream(old_out, redirect=old_out in real)
-    err = TolerantStream(old_err, redirect=old_err in real)
-    sys.stdout, sys.stderr = out, err
-    try:
-        yield out, err
-    finally:
-        out.flush()
-        err.flush()
-        sys.stdout, sys.stderr = old_out, old_err
-
-
-def exit_code_for_stdout(failed: OSError | None) -> tuple[int, str | None]:
-    """The exit status for a command whose standard output failed, and the message to print, if any.
-
-    A reader that went away (EPIPE) gets 141, what a shell reports for a tool stopped by SIGPIPE, and
-    no message; another failure (a full disk) is an error, exit 2.
-
-    Example:
-        >>> exit_code_for_stdout(BrokenPipeError(errno.EPIPE, "Broken pipe"))
-        (141, None)
-    """
-    if failed is None:
-        return 0, None
-    if failed.errno == errno.EPIPE:
-        return 141, None
-    return 2, f"parvec: error: cannot write to standard output: {failed.strerror or failed}"

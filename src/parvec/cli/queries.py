@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from parvec.cli.outputs import OutputPlan, Use, check_paths
+from parvec.cli.outputs import OutputPlan
+from parvec.cli.paths import Use, check_paths
 from parvec.cli.vectors import READING_RULES, add_vector_options, load_for_command, positive_int
 from parvec.errors import ParvecError
 

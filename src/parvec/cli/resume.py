@@ -4,18 +4,31 @@ checkpoint (:data:`SAVED_FLAGS`, refused with another value), the cluster it tra
 ``model.json``'s ``cluster``, restored where the flags leave it out), and the lines that say where it resumes.
 
 Example:
-    >>> restore_cluster(argparse.Namespace(cluster="local:4"), None, True, {"cluster"})[0][0][:17]
+    >>> restore_cluster({"cluster": "local:4"}, None, True, frozenset({"cluster"}))[0][0][:17]
     '--cluster local:4'
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parvec.errors import ParvecError
+
+if TYPE_CHECKING:
+    from parvec.distributed.pipeline import ShardedWord2Vec
+    from parvec.word2vec import Word2Vec
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The model ``--resume`` loaded (read without its matrices when a sharded run's) and where it is."""
+
+    model: Word2Vec | ShardedWord2Vec
+    path: Path
+
 
 # Flags a resumed run takes from its checkpoint: given with another value, they are refused.
 SAVED_FLAGS = {
@@ -64,43 +77,45 @@ _SHARDED_ONLY = ("shards", "clients", "minibatch_words", "minibatch_formation", 
 _SHARDED_BEFORE = {"update_cap": 0}  # every update summed
 
 
-def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, recorded: bool,
-                    given: set[str]) -> tuple[list[str], list[str]]:
-    """Set the cluster flags of a resumed run from its checkpoint's record (``model.json``'s ``cluster``; None: it
-    trained in this process) where they were left out.  Returns ``(conflicts, lines)``: the flags given with a value
-    the checkpoint cannot resume with (each with the checkpoint's value, for the one refusal), and the lines to
-    print.  A checkpoint that recorded nothing (``recorded`` False: written before parvec recorded it) keeps the
-    flags as given.
+def restore_cluster(values: dict[str, Any], record: dict[str, Any] | None, recorded: bool,
+                    given: frozenset[str]) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The cluster flags a resumed run takes from its checkpoint's record (``model.json``'s ``cluster``; None: it
+    trained in this process) where they were left out (``values``: the flags as resolved so far, only read).
+    Returns ``(conflicts, lines, restored)``: the flags given with a value the checkpoint cannot resume with (each
+    with the checkpoint's value, for the one refusal), the lines to print, and the flags' restored values (by
+    destination; ``threads`` among them: the threads of each replica or client, as before).  A checkpoint that
+    recorded nothing (``recorded`` False: written before parvec recorded it) keeps the flags as given.
 
     Example:
-        >>> ns = argparse.Namespace(cluster=None, cluster_mode="replicas", replicas=None, threads=1)
-        >>> restore_cluster(ns, {"spec": "local:2", "mode": "replicas", "replicas": 2}, True, set())[0]
-        []
-        >>> ns.cluster, ns.replicas
-        ('local:2', 2)
+        >>> values = {"cluster": None, "cluster_mode": "replicas", "replicas": None, "threads": 1}
+        >>> conflicts, _, restored = restore_cluster(values, {"spec": "local:2", "mode": "replicas", "replicas": 2},
+        ...                                          True, frozenset())
+        >>> conflicts, restored["cluster"], restored["replicas"]
+        ([], 'local:2', 2)
     """
     if not recorded:
-        return [], []
+        return [], [], {}
     from parvec.distributed import describe_record
 
     if record is None:
-        if getattr(args, "cluster", None):
-            return [f"--cluster {args.cluster} (the checkpoint was trained in this process, without --cluster: its "
-                    "position and learning rate are this process's)"], []
-        return [], []
+        if values.get("cluster"):
+            return [f"--cluster {values['cluster']} (the checkpoint was trained in this process, without --cluster: "
+                    "its position and learning rate are this process's)"], [], {}
+        return [], [], {}
     conflicts: list[str] = []
+    restored: dict[str, Any] = {}
     mode = record.get("mode")
     for dest, (flag, key, kind) in _CLUSTER_FLAGS.items():
         if (dest in _REPLICAS_ONLY and mode != "replicas") or (dest in _SHARDED_ONLY and mode != "sharded"):
             continue
         saved = record.get(key, _SHARDED_BEFORE.get(dest) if mode == "sharded" else None)
-        if dest in given and getattr(args, dest, None) != saved and kind == "saved":
-            conflicts.append(f"{flag} {getattr(args, dest)} (the checkpoint has {saved}: {describe_record(record)})")
+        if dest in given and values.get(dest) != saved and kind == "saved":
+            conflicts.append(f"{flag} {values[dest]} (the checkpoint has {saved}: {describe_record(record)})")
         elif dest not in given:
-            setattr(args, dest, saved)
+            restored[dest] = saved
     lines = []
-    if "cluster" in given and args.cluster != record.get("spec"):
-        lines.append(f"--cluster {args.cluster}: the run goes on there (the checkpoint trained on --cluster "
+    if "cluster" in given and values["cluster"] != record.get("spec"):
+        lines.append(f"--cluster {values['cluster']}: the run goes on there (the checkpoint trained on --cluster "
                      f"{record.get('spec')}; its --mode and {'--replicas' if mode == 'replicas' else '--shards'} "
                      "are kept)")
     elif "cluster" not in given:
@@ -108,14 +123,13 @@ def restore_cluster(args: argparse.Namespace, record: dict[str, Any] | None, rec
                      "it elsewhere with the same mode)")
     per = record.get("threads_per_actor")
     if per is not None and "threads" not in given:
-        args.threads = int(per)
-        args.threads_restored = True  # cluster_from_args: the threads of each replica or client, as before
+        restored["threads"] = int(per)
     if mode == "sharded" and record.get("shard_memory_bytes") is not None and "shard_memory" not in given:
-        args.shard_memory = str(record["shard_memory_bytes"])
+        restored["shard_memory"] = str(record["shard_memory_bytes"])
     if mode == "sharded" and record.get("checkpoint_interval_s") is not None and "snapshot_interval" not in given:
         lines.append(f"snapshots inside an epoch every {record['checkpoint_interval_s']:g} s, as the checkpoint was "
                      "trained (--snapshot-interval overrides)")
-    return conflicts, lines
+    return conflicts, lines, restored
 
 
 def threads_line(record: dict[str, Any], given: int | None, trained_threads: int) -> str:
@@ -145,26 +159,140 @@ def threads_line(record: dict[str, Any], given: int | None, trained_threads: int
     return f"threads: {per} per {unit}, as the checkpoint was trained (--threads overrides)"
 
 
-def refuse_saved_flags(args: argparse.Namespace, model: Any, path: Path, given: set[str], more: list[str]) -> None:
+def refuse_saved_flags(values: dict[str, Any], model: Any, path: Path, given: frozenset[str],
+                       more: list[str]) -> None:
     """Refuse, in one line naming each with the checkpoint's value, the training flags given (``given``:
-    :func:`parvec.cli.flags.explicit_flags`) with another value than ``model``'s (its ``config`` and
-    ``read_options``), and ``more`` (:func:`restore_cluster`'s conflicts).
+    :func:`parvec.cli.flags.explicit_flags`, their ``values`` by destination) with another value than ``model``'s
+    (its ``config`` and ``read_options``), and ``more`` (:func:`restore_cluster`'s conflicts).
 
     Example:
         >>> from types import SimpleNamespace
         >>> m = SimpleNamespace(config=SimpleNamespace(dim=16), read_options=None)
-        >>> refuse_saved_flags(argparse.Namespace(dim=16), m, Path("ck"), {"dim"}, [])
+        >>> refuse_saved_flags({"dim": 16}, m, Path("ck"), frozenset({"dim"}), [])
     """
     conflicts = []
     for dest, (flag, saved) in SAVED_FLAGS.items():
-        if dest in given and getattr(args, dest) != saved(model):
-            value = getattr(args, dest)
+        if dest in given and values[dest] != saved(model):
+            value = values[dest]
             shown = "off" if dest == "compute_loss" else value
             conflicts.append(f"{flag} {shown} (the checkpoint has {saved(model)})")
     conflicts += more
     if conflicts:
         raise ParvecError(f"cannot resume {path} with different training flags: {'; '.join(conflicts)}; a resumed "
                           "run keeps its saved flags (leave these out), or start a new run without --resume")
+
+
+# Where the command running in this process keeps its checkpoints, as resolved (a resumed run's checkpoint
+# directory may be its checkpoint's): the line of an interrupted run names them (parvec.cli.main).
+_PLACES: dict[str, str | None] = {}
+
+
+def note_checkpoint_places(directory: str | None, resumed: str | None) -> None:
+    """Record the resolved ``--checkpoint-dir`` and ``--resume`` of the command running, for
+    :func:`checkpoint_places`.
+
+    Example:
+        >>> note_checkpoint_places("ck", None); checkpoint_places(None, None)
+        ('ck', None)
+    """
+    _PLACES.clear()
+    _PLACES.update(directory=directory, resumed=resumed)
+
+
+def checkpoint_places(directory: str | None, resumed: str | None) -> tuple[str | None, str | None]:
+    """The checkpoint directory and resumed checkpoint a command resolved (:func:`note_checkpoint_places`), else
+    the flags' ``directory`` and ``resumed``.
+
+    Example:
+        >>> forget_checkpoint_places(); checkpoint_places("ck", "old")
+        ('ck', 'old')
+    """
+    if not _PLACES:
+        return directory, resumed
+    return _PLACES["directory"], _PLACES["resumed"]
+
+
+def forget_checkpoint_places() -> None:
+    """A new command begins: no places are noted.
+
+    Example:
+        >>> forget_checkpoint_places()
+    """
+    _PLACES.clear()
+
+
+def prepare_resume(values: dict[str, Any], given: frozenset[str]) -> tuple[Any, bool, int | None]:
+    """``parvec train --resume``, before any output is reserved: load the checkpoint (the latest one when
+    ``--resume`` names a checkpoint directory; a sharded run's without its matrices and words), refuse the flags
+    given that contradict it, and take its cluster, threads, checkpoint directory and interval into ``values``
+    (the command's flags as :func:`parvec.cli.command.resolve` resolves them) where they were left out, printing
+    what it takes.  Returns ``(checkpoint, threads restored, --epochs of the resumed run or None)``.
+
+    Example:
+        >>> prepare_resume({"resume": "ck", ...}, frozenset())  # doctest: +SKIP
+    """
+    from parvec import model_io
+    from parvec.checkpoints import EPOCH_END, find_for_resume
+    from parvec.run import graph_run_refusal
+    from parvec.word2vec import load_for_resume
+
+    sharded = (model_io.read_meta(find_for_resume(values["resume"])[0]) or {}).get("sharded") is not None
+    model: Any
+    if sharded:  # its matrices are the shards' files, its words the vocabulary's partitions
+        from parvec.distributed.pipeline import ShardedWord2Vec
+
+        model, path, note = ShardedWord2Vec.load_for_resume(values["resume"])
+    else:
+        model, path, note = load_for_resume(values["resume"])
+    if model.graph_run is not None:
+        raise ParvecError(graph_run_refusal(model.graph_run, path))
+    values["resume"] = str(path)
+    if note:
+        print(note, file=sys.stderr)
+    more, cluster_lines, restored = restore_cluster(values, model.saved_cluster, model.saved_cluster_recorded, given)
+    values |= restored
+    refuse_saved_flags(values, model, path, given, more)
+    for line in cluster_lines:
+        print(line, file=sys.stderr)
+    resume_epochs = _resume_epochs(values, given, model, path)
+    record = model.saved_cluster if model.saved_cluster_recorded else None
+    if record is not None:  # threads per replica or client (the cluster's), restored by restore_cluster
+        print(threads_line(record, values["threads"] if "threads" in given else None, model.config.threads),
+              file=sys.stderr)
+        if "threads" in given:
+            model.config.threads = values["threads"]
+        elif record.get("mode") == "replicas" and record.get("threads_per_actor") is None:
+            values["threads"] = model.config.threads  # fitted to the cluster's CPUs again, as it was trained
+    elif "threads" in given and values["threads"] != model.config.threads:
+        print(f"--threads {values['threads']} overrides the checkpoint's {model.config.threads}", file=sys.stderr)
+        model.config.threads = values["threads"]
+    else:
+        print(f"threads: {model.config.threads}, as the checkpoint was trained (--threads overrides)", file=sys.stderr)
+        values["threads"] = model.config.threads
+    if not values["checkpoint_dir"] and (path.name == EPOCH_END or path.name.startswith("mid-e")):
+        values["checkpoint_dir"] = str(path.parent)
+        print(f"checkpoints continue in {path.parent} (--checkpoint-dir overrides)", file=sys.stderr)
+    if values["checkpoint_every"] is None and values["checkpoint_dir"] and model.saved_checkpoint_every:
+        values["checkpoint_every"] = model.saved_checkpoint_every
+        print(f"mid-epoch checkpoints every {values['checkpoint_every']}, as before (--checkpoint-every overrides)",
+              file=sys.stderr)
+    return Checkpoint(model, path), "threads" in restored, resume_epochs
+
+
+def _resume_epochs(values: dict[str, Any], given: frozenset[str], model: Any, path: Path) -> int | None:
+    # --epochs given with another number than the checkpoint planned: refused below the epochs begun, else said.
+    begun = model.epochs_trained + (1 if model.position is not None else 0)
+    epochs = values["epochs"]
+    if "epochs" not in given or epochs == model.config.epochs:
+        return None
+    if epochs < max(begun, 1):
+        raise ParvecError(f"cannot resume {path} with --epochs {epochs}: it has already "
+                          f"{'begun' if model.position is not None else 'done'} {begun} of its "
+                          f"{model.config.epochs} epochs")
+    print(f"--epochs {epochs} (the checkpoint planned {model.config.epochs}): the learning rate now decays "
+          f"from its value at the checkpoint to the final rate at the end of epoch {epochs}, so the vectors "
+          f"differ from an uninterrupted {model.config.epochs}-epoch run", file=sys.stderr)
+    return int(epochs)
 
 
 def kept_checkpoints(directory: str | None, started: float, resumed: str | None) -> str:

@@ -17,8 +17,8 @@ driver's figures (``model.run_report``, the sharded run's ``report()``) and the 
 reads them.
 
 Example:
-    >>> from types import SimpleNamespace
-    >>> stats = SimpleNamespace(words=10, seconds=2.0, epochs=1, words_per_sec=5.0, loss_per_epoch=[2.5])
+    >>> from parvec.engine import TrainStats
+    >>> stats = TrainStats(words=10, seconds=2.0, epochs=1, loss_per_epoch=[2.5])
     >>> r = run_report("words", {"dim": 8}, stats, read_seconds=0.5,
     ...                device="cpu", output=None, output_binary=False,
     ...                corpus=CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2))
@@ -42,6 +42,9 @@ class _Stats(Protocol):  # what a driver's train() returns (TrainStats)
     seconds: float
     epochs: int
     loss_per_epoch: list[float]
+    cpu_seconds: float
+    cpu_processes: int
+    cpu_by_process: dict[str, float]
 
     @property
     def words_per_sec(self) -> float: ...
@@ -111,8 +114,8 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
     ``run_log`` the :class:`parvec.runlog.RunLog` (or None).
 
     Example:
-        >>> from types import SimpleNamespace
-        >>> stats = SimpleNamespace(words=4, seconds=1.0, epochs=1, words_per_sec=4.0, loss_per_epoch=[])
+        >>> from parvec.engine import TrainStats
+        >>> stats = TrainStats(words=4, seconds=1.0, epochs=1)
         >>> r = run_report("graph", {}, stats, read_seconds=0.0,
         ...                device="cpu", output="g.emb", output_binary=False, extra={"nodes": 2})
         >>> r["kind"], r["nodes"], r["words_per_sec"], r["peak_memory_bytes"] > 0
@@ -127,12 +130,11 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
     }
     if corpus is not None:
         report["raw_words_per_sec"] = corpus.raw_words * stats.epochs / stats.seconds if stats.seconds else 0.0
-    cpu = getattr(stats, "cpu_seconds", 0.0)
+    cpu = stats.cpu_seconds
     if cpu:
         # the whole run's cost, not only its speed: every process it started on this machine (parvec.usage)
         report |= {"cpu_seconds": cpu, "cpu_seconds_per_word": cpu / stats.words if stats.words else None,
-                   "cpu_processes": getattr(stats, "cpu_processes", 1),
-                   "cpu_seconds_by_process": getattr(stats, "cpu_by_process", {})}
+                   "cpu_processes": stats.cpu_processes, "cpu_seconds_by_process": stats.cpu_by_process}
     report |= {
         "loss_per_epoch": stats.loss_per_epoch, "peak_memory_bytes": peak_memory_bytes(), "device": device,
         "cluster": cluster, "output": output, "output_binary": output_binary, "checkpoints": checkpoints,
@@ -141,17 +143,18 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
     return report | (extra or {}) | (driver or {}) | (run_log.to_dict() if run_log is not None else {})
 
 
-def cpu_note(stats: Any) -> str:
+def cpu_note(stats: _Stats) -> str:
     """The run's cost for the summary line: CPU seconds of every process it started here (parvec.usage).
 
     Example:
         >>> from types import SimpleNamespace
-        >>> cpu_note(SimpleNamespace(cpu_seconds=12.34, cpu_processes=7))
+        >>> from parvec.engine import TrainStats
+        >>> cpu_note(TrainStats(cpu_seconds=12.34, cpu_processes=7))
         ', 12.3 CPU s in 7 processes'
-        >>> cpu_note(SimpleNamespace(cpu_seconds=1.0, cpu_processes=1))
+        >>> cpu_note(TrainStats(cpu_seconds=1.0, cpu_processes=1))
         ', 1.0 CPU s'
     """
-    cpu, n = getattr(stats, "cpu_seconds", 0.0), getattr(stats, "cpu_processes", 0)
+    cpu, n = stats.cpu_seconds, stats.cpu_processes
     if not cpu:
         return ""
     return f", {cpu:.1f} CPU s" + (f" in {n} processes" if n > 1 else "")

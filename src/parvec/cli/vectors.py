@@ -230,7 +230,7 @@ def run_similar(args: argparse.Namespace) -> int:
 
     kv = load_for_command(args)
     word = _check_word(kv, args.word, args.vectors)
-    if getattr(args, "cluster", None):
+    if vars(args).get("cluster"):
         if not isinstance(kv, ShardedKeyedVectors):
             raise ParvecError(f"--cluster {args.cluster}: {args.vectors} is not a sharded model directory "
                               "(parvec train --mode sharded --save-model DIR); leave out --cluster for vector files")

@@ -50,7 +50,7 @@ from parvec.distributed.sharded_export import ModelFiles, ShardedVectors, save_m
 from parvec.distributed.sharded_source import ShardedCorpus, plan_inputs, prepare_corpus
 from parvec.engine import Position, TrainStats
 from parvec.errors import ParvecError
-from parvec.run import KeptRun, Run, RunOptions, RunState, resume_epochs
+from parvec.run import KeptRun, Run, RunOptions, RunState
 from parvec.schedule import Schedule
 
 __all__ = ["ShardedWord2Vec", "clear_sharded_checkpoints", "parse_bytes", "resume_snapshot", "work_directory"]
@@ -300,11 +300,9 @@ class ShardedWord2Vec(KeptRun):
             raise ParvecError("encode the corpus first (model.encode(corpus_file))")
         self.corpus = corpus
         config, state = self.config, self.state
-        start, resume_at, snap = 0, None, None
-        total_epochs = config.epochs if epochs is None else epochs
+        begin = Run.start(config, state, resume=resume, epochs=epochs, words_per_epoch=corpus.tokens)
+        start, resume_at, total_epochs, snap = begin.epoch, begin.at, begin.epochs, None
         if resume:
-            start, resume_at = state.epochs_trained, state.position
-            total_epochs = resume_epochs(config, state, epochs, corpus.tokens)
             assert self.saved_path is not None, "resume=True needs a model read by load_for_resume"
             snap = resume_snapshot(self.saved, self.saved_path)
             if start >= total_epochs:  # the checkpoint holds every epoch: its snapshot is the model, checked
@@ -312,8 +310,6 @@ class ShardedWord2Vec(KeptRun):
                 self.files.verify(self.ray, snap["id"], self.cluster.timeout_s)
                 self.stats = TrainStats()
                 return self.stats
-        else:
-            state.fresh()
         options = self._options()
         ck = Path(options.checkpoint_dir) if options.checkpoint_dir is not None else None
         if ck is not None and not resume:

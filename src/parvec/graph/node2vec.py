@@ -49,7 +49,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import uuid
 import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -363,17 +362,14 @@ class Node2Vec(KeptRun):
         from parvec.vocab import Vocab
 
         state, resumed, config = self.state, self.resumed_from, self.config
-        start, resume_at = 0, None
+        begin = Run.start(config, state, resume=resumed is not None, epochs=config.epochs,
+                          words_per_epoch=self.n_tokens)
         if resumed is not None:
-            start, resume_at = state.epochs_trained, state.position
-            resume_epochs(config, state, config.epochs, self.n_tokens)
             vocab, read_options = resumed.vocab, dict(resumed.read_options or {})
-            state.run_id = state.run_id or uuid.uuid4().hex
         else:
             ids = self.graph.node_ids
             vocab = Vocab([ids[i] for i in ranking.order.tolist()], ranking.counts)
             read_options = ReadOptions(min_count=1).__dict__
-            state.fresh()
         graph_run = self._graph_run()
         every = None if self.checkpoint_every is None else str(self.checkpoint_every)
         corpus_count = self.graph.n_nodes * self.spec.num_walks
@@ -390,8 +386,8 @@ class Node2Vec(KeptRun):
             return {"micro_f1": scores["micro_f1"], "macro_f1": scores["macro_f1"]}
 
         schedule = Schedule.of(config, self.n_tokens, anchor=state.schedule_anchor)
-        return Run(driver, config, schedule, self.run_options, state, describe=describe, start_epoch=start,
-                   resume_at=resume_at, score=score if self.eval_labels is not None else None)
+        return Run(driver, config, schedule, self.run_options, state, describe=describe, start_epoch=begin.epoch,
+                   resume_at=begin.at, score=score if self.eval_labels is not None else None)
 
     # ------------------------------------------------------------------------------------------
     # Checkpoints and resume (module docstring): the checkpoint is a Word2Vec model directory (parvec.model_io,
