@@ -426,8 +426,13 @@ def _prefetch_batch(w_in, w_out, ins, outs, first, m, stride):
 
 
 @njit(inline="always")
-def _batch_stride(outs, first):
-    # the rows per input word's outputs (its center and negatives) in window_rows' layout
+def batch_stride(outs, first):
+    """The rows per input word's outputs (its center and negatives) in :func:`window_rows`' layout.
+
+    Example:
+        >>> batch_stride(np.zeros(12, np.int64), np.array([0, 2, 5]))
+        6
+    """
     n_in = len(first) - 1
     return len(outs) // n_in if n_in else 1
 
@@ -451,7 +456,7 @@ def dotprod_window_rows(w_in, w_out, ins, outs, first, out):
     """
     dim = w_in.shape[1]
     n_in = len(first) - 1
-    stride = _batch_stride(outs, first)
+    stride = batch_stride(outs, first)
     _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
     for m in range(n_in):
         _prefetch_batch(w_in, w_out, ins, outs, first, m + 1, stride)
@@ -476,7 +481,7 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     """
     dim = w_in.shape[1]
     n_in = len(first) - 1
-    stride = _batch_stride(outs, first)
+    stride = batch_stride(outs, first)
     do = np.empty((stride, dim), dtype=np.float32)
     _prefetch_batch(w_in, w_out, ins, outs, first, 0, stride)
     for m in range(n_in):
@@ -549,7 +554,7 @@ def train_window_rows(w_in, w_out, ins, outs, first, alpha_in):
     """
     w_in, w_out = borrowed(w_in), borrowed(w_out)  # shared by the shard's threads: no atomic reference counts
     n_in = len(first) - 1
-    stride = _batch_stride(outs, first)
+    stride = batch_stride(outs, first)
     most = 0
     for m in range(n_in):
         most = max(most, first[m + 1] - first[m])

@@ -36,7 +36,7 @@ from numba import njit
 
 from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import batch_apply
-from parvec.kernels.sharded import HEAD_ROWS, _batch_stride, update_counts
+from parvec.kernels.sharded import HEAD_ROWS, batch_stride, update_counts
 
 __all__ = ["STEP_SCALE", "adjust_window_rows_combined", "combined_step", "combined_threshold", "hot_slots"]
 
@@ -239,7 +239,7 @@ def adjust_window_rows_combined(w_in, w_out, ins, outs, first, coef, hot, tau, b
         >>> adjust_window_rows_combined(w_in, w_out, ins, outs, first, coef, 16, STEP_SCALE)  # doctest: +SKIP
     """
     n_in = len(first) - 1
-    stride = _batch_stride(outs, first)
+    stride = batch_stride(outs, first)
     n_pairs = first[n_in] if n_in else 0
     si = np.empty(n_pairs, dtype=np.int64)
     so = np.empty(n_in * stride, dtype=np.int64)
