@@ -38,6 +38,7 @@ from parvec.distributed.shard_kernels import shard_kernels
 from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
 from parvec.distributed.supervise import named_actor, node_id, was_restarted
 from parvec.distributed.wire import (
+    AdjustCall,
     ShardLost,
     answer_parts,
     join_parts,
@@ -318,16 +319,16 @@ class ShardActor:
         with self._serving():
             t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
             buf = join_parts(call)
-            p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(buf)
+            adjust, dots, half = unpack_call(buf)
             self.calls += 1
-            if p_seq is not None:
-                self._adjust(p_seq, p_seg, p_shrink, p_seed, p_coef)
-            if n_seq is None:
+            if adjust is not None:
+                self._adjust(adjust)
+            if dots is None:
                 self.kernel_seconds += time.thread_time() - t0
                 return None
-            negative = self.spec.negative
-            out = np.empty(int(n_out), dtype=np.float32)
-            kept = self.kernels.rows(n_seq, n_seg, n_shrink, int(n_out) // (1 + negative), np.uint64(n_seed),
+            negative, n_out, n_seed = self.spec.negative, dots.n_out, dots.seed
+            out = np.empty(n_out, dtype=np.float32)
+            kept = self.kernels.rows(dots.seq, dots.seg, dots.shrink, n_out // (1 + negative), np.uint64(n_seed),
                                      self.noise_prob, self.noise_alias)
             self.kernels.dotprod_rows(self.w_in, self.w_out, kept, out)
             # Kept for this minibatch's adjust (the next call of its client thread), which then draws no
@@ -337,11 +338,12 @@ class ShardActor:
                 while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)
                     self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
-            return split_answer(to_half(out) if half else out, answer_parts(int(n_out), half))
+            return split_answer(to_half(out) if half else out, answer_parts(n_out, half))
 
-    def _adjust(self, seq: np.ndarray, seg: np.ndarray, shrink: np.ndarray, seed: Any, coef: np.ndarray) -> None:
+    def _adjust(self, call: AdjustCall) -> None:
         # The previous minibatch's update, from the rows kept at its dot products when they are here.
         spec = self.spec
+        seq, seg, shrink, seed, coef = call
         with self._rows_lock:
             kept = self._rows.pop(int(seed), None)
         if kept is not None and len(kept[0]) * (1 + spec.negative) == len(coef):  # its dotprod's rows
