@@ -307,7 +307,7 @@ def test_streamed_export_equals_the_gathered_model_and_bytes_do_not_grow_with_d(
     try:
         run.train()
         # the model on disk: the shards' column files of the last epoch's snapshot, assembled row range by range
-        files = ModelFiles.of(run.snapshots.newest["files"], tmp_path, [], len(corpus.vocab), 32)
+        files = ModelFiles.of(run.snapshots.newest.files or (), tmp_path, [], len(corpus.vocab), 32)
         vec, syn = files.rows(0, len(corpus.vocab)), files.rows(0, len(corpus.vocab), "out")
         middle = files.rows(3, 9)  # a range of rows (the files are the run's: removed when it closes)
         w_in = np.zeros((len(corpus.vocab), 32), np.float32)

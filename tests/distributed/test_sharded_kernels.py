@@ -469,15 +469,15 @@ def test_minibatch_left_out_keeps_the_words_in_flight():
                           minibatch_words=given, minibatch_formation=formation, shard_calls="split")
         return resolve(cluster, TrainConfig(sample=sample))
 
-    assert mb(2, 2)["minibatch_words"] == 1024 and mb(2, 2)["minibatch_words_in_flight"] == 4096
-    assert mb(2, 1)["minibatch_words"] == 2048 and mb(1, 1)["minibatch_words"] == 4096
-    assert mb(2, 2, sample=1e-3)["minibatch_words"] == 256 and mb(1, 1, sample=1e-3)["minibatch_words"] == 1024
-    assert mb(1, 1, sample=0)["minibatch_words"] == 1024  # no subsampling: the light rule
-    assert mb(64, 8)["minibatch_words"] == 16  # at least 16
+    assert mb(2, 2).minibatch_words == 1024 and mb(2, 2).minibatch_words_in_flight == 4096
+    assert mb(2, 1).minibatch_words == 2048 and mb(1, 1).minibatch_words == 4096
+    assert mb(2, 2, sample=1e-3).minibatch_words == 256 and mb(1, 1, sample=1e-3).minibatch_words == 1024
+    assert mb(1, 1, sample=0).minibatch_words == 1024  # no subsampling: the light rule
+    assert mb(64, 8).minibatch_words == 16  # at least 16
     contiguous = {(c, t): mb(c, t, formation="contiguous") for c, t in ((2, 2), (2, 1), (1, 1))}
-    assert contiguous[2, 2]["minibatch_words"] == 128 and contiguous[2, 2]["minibatch_words_in_flight"] == 512
-    assert contiguous[2, 1]["minibatch_words"] == 256 and contiguous[1, 1]["minibatch_words"] == 256
-    assert mb(2, 2, given=256)["minibatch_words"] == 256  # a given size is kept
+    assert contiguous[2, 2].minibatch_words == 128 and contiguous[2, 2].minibatch_words_in_flight == 512
+    assert contiguous[2, 1].minibatch_words == 256 and contiguous[1, 1].minibatch_words == 256
+    assert mb(2, 2, given=256).minibatch_words == 256  # a given size is kept
 
 
 # --------------------------------------------------------------------------- negatives per window (Ji et al.'s batches)

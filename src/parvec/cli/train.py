@@ -924,15 +924,14 @@ def _describe_corpus(args: argparse.Namespace, source: Any, cache_dir: Any, mode
 def _sharded_model_line(model: Any, encoded: Any) -> str:
     # The model's size and how it is split: shards, clients, minibatches.
     from parvec.cli.run_report import count_phrase, threads_phrase
-    from parvec.distributed.sharded_settings import resolve
 
-    settings = resolve(model.cluster, model.config)
+    settings = model.settings  # resolved once, when the run started
     model_bytes = 2 * encoded.n_words * model.config.dim * 4
-    fused = ", fused calls (the shard trains each minibatch whole)" if settings["shard_calls"] == "fused" else ""
-    return (f"model: {model_bytes / 2**30:.2f} GiB in {count_phrase(settings['shards'], 'shard')} of "
-            f"{model_bytes / settings['shards'] / 2**30:.2f} GiB; {count_phrase(settings['clients'], 'client')} x "
-            f"{threads_phrase(settings['threads'])}, minibatches of {settings['minibatch_words']} input words, "
-            f"negatives per {settings['negatives_per']}{fused}")
+    fused = ", fused calls (the shard trains each minibatch whole)" if settings.fused else ""
+    return (f"model: {model_bytes / 2**30:.2f} GiB in {count_phrase(settings.shards, 'shard')} of "
+            f"{model_bytes / settings.shards / 2**30:.2f} GiB; {count_phrase(settings.clients, 'client')} x "
+            f"{threads_phrase(settings.threads)}, minibatches of {settings.minibatch_words} input words, "
+            f"negatives per {settings.negatives_per}{fused}")
 
 
 def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: int | None) -> tuple[Any, Any]:
@@ -1021,9 +1020,7 @@ def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, enc
     # A sharded run's algorithm is its own, and its threads each client's (config.threads is unused there).
     shown: dict[str, Any] = {}
     if sharded:
-        from parvec.distributed.sharded_settings import ShardedSettings
-
-        shown = {"algo": "sharded", "threads": ShardedSettings.of(model.cluster, model.config).threads}
+        shown = {"algo": "sharded", "threads": model.settings.threads}
     extra: dict[str, Any] = {"vocab_pruning": getattr(encoded, "pruning", None),
                              "model": "skip-gram" if model.config.sg else "cbow",
                              "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,

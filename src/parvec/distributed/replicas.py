@@ -93,7 +93,7 @@ class ReplicaDriver(DriverBase):
         self.ray: Any = None
         self._model: tuple[Any, Any] | None = None
         self._group_id = 0
-        self._faults: list[dict[str, Any]] = []
+        self._faults: list[FaultRecord] = []
         self._t0: float | None = None
 
     @property
@@ -368,7 +368,7 @@ class ReplicaFigures:
         0
     """
 
-    def __init__(self, n: int, faults: list[dict[str, Any]], ray_start_seconds: float, setup_seconds: float) -> None:
+    def __init__(self, n: int, faults: list[FaultRecord], ray_start_seconds: float, setup_seconds: float) -> None:
         self.per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
         self.sync_totals = {"syncs": 0, "rows": 0, "bytes": 0, "overlapped": 0}
         self.faults, self.ray_start_seconds, self.setup_seconds = faults, ray_start_seconds, setup_seconds
@@ -415,7 +415,7 @@ class ReplicaFigures:
             "ray_start_seconds": self.ray_start_seconds, "start_seconds": self.ray_start_seconds + self.setup_seconds,
             "share_words": [int(x) for x in plan.part_words.sum(axis=1)],
             "nodes": [x["node"] for x in described], "data": [x["data"] for x in described],
-            "faults": self.faults, "collective": described[0]["collective"],
+            "faults": [f.to_dict() for f in self.faults], "collective": described[0]["collective"],
         }
 
 

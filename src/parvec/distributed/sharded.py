@@ -25,6 +25,7 @@ holds the model in one process.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import shutil
@@ -52,7 +53,8 @@ from parvec.distributed.sharded_settings import (
 )
 from parvec.distributed.sharded_start import ShardedActors, start_actors
 from parvec.distributed.snapshot_files import snapshot_dir
-from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume, report_figures, snapshot_position
+from parvec.distributed.snapshot_records import ClientFailure
+from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume
 from parvec.distributed.supervise import ActorLost, cause, first_line
 from parvec.distributed.units import SamplingTables, Unit, UnitStats, plan_units, units_crc32
 from parvec.distributed.wire import ShardLost
@@ -64,7 +66,7 @@ from parvec.schedule import Schedule
 
 # The names the command line (parvec.cli.sharded) and the fault tests import from here.
 __all__ = ["ShardedDriver", "ShardedRun", "ShardedRunDriver", "actor_budget", "cluster_cpus", "resolve",
-           "snapshot_dir", "snapshot_position"]
+           "snapshot_dir"]
 
 class ShardedRun:
     """One sharded training run on a Ray session: shards, clients, units, epochs, snapshots and faults,
@@ -76,12 +78,13 @@ class ShardedRun:
     from which the driver plans the units, or ``units``, the units planned where the parts were encoded (the
     driver then holds no sentence offset); ``client_parts``: each client prefers the units of its own parts (it
     then loads about ``1 / clients`` of the parts' offsets); ``memory``: the bytes a ``shard`` and a ``client`` ask
-    of Ray's ``memory`` resource (:func:`parvec.distributed.memory.placement`).  ``init`` is None
+    of Ray's ``memory`` resource (:func:`parvec.distributed.memory.placement`); ``settings``: the run's settings as
+    its owner resolved them (default: ``cluster``'s for ``config``).  ``init`` is None
     (word2vec.c's initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep
     their snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the
     end, otherwise), each on its own node's disk; each complete snapshot goes to ``on_snapshot(snapshot)``, which
-    returns True when it saved a checkpoint naming it (:class:`parvec.distributed.pipeline.ShardCheckpoints`): the
-    shards then keep that snapshot until a newer one is checkpointed.
+    returns True when it saved a checkpoint naming it (:meth:`ShardedRunDriver.train_epoch` hands it to the run
+    layer): the shards then keep that snapshot until a newer one is checkpointed.
 
     ``resume`` is such a record read back from a checkpoint: the shards start from it instead of the initial
     vectors, and training goes on from its place (:meth:`train` with ``start_epoch`` its epoch; the units it had
@@ -98,11 +101,12 @@ class ShardedRun:
                  init: tuple[np.ndarray, np.ndarray] | None = None,
                  checkpoint_dir: str | os.PathLike[str] | None = None, resume: Snapshot | None = None,
                  on_snapshot: Callable[[Snapshot], bool] | None = None, *, units: list[Unit] | None = None,
-                 client_parts: bool = False, memory: dict[str, int] | None = None) -> None:
+                 client_parts: bool = False, memory: dict[str, int] | None = None,
+                 settings: ShardedSettings | None = None) -> None:
         self.ray = ray
         self.cluster = cluster
         self.config = config.validate()
-        self.settings = ShardedSettings.of(cluster, self.config)
+        self.settings = settings if settings is not None else ShardedSettings.of(cluster, self.config)
         if not isinstance(tables, SamplingTables):
             tables = SamplingTables.per_word(tables, self.config)
         self.tables = tables
@@ -265,7 +269,7 @@ class ShardedRun:
                     client_infos.append(self.ray.get(h.info.remote(), timeout=self.timeout_s))
         checkpoint_dir = None if self._temp_checkpoints is not None else str(self.checkpoint_dir)
         return sharded_report(self.settings, self.config, self.totals, infos, client_infos,
-                              report_figures(self.snapshots), checkpoint_dir)
+                              self.snapshots.figures().to_json(), checkpoint_dir)
 
 
 class _Epoch:
@@ -278,26 +282,36 @@ class _Epoch:
         self.in_flight: dict[Any, tuple[int, Unit, float]] = {}
         self.busy = [0] * len(run.clients)
         self.draining_since: float | None = None
+        self.interrupted: list[Unit] = []  # units a fault stopped
         run.position = (ctx.epoch, len(run.units) - len(self.queue))
+
+    @property
+    def number(self) -> int:
+        """The epoch (0-based)."""
+        return self.ctx.epoch
+
+    @property
+    def not_started(self) -> collections.deque[Unit]:
+        """The units not handed out yet."""
+        return self.queue
 
     def train(self) -> UnitStats:
         run, snaps, epoch = self.run, self.snaps, self.ctx.epoch
         last_progress = 0.0
         while True:
             fault: ActorLost | None = None
-            interrupted: list[Unit] = []  # units a fault stopped
+            self.interrupted = []
             try:
                 if not self.queue and not self.in_flight:  # the epoch's end: what the next epoch starts from
                     snaps.take_epoch_end(epoch, self.total, self.draining_since)
                     return self.total
                 self._snapshot_when_due()
                 self._hand_out()
-                self._collect(interrupted)
+                self._collect()
             except ActorLost as lost:
                 fault = lost
             if fault is not None:
-                self.queue, self.total = snaps.recover(epoch, fault, self.queue, self.in_flight, self.busy,
-                                                       interrupted)
+                self.queue, self.total = snaps.recover(self, fault)
                 self.draining_since = None
                 run.position = (epoch, len(run.units) - len(self.queue))
                 continue
@@ -331,7 +345,7 @@ class _Epoch:
                 unit = self._take(c)
                 self.in_flight[client.train_unit.remote(unit, ctx.epoch, ctx.schedule)] = (c, unit, time.monotonic())
                 self.busy[c] += 1
-                self.snaps.at_snapshot = False
+                self.snaps.left_snapshot()
         if not self.in_flight and self.queue:
             raise ParvecError("every client was lost and none can be restarted: the run cannot continue")
 
@@ -348,7 +362,7 @@ class _Epoch:
             return self.queue.pop()
         return self.queue.popleft()
 
-    def _collect(self, interrupted: list[Unit]) -> None:
+    def _collect(self) -> None:
         # The units that ended in the next quarter second; a client or shard lost raises ActorLost.
         if not self.in_flight:
             return
@@ -360,16 +374,15 @@ class _Epoch:
             try:
                 result = ray.get(ref, timeout=run.timeout_s)
             except ray.exceptions.RayActorError as exc:  # the client died
-                self.snaps.client_failures.append({"client": c, "epoch": epoch + 1, "unit": unit.index,
-                                                   "error": first_line(exc)})
-                interrupted.append(unit)
+                self.snaps.client_failed(ClientFailure(c, epoch + 1, unit.index, first_line(exc)))
+                self.interrupted.append(unit)
                 raise ActorLost("client", c, first_line(exc)) from None
             except ShardLost as exc:  # a shard call of the unit failed: a shard was lost
                 lost = cause(exc)
                 shard = lost.args[0] if lost.args else -1
                 detail = lost.args[1] if len(lost.args) > 1 else first_line(lost)
-                interrupted.append(unit)
-                self.snaps.dropped += 1
+                self.interrupted.append(unit)
+                self.snaps.minibatch_dropped()
                 raise ActorLost("shard", int(shard), str(detail)) from None
             except ParvecError as exc:
                 raise ParvecError(str(cause(exc))) from None
@@ -379,6 +392,31 @@ class _Epoch:
             self.total.add(done)
             run.totals.add(done)
             run.position = (epoch, run.position[1] + 1)
+
+    def stop_in_flight(self, fault: ActorLost, timeout_s: float) -> list[Unit]:
+        """Wait for every unit in flight to stop (the fenced shards refuse their next call); the units the fault
+        interrupted (:class:`parvec.distributed.snapshots.EpochWork`), each trained again."""
+        ray, epoch = self.run.ray, self.ctx.epoch
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight:
+            ready, _ = ray.wait(list(self.in_flight), num_returns=len(self.in_flight),
+                                timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise ParvecError(f"after {fault.kind} {fault.index} was lost, the units in flight did not stop within "
+                                  f"{timeout_s:g} s (Cluster.timeout_s)")
+            for ref in ready:
+                c, unit, _t = self.in_flight.pop(ref)
+                self.busy[c] -= 1
+                self.interrupted.append(unit)
+                try:
+                    ray.get(ref, timeout=timeout_s)
+                except ray.exceptions.RayActorError as exc:
+                    self.snaps.client_failed(ClientFailure(c, epoch + 1, unit.index, first_line(exc)))
+                except ShardLost:
+                    self.snaps.minibatch_dropped()
+                except Exception:  # noqa: BLE001 - the unit is trained again whatever stopped it
+                    pass
+        return list(self.interrupted)
 
 
 def sharded_report(st: ShardedSettings, config: TrainConfig, t: UnitStats, infos: list[dict[str, Any]],
@@ -485,12 +523,12 @@ class ShardedRunDriver(DriverBase):
         assert run is not None
 
         def on_snapshot(snap: Snapshot) -> bool:
-            if not snap["units_done"] or snap["epoch"] != ctx.epoch:  # an epoch's end: the run layer's, after it
+            if not snap.units_done or snap.epoch != ctx.epoch:  # an epoch's end: the run layer's, after it
                 return False
-            total = snap["total"]
-            ctx.checkpoint(int(snap["units_done"]), int(snap["words_done"]), int(total["words"]) - carried,
-                           int(total["pairs"]), float(total["loss"]))
-            return run.snapshots.checkpointed == snap["id"]
+            total = snap.total
+            ctx.checkpoint(int(snap.units_done), int(snap.words_done), int(total.words) - carried,
+                           int(total.pairs), float(total.loss))
+            return run.snapshots.checkpointed == snap.id
 
         return on_snapshot
 
@@ -556,7 +594,7 @@ class ShardedDriver(ShardedRunDriver):
         parts = [("refs", [ray.put(np.ascontiguousarray(corpus.tokens)),
                            ray.put(np.asarray(corpus.offsets, dtype=np.int64))])]
         self.run = ShardedRun(ray, self.cluster, self.config, self.counts, parts, [corpus.offsets],
-                              init=(self.w_in, self.w_out))
+                              init=(self.w_in, self.w_out), settings=self.settings)
         self._session.callback(self.run.close)
         super().prepare(start_epoch, epochs)
 

@@ -90,7 +90,7 @@ class ShardedActors:
 
 def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, tables: SamplingTables, parts: list[Any],
                  init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool, *,
-                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[dict[str, Any]],
+                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[FaultRecord],
                  memory: dict[str, int] | None = None) -> ShardedActors:
     """Start a run's shards and clients and wait until each has started (module docstring); ``restore_args(s)``
     is what shard ``s`` restores when it must (restarted while starting, or a resumed run's shards); a start-up
@@ -170,7 +170,7 @@ def _memory(memory: dict[str, int], kind: str) -> dict[str, int]:
 
 
 def _await_started(actors: ShardedActors, resuming: bool, restore_args: Callable[[int], tuple[Any, ...]],
-                   faults: list[dict[str, Any]]) -> None:
+                   faults: list[FaultRecord]) -> None:
     # Every actor is waited for one by one: one that dies while starting is restarted by Ray like one that dies
     # while training (a restarted shard is given the snapshot the run starts from); the fault is reported.
     timeout = actors.settings.timeout_s
