@@ -13,10 +13,11 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["new_model", "sharded_cluster", "snapshot_line"]
+__all__ = ["new_model", "note_line", "print_note", "sharded_cluster", "snapshot_line"]
 
 
 def sharded_cluster(args: argparse.Namespace, cluster: Any) -> Any:
@@ -70,7 +71,42 @@ def new_model(args: argparse.Namespace, cluster: Any, cache_dir: Any) -> Any:
                           max_final_vocab=args.max_final_vocab, max_sentence_length=args.max_sentence_length,
                           lowercase=args.lowercase, unicode_errors=args.unicode_errors)
     options.validate()
-    return ShardedWord2Vec(config, options, sharded_cluster(args, cluster), cache_dir)
+    model = ShardedWord2Vec(config, options, sharded_cluster(args, cluster), cache_dir)
+    model.on_note = print_note
+    return model
+
+
+def note_line(note: Any) -> str:
+    """The console line of what a sharded run tells as it starts (``ShardedWord2Vec.on_note``): when its shards
+    snapshot (a :class:`parvec.distributed.snapshot_records.SnapshotPlan`, and the flag that sets it), or that
+    they restored a checkpoint's snapshot (:class:`~parvec.distributed.snapshot_records.CheckpointRestored`).
+
+    Example:
+        >>> from parvec.distributed.snapshot_records import CheckpointRestored, SnapshotPlan
+        >>> note_line(SnapshotPlan(60.0, 1 << 20, 250e6))[:72]
+        "parvec: a consistent snapshot of the shards at every epoch's end and eve"
+        >>> note_line(CheckpointRestored(3, 1))
+        "every shard restored its columns from the checkpoint's snapshot 3 (1 shard, CRC-32 checked)"
+    """
+    from parvec.distributed.snapshot_records import CheckpointRestored
+    from parvec.resources import human_bytes
+
+    if isinstance(note, CheckpointRestored):
+        n = note.shards
+        return (f"every shard restored its columns from the checkpoint's snapshot {note.snapshot_id} ({n} "
+                f"shard{'s' if n != 1 else ''}, CRC-32 checked)")
+    return (f"parvec: a consistent snapshot of the shards at every epoch's end and every {note.interval_s:g} s (each "
+            f"shard writes {human_bytes(note.shard_bytes)}, about {note.write_seconds:.1f} s at "
+            f"{note.bytes_per_s / 1e6:.0f} MB/s; --snapshot-interval sets it)")
+
+
+def print_note(note: Any) -> None:
+    """Print :func:`note_line` on standard error (a sharded model's ``on_note``).
+
+    Example:
+        >>> model.on_note = print_note  # doctest: +SKIP
+    """
+    print(note_line(note), file=sys.stderr, flush=True)
 
 
 def snapshot_line(report: dict[str, Any], checkpoint_dir: str | Path | None, ck_report: dict[str, Any]) -> str:

@@ -740,12 +740,13 @@ def _train_and_write(args: argparse.Namespace, source: str, binary: bool, cache_
         pipeline = False  # Word2Vec(cluster=Cluster(mode="sharded"))'s checkpoint: it resumes as it trained
     if not pipeline:
         return _train_flow(args, source, binary, cache_dir, out, resumed)
-    from parvec.cli.sharded import new_model, sharded_cluster
+    from parvec.cli.sharded import new_model, print_note, sharded_cluster
 
     if model is None:
         model = new_model(args, cluster_from_args(args), cache_dir)
     else:
         model.cluster, model.cache_dir = sharded_cluster(args, cluster_from_args(args)), cache_dir
+        model.on_note = print_note
         model.config = dataclasses.replace(model.config, threads=args.threads, progress=args.progress).validate()
     with model:
         return _train_flow(args, source, binary, cache_dir, out, (model, resumed[1]) if resumed else None, model)

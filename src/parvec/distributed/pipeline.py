@@ -37,9 +37,8 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ from parvec.distributed.cluster import Cluster
 from parvec.distributed.sharded_export import ModelFiles, ShardedVectors, save_model
 from parvec.distributed.sharded_settings import ShardedSettings
 from parvec.distributed.sharded_source import ShardedCorpus, plan_inputs, prepare_corpus
-from parvec.distributed.snapshot_records import ShardFiles, Snapshot
+from parvec.distributed.snapshot_records import CheckpointRestored, ShardFiles, Snapshot, SnapshotPlan
 from parvec.engine import Position, TrainStats
 from parvec.errors import ParvecError
 from parvec.run import KeptRun, Run, RunOptions, RunState, resume_epochs
@@ -141,9 +140,8 @@ def resume_snapshot(saved: Any, path: Path) -> Snapshot:
 class ShardedWord2Vec(KeptRun):
     """The model of ``parvec train --mode sharded`` (module docstring): ``config`` (skip-gram, negative sampling),
     ``read_options``, ``cluster`` (``mode="sharded"``) and ``cache_dir`` (where the work directory goes).  Use it
-    as a context manager: it holds the cluster's Ray session and the work directory until it is closed; entering
-    it resolves the run's :class:`~parvec.distributed.sharded_settings.ShardedSettings` (``settings``) from
-    ``cluster`` and ``config`` as they are then, once: every step of the run reads them.
+    as a context manager: it holds the cluster's Ray session, the work directory and the run's ``settings``
+    (resolved once, on entering, from ``cluster`` and ``config``) until it is closed.
 
     Example:
         >>> with ShardedWord2Vec(TrainConfig(dim=100), ReadOptions(), Cluster("local:2", mode="sharded")) as m:
@@ -170,6 +168,7 @@ class ShardedWord2Vec(KeptRun):
         self._describing: int | None = None  # the snapshot a checkpoint being written names
         self._settings: ShardedSettings | None = None  # resolved when the run starts (__enter__)
         self.count_estimate: Any = None  # the memory check before counting (parvec.distributed.memory.count_step)
+        self.on_note: Callable[[SnapshotPlan | CheckpointRestored], None] = lambda note: None  # the CLI words them
 
     # ------------------------------------------------------------ the session
     def __enter__(self) -> ShardedWord2Vec:
@@ -199,15 +198,8 @@ class ShardedWord2Vec(KeptRun):
 
     @property
     def settings(self) -> ShardedSettings:
-        """The run's sharded settings, resolved once when the model was entered (class docstring).
-
-        Example:
-            >>> with ShardedWord2Vec(TrainConfig(), ReadOptions(), Cluster("local:2", mode="sharded")) as m:
-            ...     m.settings.shards  # doctest: +SKIP
-            1
-        """
-        if self._settings is None:
-            raise ParvecError("ShardedWord2Vec: use it as a context manager (with ShardedWord2Vec(...) as model:)")
+        """The run's sharded settings (:class:`~parvec.distributed.sharded_settings.ShardedSettings`)."""
+        assert self._settings is not None, "use it as a context manager"
         return self._settings
 
     @property
@@ -339,11 +331,9 @@ class ShardedWord2Vec(KeptRun):
         self._run = ShardedRun(self.ray, self.cluster, config, tables, corpus.parts,
                                checkpoint_dir=ck / "shards" if ck is not None else self.work / "snapshots",
                                resume=snap, units=corpus.units(), client_parts=True, memory=self._placement(),
-                               settings=self.settings)
+                               settings=self.settings, on_plan=self.on_note)
         if snap is not None:
-            n = len(snap.files or ())
-            print(f"every shard restored its columns from the checkpoint's snapshot {snap.id} ({n} "
-                  f"shard{'s' if n != 1 else ''}, CRC-32 checked)", file=sys.stderr)
+            self.on_note(CheckpointRestored(snap.id, len(snap.files or ())))
         try:
             run = Run(ShardedRunDriver(self._run, checkpoints=ck is not None), config, schedule, options, state,
                       describe=self.saved_model if ck is not None else None, start_epoch=start, resume_at=resume_at,
@@ -401,11 +391,9 @@ class ShardedWord2Vec(KeptRun):
         self._describing = snap.id
         vocab_dir = _place_vocab(corpus, directory / "vocab")
         settings = self.settings
-        record = cluster_record(self.cluster) or {}
-        record.update(shards=settings.shards, clients=settings.clients)
-        files = [f.with_directory(os.path.relpath(f.directory, inside)).to_json() for f in snap.files or ()]
-        sharded = {"files": files, "snapshot": snap.checkpoint_state(), "settings": settings.to_json(),
-                   "input": corpus.identity(),
+        record = (cluster_record(self.cluster) or {}) | {"shards": settings.shards, "clients": settings.clients}
+        sharded = {"files": snap.files_json(relative_to=inside), "snapshot": snap.checkpoint_state(),
+                   "settings": settings.to_json(), "input": corpus.identity(),
                    "vocab": {"directory": os.path.relpath(vocab_dir, inside), "parts": corpus.vocab_parts,
                              "words": corpus.n_words}}
         return model_io.SavedModel(

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from parvec.distributed.shard_kernels import shard_kernels
+from parvec.distributed.sharded_report import ShardInfo
 from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
 from parvec.distributed.supervise import named_actor, node_id, was_restarted
 from parvec.distributed.wire import (
@@ -396,16 +397,15 @@ class ShardActor:
                 self._refuse()
         return self.w_in[lo:hi].copy(), self.w_out[lo:hi].copy()
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> ShardInfo:
         """Status and figures: error, applied minibatches, restart, snapshots, memory, process and Ray node."""
-        return {"index": self.index, "error": self.error, "applied": self.applied,
-                "applied_inputs": self.applied_inputs, "restarted": self.restart_info,
-                "needs_restore": self.needs_restore, "snapshots": self.snapshots,
-                "snapshot_seconds": self.snapshot_seconds, "restores": self.restores,
-                "peak_rss_bytes": peak_memory_bytes(), "baseline_rss_bytes": self.baseline_rss,
-                "kernel_seconds": self.kernel_seconds, "calls": self.calls, "cpu_seconds": own_cpu_seconds(),
-                "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid(),
-                "node": node_id()}
+        return ShardInfo(index=self.index, error=self.error, applied=self.applied, applied_inputs=self.applied_inputs,
+                         restarted=self.restart_info, needs_restore=self.needs_restore, snapshots=self.snapshots,
+                         snapshot_seconds=self.snapshot_seconds, restores=self.restores,
+                         peak_rss_bytes=peak_memory_bytes(), baseline_rss_bytes=self.baseline_rss,
+                         kernel_seconds=self.kernel_seconds, calls=self.calls, cpu_seconds=own_cpu_seconds(),
+                         model_bytes=self.model_bytes, vm_data_bytes=vm_data_bytes(), pid=os.getpid(),
+                         node=node_id())
 
     def ping(self) -> int:
         """This process's id (the driver's way to see that the shard answers, and whether it was restarted)."""

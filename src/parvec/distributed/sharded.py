@@ -29,7 +29,6 @@ import collections
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +41,7 @@ from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
+from parvec.distributed.sharded_report import ClientInfo, ShardedReport
 from parvec.distributed.sharded_settings import (
     ROW_BLOCK_BYTES,
     SNAPSHOT_BYTES_PER_S,
@@ -53,7 +53,7 @@ from parvec.distributed.sharded_settings import (
 )
 from parvec.distributed.sharded_start import ShardedActors, start_actors
 from parvec.distributed.snapshot_files import snapshot_dir
-from parvec.distributed.snapshot_records import ClientFailure
+from parvec.distributed.snapshot_records import ClientFailure, SnapshotPlan
 from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume
 from parvec.distributed.supervise import ActorLost, cause, first_line
 from parvec.distributed.units import SamplingTables, Unit, UnitStats, plan_units, units_crc32
@@ -61,7 +61,6 @@ from parvec.distributed.wire import ShardLost
 from parvec.engine import DriverBase, EpochContext, EpochResult, Position, RunEngine, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.resources import human_bytes
 from parvec.schedule import Schedule
 
 # The names the command line (parvec.cli.sharded) and the fault tests import from here.
@@ -79,7 +78,9 @@ class ShardedRun:
     driver then holds no sentence offset); ``client_parts``: each client prefers the units of its own parts (it
     then loads about ``1 / clients`` of the parts' offsets); ``memory``: the bytes a ``shard`` and a ``client`` ask
     of Ray's ``memory`` resource (:func:`parvec.distributed.memory.placement`); ``settings``: the run's settings as
-    its owner resolved them (default: ``cluster``'s for ``config``).  ``init`` is None
+    its owner resolved them (default: ``cluster``'s for ``config``); ``on_plan`` is told when the shards will
+    snapshot and what one costs (:class:`~parvec.distributed.snapshot_records.SnapshotPlan`, before any actor
+    starts).  ``init`` is None
     (word2vec.c's initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep
     their snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the
     end, otherwise), each on its own node's disk; each complete snapshot goes to ``on_snapshot(snapshot)``, which
@@ -102,7 +103,8 @@ class ShardedRun:
                  checkpoint_dir: str | os.PathLike[str] | None = None, resume: Snapshot | None = None,
                  on_snapshot: Callable[[Snapshot], bool] | None = None, *, units: list[Unit] | None = None,
                  client_parts: bool = False, memory: dict[str, int] | None = None,
-                 settings: ShardedSettings | None = None) -> None:
+                 settings: ShardedSettings | None = None,
+                 on_plan: Callable[[SnapshotPlan], None] | None = None) -> None:
         self.ray = ray
         self.cluster = cluster
         self.config = config.validate()
@@ -134,9 +136,9 @@ class ShardedRun:
         width = -(-self.config.dim // self.settings.shards)
         self.shard_bytes = 2 * self.n_words * width * 4  # what one shard writes per snapshot
         interval = snapshot_interval(self.settings.checkpoint_interval_s, self.shard_bytes)
-        print(f"parvec: a consistent snapshot of the shards at every epoch's end and every {interval:g} s (each shard "
-              f"writes {human_bytes(self.shard_bytes)}, about {self.shard_bytes / SNAPSHOT_BYTES_PER_S:.1f} s at "
-              f"{SNAPSHOT_BYTES_PER_S / 1e6:.0f} MB/s; --snapshot-interval sets it)", file=sys.stderr, flush=True)
+        self.snapshot_plan = SnapshotPlan(interval, self.shard_bytes, SNAPSHOT_BYTES_PER_S)
+        if on_plan is not None:
+            on_plan(self.snapshot_plan)
         self.snapshots = SnapshotCoordinator(self.settings.shards, interval, self.units,
                                              crc, self.config.dim, self.checkpoint_dir, resume, on_snapshot)
         try:
@@ -258,18 +260,18 @@ class ShardedRun:
             w_in[lo:hi] = a
             w_out[lo:hi] = b
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> ShardedReport:
         """The run's sharded figures (bytes per trained input word measured at the clients, memory, snapshots,
-        faults: :func:`sharded_report`)."""
+        faults: :class:`~parvec.distributed.sharded_report.ShardedReport`)."""
         infos = self.snapshots.shard_infos() if self.shards else []
-        client_infos = []
+        client_infos: list[ClientInfo] = []
         for c, h in enumerate(self.clients):
             if self.actors is not None and self.actors.alive[c]:
                 with contextlib.suppress(Exception):
                     client_infos.append(self.ray.get(h.info.remote(), timeout=self.timeout_s))
         checkpoint_dir = None if self._temp_checkpoints is not None else str(self.checkpoint_dir)
-        return sharded_report(self.settings, self.config, self.totals, infos, client_infos,
-                              self.snapshots.figures().to_json(), checkpoint_dir)
+        return ShardedReport.of(self.settings, self.config, self.totals, infos, client_infos,
+                                self.snapshots.figures(), checkpoint_dir)
 
 
 class _Epoch:
@@ -388,7 +390,7 @@ class _Epoch:
                 raise ParvecError(str(cause(exc))) from None
             except ray.exceptions.RayTaskError as exc:
                 raise ParvecError(f"client {c} failed: {cause(exc)}") from None
-            done = UnitStats.from_dict(result)
+            done: UnitStats = result
             self.total.add(done)
             run.totals.add(done)
             run.position = (epoch, run.position[1] + 1)
@@ -417,52 +419,6 @@ class _Epoch:
                 except Exception:  # noqa: BLE001 - the unit is trained again whatever stopped it
                     pass
         return list(self.interrupted)
-
-
-def sharded_report(st: ShardedSettings, config: TrainConfig, t: UnitStats, infos: list[dict[str, Any]],
-                   client_infos: list[dict[str, Any]], snapshot_figures: dict[str, Any],
-                   checkpoint_dir: str | None) -> dict[str, Any]:
-    """A sharded run's report figures: its settings, the bytes per trained input word measured at the clients
-    (and the paper's and a row-wise parameter server's for comparison), memory, faults and snapshots
-    (``snapshot_figures``: :func:`parvec.distributed.snapshots.report_figures`), where the time went.
-
-    Example:
-        >>> sharded_report(settings, config, totals, infos, [], figures, None)["shards"]  # doctest: +SKIP
-        2
-    """
-    inputs = max(t.inputs, 1)
-    w_bar = t.pairs / inputs  # positives per input word
-    S, d, n = st.shards, config.dim, config.negative
-    paper = w_bar * (n + 1) * S * 4
-    rowwise = (1 + w_bar + w_bar * n) * d * 4
-    return {
-        "shards": S, "clients": st.clients, "client_threads": st.threads,
-        "minibatch_words": st.minibatch_words, "minibatch_words_in_flight": st.minibatch_words_in_flight,
-        "minibatch_formation": st.minibatch_formation, "negatives_per": st.negatives_per, "update_cap": st.update_cap,
-        "wire_floats": st.wire_floats, "fused_calls": st.fused,
-        "unit_words": st.unit_words, "trained_input_words": t.inputs, "minibatches": t.minibatches,
-        "contexts_per_input": w_bar,
-        "bytes_sent_per_word": t.bytes_sent / inputs, "bytes_received_per_word": t.bytes_received / inputs,
-        "index_bytes_sent_per_word": t.index_bytes_sent / inputs,
-        "paper_bytes_per_word": paper, "rowwise_ps_bytes_per_word": rowwise,
-        "ratio_to_rowwise_ps": (t.bytes_received / inputs) / rowwise if rowwise else None,
-        "shard_peak_memory_bytes": [i["peak_rss_bytes"] for i in infos],
-        # Private writable memory now (what --shard-memory caps; the object store's shared pages are not in it).
-        "shard_data_bytes": [i["vm_data_bytes"] for i in infos],
-        "shard_model_bytes": [i["model_bytes"] for i in infos],
-        "shard_restarts": [i["restarted"] for i in infos],
-        # The Ray node of each shard and client (placement by memory decides them on a joined cluster).
-        "shard_nodes": [i.get("node") for i in infos], "client_nodes": [i.get("node") for i in client_infos],
-        **snapshot_figures,
-        "checkpoint_dir": checkpoint_dir,
-        # Where the time goes (seconds summed over client threads / shard threads).
-        "client_unit_seconds": t.seconds, "client_wait_seconds": t.wait_seconds,
-        "client_form_seconds": t.form_seconds, "client_coefficient_seconds": t.client_seconds,
-        "shard_kernel_seconds": [i["kernel_seconds"] for i in infos], "shard_calls": [i["calls"] for i in infos],
-        # CPU seconds of each actor process since it started (warm-up and compilation included).
-        "shard_cpu_seconds": [i["cpu_seconds"] for i in infos],
-        "client_cpu_seconds": [i["cpu_seconds"] for i in client_infos],
-    }
 
 
 # --------------------------------------------------------------------------- the drivers
@@ -540,8 +496,9 @@ class ShardedRunDriver(DriverBase):
         pass
 
     def report(self) -> dict[str, Any]:
-        """The run's sharded figures (:meth:`ShardedRun.report`), read while its actors run."""
-        return self.run.report() if self.run is not None else {}
+        """The run's sharded figures (:meth:`ShardedRun.report`), read while its actors run, as the run layer
+        keeps a driver's figures (JSON)."""
+        return self.run.report().to_json() if self.run is not None else {}
 
 
 class ShardedDriver(ShardedRunDriver):
@@ -572,7 +529,7 @@ class ShardedDriver(ShardedRunDriver):
         self.w_in, self.w_out = w_in, w_out
         self.corpus: EncodedCorpus | None = None
         self._session: contextlib.ExitStack | None = None
-        self._report: dict[str, Any] = {}
+        self._report: ShardedReport | None = None
 
     @property
     def divergence_hint(self) -> str:
@@ -609,5 +566,5 @@ class ShardedDriver(ShardedRunDriver):
                 self.run = None
 
     def report(self) -> dict[str, Any]:
-        """The last run's sharded figures (see :meth:`ShardedRun.report`)."""
-        return dict(self._report)
+        """The last run's sharded figures (see :meth:`ShardedRun.report`), as JSON."""
+        return self._report.to_json() if self._report is not None else {}

@@ -31,6 +31,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.distributed.client_actor import ClientActor, ClientSpec
 from parvec.distributed.shard_actor import ShardActor, ShardSpec
+from parvec.distributed.sharded_report import ShardInfo
 from parvec.distributed.sharded_settings import ShardedSettings, actor_budget, cluster_cpus
 from parvec.distributed.supervise import FaultRecord, RunRefs, call_through_restarts, report_fault
 from parvec.distributed.units import SamplingTables
@@ -59,7 +60,7 @@ class ShardedActors:
     alive: list[bool] = field(default_factory=list)
     shard_pids: list[int] = field(default_factory=list)
     client_pids: list[int] = field(default_factory=list)
-    shard_infos: list[dict[str, Any]] = field(default_factory=list)
+    shard_infos: list[ShardInfo] = field(default_factory=list)
 
     def what(self, kind: str, index: int) -> str:
         """An actor in words: ``shard 1 of 2``, ``client 0 of 1``."""
@@ -185,22 +186,22 @@ def _await_started(actors: ShardedActors, resuming: bool, restore_args: Callable
         # A shard lost while a client warmed up against it: every shard back, a restarted one restored.
         for s, h in enumerate(actors.shards):
             info, _ = actors.call(h, "info", (), actors.what("shard", s), deadline)
-            if info["needs_restore"]:
+            if info.needs_restore:
                 actors.call(h, "restore", restore_args(s), actors.what("shard", s), deadline)
                 started_fault("shard", s)
-                actors.shard_pids[s] = info["pid"]
+                actors.shard_pids[s] = info.pid
 
     deadline = time.monotonic() + timeout
     for s, h in enumerate(actors.shards):
         info, restarted = actors.call(h, "info", (), actors.what("shard", s), deadline)
-        if info["error"]:
-            raise ParvecError(info["error"])
-        if restarted or info["needs_restore"]:  # a resumed run's shards restore its checkpoint's snapshot here
+        if info.error:
+            raise ParvecError(info.error)
+        if restarted or info.needs_restore:  # a resumed run's shards restore its checkpoint's snapshot here
             actors.call(h, "restore", restore_args(s), actors.what("shard", s), deadline)
             if restarted or not resuming:
                 started_fault("shard", s)
         actors.shard_infos.append(info)
-    actors.shard_pids = [i["pid"] for i in actors.shard_infos]
+    actors.shard_pids = [i.pid for i in actors.shard_infos]
     deadline = time.monotonic() + timeout
     for c, h in enumerate(actors.clients):
         _, restarted = actors.call(h, "warm_up", (), f"{actors.what('client', c)} (compiling the kernels)", deadline,

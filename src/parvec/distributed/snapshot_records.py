@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,8 @@ from parvec.engine import Position
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 
-__all__ = ["ClientFailure", "EpochFigures", "ShardFiles", "Snapshot", "SnapshotCost", "SnapshotFigures"]
+__all__ = ["CheckpointRestored", "ClientFailure", "EpochFigures", "ShardFiles", "Snapshot", "SnapshotCost",
+           "SnapshotFigures", "SnapshotPlan"]
 
 JSON = dict[str, Any]  # a record's JSON object, as json.dump writes it
 
@@ -187,6 +189,17 @@ class Snapshot:
                 out[key] = [f.to_json() for f in value] if key == "files" else value
         return out
 
+    def files_json(self, relative_to: str | os.PathLike[str]) -> list[JSON]:
+        """Each shard's files as a checkpoint in ``relative_to`` names them (its ``files``: each directory relative
+        to the checkpoint's).
+
+        Example:
+            >>> f = ShardFiles("/ck/shards/shard-0-of-1/snap-2", (4, 8))
+            >>> Snapshot(2, 1, 0, 0, (), UnitStats(), (), 0.0, files=(f,)).files_json("/ck/checkpoint")
+            [{'directory': '../shards/shard-0-of-1/snap-2', 'shape': [4, 8]}]
+        """
+        return [f.with_directory(os.path.relpath(f.directory, relative_to)).to_json() for f in self.files or ()]
+
     def checkpoint_state(self) -> JSON:
         """What a sharded checkpoint records of the snapshot (``sharded["snapshot"]``; its files go beside it)."""
         d = self.to_json()
@@ -206,6 +219,41 @@ class Snapshot:
                    d.get("time", 0.0), d.get("shards"), d.get("directory"),
                    tuple(ShardFiles.from_json(f) for f in files) if files is not None else None,
                    d.get("words_per_epoch"), d.get("units"), d.get("units_crc32"))
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """When a run's shards snapshot and what one costs: every epoch's end and every ``interval_s`` seconds
+    (:func:`parvec.distributed.sharded_settings.snapshot_interval`), each shard writing ``shard_bytes`` at about
+    ``bytes_per_s``.  The run hands it to its owner before any actor starts (the command line words it).
+
+    Example:
+        >>> SnapshotPlan(60.0, 500_000_000, 250e6).write_seconds
+        2.0
+    """
+
+    interval_s: float
+    shard_bytes: int
+    bytes_per_s: float
+
+    @property
+    def write_seconds(self) -> float:
+        """About how long one shard takes to write its snapshot."""
+        return self.shard_bytes / self.bytes_per_s
+
+
+@dataclass(frozen=True)
+class CheckpointRestored:
+    """A resumed run's shards restored their columns from the checkpoint's snapshot ``snapshot_id`` (``shards``
+    of them, every file's CRC-32 checked): what the run tells its owner once its actors have started.
+
+    Example:
+        >>> CheckpointRestored(4, 2).shards
+        2
+    """
+
+    snapshot_id: int | None
+    shards: int
 
 
 @dataclass(frozen=True)

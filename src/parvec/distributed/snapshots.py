@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from parvec.distributed.sharded_report import ShardInfo
 from parvec.distributed.sharded_start import ShardedActors
 from parvec.distributed.snapshot_records import (
     ClientFailure,
@@ -281,7 +282,7 @@ class SnapshotCoordinator:
         shards = self._actors.shards
         return self.await_shards([h.restore.remote(*self.restore_args(s)) for s, h in enumerate(shards)], what)
 
-    def shard_infos(self) -> list[dict[str, Any]]:
+    def shard_infos(self) -> list[ShardInfo]:
         """Every shard's ``info()``; a shard lost meanwhile is restored from the newest snapshot first (between
         epochs or after training: nothing is retrained)."""
         while True:
@@ -341,9 +342,9 @@ class SnapshotCoordinator:
             ray.wait(fences, num_returns=len(fences), timeout=st.timeout_s)  # no fence may land after the restore
             infos = self.await_shards([h.info.remote() for h in actors.shards], "reading the shards' state")
             for s, info in enumerate(infos):
-                if info["pid"] != actors.shard_pids[s]:
-                    lost_shards[s] = f"its process {actors.shard_pids[s]} died; Ray restarted it as {info['pid']}"
-                    actors.shard_pids[s] = info["pid"]
+                if info.pid != actors.shard_pids[s]:
+                    lost_shards[s] = f"its process {actors.shard_pids[s]} died; Ray restarted it as {info.pid}"
+                    actors.shard_pids[s] = info.pid
             try:
                 return lost_shards, self.restore_all(f"restoring {self.newest.describe()}")
             except ActorLost:  # another shard lost while restoring: bring it back and restore again
