@@ -68,7 +68,7 @@ MiB = 1 << 20
 
 # Measured baselines (PSS at the process's peak, rounded up ~10%; see the module docstring).
 DRIVER_BASELINE = 140 * MiB  # the parvec process: numpy, numba, Ray's client (121 MiB measured; 85 sharded CLI)
-REPLICA_BASELINE = 280 * MiB  # a replica actor: numpy, numba, the Trainer and torch for the gloo sync (251 MiB)
+REPLICA_BASELINE = 280 * MiB  # a replica actor: numpy, numba, its CpuDriver and torch for the gloo sync (251 MiB)
 SHARD_BASELINE = 120 * MiB  # a shard actor: numpy, numba, the sharded kernels (108 MiB)
 CLIENT_BASELINE = 135 * MiB  # a client actor: numpy, numba, the minibatch loop (120 MiB)
 BOARD_BASELINE = 90 * MiB  # the replicas' sync board actor (79 MiB)
