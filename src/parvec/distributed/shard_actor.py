@@ -37,6 +37,7 @@ import numpy as np
 from parvec.distributed.shard_kernels import shard_kernels
 from parvec.distributed.sharded_report import ShardInfo
 from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
+from parvec.distributed.snapshot_records import ShardFiles, ShardRestored, ShardSnapshot
 from parvec.distributed.supervise import named_actor, node_id, was_restarted
 from parvec.distributed.wire import (
     AdjustCall,
@@ -245,7 +246,7 @@ class ShardActor:
             self.fenced = True
         return os.getpid()
 
-    def snapshot(self, snap_id: int, keep: int | Sequence[int | None] | None) -> dict[str, Any]:
+    def snapshot(self, snap_id: int, keep: int | Sequence[int | None] | None) -> ShardSnapshot:
         """Write this shard's columns as snapshot ``snap_id`` (:func:`parvec.distributed.snapshot_files.
         write_snapshot`); snapshots other than ``keep`` (the newest complete one, and the one the newest checkpoint
         names when that is older) are removed first, so a shard keeps at most two or three.  Returns the seconds
@@ -273,11 +274,11 @@ class ShardActor:
         seconds = time.perf_counter() - t0
         self.snapshots += 1
         self.snapshot_seconds += seconds
-        return {"seconds": seconds, "bytes": 2 * self.w_in.nbytes, "pid": os.getpid(), "directory": str(final),
-                "shape": list(self.w_in.shape), "crc32": crcs}
+        return ShardSnapshot(seconds, 2 * self.w_in.nbytes, os.getpid(),
+                             ShardFiles(str(final), tuple(self.w_in.shape), crcs))
 
     def restore(self, snap_id: int | None, where: str | None = None,
-                crc32: dict[str, int] | None = None) -> dict[str, Any]:
+                crc32: dict[str, int] | None = None) -> ShardRestored:
         """Overwrite the columns with snapshot ``snap_id`` (None: the model the run started from), read row
         block by row block into the arrays in place, and serve again.  ``where`` is the snapshot's directory when
         it is not this run's own (a resumed run's, in the checkpoint it resumes); ``crc32`` the CRC-32 of each
@@ -304,7 +305,7 @@ class ShardActor:
                 self.needs_restore = False
                 self.fenced = False
         self.restores += 1
-        return {"seconds": time.perf_counter() - t0, "pid": os.getpid()}
+        return ShardRestored(time.perf_counter() - t0, os.getpid())
 
     def drop_snapshots(self) -> None:
         """Remove this shard's snapshot directory (a run's temporary snapshots, at its end)."""

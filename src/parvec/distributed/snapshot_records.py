@@ -23,8 +23,8 @@ from parvec.engine import Position
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 
-__all__ = ["CheckpointRestored", "ClientFailure", "EpochFigures", "ShardFiles", "Snapshot", "SnapshotCost",
-           "SnapshotFigures", "SnapshotPlan"]
+__all__ = ["CheckpointRestored", "ClientFailure", "EpochFigures", "ShardFiles", "ShardRestored", "ShardSnapshot",
+           "Snapshot", "SnapshotCost", "SnapshotFigures", "SnapshotPlan"]
 
 JSON = dict[str, Any]  # a record's JSON object, as json.dump writes it
 
@@ -68,6 +68,35 @@ class ShardFiles:
         return cls(str(d["directory"]), tuple(int(x) for x in d.get("shape", ())),
                    dict(crc) if crc is not None else None,
                    (int(columns[0]), int(columns[1])) if columns is not None else None)
+
+
+@dataclass(frozen=True)
+class ShardSnapshot:
+    """A shard's answer to writing a snapshot: its seconds, the bytes written, its process, and its files
+    (:class:`ShardFiles`, without the columns: the driver knows them).
+
+    Example:
+        >>> ShardSnapshot(0.5, 800, 42, ShardFiles("/s/snap-1", (10, 4), {"in": 1, "out": 2})).files.shape
+        (10, 4)
+    """
+
+    seconds: float
+    bytes: int
+    pid: int
+    files: ShardFiles
+
+
+@dataclass(frozen=True)
+class ShardRestored:
+    """A shard's answer to restoring a snapshot: its seconds and its process.
+
+    Example:
+        >>> ShardRestored(0.25, 42).seconds
+        0.25
+    """
+
+    seconds: float
+    pid: int
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ from parvec.distributed.snapshot_records import (
     ClientFailure,
     EpochFigures,
     ShardFiles,
+    ShardRestored,
+    ShardSnapshot,
     Snapshot,
     SnapshotCost,
     SnapshotFigures,
@@ -239,15 +241,16 @@ class SnapshotCoordinator:
         snap_id = self.next_id
         self.next_id += 1
         keep = [self.newest.id, self.checkpointed]
-        results = self.await_shards([h.snapshot.remote(snap_id, keep) for h in actors.shards], "writing a snapshot")
+        results: list[ShardSnapshot] = self.await_shards([h.snapshot.remote(snap_id, keep) for h in actors.shards],
+                                                          "writing a snapshot")
         n = len(actors.shards)
         snap = Snapshot(snap_id, epoch, len(self.units) - len(queue),
                         self.words_per_epoch - sum(u.words for u in queue) if queue else 0,
                         tuple(u.index for u in queue), dataclasses.replace(total, acks=list(total.acks)),
                         self.epoch_figures if epochs is None else epochs, time.time(), shards=n,
                         directory=str(self.directory),
-                        files=tuple(ShardFiles(r["directory"], tuple(r["shape"]), r["crc32"],
-                                               K.column_range(s, n, self.dim)) for s, r in enumerate(results)),
+                        files=tuple(dataclasses.replace(r.files, columns=K.column_range(s, n, self.dim))
+                                    for s, r in enumerate(results)),
                         words_per_epoch=self.words_per_epoch, units=len(self.units), units_crc32=self.units_crc32)
         try:
             with atomic_output(self.directory / "manifest.json", "w") as f:
@@ -263,7 +266,7 @@ class SnapshotCoordinator:
         self.last_t = now
         self.log.append(SnapshotCost(epoch + 1 if snap.units_done else epoch, snap.units_done, now - t0,
                                      t0 - draining_since if draining_since else 0.0,
-                                     int(sum(r["bytes"] for r in results)), max(r["seconds"] for r in results)))
+                                     int(sum(r.bytes for r in results)), max(r.seconds for r in results)))
 
     def take_epoch_end(self, epoch: int, total: UnitStats, draining_since: float | None) -> None:
         """The snapshot of ``epoch``'s end: the one the next epoch (or the export) starts from."""
@@ -277,7 +280,7 @@ class SnapshotCoordinator:
         return await_calls(actors.ray, refs, kind="shard", what=what, timeout_s=actors.settings.timeout_s,
                            lost=(ShardLost,))
 
-    def restore_all(self, what: str) -> list[Any]:
+    def restore_all(self, what: str) -> list[ShardRestored]:
         """Every shard restores the newest complete snapshot; their answers (seconds each)."""
         shards = self._actors.shards
         return self.await_shards([h.restore.remote(*self.restore_args(s)) for s, h in enumerate(shards)], what)
@@ -323,7 +326,7 @@ class SnapshotCoordinator:
         where = snap.describe()
         details = {"snapshot": {"id": snap.id, "epoch": snap.completed_epoch, "units_done": snap.units_done,
                                 "description": where},
-                   "restore_seconds_max": max(r["seconds"] for r in restored)}
+                   "restore_seconds_max": max(r.seconds for r in restored)}
         record = FaultRecord(lost[0][0], lost[0][1], "gather" if idle else "train", number + 1,
                              [f"{k} {i}" for k, i in lost], why, restored=where, words_retrained=words,
                              units_retrained=len(again), recovery_seconds=seconds, details=details)
@@ -332,7 +335,7 @@ class SnapshotCoordinator:
                      f"shard restored {where}; {words:,} words retrained [recovered in {seconds:.1f} s]")
         return queue, total
 
-    def _restore_shards(self, epoch: int, fences: list[Any]) -> tuple[dict[int, str], list[Any]]:
+    def _restore_shards(self, epoch: int, fences: list[Any]) -> tuple[dict[int, str], list[ShardRestored]]:
         # Every shard back and restored (again, should another be lost meanwhile); the shards Ray restarted.
         actors = self._actors
         ray, st = actors.ray, actors.settings
