@@ -135,3 +135,20 @@ def test_the_command_line_words_the_run_s_notes():
         "about 0.0 s at 250 MB/s; --snapshot-interval sets it)")
     assert note_line(CheckpointRestored(4, 2)) == ("every shard restored its columns from the checkpoint's snapshot 4 "
                                                    "(2 shards, CRC-32 checked)")
+
+
+def test_the_replicas_report_has_the_report_file_s_keys_in_their_order():
+    from parvec.distributed.replicas import ReplicasReport
+
+    fault = FaultRecord("replica", 1, "train", 1, ["replica 1"], "died", details={"replica": [1]})
+    report = ReplicasReport(2, 1, None, 0.025, 3, 1, 0, 4, 300, 0.5, 0.1, [0.5, 0.5], [2.0, 2.0], 4800, 2.5,
+                            48000, 10.0, 0.1, 1.0, 2.0, 3.0, [100, 100], ["n1", "n1"], ["cache", "cache"], (fault,),
+                            "gloo")
+    d = report.to_json()
+    assert list(d) == [
+        "mode", "replicas", "threads_per_replica", "alpha_scale", "alpha_per_replica", "syncs", "syncs_overlapped",
+        "sync_overlap_rows", "parts_per_epoch", "rows_synced", "sync_seconds", "sync_share",
+        "sync_seconds_per_replica", "replica_train_seconds", "bytes_synced", "bytes_synced_per_word",
+        "bytes_full_model_same_syncs", "traffic_reduction", "model_fetch_seconds", "setup_seconds",
+        "ray_start_seconds", "start_seconds", "share_words", "nodes", "data", "faults", "collective"]
+    assert d["mode"] == "replicas" and d["faults"] == [fault.to_dict()] and d["faults"][0]["replica"] == [1]
