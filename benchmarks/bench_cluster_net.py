@@ -589,8 +589,8 @@ def project_nodes(nodes: int, cores: int, rate: float, latency_s: float, in_flig
     limits = {"cores": cpu_inputs_s, "links": link_inputs_s, "round trips": latency_inputs_s}
     limit = min(limits, key=limits.get)
     best = limits[limit]
-    return {"nodes": nodes, "inputs_per_s": best, "limit": limit, "minibatch_words": mb, "client_threads": client_threads,
-            "calls_per_s_per_shard": best / mb,
+    return {"nodes": nodes, "inputs_per_s": best, "limit": limit, "minibatch_words": mb,
+            "client_threads": client_threads, "calls_per_s_per_shard": best / mb,
             "call_share": shards * (shard_call_s + client_call_s) / mb / per_input,
             "gbit_per_node": best * max(out_bytes + into_bytes * share, into_bytes + out_bytes * share) * 8 / 1e9}
 
@@ -670,7 +670,7 @@ def nodes_table(a: argparse.Namespace) -> str:
                 costs = dict(shard_input_s=a.shard_input_us * 1e-6, shard_call_s=shard_call * 1e-6 / max(1, merged),
                              client_input_s=a.client_input_us * 1e-6, client_call_s=client_call * 1e-6 / max(1, merged),
                              into_bytes=a.into_bytes, out_bytes=a.out_bytes, shards=shards)
-                threads = [a.client_threads] if merged else [t for t in _thread_counts(a.client_threads)]
+                threads = [a.client_threads] if merged else _thread_counts(a.client_threads)
                 p = max((project_nodes(nodes, a.node_cores, rate_bytes("10gbit"), a.latency_ms / 1e3, in_flight, t,
                                        **costs) for t in threads), key=lambda r: r["inputs_per_s"])
                 if not merged:

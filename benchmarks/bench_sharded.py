@@ -94,7 +94,7 @@ def network_one(ns: argparse.Namespace) -> dict:
         run = ShardedRun(r, cluster, cfg, enc.vocab.counts, [("refs", [r.put(tokens), r.put(offsets)])], [offsets])
         try:
             stats = run.train()
-            rep = run.report()
+            rep = run.report().to_json()
         finally:
             run.close()
     rep = {k: v for k, v in rep.items() if not isinstance(v, list) or k.startswith("shard_")}

@@ -76,9 +76,9 @@ def calls_one(ns: argparse.Namespace) -> dict:
             t.join()
         wall, cpu = time.perf_counter() - t0, own_cpu_seconds() - cpu0
         after = ray.get(shard.info.remote())
-        n = after["calls"] - before["calls"]
-        kernel = after["kernel_seconds"] - before["kernel_seconds"]
-        shard_cpu = after["cpu_seconds"] - before["cpu_seconds"]
+        n = after.calls - before.calls
+        kernel = after.kernel_seconds - before.kernel_seconds
+        shard_cpu = after.cpu_seconds - before.cpu_seconds
         row = {"transport": transport, "clients": clients, "calls": n, "minibatch_words": ns.minibatch_words,
                "inputs_per_call": inputs_per_mb, "wall_ms_per_call": wall / n * 1e3,
                "shard_step_ms": kernel / n * 1e3, "shard_other_ms": (shard_cpu - kernel) / n * 1e3,

@@ -156,11 +156,11 @@ def test_the_minibatch_words_help_states_the_sharded_drivers_defaults():
     text = _help(parser, action)
     # What the default sharded run uses (one shard on local:N, fused calls) comes first.
     default_run = settings.resolve(Cluster("local:2", mode="sharded"), TrainConfig())
-    assert default_run["minibatch_words"] == settings.FUSED_MINIBATCH_WORDS
+    assert default_run.minibatch_words == settings.FUSED_MINIBATCH_WORDS
     assert text.startswith(f"sharded mode: input words per minibatch, one shard call each (default: "
-                           f"{default_run['minibatch_words']} with one shard and fused calls"), text
+                           f"{default_run.minibatch_words} with one shard and fused calls"), text
     split = settings.resolve(Cluster("local:2", mode="sharded", shard_calls="split"), TrainConfig())
-    in_flight = split["minibatch_words"] * split["clients"] * split["threads"]
+    in_flight = split.minibatch_words * split.clients * split.threads
     assert in_flight == settings.IN_FLIGHT_WORDS["interleaved, light subsampling"]
     assert f"{in_flight} with more (the default 1e-3) or none, i.e. that / (clients x threads)" in text
 

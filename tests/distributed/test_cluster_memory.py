@@ -106,7 +106,7 @@ def test_sharded_reads_the_resolved_shards_clients_and_columns():
     assert shard.pieces["columns"] == 2 * v * 34 * 4  # ceil(100 / 3) columns of both matrices
     assert shard.pieces["noise table"] == 8 * v and client.pieces["subsampling table"] == 4 * v
     # one minibatch per client thread in flight on each shard, its deltas per pair with negatives per window
-    mw = sharded.resolve(Cluster("local:4", mode="sharded", shards=3, clients=2), TrainConfig(dim=d))["minibatch_words"]
+    mw = sharded.resolve(Cluster("local:4", mode="sharded", shards=3, clients=2), TrainConfig(dim=d)).minibatch_words
     assert shard.pieces["minibatches in flight"] == 2 * M.minibatch_bytes(mw, 5, 5, 34, "window", "float16")
     paper = _est(Cluster("local:4", mode="sharded", shards=3, clients=2, negatives_per="pair", wire_floats="float32"),
                  dim=d, v=v)

@@ -222,7 +222,7 @@ def _sharded_run(ray, corpus: EncodedCorpus, cluster: Cluster, kill=None, before
         w_in = np.zeros((len(corpus.vocab), 16), np.float32)
         w_out = np.zeros_like(w_in)
         run.gather(w_in, w_out)
-        report = run.report()
+        report = run.report().to_json()
     finally:
         stop.set()
         if watcher is not None:

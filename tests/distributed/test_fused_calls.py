@@ -179,12 +179,12 @@ def test_one_shard_fuses_its_calls_and_sizes_them_by_default():
         return resolve(Cluster("local:2", mode="sharded", **kw), TrainConfig(sample=1e-3))
 
     fused = st()
-    assert (fused["shards"], fused["shard_calls"], fused["minibatch_words"]) == (1, "fused", FUSED_MINIBATCH_WORDS)
-    assert st(minibatch_words=512)["minibatch_words"] == 512  # a given size is kept
+    assert (fused.shards, fused.shard_calls, fused.minibatch_words) == (1, "fused", FUSED_MINIBATCH_WORDS)
+    assert st(minibatch_words=512).minibatch_words == 512  # a given size is kept
     split = st(shard_calls="split")
-    assert (split["shard_calls"], split["minibatch_words"]) == ("split", 512)  # the in-flight rule: 1024 / 2
+    assert (split.shard_calls, split.minibatch_words) == ("split", 512)  # the in-flight rule: 1024 / 2
     two = st(shards=2)  # several shards hold parts of each dot product: always split
-    assert (two["shard_calls"], two["minibatch_words"]) == ("split", 512)
+    assert (two.shard_calls, two.minibatch_words) == ("split", 512)
     with pytest.raises(ParvecError, match="shard_calls must be one of fused, split; got 'whole'"):
         st(shard_calls="whole")
     assert check_shard_calls("split") == "split"

@@ -307,14 +307,14 @@ def test_streamed_export_equals_the_gathered_model_and_bytes_do_not_grow_with_d(
     try:
         run.train()
         # the model on disk: the shards' column files of the last epoch's snapshot, assembled row range by range
-        files = ModelFiles.of(run.snapshots.newest["files"], tmp_path, [], len(corpus.vocab), 32)
+        files = ModelFiles.of(run.snapshots.newest.files or (), tmp_path, [], len(corpus.vocab), 32)
         vec, syn = files.rows(0, len(corpus.vocab)), files.rows(0, len(corpus.vocab), "out")
         middle = files.rows(3, 9)  # a range of rows (the files are the run's: removed when it closes)
         w_in = np.zeros((len(corpus.vocab), 32), np.float32)
         w_out = np.zeros_like(w_in)
         run.gather(w_in, w_out)
         blocks = list(run.row_blocks(block_rows=7))  # small row blocks: the stream is assembled block by block
-        report = run.report()
+        report = run.report().to_json()
     finally:
         run.close()
     assert np.array_equal(vec, w_in) and np.array_equal(syn, w_out)
@@ -337,7 +337,7 @@ def test_a_shard_over_its_memory_cap_stops_the_run_before_training(ray_session):
     probe = ray_session.remote(ShardActor).remote(
         ShardSpec(index=0, shards=1, n_words=2, dim=2, lo=0, hi=2, window=2, negative=2, seed=1),
         [np.ones(2, np.float32), np.zeros(2, np.int32), None, None])
-    baseline = ray_session.get(probe.info.remote())["vm_data_bytes"]
+    baseline = ray_session.get(probe.info.remote()).vm_data_bytes
     ray_session.kill(probe)
     cap = baseline + (150 << 20)
     with pytest.raises(ParvecError, match="memory cap"):
@@ -348,7 +348,7 @@ def test_a_shard_over_its_memory_cap_stops_the_run_before_training(ray_session):
         [np.ones(2, np.float32), np.zeros(2, np.int32), None, None])
     try:
         info = ray_session.get(capped.info.remote())
-        assert info["error"] is None and info["vm_data_bytes"] < cap
+        assert info.error is None and info.vm_data_bytes < cap
         assert "MemoryError" in ray_session.get(capped.try_allocate.remote(cap))
         assert ray_session.get(capped.try_allocate.remote(50 << 20)) is None
     finally:
@@ -400,7 +400,7 @@ def test_a_killed_shard_restarts_from_the_newest_snapshot_and_training_goes_on(r
                          lambda: (killed.append(time.monotonic()), ray_session.kill(run.shards[1], no_restart=False)))
     try:
         stats = run.train()
-        report = run.report()
+        report = run.report().to_json()
     finally:
         watcher.join()
         run.close()
@@ -426,7 +426,7 @@ def test_a_killed_client_has_its_unit_requeued(ray_session):
                          lambda: (killed.append(1), ray_session.kill(run.clients[0], no_restart=False)))
     try:
         stats = run.train()
-        report = run.report()
+        report = run.report().to_json()
     finally:
         watcher.join()
         run.close()

@@ -305,7 +305,9 @@ def test_pack_and_unpack_a_call(wire):
     coef = (0.002 * rng.uniform(-1, 1, prev.pairs * 4)).astype(np.float32)
     buf = pack_call((prev, coef), nxt, 3, wire)
     assert buf.nbytes == call_bytes((prev, coef), nxt, wire)
-    p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(buf)
+    call = unpack_call(buf)
+    assert call.adjust is not None and call.dots is not None
+    (p_seq, p_seg, p_shrink, p_seed, p_coef), (n_seq, n_seg, n_shrink, n_seed, n_out), half = call
     for a, b in ((p_seq, prev.seq), (p_seg, prev.seg), (p_shrink, prev.shrink), (n_seq, nxt.seq),
                  (n_seg, nxt.seg), (n_shrink, nxt.shrink)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
@@ -320,7 +322,8 @@ def test_pack_and_unpack_a_call(wire):
         np.testing.assert_allclose(p_coef[small], coef[small], rtol=2**-10, atol=0.002 * 2**-24)
     assert p_seed == prev.seed and n_seed == nxt.seed and n_out == nxt.pairs * 4
     only = unpack_call(pack_call(None, nxt, 3, wire))
-    assert only[0] is None and np.array_equal(only[5], nxt.seq)
+    assert only.adjust is None and only.dots is not None and np.array_equal(only.dots.seq, nxt.seq)
+    assert only.dots.seed == nxt.seed and only.dots.n_out == nxt.pairs * 4
 
 
 def test_half_the_bytes_on_a_float16_wire():
@@ -466,15 +469,15 @@ def test_minibatch_left_out_keeps_the_words_in_flight():
                           minibatch_words=given, minibatch_formation=formation, shard_calls="split")
         return resolve(cluster, TrainConfig(sample=sample))
 
-    assert mb(2, 2)["minibatch_words"] == 1024 and mb(2, 2)["minibatch_words_in_flight"] == 4096
-    assert mb(2, 1)["minibatch_words"] == 2048 and mb(1, 1)["minibatch_words"] == 4096
-    assert mb(2, 2, sample=1e-3)["minibatch_words"] == 256 and mb(1, 1, sample=1e-3)["minibatch_words"] == 1024
-    assert mb(1, 1, sample=0)["minibatch_words"] == 1024  # no subsampling: the light rule
-    assert mb(64, 8)["minibatch_words"] == 16  # at least 16
+    assert mb(2, 2).minibatch_words == 1024 and mb(2, 2).minibatch_words_in_flight == 4096
+    assert mb(2, 1).minibatch_words == 2048 and mb(1, 1).minibatch_words == 4096
+    assert mb(2, 2, sample=1e-3).minibatch_words == 256 and mb(1, 1, sample=1e-3).minibatch_words == 1024
+    assert mb(1, 1, sample=0).minibatch_words == 1024  # no subsampling: the light rule
+    assert mb(64, 8).minibatch_words == 16  # at least 16
     contiguous = {(c, t): mb(c, t, formation="contiguous") for c, t in ((2, 2), (2, 1), (1, 1))}
-    assert contiguous[2, 2]["minibatch_words"] == 128 and contiguous[2, 2]["minibatch_words_in_flight"] == 512
-    assert contiguous[2, 1]["minibatch_words"] == 256 and contiguous[1, 1]["minibatch_words"] == 256
-    assert mb(2, 2, given=256)["minibatch_words"] == 256  # a given size is kept
+    assert contiguous[2, 2].minibatch_words == 128 and contiguous[2, 2].minibatch_words_in_flight == 512
+    assert contiguous[2, 1].minibatch_words == 256 and contiguous[1, 1].minibatch_words == 256
+    assert mb(2, 2, given=256).minibatch_words == 256  # a given size is kept
 
 
 # --------------------------------------------------------------------------- negatives per window (Ji et al.'s batches)

@@ -87,6 +87,6 @@ def test_the_update_cap_is_a_sharded_setting():
 
     split = dict(mode="sharded", shards=2)
     assert ShardedSettings.of(Cluster("local:2", **split), TrainConfig()).update_cap == UPDATE_CAP == 16
-    assert ShardedSettings.of(Cluster("local:2", update_cap=0, **split), TrainConfig()).to_dict()["update_cap"] == 0
+    assert ShardedSettings.of(Cluster("local:2", update_cap=0, **split), TrainConfig()).to_json()["update_cap"] == 0
     with pytest.raises(ParvecError, match="update_cap must be a non-negative integer, got -1"):
         ShardedSettings.of(Cluster("local:2", update_cap=-1, **split), TrainConfig())

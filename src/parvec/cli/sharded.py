@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from parvec.distributed.pipeline import ShardedWord2Vec
     from parvec.engine import TrainStats
 
-__all__ = ["ShardedModel", "sharded_cluster", "snapshot_line"]
+__all__ = ["ShardedModel", "note_line", "print_note", "sharded_cluster", "snapshot_line"]
 
 
 def sharded_cluster(cmd: TrainCommand, cluster: Cluster) -> Cluster:
@@ -88,6 +88,7 @@ class ShardedModel(TrainedModel):
             self.model.cluster, self.model.cache_dir = sharded_cluster(cmd, cluster), cmd.cache_dir
             self.model.config = dataclasses.replace(self.model.config, threads=cmd.threads,
                                                     progress=cmd.progress).validate()
+            self.model.on_note = print_note
             return
         config = TrainConfig(
             algo="classic", dim=cmd.dim, window=cmd.window, negative=cmd.negative, sample=cmd.sample,
@@ -98,6 +99,7 @@ class ShardedModel(TrainedModel):
                               lowercase=cmd.lowercase, unicode_errors=cmd.unicode_errors)
         options.validate()
         self.model = ShardedWord2Vec(config, options, sharded_cluster(cmd, cluster), cmd.cache_dir)
+        self.model.on_note = print_note
 
     def encode(self) -> CorpusSummary:
         """The corpus counted and encoded on the cluster; a resumed run's input checked against its checkpoint."""
@@ -129,9 +131,8 @@ class ShardedModel(TrainedModel):
     def model_line(self) -> str:
         """The model's size and how it is split: shards, clients, minibatches."""
         from parvec.cli.run_report import count_phrase, threads_phrase
-        from parvec.distributed.sharded_settings import ShardedSettings
 
-        st = ShardedSettings.of(self.model.cluster, self.model.config)
+        st = self.model.settings  # resolved once, when the run started
         model_bytes = 2 * self.corpus.n_words * self.model.config.dim * 4
         fused = ", fused calls (the shard trains each minibatch whole)" if st.shard_calls == "fused" else ""
         return (f"model: {model_bytes / 2**30:.2f} GiB in {count_phrase(st.shards, 'shard')} of "
@@ -164,15 +165,46 @@ class ShardedModel(TrainedModel):
                export_seconds: float) -> dict[str, Any]:
         """The report: the common keys with the sharded run's algorithm and client threads, its input's units,
         the steps on the cluster and the outputs' seconds."""
-        from parvec.distributed.sharded_settings import ShardedSettings
-
         c, model = self.corpus, self.model
-        shown = {"algo": "sharded", "threads": ShardedSettings.of(model.cluster, model.config).threads}
+        shown = {"algo": "sharded", "threads": model.settings.threads}
         extra = {"byte_ranges": len(c.inputs.units), "input_files": len(c.inputs.files),
                  "count_seconds": c.seconds.get("count"), "encode_seconds": c.seconds.get("encode"),
                  "export_seconds": export_seconds, "model_bytes": 2 * c.n_words * model.config.dim * 4,
                  "count_estimate": model.count_estimate.to_dict() if model.count_estimate is not None else None}
         return self.common_report(corpus, stats, read_seconds, shown, extra)
+
+
+def note_line(note: Any) -> str:
+    """The console line of what a sharded run tells as it starts (``ShardedWord2Vec.on_note``): when its shards
+    snapshot (a :class:`parvec.distributed.snapshot_records.SnapshotPlan`, and the flag that sets it), or that
+    they restored a checkpoint's snapshot (:class:`~parvec.distributed.snapshot_records.CheckpointRestored`).
+
+    Example:
+        >>> from parvec.distributed.snapshot_records import CheckpointRestored, SnapshotPlan
+        >>> note_line(SnapshotPlan(60.0, 1 << 20, 250e6))[:72]
+        "parvec: a consistent snapshot of the shards at every epoch's end and eve"
+        >>> note_line(CheckpointRestored(3, 1))
+        "every shard restored its columns from the checkpoint's snapshot 3 (1 shard, CRC-32 checked)"
+    """
+    from parvec.distributed.snapshot_records import CheckpointRestored
+    from parvec.resources import human_bytes
+
+    if isinstance(note, CheckpointRestored):
+        n = note.shards
+        return (f"every shard restored its columns from the checkpoint's snapshot {note.snapshot_id} ({n} "
+                f"shard{'s' if n != 1 else ''}, CRC-32 checked)")
+    return (f"parvec: a consistent snapshot of the shards at every epoch's end and every {note.interval_s:g} s (each "
+            f"shard writes {human_bytes(note.shard_bytes)}, about {note.write_seconds:.1f} s at "
+            f"{note.bytes_per_s / 1e6:.0f} MB/s; --snapshot-interval sets it)")
+
+
+def print_note(note: Any) -> None:
+    """Print :func:`note_line` on standard error (a sharded model's ``on_note``).
+
+    Example:
+        >>> model.on_note = print_note  # doctest: +SKIP
+    """
+    print(note_line(note), file=sys.stderr, flush=True)
 
 
 def snapshot_line(report: dict[str, Any], checkpoint_dir: str | Path | None, ck_report: dict[str, Any]) -> str:

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from parvec.config import TrainConfig
+from parvec.distributed.sharded_report import ClientInfo
 from parvec.distributed.supervise import cause, first_line, named_actor, node_id, was_restarted
-from parvec.distributed.units import Step, Unit, UnitRunner, prepare_part
+from parvec.distributed.units import Step, Unit, UnitRunner, UnitStats, prepare_part
 from parvec.distributed.wire import (
     Minibatch,
     ShardLost,
@@ -211,17 +212,16 @@ class ClientActor:
             tokens.setflags(write=False)  # the types of memory-mapped parts: compiled now, not in the first unit
         runner.run(tokens, offsets, Unit(0, 0, 0, 0, 0, 0), 0, Schedule(0.025, 0.0001, 1, 1), step)
 
-    def train_unit(self, unit: Unit, epoch: int, schedule: Schedule) -> dict[str, Any]:
-        """Train one unit; returns its :class:`~parvec.distributed.units.UnitStats` as a dict."""
+    def train_unit(self, unit: Unit, epoch: int, schedule: Schedule) -> UnitStats:
+        """Train one unit; returns its figures."""
         tokens, offsets = self.part(unit.part)
-        stats = self._runner().run(tokens, offsets, unit, epoch, schedule, self._step())  # ShardLost: the unit ends
-        return stats.to_dict()
+        return self._runner().run(tokens, offsets, unit, epoch, schedule, self._step())  # ShardLost: the unit ends
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> ClientInfo:
         """Whether Ray restarted it, its peak memory, process, Ray node and CPU seconds."""
-        return {"index": self.index, "restarted": self.restarted, "peak_rss_bytes": peak_memory_bytes(),
-                "pid": os.getpid(), "node": node_id(), "cpu_seconds": own_cpu_seconds(),
-                "parts_loaded": len(self.parts)}
+        return ClientInfo(index=self.index, restarted=self.restarted, peak_rss_bytes=peak_memory_bytes(),
+                          pid=os.getpid(), node=node_id(), cpu_seconds=own_cpu_seconds(),
+                          parts_loaded=len(self.parts))
 
     def ping(self) -> int:
         """This process's id."""

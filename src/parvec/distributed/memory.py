@@ -68,7 +68,7 @@ MiB = 1 << 20
 
 # Measured baselines (PSS at the process's peak, rounded up ~10%; see the module docstring).
 DRIVER_BASELINE = 140 * MiB  # the parvec process: numpy, numba, Ray's client (121 MiB measured; 85 sharded CLI)
-REPLICA_BASELINE = 280 * MiB  # a replica actor: numpy, numba, the Trainer and torch for the gloo sync (251 MiB)
+REPLICA_BASELINE = 280 * MiB  # a replica actor: numpy, numba, its CpuDriver and torch for the gloo sync (251 MiB)
 SHARD_BASELINE = 120 * MiB  # a shard actor: numpy, numba, the sharded kernels (108 MiB)
 CLIENT_BASELINE = 135 * MiB  # a client actor: numpy, numba, the minibatch loop (120 MiB)
 BOARD_BASELINE = 90 * MiB  # the replicas' sync board actor (79 MiB)
@@ -258,14 +258,16 @@ def corpus_sizes(corpus: Any, config: TrainConfig, replicas: int | None = None) 
 # --------------------------------------------------------------------------- the estimate
 def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_tokens: int, n_sentences: int,
                      *, corpus: CorpusSizes | None = None, pipeline: bool = False, ranges: int = 1,
-                     available: int | None | Literal["measure"] = "measure") -> MemoryEstimate:
+                     available: int | None | Literal["measure"] = "measure",
+                     settings: ShardedSettings | None = None) -> MemoryEstimate:
     """What ``cluster`` running ``config`` over a vocabulary of ``vocab_size`` words and a corpus of
     ``n_tokens`` tokens in ``n_sentences`` sentences takes on this machine, with suggestions that fit.
 
     ``corpus`` (from :func:`corpus_sizes`) adds the replicas' exact shares and whether the driver's tokens are
     memory-mapped; ``pipeline`` is ``parvec train --mode sharded`` (the model never in the driver, the corpus
     memory-mapped from ``ranges`` encoded byte ranges); ``available`` defaults to
-    :func:`parvec.resources.available_memory` (None: unknown, never refused).
+    :func:`parvec.resources.available_memory` (None: unknown, never refused); ``settings``: a sharded run's
+    settings as the run resolved them (default: ``cluster``'s for ``config``).
 
     Example:
         >>> est = estimate_cluster(Cluster("local:2"), TrainConfig(dim=100, threads=1), 1000, 10**5, 10)
@@ -274,7 +276,7 @@ def estimate_cluster(cluster: Cluster, config: TrainConfig, vocab_size: int, n_t
     """
     room = resources.available_memory() if available == "measure" else available
     sizes = corpus or CorpusSizes(int(n_tokens), int(n_sentences))
-    est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), room)
+    est = _estimate(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)), room, settings)
     if not est.fits:
         est.suggestions = _suggestions(cluster, config, int(vocab_size), sizes, pipeline, max(1, int(ranges)),
                                        room, est)
@@ -314,9 +316,11 @@ def ray_running() -> bool:
 
 
 def _estimate(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int,
-              available: int | None) -> MemoryEstimate:
+              available: int | None, settings: ShardedSettings | None = None) -> MemoryEstimate:
+    # ``settings``: the run's, resolved once (a changed cluster or config, a suggestion's, resolves its own).
     if cluster.mode == "sharded":
-        parts, ray_parts, earlier = _sharded(cluster, config, v, sizes, pipeline, ranges)
+        st = settings if settings is not None else ShardedSettings.of(cluster, config)
+        parts, ray_parts, earlier = _sharded(cluster, st, config, v, sizes, pipeline, ranges)
     else:
         parts, ray_parts, earlier = _replicas(cluster, config, v, sizes)
     if ray_running():  # started before this check (the CLI pipeline's counting, a notebook): running already
@@ -395,9 +399,8 @@ def minibatch_bytes(inputs: int, window: int, negative: int, width: int, negativ
     return floats + 8 * pairs * (1 + stride) + 4 * inputs * width
 
 
-def _sharded(cluster: Cluster, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool, ranges: int
-             ) -> tuple[list[ProcessGroup], list[ProcessGroup], list[ProcessGroup]]:
-    st = ShardedSettings.of(cluster, config)
+def _sharded(cluster: Cluster, st: ShardedSettings, config: TrainConfig, v: int, sizes: CorpusSizes, pipeline: bool,
+             ranges: int) -> tuple[list[ProcessGroup], list[ProcessGroup], list[ProcessGroup]]:
     n_shards, n_clients = st.shards, st.clients
     width = -(-config.dim // n_shards)
     model = 2 * v * config.dim * 4

@@ -37,9 +37,8 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,9 @@ from parvec.config import TrainConfig
 from parvec.corpus import ReadOptions
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.sharded_export import ModelFiles, ShardedVectors, save_model
+from parvec.distributed.sharded_settings import ShardedSettings
 from parvec.distributed.sharded_source import ShardedCorpus, plan_inputs, prepare_corpus
+from parvec.distributed.snapshot_records import CheckpointRestored, ShardFiles, Snapshot, SnapshotPlan
 from parvec.engine import Position, TrainStats
 from parvec.errors import ParvecError
 from parvec.run import KeptRun, Run, RunOptions, RunState
@@ -116,7 +117,7 @@ def clear_sharded_checkpoints(directory: Path) -> list[Path]:
     return removed
 
 
-def resume_snapshot(saved: Any, path: Path) -> dict[str, Any]:
+def resume_snapshot(saved: Any, path: Path) -> Snapshot:
     """The snapshot record a :class:`parvec.distributed.sharded.ShardedRun` resumes from (its ``resume=``), from
     a sharded checkpoint read by :func:`parvec.model_io.load` (``arrays=False``) at ``path``: each shard's snapshot
     directory made absolute, the units still to train.
@@ -124,24 +125,23 @@ def resume_snapshot(saved: Any, path: Path) -> dict[str, Any]:
     Example:
         >>> saved = model_io.load("ck/checkpoint", arrays=False)  # doctest: +SKIP
         >>> snap = resume_snapshot(saved, Path("ck/checkpoint"))  # doctest: +SKIP
-        >>> snap["epoch"], snap["units_done"]  # doctest: +SKIP
+        >>> snap.epoch, snap.units_done  # doctest: +SKIP
         (2, 0)
     """
     from parvec.model_io import shard_file_paths
 
     sharded = saved.sharded
-    snap = dict(sharded["snapshot"])
-    snap["files"] = [dict(f, directory=str(d.resolve()))
-                     for f, d in zip(sharded["files"], shard_file_paths(path, sharded), strict=True)]
-    snap.setdefault("queue", list(range(int(snap["units_done"]), int(snap["units"]))))
-    snap["shards"] = len(snap["files"])
-    return snap
+    files = tuple(ShardFiles.from_json(f).with_directory(str(d.resolve()))
+                  for f, d in zip(sharded["files"], shard_file_paths(path, sharded), strict=True))
+    snap = Snapshot.from_json(sharded["snapshot"])
+    return dataclasses.replace(snap, files=files, shards=len(files))
 
 
 class ShardedWord2Vec(KeptRun):
     """The model of ``parvec train --mode sharded`` (module docstring): ``config`` (skip-gram, negative sampling),
     ``read_options``, ``cluster`` (``mode="sharded"``) and ``cache_dir`` (where the work directory goes).  Use it
-    as a context manager: it holds the cluster's Ray session and the work directory until it is closed.
+    as a context manager: it holds the cluster's Ray session, the work directory and the run's ``settings``
+    (resolved once, on entering, from ``cluster`` and ``config``) until it is closed.
 
     Example:
         >>> with ShardedWord2Vec(TrainConfig(dim=100), ReadOptions(), Cluster("local:2", mode="sharded")) as m:
@@ -166,10 +166,13 @@ class ShardedWord2Vec(KeptRun):
         self._work: Path | None = None
         self._run: Any = None
         self._describing: int | None = None  # the snapshot a checkpoint being written names
+        self._settings: ShardedSettings | None = None  # resolved when the run starts (__enter__)
         self.count_estimate: Any = None  # the memory check before counting (parvec.distributed.memory.count_step)
+        self.on_note: Callable[[SnapshotPlan | CheckpointRestored], None] = lambda note: None  # the CLI words them
 
     # ------------------------------------------------------------ the session
     def __enter__(self) -> ShardedWord2Vec:
+        self._settings = ShardedSettings.of(self.cluster, self.config)
         self._work = self._stack.enter_context(work_directory(self.cache_dir))
         self._ray = self._stack.enter_context(self.cluster.session())
         return self
@@ -192,6 +195,12 @@ class ShardedWord2Vec(KeptRun):
         if self._ray is None:
             raise ParvecError("ShardedWord2Vec: use it as a context manager (with ShardedWord2Vec(...) as model:)")
         return self._ray
+
+    @property
+    def settings(self) -> ShardedSettings:
+        """The run's sharded settings (:class:`~parvec.distributed.sharded_settings.ShardedSettings`)."""
+        assert self._settings is not None, "use it as a context manager"
+        return self._settings
 
     @property
     def work(self) -> Path:
@@ -231,10 +240,9 @@ class ShardedWord2Vec(KeptRun):
         Example:
             >>> corpus = model.encode("corpus.txt")  # doctest: +SKIP
         """
-        from parvec.distributed.sharded_settings import ShardedSettings, cluster_cpus
+        from parvec.distributed.sharded_settings import cluster_cpus
 
-        ray = self.ray
-        settings = ShardedSettings.of(self.cluster, self.config)
+        ray, settings = self.ray, self.settings
         recorded = self.saved.sharded["input"] if self.saved is not None else None
         try:
             plan = plan_inputs(corpus_file, cluster_cpus(ray), self.work,
@@ -278,7 +286,7 @@ class ShardedWord2Vec(KeptRun):
         corpus = self.corpus
         assert corpus is not None
         return estimate_cluster(self.cluster, self.config, corpus.n_words, corpus.tokens, corpus.sentences,
-                                pipeline=True, ranges=len(corpus.parts))
+                                pipeline=True, ranges=len(corpus.parts), settings=self.settings)
 
     def build_vocab(self, corpus: ShardedCorpus) -> None:
         """Nothing to do: the vocabulary is the corpus's (:meth:`encode`)."""
@@ -306,8 +314,8 @@ class ShardedWord2Vec(KeptRun):
             assert self.saved_path is not None, "resume=True needs a model read by load_for_resume"
             snap = resume_snapshot(self.saved, self.saved_path)
             if start >= total_epochs:  # the checkpoint holds every epoch: its snapshot is the model, checked
-                self.files = self._files(snap["files"])
-                self.files.verify(self.ray, snap["id"], self.cluster.timeout_s)
+                self.files = self._files(snap.files or ())
+                self.files.verify(self.ray, snap.id, self.settings.timeout_s)
                 self.stats = TrainStats()
                 return self.stats
         options = self._options()
@@ -318,17 +326,16 @@ class ShardedWord2Vec(KeptRun):
         tables = SamplingTables.of_classes(corpus.classes, config)
         self._run = ShardedRun(self.ray, self.cluster, config, tables, corpus.parts,
                                checkpoint_dir=ck / "shards" if ck is not None else self.work / "snapshots",
-                               resume=snap, units=corpus.units(), client_parts=True, memory=self._placement())
+                               resume=snap, units=corpus.units(), client_parts=True, memory=self._placement(),
+                               settings=self.settings, on_plan=self.on_note)
         if snap is not None:
-            n = len(snap["files"])
-            print(f"every shard restored its columns from the checkpoint's snapshot {snap['id']} ({n} "
-                  f"shard{'s' if n != 1 else ''}, CRC-32 checked)", file=sys.stderr)
+            self.on_note(CheckpointRestored(snap.id, len(snap.files or ())))
         try:
             run = Run(ShardedRunDriver(self._run, checkpoints=ck is not None), config, schedule, options, state,
                       describe=self.saved_model if ck is not None else None, start_epoch=start, resume_at=resume_at,
                       only_latest=True)
             self.stats = run.execute() if start < total_epochs else TrainStats()
-            self.files = self._files(self._run.snapshots.newest["files"])
+            self.files = self._files(self._run.snapshots.newest.files or ())
         finally:
             self._run.close()
             self._run = None
@@ -349,13 +356,13 @@ class ShardedWord2Vec(KeptRun):
 
         def saved(path: Path, position: Position | None, seconds: float) -> None:
             if self._run is not None and self._describing is not None:
-                self._run.snapshots.checkpointed = self._describing
+                self._run.snapshots.mark_checkpointed(self._describing)
             if told is not None:
                 told(path, position, seconds)
 
         return dataclasses.replace(self.run_options, on_checkpoint_saved=saved)
 
-    def _files(self, snapshot_files: list[dict[str, Any]]) -> ModelFiles:
+    def _files(self, snapshot_files: tuple[ShardFiles, ...]) -> ModelFiles:
         corpus = self.corpus
         assert corpus is not None
         return ModelFiles.of(snapshot_files, corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, self.config.dim)
@@ -371,22 +378,18 @@ class ShardedWord2Vec(KeptRun):
         """
         from parvec import model_io
         from parvec.distributed import cluster_record
-        from parvec.distributed.sharded_settings import resolve
 
         corpus, run = self.corpus, self._run
         assert corpus is not None and run is not None and self.run_options.checkpoint_dir is not None
         directory = Path(self.run_options.checkpoint_dir)
         inside = directory / "checkpoint"  # every checkpoint is a directory in it
         snap = run.snapshots.newest
-        self._describing = int(snap["id"]) if snap["id"] is not None else None
+        self._describing = snap.id
         vocab_dir = _place_vocab(corpus, directory / "vocab")
-        settings = resolve(self.cluster, self.config)
-        record = cluster_record(self.cluster) or {}
-        record.update(shards=settings["shards"], clients=settings["clients"])
-        state = {k: snap[k] for k in ("id", "epoch", "units_done", "words_done", "total", "epochs", "units",
-                                      "units_crc32", "words_per_epoch", "time", "queue")}
-        sharded = {"files": [dict(f, directory=os.path.relpath(f["directory"], inside)) for f in snap["files"]],
-                   "snapshot": state, "settings": settings, "input": corpus.identity(),
+        settings = self.settings
+        record = (cluster_record(self.cluster) or {}) | {"shards": settings.shards, "clients": settings.clients}
+        sharded = {"files": snap.files_json(relative_to=inside), "snapshot": snap.checkpoint_state(),
+                   "settings": settings.to_json(), "input": corpus.identity(),
                    "vocab": {"directory": os.path.relpath(vocab_dir, inside), "parts": corpus.vocab_parts,
                              "words": corpus.n_words}}
         return model_io.SavedModel(

@@ -40,7 +40,7 @@ class ReplicaGroup:
         []
     """
 
-    def __init__(self, ray: Any, cluster: Cluster, n: int, threads: int, faults: list[dict[str, Any]]) -> None:
+    def __init__(self, ray: Any, cluster: Cluster, n: int, threads: int, faults: list[FaultRecord]) -> None:
         self.ray, self.cluster, self.n, self.threads, self.faults = ray, cluster, n, threads, faults
         self.timeout_s = float(cluster.timeout_s)
         self.actors: list[Any] = []

@@ -25,10 +25,12 @@ anew.  The report names the replica lost and the words retrained, and each fault
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ from parvec.distributed.supervise import FaultRecord, cause, report_fault
 from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 
-__all__ = ["ReplicaDriver", "ReplicaFigures", "ReplicaTrainer", "share_data"]
+__all__ = ["ReplicaDriver", "ReplicaFigures", "ReplicaTrainer", "ReplicasReport", "share_data"]
 
 
 class ReplicaDriver(DriverBase):
@@ -83,7 +85,7 @@ class ReplicaDriver(DriverBase):
         self.read_options = read_options
         self.workers_given = workers_given
         self.corpus: EncodedCorpus | None = None
-        self._report: dict[str, Any] = {}
+        self.last_report: ReplicasReport | None = None  # the last run's figures
         self.group: ReplicaGroup | None = None
         self._stack: contextlib.ExitStack | None = None
         self.stats = TrainStats()  # when it runs itself (ReplicaTrainer): the last run's
@@ -93,7 +95,7 @@ class ReplicaDriver(DriverBase):
         self.ray: Any = None
         self._model: tuple[Any, Any] | None = None
         self._group_id = 0
-        self._faults: list[dict[str, Any]] = []
+        self._faults: list[FaultRecord] = []
         self._t0: float | None = None
 
     @property
@@ -107,8 +109,8 @@ class ReplicaDriver(DriverBase):
         return self.group.actors if self.group is not None else []
 
     def report(self) -> dict[str, Any]:
-        """The last run's distributed figures (replicas, syncs, sync_seconds, bytes_synced, ...)."""
-        return dict(self._report)
+        """The last run's distributed figures (:class:`ReplicasReport`) as JSON, as the run layer keeps them."""
+        return self.last_report.to_json() if self.last_report is not None else {}
 
     def use_corpus(self, corpus: EncodedCorpus) -> ReplicaDriver:
         """Train on ``corpus`` (each replica memory-maps its share of the cache, or encodes it); returns self."""
@@ -232,7 +234,7 @@ class ReplicaDriver(DriverBase):
             return
         try:
             if self._t0 is not None:  # prepare() went through
-                self._report = self._figures.report(self, time.perf_counter() - self._t0)
+                self.last_report = self._figures.report(self, time.perf_counter() - self._t0)
         finally:
             self._stack.close()
             self._stack = None
@@ -358,6 +360,56 @@ class ReplicaDriver(DriverBase):
         return words + totals[0]
 
 
+@dataclass(frozen=True)
+class ReplicasReport:
+    """A replicas run's report figures (:meth:`ReplicaFigures.report`), each field one of the ``--report`` file's
+    keys in its order (:meth:`to_json`): the replicas, their threads and learning rates, the syncs (overlapped,
+    rows, seconds, bytes against full-model syncs), each replica's seconds, the start's seconds, the words of each
+    share, the replicas' nodes and data, the faults (:class:`~parvec.distributed.supervise.FaultRecord`), the
+    collective.
+
+    Example:
+        >>> report = driver.last_report  # doctest: +SKIP
+        >>> report.syncs, report.to_json()["mode"]  # doctest: +SKIP
+        (12, 'replicas')
+    """
+
+    replicas: int
+    threads_per_replica: int | None
+    alpha_scale: Any
+    alpha_per_replica: float | None
+    syncs: int
+    syncs_overlapped: int
+    sync_overlap_rows: Any
+    parts_per_epoch: int
+    rows_synced: int
+    sync_seconds: float
+    sync_share: float | None
+    sync_seconds_per_replica: list[float]
+    replica_train_seconds: list[float]
+    bytes_synced: int
+    bytes_synced_per_word: float | None
+    bytes_full_model_same_syncs: int
+    traffic_reduction: float | None
+    model_fetch_seconds: float
+    setup_seconds: float
+    ray_start_seconds: float
+    start_seconds: float
+    share_words: list[int]
+    nodes: list[Any]
+    data: list[Any]
+    faults: tuple[FaultRecord, ...]
+    collective: Any
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's keys, in the ``--report`` file's order (``mode`` first)."""
+        out: dict[str, Any] = {"mode": "replicas"}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = [r.to_dict() for r in value] if f.name == "faults" else value
+        return out
+
+
 class ReplicaFigures:
     """What a replicas run measured, for its report: each replica's sync and training seconds and bytes, the
     syncs (overlapped, rows, bytes), the words trained, the model's fetch seconds, the start's seconds, the faults.
@@ -368,7 +420,7 @@ class ReplicaFigures:
         0
     """
 
-    def __init__(self, n: int, faults: list[dict[str, Any]], ray_start_seconds: float, setup_seconds: float) -> None:
+    def __init__(self, n: int, faults: list[FaultRecord], ray_start_seconds: float, setup_seconds: float) -> None:
         self.per_replica = {r: {"sync_seconds": 0.0, "bytes": 0, "train_seconds": 0.0} for r in range(n)}
         self.sync_totals = {"syncs": 0, "rows": 0, "bytes": 0, "overlapped": 0}
         self.faults, self.ray_start_seconds, self.setup_seconds = faults, ray_start_seconds, setup_seconds
@@ -387,7 +439,7 @@ class ReplicaFigures:
         self.sync_totals["bytes"] += sum(res["sync"]["bytes"] for res in results.values())
         self.words_done += words
 
-    def report(self, driver: ReplicaDriver, seconds: float) -> dict[str, Any]:
+    def report(self, driver: ReplicaDriver, seconds: float) -> ReplicasReport:
         """The report's figures of ``driver``'s run (``seconds``: its training's), with the full-model syncs'
         bytes the ruler's replace."""
         per, totals, plan, described = self.per_replica, self.sync_totals, driver.plan, driver.described
@@ -395,28 +447,27 @@ class ReplicaFigures:
         sync_seconds = float(np.mean([p["sync_seconds"] for p in per.values()]))
         full_bytes = totals["syncs"] * 2 * (n - 1) * len(driver.counts) * driver.config.dim * 4 * 2
         words = self.words_done
-        return {
-            "mode": "replicas", "replicas": n, "threads_per_replica": driver.actor_threads,
-            "alpha_scale": driver.cluster.alpha_scale, "alpha_per_replica": driver.replica_config.alpha,
-            "syncs": totals["syncs"],
+        return ReplicasReport(
+            replicas=n, threads_per_replica=driver.actor_threads,
+            alpha_scale=driver.cluster.alpha_scale, alpha_per_replica=driver.replica_config.alpha,
+            syncs=totals["syncs"],
             # syncs that ran while the next part trained (sync_seconds counts only the time training waited)
-            "syncs_overlapped": totals["overlapped"], "sync_overlap_rows": driver.sync_overlap_rows,
-            "parts_per_epoch": plan.parts_per_epoch, "rows_synced": totals["rows"],
-            "sync_seconds": sync_seconds, "sync_share": sync_seconds / seconds if seconds else None,
-            "sync_seconds_per_replica": [p["sync_seconds"] for p in per.values()],
+            syncs_overlapped=totals["overlapped"], sync_overlap_rows=driver.sync_overlap_rows,
+            parts_per_epoch=plan.parts_per_epoch, rows_synced=totals["rows"],
+            sync_seconds=sync_seconds, sync_share=sync_seconds / seconds if seconds else None,
+            sync_seconds_per_replica=[p["sync_seconds"] for p in per.values()],
             # each replica's own clock for its epochs (its syncs included), beside the driver's: the gap is the
             # epochs' start and end (model shipped, results gathered) and Ray's calls
-            "replica_train_seconds": [p["train_seconds"] for p in per.values()],
-            "bytes_synced": totals["bytes"], "bytes_synced_per_word": totals["bytes"] / words if words else None,
-            "bytes_full_model_same_syncs": full_bytes,
-            "traffic_reduction": full_bytes / totals["bytes"] if totals["bytes"] else None,
-            "model_fetch_seconds": self.fetch_seconds, "setup_seconds": self.setup_seconds,
+            replica_train_seconds=[p["train_seconds"] for p in per.values()],
+            bytes_synced=totals["bytes"], bytes_synced_per_word=totals["bytes"] / words if words else None,
+            bytes_full_model_same_syncs=full_bytes,
+            traffic_reduction=full_bytes / totals["bytes"] if totals["bytes"] else None,
+            model_fetch_seconds=self.fetch_seconds, setup_seconds=self.setup_seconds,
             # Ray's start (or connect) and the replicas' start, before the first trained word
-            "ray_start_seconds": self.ray_start_seconds, "start_seconds": self.ray_start_seconds + self.setup_seconds,
-            "share_words": [int(x) for x in plan.part_words.sum(axis=1)],
-            "nodes": [x["node"] for x in described], "data": [x["data"] for x in described],
-            "faults": self.faults, "collective": described[0]["collective"],
-        }
+            ray_start_seconds=self.ray_start_seconds, start_seconds=self.ray_start_seconds + self.setup_seconds,
+            share_words=[int(x) for x in plan.part_words.sum(axis=1)],
+            nodes=[x["node"] for x in described], data=[x["data"] for x in described],
+            faults=tuple(self.faults), collective=described[0]["collective"])
 
 
 class ReplicaTrainer(SelfRunning, ReplicaDriver):

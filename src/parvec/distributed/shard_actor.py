@@ -35,9 +35,12 @@ from typing import Any
 import numpy as np
 
 from parvec.distributed.shard_kernels import shard_kernels
+from parvec.distributed.sharded_report import ShardInfo
 from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
+from parvec.distributed.snapshot_records import ShardFiles, ShardRestored, ShardSnapshot
 from parvec.distributed.supervise import named_actor, node_id, was_restarted
 from parvec.distributed.wire import (
+    AdjustCall,
     ShardLost,
     answer_parts,
     join_parts,
@@ -246,7 +249,7 @@ class ShardActor:
             self.fenced = True
         return os.getpid()
 
-    def snapshot(self, snap_id: int, keep: int | Sequence[int | None] | None) -> dict[str, Any]:
+    def snapshot(self, snap_id: int, keep: int | Sequence[int | None] | None) -> ShardSnapshot:
         """Write this shard's columns as snapshot ``snap_id`` (:func:`parvec.distributed.snapshot_files.
         write_snapshot`); snapshots other than ``keep`` (the newest complete one, and the one the newest checkpoint
         names when that is older) are removed first, so a shard keeps at most two or three.  Returns the seconds
@@ -274,11 +277,11 @@ class ShardActor:
         seconds = time.perf_counter() - t0
         self.snapshots += 1
         self.snapshot_seconds += seconds
-        return {"seconds": seconds, "bytes": 2 * self.w_in.nbytes, "pid": os.getpid(), "directory": str(final),
-                "shape": list(self.w_in.shape), "crc32": crcs}
+        return ShardSnapshot(seconds, 2 * self.w_in.nbytes, os.getpid(),
+                             ShardFiles(str(final), tuple(self.w_in.shape), crcs))
 
     def restore(self, snap_id: int | None, where: str | None = None,
-                crc32: dict[str, int] | None = None) -> dict[str, Any]:
+                crc32: dict[str, int] | None = None) -> ShardRestored:
         """Overwrite the columns with snapshot ``snap_id`` (None: the model the run started from), read row
         block by row block into the arrays in place, and serve again.  ``where`` is the snapshot's directory when
         it is not this run's own (a resumed run's, in the checkpoint it resumes); ``crc32`` the CRC-32 of each
@@ -305,7 +308,7 @@ class ShardActor:
                 self.needs_restore = False
                 self.fenced = False
         self.restores += 1
-        return {"seconds": time.perf_counter() - t0, "pid": os.getpid()}
+        return ShardRestored(time.perf_counter() - t0, os.getpid())
 
     def drop_snapshots(self) -> None:
         """Remove this shard's snapshot directory (a run's temporary snapshots, at its end)."""
@@ -321,16 +324,16 @@ class ShardActor:
         with self._serving():
             t0 = time.thread_time()  # this thread's CPU time: the machine's load does not inflate it
             buf = join_parts(call)
-            p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink, n_seed, n_out, half = unpack_call(buf)
+            adjust, dots, half = unpack_call(buf)
             self.calls += 1
-            if p_seq is not None:
-                self._adjust(p_seq, p_seg, p_shrink, p_seed, p_coef)
-            if n_seq is None:
+            if adjust is not None:
+                self._adjust(adjust)
+            if dots is None:
                 self.kernel_seconds += time.thread_time() - t0
                 return None
-            negative = self.spec.negative
-            out = np.empty(int(n_out), dtype=np.float32)
-            kept = self.kernels.rows(n_seq, n_seg, n_shrink, int(n_out) // (1 + negative), np.uint64(n_seed),
+            negative, n_out, n_seed = self.spec.negative, dots.n_out, dots.seed
+            out = np.empty(n_out, dtype=np.float32)
+            kept = self.kernels.rows(dots.seq, dots.seg, dots.shrink, n_out // (1 + negative), np.uint64(n_seed),
                                      self.noise_prob, self.noise_alias)
             self.kernels.dotprod_rows(self.w_in, self.w_out, kept, out)
             # Kept for this minibatch's adjust (the next call of its client thread), which then draws no
@@ -340,11 +343,12 @@ class ShardActor:
                 while len(self._rows) > self._rows_cap:  # minibatches whose adjust never came (a unit dropped)
                     self._rows.pop(next(iter(self._rows)))
             self.kernel_seconds += time.thread_time() - t0
-            return split_answer(to_half(out) if half else out, answer_parts(int(n_out), half))
+            return split_answer(to_half(out) if half else out, answer_parts(n_out, half))
 
-    def _adjust(self, seq: np.ndarray, seg: np.ndarray, shrink: np.ndarray, seed: Any, coef: np.ndarray) -> None:
+    def _adjust(self, call: AdjustCall) -> None:
         # The previous minibatch's update, from the rows kept at its dot products when they are here.
         spec = self.spec
+        seq, seg, shrink, seed, coef = call
         with self._rows_lock:
             kept = self._rows.pop(int(seed), None)
         if kept is not None and len(kept[0]) * (1 + spec.negative) == len(coef):  # its dotprod's rows
@@ -397,16 +401,15 @@ class ShardActor:
                 self._refuse()
         return self.w_in[lo:hi].copy(), self.w_out[lo:hi].copy()
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> ShardInfo:
         """Status and figures: error, applied minibatches, restart, snapshots, memory, process and Ray node."""
-        return {"index": self.index, "error": self.error, "applied": self.applied,
-                "applied_inputs": self.applied_inputs, "restarted": self.restart_info,
-                "needs_restore": self.needs_restore, "snapshots": self.snapshots,
-                "snapshot_seconds": self.snapshot_seconds, "restores": self.restores,
-                "peak_rss_bytes": peak_memory_bytes(), "baseline_rss_bytes": self.baseline_rss,
-                "kernel_seconds": self.kernel_seconds, "calls": self.calls, "cpu_seconds": own_cpu_seconds(),
-                "model_bytes": self.model_bytes, "vm_data_bytes": vm_data_bytes(), "pid": os.getpid(),
-                "node": node_id()}
+        return ShardInfo(index=self.index, error=self.error, applied=self.applied, applied_inputs=self.applied_inputs,
+                         restarted=self.restart_info, needs_restore=self.needs_restore, snapshots=self.snapshots,
+                         snapshot_seconds=self.snapshot_seconds, restores=self.restores,
+                         peak_rss_bytes=peak_memory_bytes(), baseline_rss_bytes=self.baseline_rss,
+                         kernel_seconds=self.kernel_seconds, calls=self.calls, cpu_seconds=own_cpu_seconds(),
+                         model_bytes=self.model_bytes, vm_data_bytes=vm_data_bytes(), pid=os.getpid(),
+                         node=node_id())
 
     def ping(self) -> int:
         """This process's id (the driver's way to see that the shard answers, and whether it was restarted)."""

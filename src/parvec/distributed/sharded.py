@@ -25,10 +25,10 @@ holds the model in one process.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +41,7 @@ from parvec.chunks import split_long_sentences
 from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.distributed.cluster import Cluster
+from parvec.distributed.sharded_report import ClientInfo, ShardedReport
 from parvec.distributed.sharded_settings import (
     ROW_BLOCK_BYTES,
     SNAPSHOT_BYTES_PER_S,
@@ -52,19 +53,19 @@ from parvec.distributed.sharded_settings import (
 )
 from parvec.distributed.sharded_start import ShardedActors, start_actors
 from parvec.distributed.snapshot_files import snapshot_dir
-from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume, report_figures, snapshot_position
+from parvec.distributed.snapshot_records import ClientFailure, SnapshotPlan
+from parvec.distributed.snapshots import Snapshot, SnapshotCoordinator, check_resume
 from parvec.distributed.supervise import ActorLost, cause, first_line
 from parvec.distributed.units import SamplingTables, Unit, UnitStats, plan_units, units_crc32
 from parvec.distributed.wire import ShardLost
 from parvec.engine import DriverBase, EpochContext, EpochResult, Position, RunEngine, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import sharded as K
-from parvec.resources import human_bytes
 from parvec.schedule import Schedule
 
 # The names the command line (parvec.cli.sharded) and the fault tests import from here.
 __all__ = ["ShardedDriver", "ShardedRun", "ShardedRunDriver", "actor_budget", "cluster_cpus", "resolve",
-           "snapshot_dir", "snapshot_position"]
+           "snapshot_dir"]
 
 class ShardedRun:
     """One sharded training run on a Ray session: shards, clients, units, epochs, snapshots and faults,
@@ -76,12 +77,15 @@ class ShardedRun:
     from which the driver plans the units, or ``units``, the units planned where the parts were encoded (the
     driver then holds no sentence offset); ``client_parts``: each client prefers the units of its own parts (it
     then loads about ``1 / clients`` of the parts' offsets); ``memory``: the bytes a ``shard`` and a ``client`` ask
-    of Ray's ``memory`` resource (:func:`parvec.distributed.memory.placement`).  ``init`` is None
+    of Ray's ``memory`` resource (:func:`parvec.distributed.memory.placement`); ``settings``: the run's settings as
+    its owner resolved them (default: ``cluster``'s for ``config``); ``on_plan`` is told when the shards will
+    snapshot and what one costs (:class:`~parvec.distributed.snapshot_records.SnapshotPlan`, before any actor
+    starts).  ``init`` is None
     (word2vec.c's initial vectors, generated on the shards) or ``(w_in, w_out)`` to start from.  The shards keep
     their snapshots under ``checkpoint_dir`` (``Cluster.checkpoint_dir``; a temporary directory, removed at the
     end, otherwise), each on its own node's disk; each complete snapshot goes to ``on_snapshot(snapshot)``, which
-    returns True when it saved a checkpoint naming it (:class:`parvec.distributed.pipeline.ShardCheckpoints`): the
-    shards then keep that snapshot until a newer one is checkpointed.
+    returns True when it saved a checkpoint naming it (:meth:`ShardedRunDriver.train_epoch` hands it to the run
+    layer): the shards then keep that snapshot until a newer one is checkpointed.
 
     ``resume`` is such a record read back from a checkpoint: the shards start from it instead of the initial
     vectors, and training goes on from its place (:meth:`train` with ``start_epoch`` its epoch; the units it had
@@ -98,11 +102,13 @@ class ShardedRun:
                  init: tuple[np.ndarray, np.ndarray] | None = None,
                  checkpoint_dir: str | os.PathLike[str] | None = None, resume: Snapshot | None = None,
                  on_snapshot: Callable[[Snapshot], bool] | None = None, *, units: list[Unit] | None = None,
-                 client_parts: bool = False, memory: dict[str, int] | None = None) -> None:
+                 client_parts: bool = False, memory: dict[str, int] | None = None,
+                 settings: ShardedSettings | None = None,
+                 on_plan: Callable[[SnapshotPlan], None] | None = None) -> None:
         self.ray = ray
         self.cluster = cluster
         self.config = config.validate()
-        self.settings = ShardedSettings.of(cluster, self.config)
+        self.settings = settings if settings is not None else ShardedSettings.of(cluster, self.config)
         if not isinstance(tables, SamplingTables):
             tables = SamplingTables.per_word(tables, self.config)
         self.tables = tables
@@ -130,9 +136,9 @@ class ShardedRun:
         width = -(-self.config.dim // self.settings.shards)
         self.shard_bytes = 2 * self.n_words * width * 4  # what one shard writes per snapshot
         interval = snapshot_interval(self.settings.checkpoint_interval_s, self.shard_bytes)
-        print(f"parvec: a consistent snapshot of the shards at every epoch's end and every {interval:g} s (each shard "
-              f"writes {human_bytes(self.shard_bytes)}, about {self.shard_bytes / SNAPSHOT_BYTES_PER_S:.1f} s at "
-              f"{SNAPSHOT_BYTES_PER_S / 1e6:.0f} MB/s; --snapshot-interval sets it)", file=sys.stderr, flush=True)
+        self.snapshot_plan = SnapshotPlan(interval, self.shard_bytes, SNAPSHOT_BYTES_PER_S)
+        if on_plan is not None:
+            on_plan(self.snapshot_plan)
         self.snapshots = SnapshotCoordinator(self.settings.shards, interval, self.units,
                                              crc, self.config.dim, self.checkpoint_dir, resume, on_snapshot)
         try:
@@ -254,18 +260,18 @@ class ShardedRun:
             w_in[lo:hi] = a
             w_out[lo:hi] = b
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> ShardedReport:
         """The run's sharded figures (bytes per trained input word measured at the clients, memory, snapshots,
-        faults: :func:`sharded_report`)."""
+        faults: :class:`~parvec.distributed.sharded_report.ShardedReport`)."""
         infos = self.snapshots.shard_infos() if self.shards else []
-        client_infos = []
+        client_infos: list[ClientInfo] = []
         for c, h in enumerate(self.clients):
             if self.actors is not None and self.actors.alive[c]:
                 with contextlib.suppress(Exception):
                     client_infos.append(self.ray.get(h.info.remote(), timeout=self.timeout_s))
         checkpoint_dir = None if self._temp_checkpoints is not None else str(self.checkpoint_dir)
-        return sharded_report(self.settings, self.config, self.totals, infos, client_infos,
-                              report_figures(self.snapshots), checkpoint_dir)
+        return ShardedReport.of(self.settings, self.config, self.totals, infos, client_infos,
+                                self.snapshots.figures(), checkpoint_dir)
 
 
 class _Epoch:
@@ -278,26 +284,36 @@ class _Epoch:
         self.in_flight: dict[Any, tuple[int, Unit, float]] = {}
         self.busy = [0] * len(run.clients)
         self.draining_since: float | None = None
+        self.interrupted: list[Unit] = []  # units a fault stopped
         run.position = (ctx.epoch, len(run.units) - len(self.queue))
+
+    @property
+    def number(self) -> int:
+        """The epoch (0-based)."""
+        return self.ctx.epoch
+
+    @property
+    def not_started(self) -> collections.deque[Unit]:
+        """The units not handed out yet."""
+        return self.queue
 
     def train(self) -> UnitStats:
         run, snaps, epoch = self.run, self.snaps, self.ctx.epoch
         last_progress = 0.0
         while True:
             fault: ActorLost | None = None
-            interrupted: list[Unit] = []  # units a fault stopped
+            self.interrupted = []
             try:
                 if not self.queue and not self.in_flight:  # the epoch's end: what the next epoch starts from
                     snaps.take_epoch_end(epoch, self.total, self.draining_since)
                     return self.total
                 self._snapshot_when_due()
                 self._hand_out()
-                self._collect(interrupted)
+                self._collect()
             except ActorLost as lost:
                 fault = lost
             if fault is not None:
-                self.queue, self.total = snaps.recover(epoch, fault, self.queue, self.in_flight, self.busy,
-                                                       interrupted)
+                self.queue, self.total = snaps.recover(self, fault)
                 self.draining_since = None
                 run.position = (epoch, len(run.units) - len(self.queue))
                 continue
@@ -331,7 +347,7 @@ class _Epoch:
                 unit = self._take(c)
                 self.in_flight[client.train_unit.remote(unit, ctx.epoch, ctx.schedule)] = (c, unit, time.monotonic())
                 self.busy[c] += 1
-                self.snaps.at_snapshot = False
+                self.snaps.left_snapshot()
         if not self.in_flight and self.queue:
             raise ParvecError("every client was lost and none can be restarted: the run cannot continue")
 
@@ -348,7 +364,7 @@ class _Epoch:
             return self.queue.pop()
         return self.queue.popleft()
 
-    def _collect(self, interrupted: list[Unit]) -> None:
+    def _collect(self) -> None:
         # The units that ended in the next quarter second; a client or shard lost raises ActorLost.
         if not self.in_flight:
             return
@@ -360,71 +376,49 @@ class _Epoch:
             try:
                 result = ray.get(ref, timeout=run.timeout_s)
             except ray.exceptions.RayActorError as exc:  # the client died
-                self.snaps.client_failures.append({"client": c, "epoch": epoch + 1, "unit": unit.index,
-                                                   "error": first_line(exc)})
-                interrupted.append(unit)
+                self.snaps.client_failed(ClientFailure(c, epoch + 1, unit.index, first_line(exc)))
+                self.interrupted.append(unit)
                 raise ActorLost("client", c, first_line(exc)) from None
             except ShardLost as exc:  # a shard call of the unit failed: a shard was lost
                 lost = cause(exc)
                 shard = lost.args[0] if lost.args else -1
                 detail = lost.args[1] if len(lost.args) > 1 else first_line(lost)
-                interrupted.append(unit)
-                self.snaps.dropped += 1
+                self.interrupted.append(unit)
+                self.snaps.minibatch_dropped()
                 raise ActorLost("shard", int(shard), str(detail)) from None
             except ParvecError as exc:
                 raise ParvecError(str(cause(exc))) from None
             except ray.exceptions.RayTaskError as exc:
                 raise ParvecError(f"client {c} failed: {cause(exc)}") from None
-            done = UnitStats.from_dict(result)
+            done: UnitStats = result
             self.total.add(done)
             run.totals.add(done)
             run.position = (epoch, run.position[1] + 1)
 
-
-def sharded_report(st: ShardedSettings, config: TrainConfig, t: UnitStats, infos: list[dict[str, Any]],
-                   client_infos: list[dict[str, Any]], snapshot_figures: dict[str, Any],
-                   checkpoint_dir: str | None) -> dict[str, Any]:
-    """A sharded run's report figures: its settings, the bytes per trained input word measured at the clients
-    (and the paper's and a row-wise parameter server's for comparison), memory, faults and snapshots
-    (``snapshot_figures``: :func:`parvec.distributed.snapshots.report_figures`), where the time went.
-
-    Example:
-        >>> sharded_report(settings, config, totals, infos, [], figures, None)["shards"]  # doctest: +SKIP
-        2
-    """
-    inputs = max(t.inputs, 1)
-    w_bar = t.pairs / inputs  # positives per input word
-    S, d, n = st.shards, config.dim, config.negative
-    paper = w_bar * (n + 1) * S * 4
-    rowwise = (1 + w_bar + w_bar * n) * d * 4
-    return {
-        "shards": S, "clients": st.clients, "client_threads": st.threads,
-        "minibatch_words": st.minibatch_words, "minibatch_words_in_flight": st.minibatch_words_in_flight,
-        "minibatch_formation": st.minibatch_formation, "negatives_per": st.negatives_per, "update_cap": st.update_cap,
-        "wire_floats": st.wire_floats, "fused_calls": st.fused,
-        "unit_words": st.unit_words, "trained_input_words": t.inputs, "minibatches": t.minibatches,
-        "contexts_per_input": w_bar,
-        "bytes_sent_per_word": t.bytes_sent / inputs, "bytes_received_per_word": t.bytes_received / inputs,
-        "index_bytes_sent_per_word": t.index_bytes_sent / inputs,
-        "paper_bytes_per_word": paper, "rowwise_ps_bytes_per_word": rowwise,
-        "ratio_to_rowwise_ps": (t.bytes_received / inputs) / rowwise if rowwise else None,
-        "shard_peak_memory_bytes": [i["peak_rss_bytes"] for i in infos],
-        # Private writable memory now (what --shard-memory caps; the object store's shared pages are not in it).
-        "shard_data_bytes": [i["vm_data_bytes"] for i in infos],
-        "shard_model_bytes": [i["model_bytes"] for i in infos],
-        "shard_restarts": [i["restarted"] for i in infos],
-        # The Ray node of each shard and client (placement by memory decides them on a joined cluster).
-        "shard_nodes": [i.get("node") for i in infos], "client_nodes": [i.get("node") for i in client_infos],
-        **snapshot_figures,
-        "checkpoint_dir": checkpoint_dir,
-        # Where the time goes (seconds summed over client threads / shard threads).
-        "client_unit_seconds": t.seconds, "client_wait_seconds": t.wait_seconds,
-        "client_form_seconds": t.form_seconds, "client_coefficient_seconds": t.client_seconds,
-        "shard_kernel_seconds": [i["kernel_seconds"] for i in infos], "shard_calls": [i["calls"] for i in infos],
-        # CPU seconds of each actor process since it started (warm-up and compilation included).
-        "shard_cpu_seconds": [i["cpu_seconds"] for i in infos],
-        "client_cpu_seconds": [i["cpu_seconds"] for i in client_infos],
-    }
+    def stop_in_flight(self, fault: ActorLost, timeout_s: float) -> list[Unit]:
+        """Wait for every unit in flight to stop (the fenced shards refuse their next call); the units the fault
+        interrupted (:class:`parvec.distributed.snapshots.EpochWork`), each trained again."""
+        ray, epoch = self.run.ray, self.ctx.epoch
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight:
+            ready, _ = ray.wait(list(self.in_flight), num_returns=len(self.in_flight),
+                                timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise ParvecError(f"after {fault.kind} {fault.index} was lost, the units in flight did not stop within "
+                                  f"{timeout_s:g} s (Cluster.timeout_s)")
+            for ref in ready:
+                c, unit, _t = self.in_flight.pop(ref)
+                self.busy[c] -= 1
+                self.interrupted.append(unit)
+                try:
+                    ray.get(ref, timeout=timeout_s)
+                except ray.exceptions.RayActorError as exc:
+                    self.snaps.client_failed(ClientFailure(c, epoch + 1, unit.index, first_line(exc)))
+                except ShardLost:
+                    self.snaps.minibatch_dropped()
+                except Exception:  # noqa: BLE001 - the unit is trained again whatever stopped it
+                    pass
+        return list(self.interrupted)
 
 
 # --------------------------------------------------------------------------- the drivers
@@ -485,12 +479,12 @@ class ShardedRunDriver(DriverBase):
         assert run is not None
 
         def on_snapshot(snap: Snapshot) -> bool:
-            if not snap["units_done"] or snap["epoch"] != ctx.epoch:  # an epoch's end: the run layer's, after it
+            if not snap.units_done or snap.epoch != ctx.epoch:  # an epoch's end: the run layer's, after it
                 return False
-            total = snap["total"]
-            ctx.checkpoint(int(snap["units_done"]), int(snap["words_done"]), int(total["words"]) - carried,
-                           int(total["pairs"]), float(total["loss"]))
-            return run.snapshots.checkpointed == snap["id"]
+            total = snap.total
+            ctx.checkpoint(int(snap.units_done), int(snap.words_done), int(total.words) - carried,
+                           int(total.pairs), float(total.loss))
+            return run.snapshots.checkpointed == snap.id
 
         return on_snapshot
 
@@ -502,8 +496,9 @@ class ShardedRunDriver(DriverBase):
         pass
 
     def report(self) -> dict[str, Any]:
-        """The run's sharded figures (:meth:`ShardedRun.report`), read while its actors run."""
-        return self.run.report() if self.run is not None else {}
+        """The run's sharded figures (:meth:`ShardedRun.report`), read while its actors run, as the run layer
+        keeps a driver's figures (JSON)."""
+        return self.run.report().to_json() if self.run is not None else {}
 
 
 class ShardedDriver(ShardedRunDriver):
@@ -534,7 +529,7 @@ class ShardedDriver(ShardedRunDriver):
         self.w_in, self.w_out = w_in, w_out
         self.corpus: EncodedCorpus | None = None
         self._session: contextlib.ExitStack | None = None
-        self._report: dict[str, Any] = {}
+        self._report: ShardedReport | None = None
 
     @property
     def divergence_hint(self) -> str:
@@ -556,7 +551,7 @@ class ShardedDriver(ShardedRunDriver):
         parts = [("refs", [ray.put(np.ascontiguousarray(corpus.tokens)),
                            ray.put(np.asarray(corpus.offsets, dtype=np.int64))])]
         self.run = ShardedRun(ray, self.cluster, self.config, self.counts, parts, [corpus.offsets],
-                              init=(self.w_in, self.w_out))
+                              init=(self.w_in, self.w_out), settings=self.settings)
         self._session.callback(self.run.close)
         super().prepare(start_epoch, epochs)
 
@@ -571,5 +566,5 @@ class ShardedDriver(ShardedRunDriver):
                 self.run = None
 
     def report(self) -> dict[str, Any]:
-        """The last run's sharded figures (see :meth:`ShardedRun.report`)."""
-        return dict(self._report)
+        """The last run's sharded figures (see :meth:`ShardedRun.report`), as JSON."""
+        return self._report.to_json() if self._report is not None else {}

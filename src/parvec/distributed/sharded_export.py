@@ -18,7 +18,7 @@ The trained model is on disk once an epoch ends: each shard's columns of both ma
   :class:`parvec.keyedvectors.KeyedVectors` opens lazily and ``Word2Vec.load`` reads whole.
 
 Example:
-    >>> files = ModelFiles.of_snapshot(snap, corpus)  # doctest: +SKIP
+    >>> files = ModelFiles.of(snap.files, corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, 100)  # doctest: +SKIP
     >>> ShardedVectors(ray, files, work).save_word2vec_format("vectors.bin", binary=True)  # doctest: +SKIP
 """
 
@@ -30,13 +30,14 @@ import lzma
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from parvec.distributed.snapshot_records import ShardFiles
 from parvec.errors import ParvecError
 from parvec.fileio import output_file, write_failure
 from parvec.vocab_parts import WordParts, part_paths
@@ -52,8 +53,8 @@ _COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
 
 @dataclass(frozen=True)
 class ModelFiles:
-    """Where a sharded model is on disk: ``shards`` (each shard's snapshot record: ``directory``, ``columns``,
-    ``shape``, ``crc32``), the vocabulary's partitions (``vocab_dir``, ``vocab_parts``: their records),
+    """Where a sharded model is on disk: ``shards`` (each shard's files in a snapshot: :class:`parvec.distributed.
+    snapshot_records.ShardFiles`), the vocabulary's partitions (``vocab_dir``, ``vocab_parts``: their records),
     ``n_words`` and ``dim``.
 
     Example:
@@ -61,17 +62,17 @@ class ModelFiles:
         0
     """
 
-    shards: tuple[dict[str, Any], ...]
+    shards: tuple[ShardFiles, ...]
     vocab_dir: str
     vocab_parts: tuple[dict[str, Any], ...]
     n_words: int
     dim: int
 
     @classmethod
-    def of(cls, shard_files: list[dict[str, Any]], vocab_dir: str | os.PathLike[str],
+    def of(cls, shard_files: Sequence[ShardFiles], vocab_dir: str | os.PathLike[str],
            vocab_parts: list[dict[str, Any]], n_words: int, dim: int) -> ModelFiles:
         """From a snapshot's ``files`` (absolute directories) and the vocabulary's partitions."""
-        return cls(tuple(dict(f, directory=str(Path(f["directory"]).absolute())) for f in shard_files),
+        return cls(tuple(f.with_directory(str(Path(f.directory).absolute())) for f in shard_files),
                    str(Path(vocab_dir).absolute()), tuple(vocab_parts), int(n_words), int(dim))
 
     @property
@@ -83,8 +84,9 @@ class ModelFiles:
         shard's columns (memory-mapped: only these rows are read)."""
         out = np.empty((hi - lo, self.dim), dtype=np.float32)
         for f in self.shards:
-            c_lo, c_hi = (int(x) for x in f["columns"])
-            cols = np.load(Path(f["directory"]) / f"{key}.npy", mmap_mode="r")
+            assert f.columns is not None, "a snapshot's files name their columns"
+            c_lo, c_hi = f.columns
+            cols = np.load(Path(f.directory) / f"{key}.npy", mmap_mode="r")
             out[:, c_lo:c_hi] = cols[lo:hi]
         return out
 
@@ -108,15 +110,15 @@ class ModelFiles:
         return WordParts.open(self.vocab_dir, self.vocab_parts)
 
 
-def _verify_shard(f: dict[str, Any], s: int, shards: int, snapshot_id: Any) -> str | None:
+def _verify_shard(f: ShardFiles, s: int, shards: int, snapshot_id: Any) -> str | None:
     # Task: shard s's files read through, their data's CRC-32 against the record; the error or None.
     from parvec.distributed.snapshot_files import read_snapshot
 
-    where = Path(f["directory"])
-    n, width = (int(x) for x in f["shape"])
+    where = Path(f.directory)
+    n, width = f.shape
     arrays = {"in": np.empty((n, width), np.float32), "out": np.empty((n, width), np.float32)}
     try:
-        read_snapshot(where, arrays, f.get("crc32"))
+        read_snapshot(where, arrays, dict(f.crc32) if f.crc32 is not None else None)
     except (OSError, ValueError) as exc:
         return f"shard {s} of {shards} cannot read snapshot {snapshot_id} ({where}): {exc}"
     return None
@@ -307,13 +309,13 @@ def save_model(ray: Any, files: ModelFiles, directory: str | os.PathLike[str],
     from parvec import model_io
 
     n = files.n_shards
-    shard_files = [dict(f, directory=f"shards/shard-{s}-of-{n}") for s, f in enumerate(files.shards)]
-    record = {"files": shard_files,
+    shard_files = [f.with_directory(f"shards/shard-{s}-of-{n}") for s, f in enumerate(files.shards)]
+    record = {"files": [f.to_json() for f in shard_files],
               "vocab": {"directory": "vocab", "parts": list(files.vocab_parts), "words": files.n_words}}
 
     def fill(tmp: Path) -> None:
         task = ray.remote(num_cpus=0, max_retries=2)(_place)
-        refs = [task.remote(f["directory"], str(tmp / shard_files[s]["directory"]), ["in.npy", "out.npy"])
+        refs = [task.remote(f.directory, str(tmp / shard_files[s].directory), ["in.npy", "out.npy"])
                 for s, f in enumerate(files.shards)]
         refs += [task.remote(files.vocab_dir, str(tmp / "vocab"),
                              [p.name for p in part_paths(files.vocab_dir, int(r["part"])).values()])

@@ -147,8 +147,9 @@ def _help(text: str) -> Any:
 @dataclass(frozen=True)
 class ShardedSettings:
     """A sharded run's settings, every default filled in and checked (``help`` of each field:
-    ``ShardedSettings.help()``).  They go to the shard and client actors as this object, and into reports and
-    checkpoints as :meth:`to_dict`.
+    ``ShardedSettings.help()``).  A run resolves them once (:meth:`of`) and hands this object down: to the shard
+    and client actors, the memory estimate and the command line's lines; reports and checkpoints record
+    :meth:`to_json`.
 
     Example:
         >>> ShardedSettings.of(Cluster("auto", mode="sharded"), TrainConfig(dim=100)).shards
@@ -259,11 +260,11 @@ class ShardedSettings:
         """Input words in flight over every client thread."""
         return self.clients * self.threads * self.minibatch_words
 
-    def to_dict(self) -> dict[str, Any]:
-        """The settings for a report or a checkpoint (``minibatch_words_in_flight`` included).
+    def to_json(self) -> dict[str, Any]:
+        """The settings as a report or a checkpoint records them (``minibatch_words_in_flight`` included).
 
         Example:
-            >>> ShardedSettings.of(Cluster("local:2", mode="sharded"), TrainConfig()).to_dict()["threads"]
+            >>> ShardedSettings.of(Cluster("local:2", mode="sharded"), TrainConfig()).to_json()["threads"]
             1
         """
         d = dataclasses.asdict(self)
@@ -271,6 +272,22 @@ class ShardedSettings:
         at = keys.index("minibatch_words") + 1
         return {k: d[k] for k in keys[:at]} | {"minibatch_words_in_flight": self.minibatch_words_in_flight} | {
             k: d[k] for k in keys[at:]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ShardedSettings:
+        """The settings :meth:`to_json` recorded (checked again); a key a record lacks (a setting parvec did not
+        have when it was written) is refused, naming it.
+
+        Example:
+            >>> s = ShardedSettings.of(Cluster("local:2", mode="sharded"), TrainConfig())
+            >>> ShardedSettings.from_json(s.to_json()) == s
+            True
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [n for n in names if n not in d]
+        if missing:
+            raise ParvecError(f"the recorded sharded settings lack {', '.join(missing)}")
+        return cls(**{n: d[n] for n in names})
 
     @classmethod
     def help(cls) -> dict[str, str]:
@@ -293,14 +310,14 @@ def snapshot_interval(given: float | None, shard_bytes: int) -> float:
     return max(MIN_SNAPSHOT_INTERVAL_S, shard_bytes / SNAPSHOT_BYTES_PER_S / SNAPSHOT_SHARE)
 
 
-def resolve(cluster: Cluster, config: TrainConfig) -> dict[str, Any]:
-    """The sharded settings of ``cluster`` for ``config`` as a dict (:meth:`ShardedSettings.to_dict`): what
-    reports and checkpoints record and the command line prints.
+def resolve(cluster: Cluster, config: TrainConfig) -> ShardedSettings:
+    """The sharded settings of ``cluster`` for ``config`` (:meth:`ShardedSettings.of`): a run resolves them once,
+    when it starts, and hands them down.
 
     Example:
-        >>> resolve(Cluster("local:4", mode="sharded"), TrainConfig(dim=100))["shards"]
+        >>> resolve(Cluster("local:4", mode="sharded"), TrainConfig(dim=100)).shards
         1
-        >>> resolve(Cluster("local:2", mode="sharded"), TrainConfig())["threads"]  # per client
+        >>> resolve(Cluster("local:2", mode="sharded"), TrainConfig()).threads  # per client
         1
     """
-    return ShardedSettings.of(cluster, config).to_dict()
+    return ShardedSettings.of(cluster, config)

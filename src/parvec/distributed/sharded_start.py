@@ -31,6 +31,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.distributed.client_actor import ClientActor, ClientSpec
 from parvec.distributed.shard_actor import ShardActor, ShardSpec
+from parvec.distributed.sharded_report import ShardInfo
 from parvec.distributed.sharded_settings import ShardedSettings, actor_budget, cluster_cpus
 from parvec.distributed.supervise import FaultRecord, RunRefs, call_through_restarts, report_fault
 from parvec.distributed.units import SamplingTables
@@ -59,7 +60,7 @@ class ShardedActors:
     alive: list[bool] = field(default_factory=list)
     shard_pids: list[int] = field(default_factory=list)
     client_pids: list[int] = field(default_factory=list)
-    shard_infos: list[dict[str, Any]] = field(default_factory=list)
+    shard_infos: list[ShardInfo] = field(default_factory=list)
 
     def what(self, kind: str, index: int) -> str:
         """An actor in words: ``shard 1 of 2``, ``client 0 of 1``."""
@@ -90,7 +91,7 @@ class ShardedActors:
 
 def start_actors(ray: Any, settings: ShardedSettings, config: TrainConfig, tables: SamplingTables, parts: list[Any],
                  init: tuple[np.ndarray, np.ndarray] | None, checkpoint_dir: Path, resuming: bool, *,
-                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[dict[str, Any]],
+                 restore_args: Callable[[int], tuple[Any, ...]], faults: list[FaultRecord],
                  memory: dict[str, int] | None = None) -> ShardedActors:
     """Start a run's shards and clients and wait until each has started (module docstring); ``restore_args(s)``
     is what shard ``s`` restores when it must (restarted while starting, or a resumed run's shards); a start-up
@@ -170,7 +171,7 @@ def _memory(memory: dict[str, int], kind: str) -> dict[str, int]:
 
 
 def _await_started(actors: ShardedActors, resuming: bool, restore_args: Callable[[int], tuple[Any, ...]],
-                   faults: list[dict[str, Any]]) -> None:
+                   faults: list[FaultRecord]) -> None:
     # Every actor is waited for one by one: one that dies while starting is restarted by Ray like one that dies
     # while training (a restarted shard is given the snapshot the run starts from); the fault is reported.
     timeout = actors.settings.timeout_s
@@ -185,22 +186,22 @@ def _await_started(actors: ShardedActors, resuming: bool, restore_args: Callable
         # A shard lost while a client warmed up against it: every shard back, a restarted one restored.
         for s, h in enumerate(actors.shards):
             info, _ = actors.call(h, "info", (), actors.what("shard", s), deadline)
-            if info["needs_restore"]:
+            if info.needs_restore:
                 actors.call(h, "restore", restore_args(s), actors.what("shard", s), deadline)
                 started_fault("shard", s)
-                actors.shard_pids[s] = info["pid"]
+                actors.shard_pids[s] = info.pid
 
     deadline = time.monotonic() + timeout
     for s, h in enumerate(actors.shards):
         info, restarted = actors.call(h, "info", (), actors.what("shard", s), deadline)
-        if info["error"]:
-            raise ParvecError(info["error"])
-        if restarted or info["needs_restore"]:  # a resumed run's shards restore its checkpoint's snapshot here
+        if info.error:
+            raise ParvecError(info.error)
+        if restarted or info.needs_restore:  # a resumed run's shards restore its checkpoint's snapshot here
             actors.call(h, "restore", restore_args(s), actors.what("shard", s), deadline)
             if restarted or not resuming:
                 started_fault("shard", s)
         actors.shard_infos.append(info)
-    actors.shard_pids = [i["pid"] for i in actors.shard_infos]
+    actors.shard_pids = [i.pid for i in actors.shard_infos]
     deadline = time.monotonic() + timeout
     for c, h in enumerate(actors.clients):
         _, restarted = actors.call(h, "warm_up", (), f"{actors.what('client', c)} (compiling the kernels)", deadline,

@@ -272,13 +272,14 @@ class FaultRecord:
         return d | self.details
 
 
-def report_fault(faults: list[dict[str, Any]], record: FaultRecord, line: str) -> None:
-    """Keep ``record`` in the report's ``faults`` and print ``parvec: LINE`` on standard error (one line per fault).
+def report_fault(faults: list[FaultRecord], record: FaultRecord, line: str) -> None:
+    """Keep ``record`` in the run's ``faults`` (the report's, :meth:`FaultRecord.to_dict` each) and print
+    ``parvec: LINE`` on standard error (one line per fault).
 
     Example:
         >>> faults = []
         >>> report_fault(faults, FaultRecord("replica", 0, "start", None, ["replica 0"], "died"),
         ...              "replica 0 of 2 was lost while starting")  # doctest: +SKIP
     """
-    faults.append(record.to_dict())
+    faults.append(record)
     print(f"parvec: {line}", file=sys.stderr, flush=True)

@@ -8,7 +8,7 @@ minibatch's largest learning rate).  A shard that refuses a call (fenced by the 
 restored) answers with :class:`ShardLost`.
 
 Example:
-    >>> args = unpack_call(pack_call(None, None, 5)); args[0] is None and args[5] is None
+    >>> call = unpack_call(pack_call(None, None, 5)); call.adjust is None and call.dots is None
     True
 """
 
@@ -16,16 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 
 from parvec.distributed.sharded_settings import WIRE_FLOATS
 from parvec.kernels import sharded as K
 
-__all__ = ["INLINE_BYTES", "WIRE_BYTES", "Minibatch", "ShardLost", "answer_parts", "call_bytes", "from_wire",
-           "join_parts", "pack_call", "pack_train_call", "split_answer", "split_call", "sum_partials", "to_half",
-           "to_wire", "train_call_bytes", "unpack_call", "unpack_train_call"]
+__all__ = ["INLINE_BYTES", "WIRE_BYTES", "AdjustCall", "DotCall", "Minibatch", "ShardCall", "ShardLost",
+           "answer_parts", "call_bytes", "from_wire", "join_parts", "pack_call", "pack_train_call", "split_answer",
+           "split_call", "sum_partials", "to_half", "to_wire", "train_call_bytes", "unpack_call",
+           "unpack_train_call"]
 
 
 @dataclass
@@ -130,7 +131,7 @@ def pack_call(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None, 
     coefficients' scale, :func:`to_wire`) and then the arrays, each 8-byte aligned.
 
     Example:
-        >>> args = unpack_call(pack_call(None, None, 5)); args[0] is None and args[5] is None
+        >>> call = unpack_call(pack_call(None, None, 5)); call.adjust is None and call.dots is None
         True
     """
     arrays: list[np.ndarray] = []
@@ -188,24 +189,75 @@ def call_bytes(prev: tuple[Minibatch, np.ndarray] | None, nxt: Minibatch | None,
     return total
 
 
-def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
-    """The inverse of :func:`pack_call`: ``(p_seq, p_seg, p_shrink, p_seed, p_coef, n_seq, n_seg, n_shrink,
-    n_seed, n_out, half)`` as views into ``buf`` (None where a minibatch is absent; ``p_coef`` float32, a
-    copy when it came as float16; ``half``: answer in float16).
+class AdjustCall(NamedTuple):
+    """The previous minibatch of a shard call (:func:`unpack_call`), to adjust: its kept-word runs, one row per
+    run, each input's window shrink, the negatives' seed, and its coefficients (float32; a copy when they came as
+    float16), the others views into the call.
 
     Example:
-        >>> unpack_call(pack_call(None, None, 5))[9]
-        0
+        >>> mb = Minibatch(np.zeros(2, np.int32), np.array([[0, 2, 0, 2]], np.int32), np.zeros(2, np.uint16),
+        ...                np.uint64(7), np.ones(2, np.int32), np.ones(2, np.float32), 2)
+        >>> unpack_call(pack_call((mb, np.zeros(6, np.float32)), None, 2)).adjust.seed
+        np.uint64(7)
+    """
+
+    seq: np.ndarray
+    seg: np.ndarray
+    shrink: np.ndarray
+    seed: np.uint64
+    coef: np.ndarray
+
+
+class DotCall(NamedTuple):
+    """The next minibatch of a shard call (:func:`unpack_call`), whose partial dot products the shard answers:
+    its kept-word runs, one row per run, each input's window shrink (views into the call), the negatives' seed and
+    the number of dot products expected.
+
+    Example:
+        >>> mb = Minibatch(np.zeros(2, np.int32), np.array([[0, 2, 0, 2]], np.int32), np.zeros(2, np.uint16),
+        ...                np.uint64(7), np.ones(2, np.int32), np.ones(2, np.float32), 2)
+        >>> unpack_call(pack_call(None, mb, 2)).dots.n_out
+        6
+    """
+
+    seq: np.ndarray
+    seg: np.ndarray
+    shrink: np.ndarray
+    seed: np.uint64
+    n_out: int
+
+
+class ShardCall(NamedTuple):
+    """One shard call unpacked (:func:`unpack_call`): the minibatch to adjust and the one to answer dot products
+    for (None where absent), and whether the answer travels as float16.
+
+    Example:
+        >>> unpack_call(pack_call(None, None, 5)).half
+        False
+    """
+
+    adjust: AdjustCall | None
+    dots: DotCall | None
+    half: bool
+
+
+def unpack_call(buf: np.ndarray) -> ShardCall:
+    """The inverse of :func:`pack_call`: the previous minibatch (:class:`AdjustCall`) and the next one
+    (:class:`DotCall`), None where absent, their arrays views into ``buf``; ``half``: answer in float16.
+
+    Example:
+        >>> unpack_call(pack_call(None, None, 5)).dots is None
+        True
     """
     buf = np.asarray(buf, dtype=np.uint8)
     header = buf[: _HEADER * 8].view(np.int64)
     half = bool(header[12])
     width = 2 if half else 4
     at = _HEADER * 8
-    out: list[Any] = []
+    adjust: AdjustCall | None = None
+    dots: DotCall | None = None
     for h in (0, 6):
         if not header[h]:
-            out += [None, None, None, np.uint64(0), None] if h == 0 else [None, None, None, np.uint64(0), 0]
             continue
         seed = np.int64(header[h + 1]).view(np.uint64)
         n_seq, n_seg, n_in, n_extra = (int(x) for x in header[h + 2: h + 6])
@@ -218,10 +270,10 @@ def unpack_call(buf: np.ndarray) -> tuple[Any, ...]:
         if h == 0:
             coef = buf[at: at + width * n_extra].view(np.float16 if half else np.float32)
             at += _padded(width * n_extra)
-            out += [seq, seg, shrink, seed, from_wire(coef, float(header[13:14].view(np.float64)[0]))]
+            adjust = AdjustCall(seq, seg, shrink, seed, from_wire(coef, float(header[13:14].view(np.float64)[0])))
         else:
-            out += [seq, seg, shrink, seed, n_extra]
-    return (*out, half)
+            dots = DotCall(seq, seg, shrink, seed, n_extra)
+    return ShardCall(adjust, dots, half)
 
 
 _TRAIN_HEADER = 4  # int64 fields at the start of a packed fused call
