@@ -956,8 +956,8 @@ def _train(args: argparse.Namespace, model: Any, encoded: Any, resume_epochs: in
         stats = model.train(corpus=encoded)
     if args.eval_every_epoch:
         for rec in model.run_log.epochs:
-            scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in rec["scores"].items())
-            print(f"epoch {rec['epoch']}: loss {rec['loss'] if rec['loss'] is None else format(rec['loss'], '.4f')}; "
+            scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in (rec.scores or {}).items())
+            print(f"epoch {rec.epoch}: loss {rec.loss if rec.loss is None else format(rec.loss, '.4f')}; "
                   f"{scores}", file=sys.stderr)
     from parvec.cli.run_report import count_phrase, cpu_note
 
