@@ -1024,7 +1024,8 @@ def _report(args: argparse.Namespace, source: Any, binary: bool, model: Any, enc
         from parvec.distributed.sharded_settings import ShardedSettings
 
         shown = {"algo": "sharded", "threads": ShardedSettings.of(model.cluster, model.config).threads}
-    extra: dict[str, Any] = {"vocab_pruning": getattr(encoded, "pruning", None),
+    pruned = getattr(encoded, "pruning", None)
+    extra: dict[str, Any] = {"vocab_pruning": pruned.to_json() if pruned is not None else None,
                              "model": "skip-gram" if model.config.sg else "cbow",
                              "memory_estimate": memory_estimate.to_dict() if memory_estimate is not None else None,
                              "cache_used": getattr(encoded, "cache_used", None)}
