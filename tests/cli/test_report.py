@@ -283,3 +283,20 @@ def test_graph_report_needs_labels_for_eval_every_epoch(tmp_path, capsys):
                  str(tmp_path / "k.json"), "--eval-every-epoch", "--quiet"])
     assert code == 2 and "--labels" in capsys.readouterr().err
     assert not (tmp_path / "k.emb").exists() and not (tmp_path / "k.json").exists()
+
+
+def test_runlog_json_keeps_the_reports_keys_and_their_order():
+    # parvec report and older readers read these keys: the records write them as the dicts did.
+    log = RunLog(interval_s=0.0)
+    log.progress(Totals(t=0.0, words=0, pairs=0, loss_sum=0.0, lr=0.025, epoch=0))
+    log.progress(Totals(t=1.0, words=100, pairs=50, loss_sum=100.0, lr=0.02, epoch=0))
+    log.epoch_end(epoch=0, words=100, loss=2.0, seconds=1.0, lr=0.02)
+    log.epoch_end(epoch=1, words=100, loss=float("nan"), seconds=1.0, lr=0.01, scores={"ws353": 0.5}, eval_seconds=0.2)
+    d = json.loads(json.dumps(log.to_dict()))
+    assert list(d) == ["timeline_interval_s", "timeline", "epoch_log"]
+    assert [list(s) for s in d["timeline"]] == [["t", "epoch", "words", "words_per_sec", "lr", "loss", "rss_bytes"]] * 2
+    assert d["timeline"][1] | {"rss_bytes": None} == {"t": 1.0, "epoch": 1, "words": 100, "words_per_sec": 100.0,
+                                                     "lr": 0.02, "loss": 2.0, "rss_bytes": None}
+    assert d["epoch_log"] == [{"epoch": 1, "words": 100, "loss": 2.0, "seconds": 1.0, "lr": 0.02},
+                              {"epoch": 2, "words": 100, "loss": None, "seconds": 1.0, "lr": 0.01,
+                               "scores": {"ws353": 0.5}, "eval_seconds": 0.2}]
