@@ -105,7 +105,8 @@ def step_count(a: argparse.Namespace) -> dict:
     counter, table = count_vocabulary(TextSentences(Path(a.corpus), opts), opts)  # as from_file counts
     vocab = counter.finish(opts.min_count)
     return {"raw_words": counter.raw_words, "distinct": len(counter.counts), "vocab": len(vocab),
-            "pruning": counter.pruning, "max_vocab_size": counter.max_vocab_size,
+            "pruning": counter.pruning.to_json() if counter.pruning is not None else None,
+            "max_vocab_size": counter.max_vocab_size,
             "counter": "bytes" if table is not None else "python (pruning)"}
 
 

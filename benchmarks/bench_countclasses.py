@@ -11,8 +11,8 @@ word at least once, 4 extra tokens a word).
 
 ``quality``: HogBatch, one process, on the shared corpus (``../shared/data``), each seed trained twice in its own
 subprocess: with today's per-word tables, and with the class tables (the HogBatch kernel recompiled with
-``draw_class_noise`` for its draw and :func:`parvec.countclasses.subsample_sentence_head` for its subsampling: the
-same code otherwise, the same random stream).  WS-353 / SimLex-999 / analogy as ``benchmarks/bench_words.py``
+``draw_class_noise`` for its draw, and :func:`parvec.sampling.subsample_sentence` reading the head's keep table:
+the same code otherwise, the same random stream).  WS-353 / SimLex-999 / analogy as ``benchmarks/bench_words.py``
 scores them.  The tables only: the one-process modes keep their per-word tables (their bits are pinned).
 """
 
@@ -100,12 +100,11 @@ def _class_kernel():
     """HogBatch's ``train_chunk`` compiled again with the class draw and the head subsampling (same code)."""
     from numba import njit
 
-    from parvec.countclasses import draw_class_noise, subsample_sentence_head
+    from parvec.countclasses import draw_class_noise
     from parvec.kernels import hogbatch
 
     glb = dict(hogbatch.__dict__)
-    glb["draw_negative"] = draw_class_noise
-    glb["subsample_sentence"] = subsample_sentence_head
+    glb["draw_negative"] = draw_class_noise  # subsample_sentence reads the head table as it is
     func = types.FunctionType(hogbatch.train_chunk.py_func.__code__, glb, "train_chunk")
     opts = {k: v for k, v in hogbatch.train_chunk.targetoptions.items() if k != "nopython"}
     return njit(cache=False, **opts)(func)

@@ -14,7 +14,6 @@ from parvec.countclasses import (
     keep_by_class,
     keep_head,
     noise_tables,
-    subsample_sentence_head,
     word_probabilities,
 )
 from parvec.sampling import keep_probabilities, noise_distribution, rng_next, subsample_sentence
@@ -44,7 +43,7 @@ def _subsample_both(tokens, offsets, keep, head, seed, a, b):
     total = 0
     for s in range(len(offsets) - 1):
         n1, s1 = subsample_sentence(tokens, offsets[s], offsets[s + 1], keep, s1, a)
-        n2, s2 = subsample_sentence_head(tokens, offsets[s], offsets[s + 1], head, s2, b)
+        n2, s2 = subsample_sentence(tokens, offsets[s], offsets[s + 1], head, s2, b)
         if n1 != n2 or s1 != s2:
             return -1
         for i in range(n1):

@@ -135,7 +135,7 @@ def test_a_model_written_by_the_code_before_model_io_loads(tmp_path, name):
         assert not model.config.sg and model.config.hs
         np.testing.assert_array_equal(model.syn1, np.load(src / "syn1.npy"))
     if name == "mid":
-        assert model.position == Position.from_dict(old.POSITION) and model.graph_run == old.GRAPH_RUN
+        assert model.position == Position.from_json(old.POSITION) and model.graph_run == old.GRAPH_RUN
         assert model.run_id == old.RUN_ID and model.saved_checkpoint_every == "30"
         assert model.schedule_anchor == (60.0, 0.02) and model.epochs_trained == 1
     # Read and written again by model_io, it is the same directory: the same arrays and vocabulary bytes, the same

@@ -10,9 +10,9 @@ contiguous run of ids, and both sampling distributions depend only on a word's c
 - **Subsampling**: word2vec.c's keep probability is below 1 only for words of count above about
   ``2.6 * sample * total``, so at most ``1 / (2.6 * sample)`` words (the *head*, the first ids) need one;
   every other word is kept.  :func:`keep_head` holds those words' probabilities, bit for bit the ones of
-  :func:`parvec.sampling.keep_probabilities`, and :func:`subsample_sentence_head` subsamples with them exactly
-  as :func:`parvec.sampling.subsample_sentence` does with the per-word table (the same kept words, the same
-  random stream).
+  :func:`parvec.sampling.keep_probabilities` (one formula: :func:`parvec.sampling.keep_of_counts`), and
+  :func:`parvec.sampling.subsample_sentence` subsamples with them as with the per-word table (a word past the
+  head is kept without a random number: the same kept words, the same random stream).
 
 The noise draw (:func:`draw_class_noise`) uses one random state, as :func:`parvec.sampling.draw_noise` does:
 the class from its high 32 bits and its low 24 bits (the alias column and coin, as the per-word draw), the id
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from parvec.sampling import alias_table, rng_below, rng_next, rng_uniform
+from parvec.sampling import alias_table, keep_of_counts, rng_below, rng_uniform
 
 __all__ = [
     "CountClasses",
@@ -49,7 +49,6 @@ __all__ = [
     "keep_by_class",
     "keep_head",
     "noise_tables",
-    "subsample_sentence_head",
     "word_probabilities",
 ]
 
@@ -237,17 +236,12 @@ def keep_by_class(classes: CountClasses, sample: float) -> np.ndarray:
         >>> keep_by_class(CountClasses.from_counts(np.array([1000, 1])), 1e-3).astype(float).round(4).tolist()
         [0.0326, 1.0]
     """
-    if sample <= 0 or classes.n_classes == 0:
-        return np.ones(classes.n_classes, dtype=np.float32)
-    c = classes.values.astype(np.float64)
-    threshold = sample * float(classes.total)
-    keep = (np.sqrt(c / threshold) + 1.0) * threshold / np.maximum(c, 1.0)
-    return np.minimum(keep, 1.0).astype(np.float32)
+    return keep_of_counts(classes.values.astype(np.float64), float(classes.total), sample)
 
 
 def keep_head(classes: CountClasses, sample: float) -> np.ndarray:
     """The keep probabilities of the first ids up to the last word whose probability is below 1 (float32[H]),
-    for :func:`subsample_sentence_head`; every later word is always kept.  ``H`` is at most about
+    for :func:`parvec.sampling.subsample_sentence`; every later word is always kept.  ``H`` is at most about
     ``1 / (2.6 * sample)`` words whatever the vocabulary (385 at sample 1e-3).
 
     Example:
@@ -260,30 +254,6 @@ def keep_head(classes: CountClasses, sample: float) -> np.ndarray:
         return np.zeros(0, dtype=np.float32)
     last = int(below[-1])
     return np.repeat(per_class[: last + 1], classes.sizes[: last + 1]).astype(np.float32)
-
-
-@njit(inline="always")
-def subsample_sentence_head(tokens, start, end, head, state, out):
-    """:func:`parvec.sampling.subsample_sentence` with :func:`keep_head`'s table: word ``w`` is kept with
-    probability ``head[w]`` when ``w < len(head)``, always otherwise -- the same kept words and random stream as
-    the per-word table gives.  Returns ``(count kept, new RNG state)``.
-
-    Example:
-        >>> n, state = subsample_sentence_head(tokens, 0, 5, head, np.uint64(1), buf)  # doctest: +SKIP
-    """
-    n = 0
-    h = len(head)
-    for k in range(start, end):
-        w = tokens[k]
-        if w < h:
-            p = head[w]
-            if p < 1.0:
-                state = rng_next(state)
-                if rng_uniform(state) >= p:
-                    continue
-        out[n] = w
-        n += 1
-    return n, state
 
 
 @njit(inline="always")

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,6 +50,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.errors import ParvecError
 from parvec.interrupts import raise_if_stop_requested
+from parvec.runlog import Totals
 from parvec.schedule import Schedule
 from parvec.usage import cpu_by_role, cpu_seconds, cpu_snapshot
 
@@ -87,7 +88,8 @@ class TrainStats:
     def words_per_sec(self) -> float:
         return self.words / self.seconds if self.seconds > 0 else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        """The figures as a JSON object."""
         return {
             "words": self.words,
             "pairs": self.pairs,
@@ -110,8 +112,9 @@ class Position:
     partial), so the resumed run reports whole-epoch losses.
 
     Example:
-        >>> Position(epoch=1, chunks_done=3, words_done=30000).to_dict()["chunks_done"]
-        3
+        >>> pos = Position(epoch=1, chunks_done=3, words_done=30000, words=[9, 3], pairs=[8, 2], losses=[1.0, 0.5])
+        >>> Position.from_json(pos.to_json()) == pos
+        True
     """
 
     epoch: int
@@ -122,14 +125,15 @@ class Position:
     losses: list[float] = field(default_factory=list)
     alpha: float = 0.0  # the learning rate at this point (informational)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        """The position as ``model.json`` records it."""
         return {"epoch": self.epoch, "chunks_done": self.chunks_done, "words_done": self.words_done,
                 "words": list(self.words), "pairs": list(self.pairs), "losses": list(self.losses),
                 "alpha": self.alpha}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Position:
-        """Inverse of :meth:`to_dict`; :class:`ParvecError` (KeyError/TypeError/ValueError) on a bad dict."""
+    def from_json(cls, d: Mapping[str, Any]) -> Position:
+        """Inverse of :meth:`to_json`; KeyError/TypeError/ValueError on a missing, mistyped or inconsistent field."""
         pos = cls(epoch=int(d["epoch"]), chunks_done=int(d["chunks_done"]), words_done=int(d["words_done"]),
                   words=[int(x) for x in d["words"]], pairs=[int(x) for x in d["pairs"]],
                   losses=[float(x) for x in d["losses"]], alpha=float(d.get("alpha", 0.0)))
@@ -371,8 +375,8 @@ class RunEngine:
     - ``checkpoint_every`` (from :func:`parse_interval`) and ``on_checkpoint(position)``: mid-epoch checkpoints,
       taken by the driver at the first unit boundary after the interval (the clock restarts at each one and at
       every epoch's end);
-    - ``on_progress(totals, force=False)``: the running totals of the call (``t``, ``words``, ``pairs``,
-      ``loss_sum``, ``lr``, ``epoch``) a few times a second and once at the end (a report's time series);
+    - ``on_progress(totals, force=False)``: the running totals of the call (:class:`parvec.runlog.Totals`) a few
+      times a second and once at the end (a report's time series);
     - ``require_pairs``: refuse a run that trained no pair (a driver training one share of a run says False);
     - ``progress_bar``: True/False, or None for "when stderr is a terminal" (``config.progress``).
 
@@ -487,7 +491,7 @@ class RunEngine:
             words_per_epoch=[int(x) for x in w + self.carried_words[first:end]],
             pairs_per_epoch=[int(x) for x in p])
 
-    def _totals(self) -> dict[str, Any]:
+    def _totals(self) -> Totals:
         # The running totals of this call, for on_progress and the bar: finished epochs plus the one in progress.
         epoch, words, pairs, loss = self._current
         done = int(self.words.sum()) + words
@@ -496,9 +500,9 @@ class RunEngine:
         per_epoch[epoch] += pairs
         current = np.flatnonzero(per_epoch)
         before = self.schedule.position(self.start_epoch, self.resume_at.words_done if self.resume_at else 0)
-        return {"t": time.perf_counter() - self._start, "words": done, "pairs": all_pairs,
-                "loss_sum": float(self.losses.sum()) + loss, "lr": self.schedule.alpha_at(done + before),
-                "epoch": int(current[-1]) if len(current) else 0}
+        return Totals(t=time.perf_counter() - self._start, words=done, pairs=all_pairs,
+                      loss_sum=float(self.losses.sum()) + loss, lr=self.schedule.alpha_at(done + before),
+                      epoch=int(current[-1]) if len(current) else 0)
 
     def _progress(self, epoch: int, words: int, pairs: int, loss: float) -> None:
         # The driver's running counters of the epoch in progress (pairs and loss: the epoch's, with what a
@@ -566,11 +570,11 @@ class RunEngine:
         if bar is None:
             return
         totals = self._totals()
-        bar.update(totals["words"] - bar.n)  # the rate shown is for the words of this run
+        bar.update(totals.words - bar.n)  # the rate shown is for the words of this run
         epoch, _, pairs, loss = self._current
         epoch_pairs = int(self.pairs[epoch]) + pairs
         shown = (float(self.losses[epoch]) + loss) / epoch_pairs if epoch_pairs else float("nan")
-        bar.set_postfix(lr=f"{totals['lr']:.5f}", loss=f"{shown:.4f}", refresh=False)
+        bar.set_postfix(lr=f"{totals.lr:.5f}", loss=f"{shown:.4f}", refresh=False)
 
     # ------------------------------------------------------------------ the errors, worded once
     def diverged(self, epoch: int, what: str) -> ParvecError:

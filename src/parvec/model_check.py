@@ -16,13 +16,17 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from parvec.errors import CheckpointError, ParvecError
+
+if TYPE_CHECKING:
+    from parvec.model_io import ArrayEntry
 
 __all__ = ["FileCheck", "ModelCheck", "NpyLayout", "check_npy", "npy_crc32", "npy_layout", "verify"]
 
@@ -166,19 +170,22 @@ class ModelCheck:
         return [f for f in self.files if not f.ok]
 
 
-def _check_array(path: Path, expect: dict[str, Any] | None) -> FileCheck:
+def _check_array(path: Path, expect: ArrayEntry | None) -> FileCheck:
     # An array of the model: its header and size, then its data's CRC-32 against the record.
-    expect = expect if isinstance(expect, dict) else {}
+    from parvec.model_io import ArrayEntry
+
+    expect = expect or ArrayEntry(None, None)
+    checked = expect.crc32 is not None
     try:
-        layout = check_npy(path, expect.get("shape"), expect.get("dtype"))
-        if "crc32" in expect and npy_crc32(path, layout) != expect["crc32"]:
+        layout = check_npy(path, expect.shape, expect.dtype)
+        if checked and npy_crc32(path, layout) != expect.crc32:
             return FileCheck(path, layout.size, True, "its data does not match the CRC-32 model.json records (the "
                                                       "file was altered or damaged)")
     except CheckpointError as exc:
-        return FileCheck(path, _size(path), "crc32" in expect, str(exc).removeprefix(f"{path}: "))
+        return FileCheck(path, _size(path), checked, str(exc).removeprefix(f"{path}: "))
     except OSError as exc:
-        return FileCheck(path, _size(path), "crc32" in expect, f"cannot be read ({exc.strerror or exc})")
-    return FileCheck(path, layout.size, "crc32" in expect, None)
+        return FileCheck(path, _size(path), checked, f"cannot be read ({exc.strerror or exc})")
+    return FileCheck(path, layout.size, checked, None)
 
 
 def _check_file(path: Path, crc: int | None) -> FileCheck:
@@ -201,7 +208,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _model_files(path: Path, meta: dict[str, Any]) -> list[FileCheck]:
+def _model_files(path: Path, meta: Mapping[str, Any]) -> list[FileCheck]:
     # Every file model.json names, checked.
     from parvec import model_io
     from parvec.vocab_parts import part_paths
@@ -211,22 +218,19 @@ def _model_files(path: Path, meta: dict[str, Any]) -> list[FileCheck]:
         n = int(sharded["vocab"]["words"]) if "vocab" in sharded else None
         checks = []
         for f, where in zip(sharded["files"], model_io.shard_file_paths(path, sharded), strict=True):
-            lo, hi = (int(x) for x in f["columns"])
+            shard = model_io.ShardFile.from_json(f)
             for key in ("in", "out"):
-                expect = {"shape": [n if n is not None else int(f["shape"][0]), hi - lo], "dtype": "float32"}
-                if key in (f.get("crc32") or {}):
-                    expect["crc32"] = f["crc32"][key]
-                checks.append(_check_array(where / f"{key}.npy", expect))
+                checks.append(_check_array(where / f"{key}.npy", shard.file_entry(key, n)))
         if "vocab" in sharded:
             vocab = sharded["vocab"]
             for rec in vocab["parts"]:
                 for name, file in part_paths(path / str(vocab["directory"]), int(rec["part"])).items():
                     checks.append(_check_file(file, (rec.get("crc32") or {}).get(name)))
         return checks
-    arrays: dict[str, Any] = meta["arrays"] if isinstance(meta.get("arrays"), dict) else {}
+    arrays = meta["arrays"] if isinstance(meta.get("arrays"), dict) else {}
     names = [model_io.VECTORS, model_io.SYN1NEG] + ([model_io.SYN1] if (path / model_io.SYN1).exists() else [])
     checks = [_check_file(path / model_io.VOCAB_JSON, meta.get("vocab_crc32"))]
-    return checks + [_check_array(path / name, arrays.get(name)) for name in names]
+    return checks + [_check_array(path / name, model_io.ArrayEntry.from_json(arrays.get(name))) for name in names]
 
 
 def _verify_one(path: Path) -> ModelCheck:

@@ -53,6 +53,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -75,8 +76,9 @@ from parvec.formats import refuse_pickle
 from parvec.vocab import Vocab
 
 __all__ = [
-    "MODEL_FORMAT", "MODEL_JSON", "MODEL_VERSION", "SYN1", "SYN1NEG", "VECTORS", "VOCAB_JSON", "SavedModel",
-    "array_crc32", "errors_named", "load", "n_words", "read_meta", "save", "shard_file_paths", "what_is_there",
+    "MODEL_FORMAT", "MODEL_JSON", "MODEL_VERSION", "SYN1", "SYN1NEG", "VECTORS", "VOCAB_JSON", "ArrayEntry",
+    "SavedModel", "ShardFile", "array_crc32", "errors_named", "load", "n_words", "read_meta", "save",
+    "shard_file_paths", "shard_files", "what_is_there",
 ]
 
 MODEL_FORMAT = "parvec-word2vec"
@@ -91,6 +93,82 @@ KIND_MID_EPOCH = "mid-epoch checkpoint"
 
 _MmapMode = Literal["r+", "r", "w+", "c"] | None  # np.load's mmap_mode
 _CRC_BLOCK = 1 << 24  # bytes of an array checksummed (or read from a file) at a time
+
+
+@dataclass(frozen=True)
+class ArrayEntry:
+    """What ``model.json``'s ``arrays`` records of one array: its ``shape``, ``dtype`` and the ``crc32`` of its
+    values (:func:`array_crc32`).  Read back from a file, a field that is missing or of a wrong type is None (the
+    array then does not match it; ``crc32`` None: not checked).
+
+    Example:
+        >>> entry = ArrayEntry((2, 3), "float32", 1234)
+        >>> entry.to_json(), ArrayEntry.from_json(entry.to_json()) == entry
+        ({'shape': [2, 3], 'dtype': 'float32', 'crc32': 1234}, True)
+    """
+
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    crc32: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The entry as ``model.json`` holds it (no ``crc32`` key when there is none)."""
+        entry: dict[str, object] = {"shape": None if self.shape is None else list(self.shape), "dtype": self.dtype}
+        if self.crc32 is not None:
+            entry["crc32"] = self.crc32
+        return entry
+
+    @classmethod
+    def from_json(cls, d: object) -> ArrayEntry | None:
+        """The entry of a ``model.json`` (None when it is not a JSON object: nothing to check against)."""
+        if not isinstance(d, dict):
+            return None
+        shape, dtype, crc = d.get("shape"), d.get("dtype"), d.get("crc32")
+        if not isinstance(shape, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
+            shape = None
+        return cls(None if shape is None else tuple(shape), dtype if isinstance(dtype, str) else None,
+                   crc if isinstance(crc, int) and not isinstance(crc, bool) else None)
+
+
+@dataclass(frozen=True)
+class ShardFile:
+    """One shard's files in a sharded model's ``model.json`` (``sharded.files``, the module docstring): its
+    ``directory`` (relative to the model directory), the ``columns`` ``lo..hi-1`` it holds, the ``shape`` of each
+    file and their CRC-32s by file (``"in"``, ``"out"``).
+
+    Example:
+        >>> f = ShardFile("shards/shard-0-of-1", (0, 4), (10, 4), {"in": 1, "out": 2})
+        >>> ShardFile.from_json(f.to_json()) == f, f.file_entry("in")
+        (True, ArrayEntry(shape=(10, 4), dtype='float32', crc32=1))
+    """
+
+    directory: str
+    columns: tuple[int, int]
+    shape: tuple[int, ...]
+    crc32: Mapping[str, int]
+
+    def to_json(self) -> dict[str, object]:
+        """The record as ``model.json`` holds it."""
+        return {"directory": self.directory, "columns": list(self.columns), "shape": list(self.shape),
+                "crc32": dict(self.crc32)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ShardFile:
+        """The record of a ``model.json``; KeyError/TypeError/ValueError when a field is missing or of a wrong
+        type."""
+        lo, hi = (int(x) for x in d["columns"])
+        directory, crcs = d.get("directory"), d.get("crc32") or {}
+        if not isinstance(directory, str):
+            raise ValueError("no directory")
+        if not isinstance(crcs, dict):
+            raise TypeError("crc32 must be an object")
+        return cls(directory, (lo, hi), tuple(int(x) for x in d["shape"]), {str(k): int(v) for k, v in crcs.items()})
+
+    def file_entry(self, key: str, n_words: int | None = None) -> ArrayEntry:
+        """What the shard's file ``key`` (``"in"`` or ``"out"``) must hold: float32 of ``n_words`` (default: the
+        recorded shape's) rows and the shard's columns, with its recorded CRC-32 if there is one."""
+        lo, hi = self.columns
+        return ArrayEntry((self.shape[0] if n_words is None else n_words, hi - lo), "float32", self.crc32.get(key))
 
 
 @dataclass
@@ -187,7 +265,7 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
         raise write_failure(path, exc) from None
     writing = None  # the file being written, named when a write fails (a full disk)
     try:
-        sums = {}
+        sums: dict[str, ArrayEntry] = {}
         for writing, a in arrays.items():
             if writing in files:
                 sums[writing] = _move_array(files[writing], tmp / writing)
@@ -245,10 +323,10 @@ def _check_shapes(model: SavedModel) -> None:
             raise ValueError(f"{name}: shape {tuple(a.shape)}, expected {want[name]} ({n} words, dimension {dim})")
 
 
-def _describe(model: SavedModel, sums: dict[str, dict[str, Any]], vocab_bytes: bytes | None) -> dict[str, Any]:
+def _describe(model: SavedModel, sums: dict[str, ArrayEntry], vocab_bytes: bytes | None) -> dict[str, object]:
     # model.json (module docstring); the keys in this order since the first version.
     config = model.config
-    meta: dict[str, Any] = {
+    meta: dict[str, object] = {
         "format": MODEL_FORMAT,
         "version": MODEL_VERSION,
         "config": config.to_dict() | {"min_alpha": config.min_alpha},
@@ -258,12 +336,12 @@ def _describe(model: SavedModel, sums: dict[str, dict[str, Any]], vocab_bytes: b
         "raw_words": int(model.raw_words),
         "corpus_count": int(model.corpus_count),
         "kind": model.kind,
-        "position": model.position.to_dict() if model.position is not None else None,
+        "position": model.position.to_json() if model.position is not None else None,
         "run_id": model.run_id,
         "saved_at": time.time(),
         "checkpoint_every": None if model.checkpoint_every is None else str(model.checkpoint_every),
         "schedule_anchor": list(model.schedule_anchor) if model.schedule_anchor is not None else None,
-        "arrays": sums,
+        "arrays": {name: entry.to_json() for name, entry in sums.items()},
     }
     if vocab_bytes is not None:  # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked
         meta["vocab_crc32"] = zlib.crc32(vocab_bytes) & 0xFFFFFFFF
@@ -298,17 +376,13 @@ def array_crc32(a: np.ndarray) -> int:
     return crc & 0xFFFFFFFF
 
 
-def _entry(shape: tuple[int, ...], dtype: np.dtype, crc: int) -> dict[str, Any]:
-    return {"shape": list(shape), "dtype": str(dtype), "crc32": crc}
-
-
-def _write_array(path: Path, a: np.ndarray) -> dict[str, Any]:
+def _write_array(path: Path, a: np.ndarray) -> ArrayEntry:
     # One array as .npy, synced; returns what load checks it against.
     with output_file(path) as f:
         write_array(f, a)
         f.flush()
         os.fsync(f.fileno())
-    return _entry(a.shape, a.dtype, array_crc32(a))
+    return ArrayEntry(tuple(a.shape), str(a.dtype), array_crc32(a))
 
 
 def _npy_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
@@ -326,7 +400,7 @@ def _check_npy(src: Path, like: np.ndarray) -> None:
                          f"{like.dtype} of shape {like.shape} in C order")
 
 
-def _move_array(src: Path, dst: Path) -> dict[str, Any]:
+def _move_array(src: Path, dst: Path) -> ArrayEntry:
     # An array already written as a .npy (checked by _check_npy): moved in, its data checksummed block by block.
     shutil.move(str(src), dst)
     with open(dst, "rb") as f:
@@ -346,7 +420,7 @@ def _move_array(src: Path, dst: Path) -> dict[str, Any]:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return _entry(tuple(file_shape), dtype, crc & 0xFFFFFFFF)
+    return ArrayEntry(tuple(file_shape), str(dtype), crc & 0xFFFFFFFF)
 
 
 def _write_synced(path: Path, data: bytes) -> None:
@@ -432,17 +506,18 @@ def _load_dir(path: Path, mmap: str | None, arrays: bool = True) -> SavedModel:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
         raise CheckpointError(f"{meta_path}: incomplete or damaged model description ({what})") from None
-    config: TrainConfig = fields["config"]
-    parts = (fields["sharded"] or {}).get("vocab")
-    vocab = _parts_vocab(path, parts, arrays) if parts is not None else _vocab_json(path, meta)
+    config = fields.config
+    parts = (fields.sharded or {}).get("vocab")
+    vocab = _parts_vocab(path, parts, arrays) if parts is not None else _vocab_json(path, meta.get("vocab_crc32"))
     n = len(vocab) if vocab is not None else int((parts or {})["words"])
-    sums: dict[str, Any] = meta["arrays"] if isinstance(meta.get("arrays"), dict) else {}
-    if fields["sharded"] is not None:
-        w_in, w_out = _sharded_arrays(path, fields["sharded"], n, config.dim, arrays)
+    sums = meta["arrays"] if isinstance(meta.get("arrays"), dict) else {}
+    if fields.sharded is not None:
+        w_in, w_out = _sharded_arrays(path, fields.sharded, n, config.dim, arrays)
     elif not arrays:
         w_in = w_out = None
     else:
-        w_in, w_out = (_read_array(path / name, mmap, sums.get(name)) for name in (VECTORS, SYN1NEG))
+        w_in, w_out = (_read_array(path / name, mmap, ArrayEntry.from_json(sums.get(name)))
+                       for name in (VECTORS, SYN1NEG))
     if w_in is not None and w_out is not None:
         if w_in.shape != (n, config.dim) or w_out.shape != w_in.shape:
             raise CheckpointError(f"{path}: array shapes {w_in.shape} and {w_out.shape} do not match the vocabulary "
@@ -450,25 +525,25 @@ def _load_dir(path: Path, mmap: str | None, arrays: bool = True) -> SavedModel:
         if w_in.dtype != np.float32 or w_out.dtype != np.float32:
             raise CheckpointError(f"{path}: the arrays must be float32, found {w_in.dtype} and {w_out.dtype}")
         w_in, w_out = np.ascontiguousarray(w_in), np.ascontiguousarray(w_out)
-    syn1 = (_load_syn1(path, meta, vocab, config.dim, mmap, sums.get(SYN1)) if config.hs and arrays
-            and vocab is not None else None)
+    syn1 = (_load_syn1(path, meta.get("huffman_fingerprint"), vocab, config.dim, mmap,
+                       ArrayEntry.from_json(sums.get(SYN1))) if config.hs and arrays and vocab is not None else None)
     position = None
     if str(meta.get("kind", "")).startswith("mid-epoch"):
         try:
-            position = Position.from_dict(meta["position"])
-            if position.epoch != fields["epochs_trained"]:
-                raise ValueError(f"position in epoch {position.epoch + 1} but {fields['epochs_trained']} epochs done")
+            position = Position.from_json(meta["position"])
+            if position.epoch != fields.epochs_trained:
+                raise ValueError(f"position in epoch {position.epoch + 1} but {fields.epochs_trained} epochs done")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise CheckpointError(f"{meta_path}: a mid-epoch checkpoint without a valid position ({what})") from None
-    return SavedModel(vocab=vocab, vectors=w_in, syn1neg=w_out, syn1=syn1, position=position, **fields)
+    return dataclasses.replace(fields, vocab=vocab, vectors=w_in, syn1neg=w_out, syn1=syn1, position=position)
 
 
-def _vocab_json(path: Path, meta: dict[str, Any]) -> Vocab:
-    # vocab.json, checked against model.json's CRC-32.
+def _vocab_json(path: Path, crc: object) -> Vocab:
+    # vocab.json, checked against model.json's CRC-32 (None: a directory written before it was recorded).
     try:
         vocab_bytes = (path / VOCAB_JSON).read_bytes()
-        if "vocab_crc32" in meta and zlib.crc32(vocab_bytes) & 0xFFFFFFFF != meta["vocab_crc32"]:
+        if crc is not None and zlib.crc32(vocab_bytes) & 0xFFFFFFFF != crc:
             raise ValueError("its checksum does not match model.json (the file was altered or damaged)")
         return Vocab.from_json(vocab_bytes.decode("utf-8"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -492,8 +567,9 @@ def _parts_vocab(path: Path, parts: Any, arrays: bool) -> Vocab | None:
     return found.vocab() if arrays else None
 
 
-def _fields(meta: dict[str, Any]) -> dict[str, Any]:
-    # model.json's fields (KeyError/TypeError/ValueError/AttributeError when one is missing or of a wrong type).
+def _fields(meta: Mapping[str, Any]) -> SavedModel:
+    # model.json's fields but the vocabulary, the arrays and the position (KeyError/TypeError/ValueError/
+    # AttributeError when one is missing or of a wrong type).
     config = TrainConfig.from_dict(meta["config"]).validate()
     options = meta.get("read_options", {})
     if not isinstance(options, dict):
@@ -509,26 +585,26 @@ def _fields(meta: dict[str, Any]) -> dict[str, Any]:
     sharded = meta.get("sharded")
     if sharded is not None and not isinstance(sharded, dict):
         raise ValueError("sharded must be an object")
-    return {
-        "config": config,
-        "read_options": options,
-        "epochs_trained": int(meta.get("epochs_trained", 0)),
-        "corpus_words": int(meta.get("corpus_words", 0)),
-        "raw_words": int(meta.get("raw_words", 0)),
-        "corpus_count": int(meta.get("corpus_count", 0)),
-        "run_id": meta.get("run_id"),
-        "saved_at": float(meta["saved_at"]) if meta.get("saved_at") is not None else None,
-        "checkpoint_every": None if every is None else str(every),
-        "schedule_anchor": (float(anchor[0]), float(anchor[1])) if anchor else None,
-        "graph_run": graph_run,
-        "cluster": cluster,
-        "cluster_recorded": "cluster" in meta,
-        "sharded": sharded,
-    }
+    return SavedModel(
+        config=config, vocab=None, vectors=None, syn1neg=None,
+        read_options=options,
+        epochs_trained=int(meta.get("epochs_trained", 0)),
+        corpus_words=int(meta.get("corpus_words", 0)),
+        raw_words=int(meta.get("raw_words", 0)),
+        corpus_count=int(meta.get("corpus_count", 0)),
+        run_id=meta.get("run_id"),
+        saved_at=float(meta["saved_at"]) if meta.get("saved_at") is not None else None,
+        checkpoint_every=None if every is None else str(every),
+        schedule_anchor=(float(anchor[0]), float(anchor[1])) if anchor else None,
+        graph_run=graph_run,
+        cluster=cluster,
+        cluster_recorded="cluster" in meta,
+        sharded=sharded,
+    )
 
 
-def _load_syn1(path: Path, meta: dict[str, Any], vocab: Vocab, dim: int, mmap: str | None,
-               expect: Any) -> np.ndarray:
+def _load_syn1(path: Path, saved: object, vocab: Vocab, dim: int, mmap: str | None,
+               expect: ArrayEntry | None) -> np.ndarray:
     # The output layer of hierarchical softmax, and the check that the tree rebuilt from the saved counts is
     # the one it was trained with.
     from parvec.huffman import build_huffman_tree
@@ -539,7 +615,6 @@ def _load_syn1(path: Path, meta: dict[str, Any], vocab: Vocab, dim: int, mmap: s
     if syn1.shape != (len(vocab) - 1, dim) or syn1.dtype != np.float32:
         raise ParvecError(f"{path / SYN1}: expected float32 of shape ({len(vocab) - 1}, {dim}) (one row per "
                           f"inner node of the Huffman tree), got {syn1.dtype} {syn1.shape}")
-    saved = meta.get("huffman_fingerprint")
     if saved is None:
         raise ParvecError(f"{path / MODEL_JSON}: no huffman_fingerprint for a hierarchical-softmax model")
     if build_huffman_tree(vocab.counts).fingerprint() != saved:
@@ -548,7 +623,7 @@ def _load_syn1(path: Path, meta: dict[str, Any], vocab: Vocab, dim: int, mmap: s
     return np.ascontiguousarray(syn1)
 
 
-def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
+def _read_array(path: Path, mmap: str | None, expect: ArrayEntry | None) -> np.ndarray:
     # An array of a saved model; CheckpointError naming the file when it is missing, truncated or altered.
     try:
         a = np.load(path, mmap_mode=cast(_MmapMode, mmap), allow_pickle=False)
@@ -556,11 +631,12 @@ def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
         raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
     except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header
         raise CheckpointError(f"{path}: truncated or damaged array ({getattr(exc, 'strerror', None) or exc})") from None
-    if isinstance(expect, dict):
-        if list(a.shape) != expect.get("shape") or str(a.dtype) != expect.get("dtype"):
+    if expect is not None:
+        if tuple(a.shape) != expect.shape or str(a.dtype) != expect.dtype:
+            recorded = None if expect.shape is None else list(expect.shape)
             raise CheckpointError(f"{path}: shape {a.shape} {a.dtype}, but model.json recorded "
-                                  f"{expect.get('shape')} {expect.get('dtype')}")
-        if "crc32" in expect and array_crc32(a) != expect["crc32"]:
+                                  f"{recorded} {expect.dtype}")
+        if expect.crc32 is not None and array_crc32(a) != expect.crc32:
             raise CheckpointError(f"{path}: the array's checksum does not match model.json (the file was altered "
                                   "or damaged)")
     return a
@@ -569,20 +645,35 @@ def _read_array(path: Path, mmap: str | None, expect: Any) -> np.ndarray:
 # ---------------------------------------------------------------------- a sharded run's checkpoint
 def _check_sharded(sharded: Mapping[str, Any], n: int, dim: int) -> None:
     # model.json's "sharded": every column of the model in exactly one shard's files, each (n, width) float32.
-    files = sharded.get("files")
-    if not isinstance(files, list) or not files:
-        raise ValueError("sharded.files must name each shard's snapshot")
     at = 0
-    for s, f in enumerate(files):
-        lo, hi = (int(x) for x in f["columns"])
-        if lo != at or hi <= lo or list(f["shape"]) != [n, hi - lo] or set(f["crc32"]) != {"in", "out"}:
-            raise ValueError(f"sharded.files[{s}]: columns {lo}..{hi - 1} and shape {f['shape']} do not continue the "
-                             f"columns before ({at}) for {n} words")
-        if not isinstance(f.get("directory"), str):
-            raise ValueError(f"sharded.files[{s}]: no directory")
+    for s, f in enumerate(shard_files(sharded)):
+        lo, hi = f.columns
+        if lo != at or hi <= lo or f.shape != (n, hi - lo) or set(f.crc32) != {"in", "out"}:
+            raise ValueError(f"sharded.files[{s}]: columns {lo}..{hi - 1} and shape {list(f.shape)} do not continue "
+                             f"the columns before ({at}) for {n} words")
         at = hi
     if at != dim:
         raise ValueError(f"sharded.files cover {at} of {dim} columns")
+
+
+def shard_files(sharded: Mapping[str, Any]) -> list[ShardFile]:
+    """The shards' files a sharded model's ``model.json`` records (its ``sharded`` object); ValueError (or
+    KeyError/TypeError) when they are not there or a record is damaged.
+
+    Example:
+        >>> shard_files({"files": [{"directory": "s0", "columns": [0, 2], "shape": [5, 2]}]})[0].columns
+        (0, 2)
+    """
+    files = sharded.get("files")
+    if not isinstance(files, list) or not files:
+        raise ValueError("sharded.files must name each shard's snapshot")
+    found = []
+    for s, f in enumerate(files):
+        try:
+            found.append(ShardFile.from_json(f))
+        except ValueError as exc:
+            raise ValueError(f"sharded.files[{s}]: {exc}") from None
+    return found
 
 
 def shard_file_paths(path: str | os.PathLike[str], sharded: Mapping[str, Any]) -> list[Path]:
@@ -596,17 +687,18 @@ def shard_file_paths(path: str | os.PathLike[str], sharded: Mapping[str, Any]) -
     return [Path(os.path.normpath(Path(path) / f["directory"])) for f in sharded["files"]]
 
 
-def _sharded_arrays(path: Path, sharded: dict[str, Any], n: int, dim: int,
+def _sharded_arrays(path: Path, sharded: Mapping[str, Any], n: int, dim: int,
                     arrays: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
     # The shards' files: checked to be there with their shapes; with ``arrays``, assembled column block by column
     # block into whole matrices, each file's CRC-32 checked.
     try:
         _check_sharded(sharded, n, dim)
+        files = shard_files(sharded)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointError(f"{path / MODEL_JSON}: incomplete or damaged description of the shards ({exc})") from None
     w_in = np.empty((n, dim), dtype=np.float32) if arrays else None
     w_out = np.empty((n, dim), dtype=np.float32) if arrays else None
-    for s, (f, where) in enumerate(zip(sharded["files"], shard_file_paths(path, sharded), strict=True)):
+    for s, (f, where) in enumerate(zip(files, shard_file_paths(path, sharded), strict=True)):
         try:
             _read_shard(path, f, where, n, w_in, w_out)
         except CheckpointError as exc:
@@ -614,13 +706,13 @@ def _sharded_arrays(path: Path, sharded: dict[str, Any], n: int, dim: int,
     return w_in, w_out
 
 
-def _read_shard(path: Path, f: dict[str, Any], where: Path, n: int, w_in: np.ndarray | None,
+def _read_shard(path: Path, f: ShardFile, where: Path, n: int, w_in: np.ndarray | None,
                 w_out: np.ndarray | None) -> None:
     # One shard's files: present with the recorded shape, or (w_in given) read into its columns, CRC-32 checked.
-    lo, hi = (int(x) for x in f["columns"])
+    lo, hi = f.columns
     for key, whole in (("in", w_in), ("out", w_out)):
         file = where / f"{key}.npy"
-        expect = {"shape": [n, hi - lo], "dtype": "float32", "crc32": f["crc32"][key]}
+        expect = f.file_entry(key, n)
         if whole is not None:
             whole[:, lo:hi] = _read_array(file, "r", expect)
             continue
@@ -631,9 +723,9 @@ def _read_shard(path: Path, f: dict[str, Any], where: Path, n: int, w_in: np.nda
             raise CheckpointError(f"{file}: missing (the shard's snapshot is gone)") from None
         except (OSError, ValueError) as exc:
             raise CheckpointError(f"{file}: truncated or damaged array ({exc})") from None
-        if list(shape) != expect["shape"] or str(dtype) != "float32" or fortran:
+        if tuple(shape) != expect.shape or str(dtype) != "float32" or fortran:
             raise CheckpointError(f"{file}: shape {tuple(shape)} {dtype}, but {path / MODEL_JSON} recorded "
-                                  f"{expect['shape']} float32")
+                                  f"{list(expect.shape or ())} float32")
 
 
 def what_is_there(path: str | os.PathLike[str]) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from parvec.errors import ParvecError
+from parvec.runlog import EpochRecord, Sample
 
 SCORE_TITLES = {"ws353": "WS-353 (Spearman)", "simlex": "SimLex-999 (Spearman)", "analogy": "Google analogy (3CosAdd)",
                 "micro_f1": "Node classification micro-F1 (50% train)",
@@ -43,22 +44,33 @@ SCORE_TITLES = {"ws353": "WS-353 (Spearman)", "simlex": "SimLex-999 (Spearman)",
 
 @dataclass
 class Run:
-    """One report JSON as read: its label, kind (``words``, ``graph`` or ``benchmark``) and data."""
+    """One report JSON as read: its label, kind (``words``, ``graph`` or ``benchmark``) and data (the JSON as it is,
+    for the table of parameters), with its time series and epoch records read into :class:`parvec.runlog.Sample`
+    and :class:`parvec.runlog.EpochRecord` (an entry that is not one left out).
+
+    Example:
+        >>> run = Run(Path("r.json"), "r", "words", {"timeline": [{"t": 0.0, "words": 0, "lr": 0.025}, "junk"]})
+        >>> [s.lr for s in run.timeline], run.epochs
+        ([0.025], [])
+    """
 
     path: Path
     label: str
     kind: str
     data: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    timeline: list[Sample] = field(init=False)
+    epochs: list[EpochRecord] = field(init=False)
 
-    @property
-    def timeline(self) -> list[dict[str, Any]]:
-        return self.data.get("timeline") or []
+    def __post_init__(self) -> None:
+        samples, log = self.data.get("timeline"), self.data.get("epoch_log")
+        self.timeline = [s for s in (Sample.from_json(d) for d in _objects(samples)) if s is not None]
+        self.epochs = [e for e in (EpochRecord.from_json(d) for d in _objects(log)) if e is not None]
 
-    @property
-    def epochs(self) -> list[dict[str, Any]]:
-        log = self.data.get("epoch_log")
-        return log if isinstance(log, list) else []
+
+def _objects(entries: object) -> list[dict[str, object]]:
+    # The JSON objects of a list read from a report (anything else in it, or no list, is left out).
+    return [d for d in entries if isinstance(d, dict)] if isinstance(entries, list) else []
 
 
 def _label(data: dict[str, Any], path: Path) -> str:
@@ -141,23 +153,25 @@ def _empty(ax, text: str) -> None:
     ax.set_yticks([])
 
 
-def loss_steps(timeline: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
+def loss_steps(timeline: Sequence[Sample]) -> tuple[list[float], list[float]]:
     """The loss of a run's time series as steps: ``(edges, losses)``, the loss of sample i covering the words from
     sample i-1's to its own (NaN where it has none); the first sample with a loss starts at word 0 when the series
     has no sample before it.
 
     Example:
-        >>> loss_steps([{"words": 0, "loss": None}, {"words": 100, "loss": 4.0}, {"words": 300, "loss": 3.0}])
+        >>> samples = [Sample.from_json({"words": 0}), Sample.from_json({"words": 100, "loss": 4.0}),
+        ...            Sample.from_json({"words": 300, "loss": 3.0})]
+        >>> loss_steps([s for s in samples if s is not None])
         ([0.0, 100.0, 300.0], [4.0, 3.0])
     """
-    samples = [s for s in timeline if isinstance(s.get("words"), (int, float))]
-    if not samples:
+    if not timeline:
         return [0.0], []
-    edges = [float(samples[0]["words"]) if not _finite(samples[0].get("loss")) else 0.0]
+    first = timeline[0]
+    edges = [float(first.words) if first.loss is None else 0.0]
     losses: list[float] = []
-    for s in samples[1:] if not _finite(samples[0].get("loss")) else samples:
-        edges.append(float(s["words"]))
-        losses.append(float(s["loss"]) if _finite(s.get("loss")) else math.nan)
+    for s in timeline[1:] if first.loss is None else timeline:
+        edges.append(float(s.words))
+        losses.append(math.nan if s.loss is None else float(s.loss))
     return edges, losses
 
 
@@ -177,13 +191,13 @@ def figure_loss_lr(runs: Sequence[Run]) -> bytes:
             drawn = True
         words, ends = 0, []
         for e in run.epochs:
-            words += int(e.get("words") or 0)
-            if _finite(e.get("loss")):
-                ends.append((words, e["loss"]))
+            words += e.words
+            if e.loss is not None:
+                ends.append((words, e.loss))
         if ends:
             ax.plot(*zip(*ends, strict=True), "o", color=color, ms=5, label=f"{run.label} epoch mean")
             drawn = True
-        lr = [(s["words"], s["lr"]) for s in run.timeline if _finite(s.get("lr"))]
+        lr = [(s.words, s.lr) for s in run.timeline if s.lr is not None]
         if lr:
             ax2.plot(*zip(*lr, strict=True), color=color, lw=1, ls="--", alpha=0.7)
     if not drawn:
@@ -204,7 +218,7 @@ def figure_throughput(runs: Sequence[Run]) -> bytes:
     fig, ax = plt.subplots(figsize=(8, 4.2))
     drawn = False
     for i, run in enumerate(runs):
-        pts = [(s["t"], s["words_per_sec"] / 1e6) for s in run.timeline if _finite(s.get("words_per_sec"))]
+        pts = [(s.t, s.words_per_sec / 1e6) for s in run.timeline if s.words_per_sec is not None]
         if pts:
             ax.plot(*zip(*pts, strict=True), marker=".", color=f"C{i % 10}", label=run.label)
             drawn = True
@@ -225,7 +239,7 @@ def figure_quality(runs: Sequence[Run]) -> bytes:
     names: list[str] = []
     for run in runs:
         for e in run.epochs:
-            for k in e.get("scores") or {}:
+            for k in e.scores or {}:
                 if k not in names:
                     names.append(k)
     if not names:
@@ -237,8 +251,7 @@ def figure_quality(runs: Sequence[Run]) -> bytes:
     for name, ax in zip(names, axes, strict=True):
         drawn = False
         for i, run in enumerate(runs):
-            pts = [(e["epoch"], e["scores"][name]) for e in run.epochs
-                   if isinstance(e.get("scores"), dict) and _finite(e["scores"].get(name))]
+            pts = [(e.epoch, score) for e in run.epochs if (score := (e.scores or {}).get(name)) is not None]
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker="o", color=f"C{i % 10}", label=run.label)
                 drawn = True

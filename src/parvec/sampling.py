@@ -94,20 +94,24 @@ def subsample_sentence(tokens: np.ndarray, start: int, end: int, keep: np.ndarra
                        out: np.ndarray) -> tuple[int, np.uint64]:
     """Copy the kept words of ``tokens[start:end]`` into ``out``; returns (count kept, new RNG state).
 
-    Subsampling comes first, as in word2vec.c, so windows then span the removed words.  Words whose
-    keep probability is >= 1 use no random number.
+    Subsampling comes first, as in word2vec.c, so windows then span the removed words.  Word ``w`` is kept with
+    probability ``keep[w]``; a word past the table's end (``keep`` holding only the head of the vocabulary:
+    :func:`parvec.countclasses.keep_head`) and a word whose probability is >= 1 are always kept and use no
+    random number, so a head table and the whole vocabulary's give the same kept words and random stream.
 
     Example:
         >>> n, state = subsample_sentence(tokens, 0, 5, keep, np.uint64(1), buf)  # doctest: +SKIP
     """
     n = 0
+    h = len(keep)
     for k in range(start, end):
         w = tokens[k]
-        p = keep[w]
-        if p < 1.0:
-            state = rng_next(state)
-            if rng_uniform(state) >= p:
-                continue
+        if w < h:
+            p = keep[w]
+            if p < 1.0:
+                state = rng_next(state)
+                if rng_uniform(state) >= p:
+                    continue
         out[n] = w
         n += 1
     return n, state
@@ -201,8 +205,20 @@ def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
         [0.032, 1.0]
     """
     counts = np.asarray(counts, dtype=np.float64)
+    return keep_of_counts(counts, float(counts.sum()), sample)
+
+
+def keep_of_counts(counts: np.ndarray, total: float, sample: float) -> np.ndarray:
+    """word2vec.c's keep probability (float32, capped at 1) of a word of each count in ``counts`` (float64) in a
+    corpus of ``total`` words: per word (:func:`keep_probabilities`) or per count class
+    (:func:`parvec.countclasses.keep_by_class`), one formula, so the two agree bit for bit.
+
+    Example:
+        >>> keep_of_counts(np.array([1000.0, 1.0]), 1001.0, 1e-3).round(3).tolist()
+        [0.032, 1.0]
+    """
     if sample <= 0 or len(counts) == 0:
         return np.ones(len(counts), dtype=np.float32)
-    threshold = sample * counts.sum()
+    threshold = sample * total
     keep = (np.sqrt(counts / threshold) + 1.0) * threshold / np.maximum(counts, 1.0)
     return np.minimum(keep, 1.0).astype(np.float32)

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import CheckpointError, ParvecError
+from parvec.model_io import ShardFile
 from parvec.similarity import (
     cosadd_query,
     cosmul_query,
@@ -195,12 +196,12 @@ class _KeyIndex(Mapping[str, int]):
         return iter(self.kv.index_to_key)
 
 
-def _open_columns(path: Path, f: dict[str, Any], n_words: int) -> ShardColumns:
+def _open_columns(path: Path, f: ShardFile, n_words: int) -> ShardColumns:
     # One shard's in.npy: there, of the recorded shape, as long as that shape needs; then memory-mapped.
     from parvec.model_check import check_npy
 
-    lo, hi = (int(x) for x in f["columns"])
-    file = path / str(f["directory"]) / "in.npy"
+    lo, hi = f.columns
+    file = path / f.directory / "in.npy"
     check_npy(file, (n_words, hi - lo), "float32")
     try:
         array = np.load(file, mmap_mode="r", allow_pickle=False)
@@ -209,22 +210,22 @@ def _open_columns(path: Path, f: dict[str, Any], n_words: int) -> ShardColumns:
     return ShardColumns(lo, hi, file, array)
 
 
-def _check_crcs(columns: list[ShardColumns], files: list[dict[str, Any]]) -> None:
+def _check_crcs(columns: list[ShardColumns], files: list[ShardFile]) -> None:
     # Each shard's in.npy against the CRC-32 model.json records for it.
     from parvec.model_check import npy_crc32
 
     for c, f in zip(columns, files, strict=True):
-        want = (f.get("crc32") or {}).get("in")
+        want = f.crc32.get("in")
         if want is not None and npy_crc32(c.file) != want:
             raise CheckpointError(f"{c.file}: its data does not match the CRC-32 model.json records (the file was "
                                   "altered or damaged)")
 
 
-def _bytes_to_check(path: Path, sharded: dict[str, Any]) -> int:
+def _bytes_to_check(path: Path, sharded: Mapping[str, Any]) -> int:
     from parvec.vocab_parts import part_paths
 
     total = 0
-    files = [path / str(f["directory"]) / "in.npy" for f in sharded["files"]]
+    files = [path / ShardFile.from_json(f).directory / "in.npy" for f in sharded["files"]]
     vocab = sharded["vocab"]
     for rec in vocab["parts"]:
         files += part_paths(path / str(vocab["directory"]), int(rec["part"])).values()
@@ -290,9 +291,10 @@ class ShardedKeyedVectors:
         try:
             crc = check if check is not None else _bytes_to_check(path, sharded) <= CHECK_AT_OPEN_BYTES
             parts = WordParts.open(path / str(vocab["directory"]), records, check=crc)
-            columns = [_open_columns(path, f, parts.n_words) for f in files]
+            shards = [ShardFile.from_json(f) for f in files]
+            columns = [_open_columns(path, f, parts.n_words) for f in shards]
             if crc:
-                _check_crcs(columns, files)
+                _check_crcs(columns, shards)
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"{path / 'model.json'}: incomplete or damaged description of the shards "
                                   f"({type(exc).__name__}: {exc})") from None

@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -120,6 +119,41 @@ class Vocab:
         return cls(list(data["words"]), np.array(data["counts"], dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """What word2vec.c-style pruning did while counting: the distinct ``words_dropped`` (a word dropped twice
+    counts twice), the highest count cut (``max_count_cut``), the cap it held (``max_vocab_size``) and whether
+    that cap was the automatic one (from the available memory) rather than ``--max-vocab-size``.  Written into
+    the encoded-corpus cache's header and the run report (``vocab_pruning``) by :meth:`to_json`.
+
+    Example:
+        >>> p = Pruning(words_dropped=5, max_count_cut=1, max_vocab_size=10, automatic=False)
+        >>> p.to_json()["words_dropped"], Pruning.from_json(p.to_json()) == p
+        (5, True)
+    """
+
+    words_dropped: int
+    max_count_cut: int
+    max_vocab_size: int
+    automatic: bool
+
+    def to_json(self) -> dict[str, object]:
+        """The record as the cache header and the report hold it (its keys in this order)."""
+        return {"words_dropped": self.words_dropped, "max_count_cut": self.max_count_cut,
+                "max_vocab_size": self.max_vocab_size, "automatic": self.automatic}
+
+    @classmethod
+    def from_json(cls, d: object) -> Pruning | None:
+        """The record read back from a cache header; None when it is not there or damaged (no note is shown)."""
+        if not isinstance(d, dict):
+            return None
+        try:
+            return cls(words_dropped=int(d["words_dropped"]), max_count_cut=int(d["max_count_cut"]),
+                       max_vocab_size=int(d["max_vocab_size"]), automatic=bool(d.get("automatic")))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
 class VocabCounter:
     """Counts words from a stream of token lists with word2vec.c-style pruning.
 
@@ -142,21 +176,19 @@ class VocabCounter:
         self.pruned_words = 0  # distinct words dropped by pruning (a word dropped twice counts twice)
 
     @property
-    def pruning(self) -> dict[str, Any] | None:
+    def pruning(self) -> Pruning | None:
         """What pruning did (None when it never ran): words dropped, the highest count cut, the cap.
 
         Example:
-            >>> c = VocabCounter(max_vocab_size=2); c.update(["a", "a", "b", "c"]); c.pruning["words_dropped"]
+            >>> c = VocabCounter(max_vocab_size=2); c.update(["a", "a", "b", "c"]); c.pruning.words_dropped
             2
         """
         if not self.pruned:
             return None
-        return {
-            "words_dropped": self.pruned_words,
-            "max_count_cut": self.min_reduce - 1,
-            "max_vocab_size": self.max_vocab_size,
-            "automatic": self.automatic,
-        }
+        return Pruning(words_dropped=self.pruned_words, max_count_cut=self.min_reduce - 1,
+                       max_vocab_size=self.max_vocab_size, automatic=self.automatic)
+
+
 
     def update(self, words: list[str]) -> None:
         """Add one block of tokens (any length; counting is done in C by ``Counter``)."""

@@ -37,12 +37,10 @@ import numba as nb
 import numpy as np
 
 from parvec.errors import ParvecError
-from parvec.kernels.wordtable import CLASSES, NEWLINE, WORD
+from parvec.kernels.wordtable import CLASSES, FNV_OFFSET, FNV_PRIME, NEWLINE, WORD, word_at
 
 __all__ = ["WordLookup", "fnv1a64", "hash_arena", "hash_words", "lookup_hash", "part_of", "scan_ids"]
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
 _M64 = (1 << 64) - 1
 
 
@@ -54,9 +52,9 @@ def fnv1a64(word: str | bytes) -> int:
         '0xcbf29ce484222325'
     """
     data = word.encode("utf-8") if isinstance(word, str) else word
-    h = int(_FNV_OFFSET)
+    h = int(FNV_OFFSET)
     for b in data:
-        h = ((h ^ b) * int(_FNV_PRIME)) & _M64
+        h = ((h ^ b) * int(FNV_PRIME)) & _M64
     return h
 
 
@@ -64,10 +62,10 @@ def fnv1a64(word: str | bytes) -> int:
 def hash_arena(arena, starts, lengths, out):  # pragma: no cover - numba
     """FNV-1a of each word ``arena[starts[i] : starts[i] + lengths[i]]`` into ``out[i]`` (uint64)."""
     for i in range(len(starts)):
-        h = _FNV_OFFSET
+        h = FNV_OFFSET
         a = starts[i]
         for k in range(lengths[i]):
-            h = (h ^ np.uint64(arena[a + k])) * _FNV_PRIME
+            h = (h ^ np.uint64(arena[a + k])) * FNV_PRIME
         out[i] = h
     return out
 
@@ -142,11 +140,7 @@ def scan_ids(buf, classes, keys, ids, directory, shift, out, segs):  # pragma: n
                 seg = 0
             i += 1
             continue
-        h = _FNV_OFFSET
-        j = i
-        while j < n and classes[buf[j]] == WORD:
-            h = (h ^ np.uint64(buf[j])) * _FNV_PRIME
-            j += 1
+        j, h = word_at(buf, classes, i)
         out[n_tok] = lookup_hash(h, keys, ids, directory, shift)
         n_tok += 1
         seg += 1

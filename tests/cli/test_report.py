@@ -19,7 +19,7 @@ from shared_files import SHARED_DATA, needs_shared
 
 from parvec.cli import main
 from parvec.evaluation import default_eval_paths
-from parvec.runlog import RunLog
+from parvec.runlog import RunLog, Totals
 
 DEMO = Path(__file__).resolve().parents[2] / "src" / "parvec" / "data" / "demo_corpus.txt.xz"
 
@@ -198,23 +198,23 @@ def test_report_refuses_to_overwrite_its_input(tmp_path, capsys):
 
 def test_runlog_windows_and_pauses():
     log = RunLog(interval_s=1.0)
-    log.progress({"t": 0.0, "words": 0, "pairs": 0, "loss_sum": 0.0, "lr": 0.025, "epoch": 0})
+    log.progress(Totals(t=0.0, words=0, pairs=0, loss_sum=0.0, lr=0.025, epoch=0))
     # The first sample that trained something is kept at once: a short run's loss curve starts at its start.
-    log.progress({"t": 0.5, "words": 50, "pairs": 100, "loss_sum": 300.0, "lr": 0.02, "epoch": 0})
-    log.progress({"t": 0.9, "words": 90, "pairs": 180, "loss_sum": 500.0, "lr": 0.02, "epoch": 0})  # too soon
-    log.progress({"t": 2.0, "words": 200, "pairs": 400, "loss_sum": 1000.0, "lr": 0.01, "epoch": 0})
+    log.progress(Totals(t=0.5, words=50, pairs=100, loss_sum=300.0, lr=0.02, epoch=0))
+    log.progress(Totals(t=0.9, words=90, pairs=180, loss_sum=500.0, lr=0.02, epoch=0))  # too soon
+    log.progress(Totals(t=2.0, words=200, pairs=400, loss_sum=1000.0, lr=0.01, epoch=0))
     log.pause(10.0)  # an evaluation: not training time
-    log.progress({"t": 14.0, "words": 400, "pairs": 800, "loss_sum": 1400.0, "lr": 0.0, "epoch": 1})
-    assert [s["words"] for s in log.timeline] == [0, 50, 200, 400]
-    assert log.timeline[1]["loss"] == pytest.approx(3.0) and log.timeline[1]["words_per_sec"] == pytest.approx(100)
-    assert log.timeline[2]["loss"] == pytest.approx(700 / 300)
-    assert log.timeline[2]["words_per_sec"] == pytest.approx(100)
+    log.progress(Totals(t=14.0, words=400, pairs=800, loss_sum=1400.0, lr=0.0, epoch=1))
+    assert [s.words for s in log.timeline] == [0, 50, 200, 400]
+    assert log.timeline[1].loss == pytest.approx(3.0) and log.timeline[1].words_per_sec == pytest.approx(100)
+    assert log.timeline[2].loss == pytest.approx(700 / 300)
+    assert log.timeline[2].words_per_sec == pytest.approx(100)
     # The window's loss, not the running mean: (1400 - 1000) / (800 - 400).
-    assert log.timeline[3]["loss"] == pytest.approx(1.0)
-    assert log.timeline[3]["t"] == pytest.approx(4.0) and log.timeline[3]["words_per_sec"] == pytest.approx(100)
+    assert log.timeline[3].loss == pytest.approx(1.0)
+    assert log.timeline[3].t == pytest.approx(4.0) and log.timeline[3].words_per_sec == pytest.approx(100)
     # A kernel that computes no loss adds nothing: no loss, not a loss of 0.
-    log.progress({"t": 20.0, "words": 500, "pairs": 900, "loss_sum": 1400.0, "lr": 0.0, "epoch": 1}, force=True)
-    assert log.timeline[4]["loss"] is None and math.isclose(log.timeline[4]["words_per_sec"], 100 / 6)
+    log.progress(Totals(t=20.0, words=500, pairs=900, loss_sum=1400.0, lr=0.0, epoch=1), force=True)
+    assert log.timeline[4].loss is None and math.isclose(log.timeline[4].words_per_sec, 100 / 6)
 
 
 def _chromium() -> str | None:
@@ -283,3 +283,20 @@ def test_graph_report_needs_labels_for_eval_every_epoch(tmp_path, capsys):
                  str(tmp_path / "k.json"), "--eval-every-epoch", "--quiet"])
     assert code == 2 and "--labels" in capsys.readouterr().err
     assert not (tmp_path / "k.emb").exists() and not (tmp_path / "k.json").exists()
+
+
+def test_runlog_json_keeps_the_reports_keys_and_their_order():
+    # parvec report and older readers read these keys: the records write them as the dicts did.
+    log = RunLog(interval_s=0.0)
+    log.progress(Totals(t=0.0, words=0, pairs=0, loss_sum=0.0, lr=0.025, epoch=0))
+    log.progress(Totals(t=1.0, words=100, pairs=50, loss_sum=100.0, lr=0.02, epoch=0))
+    log.epoch_end(epoch=0, words=100, loss=2.0, seconds=1.0, lr=0.02)
+    log.epoch_end(epoch=1, words=100, loss=float("nan"), seconds=1.0, lr=0.01, scores={"ws353": 0.5}, eval_seconds=0.2)
+    d = json.loads(json.dumps(log.to_dict()))
+    assert list(d) == ["timeline_interval_s", "timeline", "epoch_log"]
+    assert [list(s) for s in d["timeline"]] == [["t", "epoch", "words", "words_per_sec", "lr", "loss", "rss_bytes"]] * 2
+    assert d["timeline"][1] | {"rss_bytes": None} == {"t": 1.0, "epoch": 1, "words": 100, "words_per_sec": 100.0,
+                                                     "lr": 0.02, "loss": 2.0, "rss_bytes": None}
+    assert d["epoch_log"] == [{"epoch": 1, "words": 100, "loss": 2.0, "seconds": 1.0, "lr": 0.02},
+                              {"epoch": 2, "words": 100, "loss": None, "seconds": 1.0, "lr": 0.01,
+                               "scores": {"ws353": 0.5}, "eval_seconds": 0.2}]

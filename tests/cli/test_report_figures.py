@@ -14,6 +14,7 @@ import pytest
 from parvec.cli import main
 from parvec.keyedvectors import KeyedVectors
 from parvec.report import loss_steps, place_labels, read_run
+from parvec.runlog import Sample
 
 
 def _write(path: Path, data: dict) -> Path:
@@ -36,15 +37,23 @@ def test_a_sharded_run_is_labelled_with_its_shards_from_either_place(tmp_path):
     assert read_run(replicas).label.endswith("replicas×2")
 
 
+def _samples(timeline):
+    # A report's time series as parvec.report reads it.
+    samples = [Sample.from_json(d) for d in timeline]
+    assert None not in samples
+    return samples
+
+
 def test_the_loss_curve_starts_where_training_started():
     # Samples every 2 s of a 4-s run: the loss of a sample is the mean since the one before, drawn over that span.
     timeline = [{"t": 0.0, "words": 0, "loss": None}, {"t": 2.0, "words": 500, "loss": 3.0},
                 {"t": 4.0, "words": 1000, "loss": 2.5}]
-    edges, losses = loss_steps(timeline)
+    edges, losses = loss_steps(_samples(timeline))
     assert edges == [0.0, 500.0, 1000.0] and losses == [3.0, 2.5]
     # An older report without the start sample: its first loss still starts at word 0.
-    assert loss_steps(timeline[1:]) == ([0.0, 500.0, 1000.0], [3.0, 2.5])
-    assert loss_steps([{"words": 0, "loss": None}, {"words": 10, "loss": None}, {"words": 20, "loss": 1.0}]) == (
+    assert loss_steps(_samples(timeline[1:])) == ([0.0, 500.0, 1000.0], [3.0, 2.5])
+    assert loss_steps(_samples([{"words": 0, "loss": None}, {"words": 10, "loss": None},
+                                {"words": 20, "loss": 1.0}])) == (
         [0.0, 10.0, 20.0], [pytest.approx(np.nan, nan_ok=True), 1.0])
 
 
@@ -59,7 +68,7 @@ def test_a_short_runs_report_has_a_loss_sample_from_its_start(tmp_path, capsys):
     timeline = json.loads(report.read_text())["timeline"]
     with_loss = [s for s in timeline if s["loss"] is not None]
     assert timeline[0]["words"] == 0 and with_loss
-    edges, losses = loss_steps(timeline)
+    edges, losses = loss_steps(_samples(timeline))
     assert edges[0] == 0 and np.isfinite(losses[0])
 
 

@@ -23,7 +23,7 @@ import parvec.corpus.readers as readers_mod
 import parvec.vocab as vocab_mod
 from parvec.corpus import EncodedCorpus, ReadOptions, release_pages
 from parvec.errors import ParvecError
-from parvec.vocab import VocabCounter
+from parvec.vocab import Pruning, VocabCounter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,7 +200,7 @@ def test_counting_prunes_by_default_past_the_automatic_cap_and_says_so(monkeypat
     counter = vocab_mod.count_words([["a", "a", "a", "b", "b"], ["c", "d", "e", "f", "g"], ["a", "b"]])
     assert len(counter.counts) <= 5
     assert counter.counts["a"] == 4 and counter.counts["b"] == 3
-    assert counter.pruning == {"words_dropped": 5, "max_count_cut": 1, "max_vocab_size": 5, "automatic": True}
+    assert counter.pruning == Pruning(words_dropped=5, max_count_cut=1, max_vocab_size=5, automatic=True)
     assert VocabCounter(max_vocab_size=100).pruning is None
 
 

@@ -189,3 +189,28 @@ def test_real_corpus_slice_counts(demo_slice):
     assert c.vocab.words[:3] == ["the", "of", "and"]
     assert np.all(np.diff(c.vocab.counts) <= 0)
     assert c.n_tokens == int(c.vocab.counts.sum())
+
+
+def test_the_cache_key_hashes_the_input_identity_as_the_cache_has_always_written_it(tmp_path):
+    # An entry written before the identity was a record keeps its key: the same JSON, the same SHA-256.
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    from parvec.corpus import cache
+
+    a = tmp_path / "a.txt"
+    a.write_text("x y\n")
+    st = a.stat()
+    one = {"path": str(a.resolve()), "dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
+           "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+    options = ReadOptions(min_count=1)
+
+    def key(identity: dict) -> str:
+        ident = {"input": identity, "options": asdict(options), "version": cache.CACHE_FORMAT_VERSION}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+
+    assert cache._cache_key(a, cache.InputIdentity.of(a), options) == f"a.txt.{key(one)}"
+    several = cache.InputIdentity.of([a, a])
+    assert several.to_json() == {"path": [one["path"]] * 2, "files": [one, one]}
+    assert cache._cache_key([a, a], several, options) == f"a.txt+1.{key(several.to_json())}"

@@ -50,7 +50,7 @@ def test_the_model_without_the_cli_trains_what_the_cli_trains(ray_session, corpu
         work = model.work
     assert not work.exists() and stats.epochs == 2
     # the report's records come from the run layer, the learning rate from the engine's schedule
-    assert [e["epoch"] for e in log.epochs] == [1, 2] and log.epochs[-1]["lr"] == pytest.approx(config.final_alpha)
+    assert [e.epoch for e in log.epochs] == [1, 2] and log.epochs[-1].lr == pytest.approx(config.final_alpha)
     steps, words, counts = load_npy(tmp_path / "api.npy")
 
     report_path = tmp_path / "r.json"
@@ -72,4 +72,4 @@ def test_the_model_without_the_cli_trains_what_the_cli_trains(ray_session, corpu
     assert report["corpus_tokens_in_vocab"] == corpus.tokens == 200 * 20
     assert report["shards"] == 2 and len(report["shard_peak_memory_bytes"]) == 2 and report["peak_memory_bytes"] > 0
     assert len(report["epoch_log"]) == 2 and report["cluster"]["mode"] == "sharded"
-    assert [e["lr"] for e in report["epoch_log"]] == [e["lr"] for e in log.epochs]
+    assert [e["lr"] for e in report["epoch_log"]] == [e.lr for e in log.epochs]

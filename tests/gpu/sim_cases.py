@@ -344,7 +344,7 @@ def _e2e(out: Path) -> dict:
         summary["gpu-mid-checkpoints"] = [[f.epoch, f.chunks_done] for f in mids]
         summary["gpu-mid-report"] = full.checkpoint_report
         resumed = Word2Vec.load(mids[0].path)
-        summary["gpu-resumed-position"] = resumed.position.to_dict() if resumed.position is not None else None
+        summary["gpu-resumed-position"] = resumed.position.to_json() if resumed.position is not None else None
         r_stats = resumed.train(sentences=sentences, resume=True)
         summary["gpu-full-loss"], summary["gpu-resumed-loss"] = full.stats.loss_per_epoch, r_stats.loss_per_epoch
         arrays["gpu-full-w_in"], arrays["gpu-full-w_out"] = full.wv.vectors.copy(), full.syn1neg.copy()

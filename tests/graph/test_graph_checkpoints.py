@@ -216,6 +216,6 @@ def test_a_graph_run_resumed_with_more_epochs_records_its_schedules_learning_rat
     planned = Schedule(cfg.alpha, cfg.final_alpha, resumed.n_tokens, KW["epochs"])
     schedule = planned.resumed_with(4, resumed.n_tokens)  # continued after epoch 1, to 4 epochs in all
     records = resumed.run_log.epochs
-    assert [r["epoch"] for r in records] == [2, 3, 4]
-    assert [r["lr"] for r in records] == [schedule.epoch_end_alpha(e) for e in (1, 2, 3)]
-    assert records[0]["lr"] < planned.epoch_end_alpha(0) * 0.7  # below a fresh 4-epoch schedule's 0.0125
+    assert [r.epoch for r in records] == [2, 3, 4]
+    assert [r.lr for r in records] == [schedule.epoch_end_alpha(e) for e in (1, 2, 3)]
+    assert records[0].lr < planned.epoch_end_alpha(0) * 0.7  # below a fresh 4-epoch schedule's 0.0125

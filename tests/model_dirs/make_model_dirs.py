@@ -45,7 +45,7 @@ def main(out: Path) -> None:
     mid = Word2Vec(sentences=SENTENCES, **COMMON | {"epochs": 2})
     mid.epochs_trained, mid.run_id, mid.graph_run = 1, RUN_ID, GRAPH_RUN
     mid.checkpoint_every, mid.schedule_anchor = "30", (60.0, 0.02)
-    mid.save(out / "mid", position=Position.from_dict(POSITION))
+    mid.save(out / "mid", position=Position.from_json(POSITION))
     src = Word2Vec(sentences=SENTENCES, **COMMON | {"algo": "classic"})
     (out / "sharded").mkdir()
     np.save(out / "vec.npy", src.wv.vectors)

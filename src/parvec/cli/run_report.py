@@ -90,7 +90,7 @@ def resumed_from(path: Any, saved_at: float | None, position: Any) -> dict[str, 
         >>> resumed_from("ck/checkpoint", 1.5, None)
         {'path': 'ck/checkpoint', 'saved_at': 1.5, 'position': None}
     """
-    return {"path": path, "saved_at": saved_at, "position": None if position is None else position.to_dict()}
+    return {"path": path, "saved_at": saved_at, "position": None if position is None else position.to_json()}
 
 
 def checkpoints(counts: dict[str, Any], every: str | None, directory: str | None) -> dict[str, Any]:

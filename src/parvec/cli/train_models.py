@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from parvec.distributed.cluster import Cluster
     from parvec.distributed.memory import MemoryEstimate
     from parvec.engine import TrainStats
+    from parvec.vocab import Pruning
     from parvec.word2vec import Word2Vec
 
 __all__ = ["CorpusSummary", "Outputs", "TrainModel", "TrainedModel", "WordModel"]
@@ -51,7 +52,7 @@ class CorpusSummary:
     raw_words: int
     tokens: int
     sentences: int
-    pruning: dict[str, Any] | None = None
+    pruning: Pruning | None = None
     cache_used: bool | None = None
 
 
@@ -163,7 +164,8 @@ class TrainedModel:
         )
 
         cmd, model = self.cmd, self.model
-        extra = {"vocab_pruning": corpus.pruning, "model": "skip-gram" if model.config.sg else "cbow",
+        pruning = corpus.pruning.to_json() if corpus.pruning is not None else None
+        extra = {"vocab_pruning": pruning, "model": "skip-gram" if model.config.sg else "cbow",
                  "memory_estimate": self.memory.to_dict() if self.memory is not None else None,
                  "cache_used": corpus.cache_used} | extra
         figures = CorpusFigures(corpus.vocab_size, corpus.raw_words, corpus.tokens, corpus.sentences)
@@ -285,9 +287,10 @@ class WordModel(TrainedModel):
         lines = []
         if self.cmd.eval_every_epoch and self.model.run_log is not None:
             for rec in self.model.run_log.epochs:
-                scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}" for k, v in rec["scores"].items())
-                loss = rec["loss"] if rec["loss"] is None else format(rec["loss"], ".4f")
-                lines.append(f"epoch {rec['epoch']}: loss {loss}; {scores}")
+                scores = ", ".join(f"{k} {'n/a' if v is None else format(v, '.4f')}"
+                                   for k, v in (rec.scores or {}).items())
+                loss = rec.loss if rec.loss is None else format(rec.loss, ".4f")
+                lines.append(f"epoch {rec.epoch}: loss {loss}; {scores}")
         if stats.epochs == 0:  # a resumed run whose epochs were all done: describe_resume said so
             return lines + [f"nothing left to train (the checkpoint had done its "
                             f"{count_phrase(self.model.epochs_trained, 'epoch')}); no training ran"]

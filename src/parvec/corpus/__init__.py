@@ -58,6 +58,7 @@ from parvec.corpus.encoded import EncodedCorpus, load_encoded, save_encoded
 from parvec.corpus.pages import release_pages
 from parvec.corpus.readers import (
     WHITESPACE,
+    InputFile,
     IterableSentences,
     RangeSentences,
     ReadOptions,
@@ -77,6 +78,7 @@ __all__ = [
     "EncodedArrays",
     "EncodedCorpus",
     "IdLookup",
+    "InputFile",
     "IterableSentences",
     "NoTokensError",
     "RangeSentences",

@@ -34,9 +34,10 @@ from typing import Any, Self
 import numpy as np
 
 from parvec.corpus.pages import release_pages
+from parvec.corpus.readers import InputFile
 from parvec.errors import ParvecError
 from parvec.fileio import write_reason
-from parvec.vocab import Vocab
+from parvec.vocab import Pruning, Vocab
 
 __all__ = [
     "CACHE_FORMAT_VERSION",
@@ -84,9 +85,9 @@ class EncodedArrays:
     # True: loaded from the cache; False: a cache was consulted and (re)built; None: no cache involved.
     cache_used: bool | None = None
     # What vocabulary pruning did while counting (VocabCounter.pruning), None if it did not prune.
-    pruning: dict[str, Any] | None = None
-    # The files it was read from, unchanged while read: [{"path", "size", "mtime_ns"}]; None if not files.
-    inputs: list[dict[str, Any]] | None = None
+    pruning: Pruning | None = None
+    # The files it was read from, unchanged while read (path, size, mtime); None if not files.
+    inputs: list[InputFile] | None = None
 
     def __post_init__(self) -> None:
         if self.tokens.dtype != np.int32:
@@ -375,8 +376,7 @@ def read_arrays(directory: Path, mmap: bool, verify: bool) -> tuple[EncodedArray
     if problem:
         raise ParvecError(f"{directory}: damaged encoded corpus: {problem}")
     corpus = EncodedArrays(vocab, tokens, offsets, raw_words=int(header["raw_words"]), source=header.get("source", ""))
-    pruning = header.get("pruning")
-    corpus.pruning = pruning if isinstance(pruning, dict) else None
+    corpus.pruning = Pruning.from_json(header.get("pruning"))
     return corpus, header
 
 

@@ -27,13 +27,13 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from parvec.corpus.arrays import CACHE_FORMAT_VERSION, DAMAGE_ERRORS, EncodedArrays, read_arrays, write_header
 from parvec.corpus.encode import encode_sentences
-from parvec.corpus.readers import ReadOptions, TextSentences, changed_recently, input_digest
+from parvec.corpus.readers import InputFile, ReadOptions, TextSentences, changed_recently, input_digest
 from parvec.errors import ParvecError
 
 __all__ = ["read_cached"]
@@ -43,33 +43,71 @@ log = logging.getLogger(__name__)
 _STALE_TEMPORARY_SECONDS = 24 * 3600  # a ".tmp-*" this old in the cache is a killed run's leftover
 
 
-def _input_identity(path: Path) -> dict[str, Any]:
-    """What names this version of the file: nothing a user restores by accident (ctime is never set back)."""
-    st = path.stat()
-    return {
-        "path": str(path.resolve()),
-        "dev": st.st_dev,
-        "ino": st.st_ino,
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "ctime_ns": st.st_ctime_ns,
-    }
+@dataclass(frozen=True)
+class FileIdentity:
+    """What names this version of a file: nothing a user restores by accident (ctime is never set back).
+
+    Example:
+        >>> FileIdentity.of(Path(__file__)).size > 0
+        True
+    """
+
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileIdentity:
+        """The identity of the file at ``path`` now (OSError when it is not there)."""
+        st = path.stat()
+        return cls(str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def to_json(self) -> dict[str, object]:
+        """The identity as the cache key and the entry's header hold it (its keys in this order)."""
+        return {"path": self.path, "dev": self.dev, "ino": self.ino, "size": self.size, "mtime_ns": self.mtime_ns,
+                "ctime_ns": self.ctime_ns}
 
 
-def _identity(path: Path | list[Path]) -> dict[str, Any]:
-    """One file's identity, or for several files their paths and each one's identity, in order."""
-    if isinstance(path, list):
-        files = [_input_identity(p) for p in path]
-        return {"path": [f["path"] for f in files], "files": files}
-    return _input_identity(path)
+@dataclass(frozen=True)
+class InputIdentity:
+    """The identity of a cached corpus's input: one file's, or (``several``) each file's, in order.
+
+    Example:
+        >>> InputIdentity.of(Path(__file__)).to_json()["path"] == str(Path(__file__).resolve())
+        True
+    """
+
+    files: tuple[FileIdentity, ...]
+    several: bool
+
+    @classmethod
+    def of(cls, path: Path | list[Path]) -> InputIdentity:
+        """The identity of ``path`` (one file or several) now."""
+        if isinstance(path, list):
+            return cls(tuple(FileIdentity.of(p) for p in path), True)
+        return cls((FileIdentity.of(path),), False)
+
+    def to_json(self) -> dict[str, object]:
+        """As the cache key and the header hold it: one file's identity, or the files' paths and identities."""
+        if self.several:
+            return {"path": [f.path for f in self.files], "files": [f.to_json() for f in self.files]}
+        return self.files[0].to_json()
+
+    @property
+    def newest_ctime(self) -> int:
+        """The latest inode change time of its files (ns)."""
+        return max(f.ctime_ns for f in self.files)
+
+    def inputs(self) -> list[InputFile]:
+        """Its files as :attr:`parvec.corpus.EncodedCorpus.inputs` records them."""
+        return [InputFile(f.path, f.size, f.mtime_ns) for f in self.files]
 
 
-def _newest_ctime(identity: dict[str, Any]) -> int:
-    return max(f["ctime_ns"] for f in identity["files"]) if "files" in identity else identity["ctime_ns"]
-
-
-def _cache_key(path: Path | list[Path], identity: dict[str, Any], options: ReadOptions) -> str:
-    ident = {"input": identity, "options": asdict(options), "version": CACHE_FORMAT_VERSION}
+def _cache_key(path: Path | list[Path], identity: InputIdentity, options: ReadOptions) -> str:
+    ident = {"input": identity.to_json(), "options": asdict(options), "version": CACHE_FORMAT_VERSION}
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
     name = path.name[:100] if isinstance(path, Path) else f"{path[0].name[:80]}+{len(path) - 1}"
     return f"{name}.{digest}"  # short enough for any file system's name limit
@@ -87,14 +125,14 @@ def read_cached(path: Path | list[Path], options: ReadOptions, root: Path, threa
         True
     """
     now_ns = time.time_ns()
-    identity = _identity(path)
+    identity = InputIdentity.of(path)
     source = str(path) if isinstance(path, Path) else " ".join(str(p) for p in path)
     entry = root / _cache_key(path, identity, options)
     cached = _load_cache(entry, path, identity, options)
     if cached is not None:
         cached.cache_used = True
         return cached
-    verify = changed_recently(_newest_ctime(identity), now_ns)
+    verify = changed_recently(identity.newest_ctime, now_ns)
     reader = TextSentences(path, options, name=source, digest=verify)
     tmp = None
     try:
@@ -110,14 +148,15 @@ def read_cached(path: Path | list[Path], options: ReadOptions, root: Path, threa
         result = encode_sentences(reader, options, None, source=source, directory=tmp, threads=threads)
         result.cache_used = False
         try:
-            unchanged = _identity(path) == identity and len(set(reader.digests)) <= 1
+            unchanged = InputIdentity.of(path) == identity and len(set(reader.digests)) <= 1
         except OSError:
             unchanged = False
         if not unchanged:
             log.warning("%s changed while it was read: its encoded corpus is not cached", source)
             return result
-        info = {**identity, "verify_content": verify, "sha256": reader.digests[-1] if verify else None}
-        extra = {"input": info, "options": asdict(options), "pruning": result.pruning}
+        info = {**identity.to_json(), "verify_content": verify, "sha256": reader.digests[-1] if verify else None}
+        extra = {"input": info, "options": asdict(options),
+                 "pruning": None if result.pruning is None else result.pruning.to_json()}
         write_header(result, tmp, extra)
         if entry.exists():  # a damaged entry under this key (or a concurrent run's)
             shutil.rmtree(entry)
@@ -147,7 +186,7 @@ def _remove_stale_temporaries(root: Path) -> None:
             pass
 
 
-def _remove_superseded(root: Path, entry: Path, input_path: str, options: ReadOptions) -> None:
+def _remove_superseded(root: Path, entry: Path, input_path: object, options: ReadOptions) -> None:
     """Remove the other entries of this file and these options: they encode an older version of it."""
     wanted = asdict(options)
     try:
@@ -169,32 +208,31 @@ def _remove_superseded(root: Path, entry: Path, input_path: str, options: ReadOp
 
 
 def _load_cache(
-    entry: Path, path: Path | list[Path], identity: dict[str, Any], options: ReadOptions
+    entry: Path, path: Path | list[Path], identity: InputIdentity, options: ReadOptions
 ) -> EncodedArrays | None:
     """The entry's corpus if it is intact and encodes this version of ``path`` with ``options``."""
     if not entry.is_dir():
         return None
     try:
         corpus, header = read_arrays(entry, mmap=True, verify=True)
-        info = header["input"]
-        if {k: info.get(k) for k in identity} != identity or header.get("options") != asdict(options):
+        info, recorded = header["input"], identity.to_json()
+        if {k: info.get(k) for k in recorded} != recorded or header.get("options") != asdict(options):
             return None
         if info["verify_content"]:
             now_ns = time.time_ns()
             if input_digest(path) != info["sha256"]:
                 return None  # changed within the clock tick of its last change
-            if not changed_recently(_newest_ctime(identity), now_ns):
+            if not changed_recently(identity.newest_ctime, now_ns):
                 # Unchanged until now, and any later change gets a later ctime: the stat key suffices.
                 _rewrite_header(entry, {**header, "input": {**info, "verify_content": False}})
     except (*DAMAGE_ERRORS, ParvecError) as exc:
         log.warning("the encoded-corpus cache %s is damaged (%s): reading the corpus again", entry, exc)
         return None
-    corpus.inputs = [{"path": f["path"], "size": f["size"], "mtime_ns": f["mtime_ns"]}
-                     for f in identity.get("files", [identity])]
+    corpus.inputs = identity.inputs()
     return corpus
 
 
-def _rewrite_header(entry: Path, header: dict[str, Any]) -> None:
+def _rewrite_header(entry: Path, header: Mapping[str, object]) -> None:
     """Replace the entry's header.json atomically (a failure only keeps the content check)."""
     tmp = None
     try:

@@ -48,12 +48,20 @@ import numpy as np
 
 from parvec.config import default_threads
 from parvec.corpus.arrays import EncodedArrays, TokenFiles, compact, write_arrays
-from parvec.corpus.readers import IterableSentences, RangeSentences, ReadOptions, TextSentences, line_cuts, spooled
+from parvec.corpus.readers import (
+    InputFile,
+    IterableSentences,
+    RangeSentences,
+    ReadOptions,
+    TextSentences,
+    line_cuts,
+    spooled,
+)
 from parvec.corpus.textscan import WordTable, normalise, tally
 from parvec.errors import ParvecError
 from parvec.fileio import is_compressed
 from parvec.kernels.wordtable import piece_lengths
-from parvec.vocab import Vocab, VocabCounter, count_words
+from parvec.vocab import Pruning, Vocab, VocabCounter, count_words
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -412,23 +420,23 @@ def _changed_error(sentences: Any, source: str, what: str) -> ParvecError:
                        "writes to (or wait until the file is complete)")
 
 
-def _inputs_read(sentences: Any) -> list[dict[str, Any]] | None:
+def _inputs_read(sentences: Any) -> list[InputFile] | None:
     """Which files (path, size, mtime) a file reader read, unchanged; None for anything else."""
     return sentences.inputs_read() if isinstance(sentences, TextSentences) else None
 
 
-def pruning_note(pruning: dict[str, Any]) -> str:
+def pruning_note(pruning: Pruning) -> str:
     """One line saying what vocabulary pruning did (see :attr:`parvec.vocab.VocabCounter.pruning`).
 
     Example:
-        >>> pruning_note({"words_dropped": 5, "max_count_cut": 1, "max_vocab_size": 10, "automatic": False})
+        >>> pruning_note(Pruning(words_dropped=5, max_count_cut=1, max_vocab_size=10, automatic=False))
         'vocabulary counting pruned 5 rare words (counts up to 1 cut) to hold at most 10 distinct words \
 (--max-vocab-size)'
     """
     why = ("the automatic cap from the available memory; set --max-vocab-size to choose"
-           if pruning.get("automatic") else "--max-vocab-size")
-    return (f"vocabulary counting pruned {pruning['words_dropped']:,} rare words (counts up to "
-            f"{pruning['max_count_cut']} cut) to hold at most {pruning['max_vocab_size']:,} distinct words ({why})")
+           if pruning.automatic else "--max-vocab-size")
+    return (f"vocabulary counting pruned {pruning.words_dropped:,} rare words (counts up to "
+            f"{pruning.max_count_cut} cut) to hold at most {pruning.max_vocab_size:,} distinct words ({why})")
 
 
 def _spill_directory() -> Path | None:
@@ -446,7 +454,7 @@ def _encode_to(
     vocab: Vocab,
     raw_words: int | None,
     source: str,
-    pruning: dict[str, Any] | None,
+    pruning: Pruning | None,
     table: WordTable | None = None,
 ) -> EncodedArrays:
     """The encoding pass streamed into ``directory`` (see :func:`encode_sentences`); returns it memory-mapped.
@@ -461,7 +469,7 @@ def _encode_to(
 
 
 def _load_encoded(directory: Path, out: TokenFiles, vocab: Vocab, raw_words: int, source: str,
-                  pruning: dict[str, Any] | None) -> EncodedArrays:
+                  pruning: Pruning | None) -> EncodedArrays:
     """The corpus ``out`` wrote into ``directory``, with its ``vocab.json``: memory-mapped."""
     if out.n_tokens == 0:
         raise NoTokensError(f"{source}: no token of the corpus is in the vocabulary")

@@ -44,7 +44,7 @@ import stat
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "WHITESPACE",
+    "InputFile",
     "IterableSentences",
     "RangeSentences",
     "ReadOptions",
@@ -397,8 +398,8 @@ class TextSentences(_BlockText):
             self.digests.append(_combined_digest([digest]))  # type: ignore[list-item]
         return result
 
-    def inputs_read(self) -> list[dict[str, Any]] | None:
-        """The files this reader read, unchanged (``{"path", "size", "mtime_ns"}`` each, as first opened; see
+    def inputs_read(self) -> list[InputFile] | None:
+        """The files this reader read, unchanged (each one's path, size and mtime as first opened; see
         :attr:`parvec.corpus.EncodedCorpus.inputs`); None for a stream.
 
         Example:
@@ -406,12 +407,12 @@ class TextSentences(_BlockText):
             >>> path = Path(tempfile.mkdtemp()) / "c.txt"
             >>> _ = path.write_text("a b\\n")
             >>> reader = TextSentences(path, ReadOptions()); _ = list(reader)
-            >>> [(Path(f["path"]).name, f["size"]) for f in reader.inputs_read()]
+            >>> [(Path(f.path).name, f.size) for f in reader.inputs_read()]
             [('c.txt', 4)]
         """
         if self.once:
             return None
-        return [{"path": str(Path(p).resolve()), "size": st[2], "mtime_ns": st[3]}
+        return [InputFile(str(Path(p).resolve()), st[2], st[3])
                 for i, p in enumerate(self.paths) if (st := self._states.get(i)) is not None]
 
     # A file read more than once (counted, then encoded) must be the same file with the same bytes each time:
@@ -780,7 +781,23 @@ def input_changed(name: str, before: tuple[int, ...], after: tuple[int, ...] | N
     )
 
 
-def check_input_unchanged(path: str | os.PathLike[str], inputs: list[dict[str, Any]] | None) -> None:
+@dataclass(frozen=True)
+class InputFile:
+    """A file a corpus was read from, as it was then: its resolved ``path``, ``size`` and ``mtime_ns``
+    (:attr:`parvec.corpus.EncodedCorpus.inputs`); a node that reads the file again checks it against this
+    (:func:`check_input_unchanged`).
+
+    Example:
+        >>> InputFile("/data/corpus.txt", 4, 1700000000000000000).size
+        4
+    """
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+def check_input_unchanged(path: str | os.PathLike[str], inputs: Sequence[InputFile] | None) -> None:
     """Raise :class:`ParvecError` if ``path`` is one of ``inputs`` (:attr:`EncodedCorpus.inputs`) but no longer
     has the size and modification time it had when the corpus was read.  A cluster node that reads its share of
     the input again calls it: its copy must be the file the vocabulary was counted from.
@@ -790,13 +807,13 @@ def check_input_unchanged(path: str | os.PathLike[str], inputs: list[dict[str, A
     """
     resolved = str(Path(path).resolve())
     for info in inputs or []:
-        if info.get("path") == resolved:
+        if info.path == resolved:
             state = file_state(Path(path))
-            if state is None or (state[2], state[3]) != (info.get("size"), info.get("mtime_ns")):
+            if state is None or (state[2], state[3]) != (info.size, info.mtime_ns):
                 now = "missing" if state is None else f"{state[2]:,} bytes, mtime {state[3]}"
                 raise ParvecError(
-                    f"{path}: not the file the corpus was read from (then {info.get('size'):,} bytes, mtime "
-                    f"{info.get('mtime_ns')}; now {now}): it changed since, or this node's copy differs (copy it "
+                    f"{path}: not the file the corpus was read from (then {info.size:,} bytes, mtime "
+                    f"{info.mtime_ns}; now {now}): it changed since, or this node's copy differs (copy it "
                     "with its modification time: cp -p, rsync -a), or put --cache-dir on a path every node reads")
 
 

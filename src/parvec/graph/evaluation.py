@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import ParvecError
-from parvec.graph.graph_io import Graph, not_utf8_error
+from parvec.graph.graph_io import Graph, text_fields
 
 __all__ = [
     "Labels",
@@ -114,19 +114,11 @@ def read_labels(path: str | os.PathLike[str], delimiter: str | None = None) -> L
     if p.is_dir():
         raise ParvecError(f"{p}: is a directory, expected a label file")
     pairs: list[tuple[str, str]] = []
-    try:
-        with open(p, encoding="utf-8-sig") as f:  # a leading BOM is not part of the first ID
-            for line_no, raw in enumerate(f, start=1):
-                line = raw.split("#", 1)[0]
-                if not line.strip():
-                    continue
-                parts = [t.strip() for t in line.split(delimiter)] if delimiter else line.split()
-                parts = [t for t in parts if t]
-                if len(parts) < 2:
-                    raise ParvecError(f"{p}:{line_no}: expected 'node label [label ...]', got {raw.rstrip()!r}")
-                pairs.extend((parts[0], lab) for lab in parts[1:])
-    except UnicodeDecodeError:
-        raise not_utf8_error(p) from None
+    for line_no, raw, fields in text_fields(p, delimiter):
+        parts = [t for t in fields if t]
+        if len(parts) < 2:
+            raise ParvecError(f"{p}:{line_no}: expected 'node label [label ...]', got {raw.rstrip()!r}")
+        pairs.extend((parts[0], lab) for lab in parts[1:])
     if not pairs:
         raise ParvecError(f"{p}: no labels (empty file or only comments)")
     return Labels.from_pairs(pairs)

@@ -43,6 +43,7 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -606,60 +607,78 @@ def _slow_parse(p: Path, weighted: bool, delimiter: str | None, implicit_ids: bo
     max_id = -1
     n_third = 0
     columns = f" (columns separated by {delimiter!r})" if delimiter else ""
-    try:
-        with open(p, encoding="utf-8-sig") as f:  # a leading BOM is not part of the first ID
-            for line_no, raw in enumerate(f, start=1):
-                line = raw.split("#", 1)[0]
-                if not line.strip():
-                    continue
-                parts = [t.strip() for t in line.split(delimiter)] if delimiter else line.split()
-                shown = raw.rstrip("\r\n")
-                if len(parts) not in (2, 3) or not all(parts):
-                    raise ParvecError(f"{p}:{line_no}: expected 'u v' or 'u v w', got {shown!r}{columns}")
-                if weighted and len(parts) != 3:
-                    raise ParvecError(f"{p}:{line_no}: weighted graph needs 'u v w', got {shown!r}{columns}")
-                if len(parts) == 3 and not weighted:
-                    try:  # ignored, but a weight all the same: 'a b c' is an adjacency-list line, not an edge
-                        float(parts[2])
-                    except ValueError:
-                        raise ParvecError(
-                            f"{p}:{line_no}: third column {parts[2]!r} is not a number: expected 'u v' or 'u v w' "
-                            f"(an unweighted read ignores w), got {shown!r}; an adjacency list ('u v1 v2 ...') "
-                            "is not an edge list"
-                        ) from None
-                    n_third += 1
-                if implicit_ids:
-                    ends = []
-                    for t in parts[:2]:
-                        try:
-                            v = int(t)
-                        except ValueError:
-                            raise ParvecError(
-                                f"{p}:{line_no}: node id {t!r} is not an integer (implicit_ids expects 0..n-1)"
-                            ) from None
-                        if v < 0 or v >= 2**31:
-                            raise ParvecError(f"{p}:{line_no}: node id {v} out of range 0..2**31-1")
-                        ends.append(v)
-                    max_id = max(max_id, ends[0], ends[1])
-                else:
-                    ends = [lookup.setdefault(t, len(lookup)) for t in parts[:2]]
-                src.append(ends[0])
-                dst.append(ends[1])
-                if weighted:
-                    try:
-                        wt = float(parts[2])
-                    except ValueError:
-                        raise ParvecError(f"{p}:{line_no}: weight {parts[2]!r} is not a number") from None
-                    if not math.isfinite(wt) or wt < 0:
-                        raise ParvecError(f"{p}:{line_no}: weight must be finite and >= 0, got {parts[2]!r}")
-                    ws.append(wt)
-    except UnicodeDecodeError:
-        raise not_utf8_error(p) from None
+    for line_no, raw, parts in text_fields(p, delimiter):
+        shown = raw.rstrip("\r\n")
+        if len(parts) not in (2, 3) or not all(parts):
+            raise ParvecError(f"{p}:{line_no}: expected 'u v' or 'u v w', got {shown!r}{columns}")
+        if weighted and len(parts) != 3:
+            raise ParvecError(f"{p}:{line_no}: weighted graph needs 'u v w', got {shown!r}{columns}")
+        if len(parts) == 3 and not weighted:
+            try:  # ignored, but a weight all the same: 'a b c' is an adjacency-list line, not an edge
+                float(parts[2])
+            except ValueError:
+                raise ParvecError(
+                    f"{p}:{line_no}: third column {parts[2]!r} is not a number: expected 'u v' or 'u v w' "
+                    f"(an unweighted read ignores w), got {shown!r}; an adjacency list ('u v1 v2 ...') "
+                    "is not an edge list"
+                ) from None
+            n_third += 1
+        if implicit_ids:
+            ends = []
+            for t in parts[:2]:
+                try:
+                    v = int(t)
+                except ValueError:
+                    raise ParvecError(
+                        f"{p}:{line_no}: node id {t!r} is not an integer (implicit_ids expects 0..n-1)"
+                    ) from None
+                if v < 0 or v >= 2**31:
+                    raise ParvecError(f"{p}:{line_no}: node id {v} out of range 0..2**31-1")
+                ends.append(v)
+            max_id = max(max_id, ends[0], ends[1])
+        else:
+            ends = [lookup.setdefault(t, len(lookup)) for t in parts[:2]]
+        src.append(ends[0])
+        dst.append(ends[1])
+        if weighted:
+            try:
+                wt = float(parts[2])
+            except ValueError:
+                raise ParvecError(f"{p}:{line_no}: weight {parts[2]!r} is not a number") from None
+            if not math.isfinite(wt) or wt < 0:
+                raise ParvecError(f"{p}:{line_no}: weight must be finite and >= 0, got {parts[2]!r}")
+            ws.append(wt)
     if not src:
         raise ParvecError(f"{p}: no edges (empty file or only comments)")
     node_ids = [str(i) for i in range(max_id + 1)] if implicit_ids else list(lookup)
     w = np.array(ws, dtype=np.float64) if weighted else None
     return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), w, node_ids, n_third
+
+
+def text_fields(path: str | os.PathLike[str], delimiter: str | None = None) -> Iterator[tuple[int, str, list[str]]]:
+    """The fields of each line of a graph's text file (an edge list, a label file): ``(line number, the line as
+    read, its fields)``, split on ``delimiter`` (each field stripped) or on whitespace; ``#`` starts a comment,
+    blank lines are skipped, a leading BOM is not part of the first field.  A file that is not UTF-8 raises
+    :func:`not_utf8_error`'s error, naming its line.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        ...     _ = f.write("# nodes\\na b\\n\\nc d 2 # weighted\\n")
+        >>> [(n, fields) for n, _, fields in text_fields(f.name)]
+        [(2, ['a', 'b']), (4, ['c', 'd', '2'])]
+        >>> os.remove(f.name)
+    """
+    p = Path(path)
+    try:
+        with open(p, encoding="utf-8-sig") as f:
+            for line_no, raw in enumerate(f, start=1):
+                line = raw.split("#", 1)[0]
+                if not line.strip():
+                    continue
+                yield line_no, raw, [t.strip() for t in line.split(delimiter)] if delimiter else line.split()
+    except UnicodeDecodeError:
+        raise not_utf8_error(p) from None
 
 
 def not_utf8_error(path: str | os.PathLike[str]) -> ParvecError:

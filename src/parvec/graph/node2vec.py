@@ -6,7 +6,8 @@ The pipeline, and why:
    encoded-corpus invariant) before it starts, so the walks are generated once, batch by batch, and
    only counted (``np.bincount``).
 2. **Ranking.** :func:`parvec.graph.walks.rank_nodes` maps node ids to rank ids (vocabulary order).
-3. **Training.** ``Trainer.train_parts`` pulls ``(tokens, offsets)`` batches per epoch. When the walks
+3. **Training.** The driver (:mod:`parvec.drivers`, its parts bound with ``bind``) pulls ``(tokens, offsets)``
+   batches per epoch (:meth:`parvec.engine.SelfRunning.train_parts`). When the walks
    fit in ``cache_walks_mb`` (by default: no more than the two weight matrices take) the batches of
    the counting pass are kept (already remapped to ranks) and replayed; otherwise every epoch
    regenerates the *same* walks from the seed (walks are a pure function of graph, parameters and

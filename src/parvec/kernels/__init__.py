@@ -2,7 +2,7 @@
 
 A kernel module provides ``train_chunk`` (the numba function of the contract in
 docs/architecture.md) and ``params(config) -> (iparams, extra_fparams, work_floats)``.
-The :class:`parvec.trainer.Trainer` looks algorithms up here by (name, model): the name is
+The CPU driver (:class:`parvec.trainer.CpuDriver`) looks algorithms up here by (name, model): the name is
 ``config.algo``, the model skip-gram (``sg=True``) or CBOW (``sg=False``), each pair one module:
 
 =========== ===================================== ======================================

@@ -30,7 +30,7 @@ to its positive output word is drawn again (the paper's "N negative word indices
 has exactly ``negative`` negatives and the client knows the layout of what comes back.
 
 Minibatch formation (client side) follows word2vec.c: a unit's sentences are subsampled first
-(:func:`subsample_unit`, with :func:`parvec.countclasses.subsample_sentence_head`: a per-word keep table, or
+(:func:`subsample_unit`, with :func:`parvec.sampling.subsample_sentence`: a per-word keep table, or
 the head of one over the first ids, every later word kept), then each kept word's window
 shrinks by ``b`` in ``[0, window)``; the random stream comes from (seed, epoch, unit) exactly as the
 one-process trainer's.  :func:`form_interleaved` then takes each minibatch's inputs from lanes far apart in
@@ -45,10 +45,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from parvec.countclasses import draw_class_noise, subsample_sentence_head
+from parvec.countclasses import draw_class_noise
 from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import batch_apply, batch_scores, borrowed, prefetch_row, sgns_block, train_batch
-from parvec.sampling import draw_noise, rng_below, rng_next
+from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 _M64 = (1 << 64) - 1
 _LCG_MUL = 25214903917
@@ -713,7 +713,7 @@ def subsample_unit(tokens, offsets, s_lo, s_hi, keep, window, state, kept, sent_
         start = offsets[s]
         end = offsets[s + 1]
         raw_len = end - start
-        n, state = subsample_sentence_head(tokens, start, end, keep, state, kept[n_kept:])
+        n, state = subsample_sentence(tokens, start, end, keep, state, kept[n_kept:])
         if n >= 2:
             for j in range(n):
                 state = rng_next(state)

@@ -39,8 +39,23 @@ CLASSES = np.zeros(256, dtype=np.uint8)
 CLASSES[[0x20, 0x09, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F]] = SPACE
 CLASSES[0x0A] = NEWLINE
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
+# 64-bit FNV-1a: a word's hash (parvec.wordhash hashes with these too).
+FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+FNV_PRIME = np.uint64(0x100000001B3)
+
+
+@nb.njit(inline="always")
+def word_at(buf, classes, i):  # pragma: no cover - numba
+    """The tokeniser's word, one copy for every kernel that splits text (:func:`scan_block`,
+    :func:`parvec.wordhash.scan_ids`): the word that starts at ``buf[i]`` runs to ``end`` (the first separator
+    after it, or the end of ``buf``) and has the FNV-1a hash ``hash``.  Returns ``(end, hash)``."""
+    n = len(buf)
+    h = FNV_OFFSET
+    j = i
+    while j < n and classes[buf[j]] == WORD:
+        h = (h ^ np.uint64(buf[j])) * FNV_PRIME
+        j += 1
+    return j, h
 
 
 @nb.njit(cache=True, nogil=True)
@@ -100,11 +115,7 @@ def scan_block(buf, classes, slots, hashes, starts, lengths, counts, arena, stat
                 seg = 0
             i += 1
             continue
-        h = _FNV_OFFSET
-        j = i
-        while j < n and classes[buf[j]] == WORD:
-            h = (h ^ np.uint64(buf[j])) * _FNV_PRIME
-            j += 1
+        j, h = word_at(buf, classes, i)
         s = _find(buf, i, j, h, slots, hashes, starts, lengths, arena)
         w = slots[s]
         if w < 0 and insert:
