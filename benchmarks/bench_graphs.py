@@ -1,4 +1,4 @@
-"""Graph benchmark: parvec node2vec end to end vs PecanPy (SparseOTF walks) + gensim Word2Vec, one run.
+"""Graph benchmark: parvec node2vec end to end vs PecanPy (SparseOTF walks) + gensim Word2Vec and GRAPE, one run.
 
 For every graph, (p, q) setting and thread count, each system runs in its own subprocess, so peak
 memory (``VmHWM`` from /proc, numpy/numba allocations included, which tracemalloc misses; reset after
@@ -25,6 +25,20 @@ memory reading.
         --pq 1,1 0.25,0.25 --out bench_out/graphs.json
     python benchmarks/bench_graphs.py --graphs cora --threads 2 --num-walks 2   # quick look
     python benchmarks/bench_graphs.py --read-only --graphs blogcatalog ppi --repeats 5
+
+``--own-defaults`` runs every system at its own defaults instead (only p, q, the threads and the seed given):
+parvec's ``Node2Vec`` (those of ``parvec node2vec``) with each of ``--seeds`` (default 1 2 3), the ``pecanpy``
+command's settings + gensim as ``pecanpy`` calls it, and GRAPE's ``Node2VecSkipGramEnsmallen`` (Rust; 100
+dimensions, 30 epochs, walks of 128, 10 per node, window 5, 10 negatives), the peers once each. Its table gives
+the time of walks + training (wall and CPU seconds; on a shared machine the CPU figure is the one to compare) as
+mean ± standard deviation over the runs and relative to GRAPE's, and micro/macro-F1. PecanPy and GRAPE are
+optional: one that does not import is left out with a note. Their dependencies need numpy < 2, so they may live
+in their own virtual environment, named with ``--peer-python``; every worker saves its vectors and this process
+scores them all with the same code:
+
+    python -m venv peers && peers/bin/pip install "numpy<2" grape pecanpy gensim
+    python benchmarks/bench_graphs.py --own-defaults --graphs blogcatalog ppi --pq 1,1 --threads 2 \
+        --eval-repeats 5 --peer-python peers/bin/python --out bench_out/graphs_defaults.json
 
 ``--read-only`` times only the edge-list readers, in this process, the file in the OS cache (one untimed
 read first): parvec's ``read_graph`` with string IDs (the default) and with ``implicit_ids=True`` (the
