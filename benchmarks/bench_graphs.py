@@ -1,4 +1,4 @@
-"""Graph benchmark: parvec node2vec end to end vs PecanPy (SparseOTF walks) + gensim Word2Vec, one run.
+"""Graph benchmark: parvec node2vec end to end vs PecanPy (SparseOTF walks) + gensim Word2Vec and GRAPE, one run.
 
 For every graph, (p, q) setting and thread count, each system runs in its own subprocess, so peak
 memory (``VmHWM`` from /proc, numpy/numba allocations included, which tracemalloc misses; reset after
@@ -26,6 +26,20 @@ memory reading.
     python benchmarks/bench_graphs.py --graphs cora --threads 2 --num-walks 2   # quick look
     python benchmarks/bench_graphs.py --read-only --graphs blogcatalog ppi --repeats 5
 
+``--own-defaults`` runs every system at its own defaults instead (only p, q, the threads and the seed given):
+parvec's ``Node2Vec`` (those of ``parvec node2vec``) with each of ``--seeds`` (default 1 2 3), the ``pecanpy``
+command's settings + gensim as ``pecanpy`` calls it, and GRAPE's ``Node2VecSkipGramEnsmallen`` (Rust; 100
+dimensions, 30 epochs, walks of 128, 10 per node, window 5, 10 negatives), the peers once each. Its table gives
+the time of walks + training (wall and CPU seconds; on a shared machine the CPU figure is the one to compare) as
+mean ± standard deviation over the runs and relative to GRAPE's, and micro/macro-F1. PecanPy and GRAPE are
+optional: one that does not import is left out with a note. Their dependencies need numpy < 2, so they may live
+in their own virtual environment, named with ``--peer-python``; every worker saves its vectors and this process
+scores them all with the same code:
+
+    python -m venv peers && peers/bin/pip install "numpy<2" grape pecanpy gensim
+    python benchmarks/bench_graphs.py --own-defaults --graphs blogcatalog ppi --pq 1,1 --threads 2 \
+        --eval-repeats 5 --peer-python peers/bin/python --out bench_out/graphs_defaults.json
+
 ``--read-only`` times only the edge-list readers, in this process, the file in the OS cache (one untimed
 read first): parvec's ``read_graph`` with string IDs (the default) and with ``implicit_ids=True`` (the
 all-numpy integer path), against networkx's ``read_edgelist`` and PecanPy's ``SparseOTF.read_edg`` (each
@@ -42,6 +56,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,10 +131,19 @@ def run_parvec(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[s
     graph = read_graph(edges)
     out["read_s"] = time.perf_counter() - t
     out["read_peak_rss_mb"] = _reset_peak()  # from here on the peak is that of walks + training
-    model = Node2Vec(graph, dimensions=a.dim, walk_length=a.walk_length, num_walks=a.num_walks, window=a.window,
-                     p=a.p, q=a.q, epochs=a.epochs, workers=a.threads, seed=a.seed, algo=a.algo,
-                     sample=a.sample, cache_walks_mb=a.cache_walks_mb)  # fmt: skip
+    if a.own_defaults:  # parvec's defaults (those of `parvec node2vec`), only p, q, threads and the seed given
+        model = Node2Vec(graph, p=a.p, q=a.q, workers=a.threads, seed=a.seed)
+    else:
+        model = Node2Vec(graph, dimensions=a.dim, walk_length=a.walk_length, num_walks=a.num_walks, window=a.window,
+                         p=a.p, q=a.q, epochs=a.epochs, workers=a.threads, seed=a.seed, algo=a.algo,
+                         sample=a.sample, cache_walks_mb=a.cache_walks_mb)  # fmt: skip
+    t, c = time.perf_counter(), time.process_time()
     vectors = model.fit_vectors()
+    out["walk_train_s"], out["walk_train_cpu_s"] = time.perf_counter() - t, time.process_time() - c
+    spec, cfg = model.spec, model.config
+    out["settings"] = {"dimensions": cfg.dim, "walk_length": spec.walk_length, "num_walks": spec.num_walks,
+                       "window": cfg.window, "epochs": cfg.epochs, "negative": cfg.negative, "sample": cfg.sample,
+                       "alpha": cfg.alpha}  # fmt: skip
     out["walks_s"] = model.timings["walks"]
     out["train_s"] = model.timings["train"]
     out["walks_cached"] = bool(model.timings["walks_cached"])
@@ -128,8 +152,9 @@ def run_parvec(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[s
     out["algo"] = model.config.algo
     # The issue's memory bound: 2 x (CSR graph + both weight matrices + one batch of walks).
     csr = graph.indptr.nbytes + graph.indices.nbytes + (graph.data.nbytes if graph.data is not None else 0)
-    batch = min(model.batch_walks, graph.n_nodes * a.num_walks) * (a.walk_length * 4 + 8)
-    out["memory_bound_mb"] = 2 * (csr + 2 * graph.n_nodes * a.dim * 4 + batch) / 2**20
+    spec, dim = model.spec, model.config.dim
+    batch = min(model.batch_walks, graph.n_nodes * spec.num_walks) * (spec.walk_length * 4 + 8)
+    out["memory_bound_mb"] = 2 * (csr + 2 * graph.n_nodes * dim * 4 + batch) / 2**20
     return out, vectors, graph.node_ids
 
 
@@ -156,22 +181,59 @@ def run_pecanpy(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[
     t = time.perf_counter()
     g.simulate_walks(num_walks=1, walk_length=2)
     out["jit_repeat_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    walks = g.simulate_walks(num_walks=a.num_walks, walk_length=a.walk_length - 1)  # = walk_length nodes
+    # Own defaults: the `pecanpy` command's (128 dimensions, 80-step walks, 10 per node, window 10, 1 epoch;
+    # gensim's own negative 5 and sample 1e-3), as pecanpy.cli.learn_embeddings calls gensim.
+    dim, walk_length, num_walks, window, epochs, sample = (
+        (128, 80, 10, 10, 1, 1e-3) if a.own_defaults else (a.dim, a.walk_length - 1, a.num_walks, a.window, a.epochs,
+                                                            a.sample))  # fmt: skip
+    t, c, c0 = time.perf_counter(), time.process_time(), time.perf_counter()
+    walks = g.simulate_walks(num_walks=num_walks, walk_length=walk_length)  # walk_length steps: + 1 nodes
     out["walks_s"] = time.perf_counter() - t
     out["tokens"] = sum(len(w) for w in walks)
     t = time.perf_counter()
-    w2v = Word2Vec(vector_size=a.dim, window=a.window, min_count=0, sg=1, negative=5, workers=a.threads,
-                   epochs=a.epochs, seed=a.seed, sample=a.sample)  # fmt: skip
+    w2v = Word2Vec(vector_size=dim, window=window, min_count=0, sg=1, negative=5, workers=a.threads,
+                   epochs=epochs, seed=a.seed, sample=sample)  # fmt: skip
     w2v.build_vocab(walks)
     out["vocab_s"] = time.perf_counter() - t
     t2 = time.perf_counter()
-    w2v.train(walks, total_examples=len(walks), epochs=a.epochs)
+    w2v.train(walks, total_examples=len(walks), epochs=epochs)
     out["train_only_s"] = time.perf_counter() - t2
     out["train_s"] = time.perf_counter() - t  # vocabulary + training, parvec's train_s has no separate vocab
-    out["train_words_per_s"] = out["tokens"] * a.epochs / out["train_only_s"]
+    out["walk_train_s"], out["walk_train_cpu_s"] = time.perf_counter() - c0, time.process_time() - c
+    out["train_words_per_s"] = out["tokens"] * epochs / out["train_only_s"]
+    out["settings"] = {"dimensions": dim, "walk_length": walk_length + 1, "num_walks": num_walks, "window": window,
+                       "epochs": epochs, "negative": 5, "sample": sample}
     out["algo"] = "gensim"
     return out, w2v.wv[g.nodes], list(g.nodes)
+
+
+def run_grape(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[str]]:
+    """GRAPE's node2vec skip-gram (``Node2VecSkipGramEnsmallen``, Rust): its own defaults with ``--own-defaults``
+    (100 dimensions, 30 epochs, walks of 128, 10 per node, window 5, 10 negatives, at most 100 neighbours
+    sampled per step), else the shared settings; p and q as given (its ``return_weight`` is 1/p,
+    ``explore_weight`` 1/q; its own defaults are 0.25 and 4). Walks and training are one call: ``walks_s`` is
+    left empty and ``train_s`` holds both."""
+    from embiggen.embedders.ensmallen_embedders.node2vec_skipgram import Node2VecSkipGramEnsmallen
+    from grape import Graph
+
+    out: dict = {"rss_after_import_mb": _rss_mb(), "jit_s": None, "walks_s": None}
+    t = time.perf_counter()
+    g = Graph.from_csv(edge_path=str(edges), directed=False, sources_column_number=0, destinations_column_number=1,
+                       edge_list_separator=" ", edge_list_header=False, verbose=False, name=edges.stem)
+    out["read_s"] = time.perf_counter() - t
+    out["read_peak_rss_mb"] = _reset_peak()
+    shared = {} if a.own_defaults else {
+        "embedding_size": a.dim, "epochs": a.epochs, "walk_length": a.walk_length, "iterations": a.num_walks,
+        "window_size": a.window, "number_of_negative_samples": 5}
+    model = Node2VecSkipGramEnsmallen(return_weight=1 / a.p, explore_weight=1 / a.q, random_state=a.seed,
+                                      verbose=False, **shared)  # fmt: skip
+    t, c = time.perf_counter(), time.process_time()
+    embedding = model.fit_transform(g).get_node_embedding_from_index(0)
+    out["walk_train_s"], out["walk_train_cpu_s"] = time.perf_counter() - t, time.process_time() - c
+    out["train_s"] = out["walk_train_s"]
+    out["algo"] = "grape"
+    out["settings"] = {k: v for k, v in model.parameters().items() if isinstance(v, int | float | str | None)}
+    return out, embedding.to_numpy(), [str(k) for k in embedding.index]
 
 
 def read_speed(a: argparse.Namespace) -> int:
@@ -239,9 +301,9 @@ def worker(a: argparse.Namespace) -> None:
     edges_rel, labels_rel = GRAPHS[a.graph]
     edges, labels = Path(a.data) / edges_rel, Path(a.data) / labels_rel
     start = time.perf_counter()
-    run = run_parvec if a.system == "parvec" else run_pecanpy
+    run = {"parvec": run_parvec, "pecanpy": run_pecanpy, "grape": run_grape}[a.system]
     out, vectors, keys = run(a, edges)
-    out["end_to_end_s"] = out["read_s"] + out["walks_s"] + out["train_s"]
+    out["end_to_end_s"] = out["read_s"] + out["walk_train_s"]
     out["wall_s"] = time.perf_counter() - start
     # Peaks before evaluation, which is not part of either system.  The issue's bar is on walks +
     # training: their peak (graph in memory) over the interpreter with its libraries and kernels loaded.
@@ -249,20 +311,114 @@ def worker(a: argparse.Namespace) -> None:
     out["peak_rss_mb"] = max(out["read_peak_rss_mb"], out["walk_train_peak_rss_mb"])
     out["added_rss_mb"] = out["walk_train_peak_rss_mb"] - out["rss_after_import_mb"]
     out["read_added_rss_mb"] = out["read_peak_rss_mb"] - out["rss_after_import_mb"]
-    out.update(_f1(vectors, keys, labels, a.eval_repeats, 1))
+    if a.vectors_out:  # a peer's interpreter may lack parvec: the parent scores the saved vectors
+        import numpy as np
+
+        np.save(a.vectors_out, np.asarray(vectors, dtype=np.float32))
+        Path(a.vectors_out + ".keys.json").write_text(json.dumps([str(k) for k in keys]))
+    else:
+        out.update(_f1(vectors, keys, labels, a.eval_repeats, 1))
     out.update({"system": a.system, "graph": a.graph, "p": a.p, "q": a.q, "threads": a.threads,
-                "repeat": a.repeat, "sample": a.sample})  # fmt: skip
+                "repeat": a.repeat, "sample": a.sample, "seed": a.seed})  # fmt: skip
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def _python(a: argparse.Namespace, system: str) -> str:
+    """The interpreter of a system's worker: ``--peer-python`` for the peers when given, else this one."""
+    return a.peer_python if system != "parvec" and a.peer_python else sys.executable
+
+
+PEER_IMPORTS = {"pecanpy": ("pecanpy.pecanpy", "gensim"), "grape": ("grape", "embiggen")}
+
+
+def available(a: argparse.Namespace, systems: list[str]) -> list[str]:
+    """``systems`` less the peers that do not import in their interpreter (each left out with a note on stderr)."""
+    kept = []
+    for system in systems:
+        mods = PEER_IMPORTS.get(system)
+        if mods:
+            probe = subprocess.run([_python(a, system), "-c", "import " + ", ".join(mods)], capture_output=True,
+                                   text=True)  # fmt: skip
+            if probe.returncode != 0:
+                why = (probe.stderr.strip().splitlines() or ["?"])[-1]
+                print(f"note: {system} is left out: it does not import in {_python(a, system)} ({why}); "
+                      f"pip install {system} (or give --peer-python)", file=sys.stderr)  # fmt: skip
+                continue
+        kept.append(system)
+    return kept
+
+
 def _child_args(a: argparse.Namespace, system: str, graph: str, p: float, q: float, threads: int, rep: int):
-    return [sys.executable, str(Path(__file__).resolve()), "--worker", "--system", system, "--graph", graph,
+    return [_python(a, system), str(Path(__file__).resolve()), "--worker", "--system", system, "--graph", graph,
             "--p", str(p), "--q", str(q), "--threads", str(threads), "--repeat", str(rep), "--dim", str(a.dim),
             "--walk-length", str(a.walk_length), "--num-walks", str(a.num_walks), "--window", str(a.window),
             "--epochs", str(a.epochs), "--seed", str(a.seed), "--algo", a.algo, "--data", a.data,
             "--sample", str(a.sample),
             "--eval-repeats", str(a.eval_repeats)] + (
-            ["--cache-walks-mb", str(a.cache_walks_mb)] if a.cache_walks_mb is not None else [])  # fmt: skip
+            ["--cache-walks-mb", str(a.cache_walks_mb)] if a.cache_walks_mb is not None else []) + (
+            ["--own-defaults"] if a.own_defaults else [])  # fmt: skip
+
+
+def _measure(a: argparse.Namespace, cmd: list[str], system: str, graph: str, p: float, q: float, threads: int,
+             env: dict[str, str]) -> dict | None:
+    """Run one worker; score the vectors it saved (micro/macro-F1, here, the same code for every system)."""
+    import numpy as np
+
+    vectors_out = cmd[cmd.index("--vectors-out") + 1]
+    t = time.perf_counter()
+    env = dict(env, RAYON_NUM_THREADS=str(threads))  # GRAPE's thread pool (Rust's rayon)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        print(f"FAILED {system} {graph} p={p} q={q} t={threads}:\n{proc.stderr[-2000:]}", file=sys.stderr)
+        return None
+    r = json.loads(line[len("RESULT ") :])
+    keys = json.loads(Path(vectors_out + ".keys.json").read_text())
+    r.update(_f1(np.load(vectors_out), keys, Path(a.data) / GRAPHS[graph][1], a.eval_repeats, 1))
+    walks = "–" if r.get("walks_s") is None else f"{r['walks_s']:.2f}s"
+    print(f"{graph} p={p:g} q={q:g} threads={threads} {system} {r['algo']} seed {r['seed']}: read {r['read_s']:.2f}s "
+          f"walks {walks} walks+train {r['walk_train_s']:.1f}s (CPU {r['walk_train_cpu_s']:.1f}s) peak "
+          f"{r['peak_rss_mb']:.0f}MB micro-F1 {r['micro_f1_mean']:.3f} macro-F1 {r['macro_f1_mean']:.3f} "
+          f"({time.perf_counter() - t:.0f}s)", file=sys.stderr, flush=True)  # fmt: skip
+    return r
+
+
+def table_own_defaults(results: list[dict]) -> str:
+    """``--own-defaults``: per graph and system, the mean ± standard deviation over runs (parvec's seeds) of the
+    walks + training seconds (wall and CPU) and the F1 scores, and the time relative to GRAPE's."""
+    import statistics
+
+    def ms(vals: list[float], digits: int) -> str:
+        sd = f" ± {statistics.stdev(vals):.{digits}f}" if len(vals) > 1 else ""
+        return f"{statistics.mean(vals):.{digits}f}{sd}"
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in results:
+        groups.setdefault((r["graph"], r["p"], r["q"], r["threads"], r["system"]), []).append(r)
+    lines = ["| graph | p, q | threads | system (settings) | runs | walks + training s | CPU s | time / GRAPE's "
+             "(wall, CPU) | micro-F1 | macro-F1 |",
+             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    order = {"grape": 0, "pecanpy": 1, "parvec": 2}
+    for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], -k[3], order.get(k[4], 9))):
+        rs = groups[key]
+        graph, p, q, threads, system = key
+        st = rs[0].get("settings") or {}
+        short = {"dimensions": "d", "embedding_size": "d", "walk_length": "walk", "num_walks": "walks/node",
+                 "iterations": "walks/node", "window": "window", "window_size": "window", "epochs": "epochs",
+                 "negative": "neg", "number_of_negative_samples": "neg"}  # fmt: skip
+        desc = ", ".join(f"{short[k]} {v}" for k, v in st.items() if k in short)
+        grape = groups.get((graph, p, q, threads, "grape"))
+        wall = [r["walk_train_s"] for r in rs]
+        cpu = [r["walk_train_cpu_s"] for r in rs]
+        rel = "–"
+        if grape:
+            rel = (f"{statistics.mean(wall) / statistics.mean(g['walk_train_s'] for g in grape):.3f}, "
+                   f"{statistics.mean(cpu) / statistics.mean(g['walk_train_cpu_s'] for g in grape):.3f}")
+        name = {"grape": "GRAPE", "pecanpy": "PecanPy + gensim", "parvec": f"parvec ({rs[0]['algo']})"}[system]
+        lines.append(f"| {graph} | {p:g}, {q:g} | {threads} | {name} ({desc}) | {len(rs)} | {ms(wall, 1)} | "
+                     f"{ms(cpu, 1)} | {rel} | {ms([r['micro_f1_mean'] for r in rs], 3)} | "
+                     f"{ms([r['macro_f1_mean'] for r in rs], 3)} |")  # fmt: skip
+    return "\n".join(lines)
 
 
 def _fmt(x: float | None, digits: int = 1) -> str:
@@ -333,7 +489,19 @@ def main() -> int:
     ap.add_argument("--pq-small", nargs="+", default=None,
                     help="p,q settings for graphs other than blogcatalog (default: same as --pq)")  # fmt: skip
     ap.add_argument("--threads", nargs="+", type=int, default=[2, 1])
-    ap.add_argument("--systems", nargs="+", default=["parvec", "pecanpy"], choices=["parvec", "pecanpy"])
+    ap.add_argument("--systems", nargs="+", default=["parvec", "pecanpy", "grape"],
+                    choices=["parvec", "pecanpy", "grape"],
+                    help="systems to run; a peer that is not installed is left out with a note")  # fmt: skip
+    ap.add_argument("--own-defaults", action="store_true",
+                    help="every system at its own defaults (only p, q, threads and the seed given): parvec's "
+                    "Node2Vec, the pecanpy command's, GRAPE's Node2VecSkipGramEnsmallen; one table with the time of "
+                    "walks + training relative to GRAPE's")
+    ap.add_argument("--seeds", nargs="+", type=int, default=None,
+                    help="parvec's seeds, each a run (default: 1 2 3 with --own-defaults, else --seed); the peers "
+                    "run once, with the first")
+    ap.add_argument("--peer-python", default=None,
+                    help="interpreter for PecanPy and GRAPE (e.g. a virtualenv with numpy<2, which their "
+                    "dependencies need); the vectors come back as files and are scored here")
     ap.add_argument("--repeats", type=int, default=1, help="runs per configuration (median reported)")
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--walk-length", type=int, default=80, help="nodes per walk")
@@ -362,6 +530,7 @@ def main() -> int:
     ap.add_argument("--p", type=float, default=1.0, help=argparse.SUPPRESS)
     ap.add_argument("--q", type=float, default=1.0, help=argparse.SUPPRESS)
     ap.add_argument("--repeat", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--vectors-out", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--read-only", action="store_true", help="time only the edge-list readers (see above)")
     a = ap.parse_args()
     if a.read_only:
@@ -380,37 +549,33 @@ def main() -> int:
             a.algos = [DEFAULT_ALGO]
         except ParvecError:  # the default kernel is not in this build yet
             a.algos = ["classic", "par"]
-    runs = [(s, algo) for s in a.systems for algo in (a.algos if s == "parvec" else ["gensim"])]
+    if a.seeds is None:
+        a.seeds = [1, 2, 3] if a.own_defaults else [a.seed]
+    runs = [(s, algo) for s in available(a, a.systems) for algo in (a.algos if s == "parvec" else [s])]
     settings = [tuple(float(x) for x in s.split(",")) for s in a.pq]
     small = [tuple(float(x) for x in s.split(",")) for s in a.pq_small] if a.pq_small else settings
     results: list[dict] = []
     env = harness.child_env(PYTHONHASHSEED="0")
-    for rep in range(a.repeats):
-        for graph in a.graphs:
-            for p, q in settings if graph == "blogcatalog" else small:
-                for threads in a.threads:
-                    for system, algo in runs:  # interleaved so machine noise hits all alike
-                        a.algo = algo
-                        cmd = _child_args(a, system, graph, p, q, threads, rep)
-                        t = time.perf_counter()
-                        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout)
-                        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
-                        if proc.returncode != 0 or line is None:
-                            print(f"FAILED {system} {graph} p={p} q={q} t={threads}:\n{proc.stderr[-2000:]}",
-                                  file=sys.stderr)  # fmt: skip
-                            continue
-                        r = json.loads(line[len("RESULT ") :])
-                        results.append(r)
-                        print(f"{graph} p={p:g} q={q:g} threads={threads} {system} {algo}: read {r['read_s']:.2f}s "
-                              f"walks {r['walks_s']:.2f}s train {r['train_s']:.1f}s peak {r['peak_rss_mb']:.0f}MB "
-                              f"micro-F1 {r['micro_f1_mean']:.3f} ({time.perf_counter() - t:.0f}s)",
-                              file=sys.stderr, flush=True)  # fmt: skip
-    md = table(results)
+    with tempfile.TemporaryDirectory() as tmp:
+        vectors_out = str(Path(tmp) / "vectors.npy")
+        for rep in range(a.repeats):
+            for graph in a.graphs:
+                for p, q in settings if graph == "blogcatalog" else small:
+                    for threads in a.threads:
+                        for system, algo in runs:  # interleaved so machine noise hits all alike
+                            for seed in a.seeds if system == "parvec" else a.seeds[:1]:
+                                a.algo, a.seed = algo, seed
+                                cmd = _child_args(a, system, graph, p, q, threads, rep) + ["--vectors-out",
+                                                                                           vectors_out]
+                                r = _measure(a, cmd, system, graph, p, q, threads, env)
+                                if r is not None:
+                                    results.append(r)
+    md = table_own_defaults(results) if a.own_defaults else table(results)
     print(f"Machine: {harness.machine_line(harness.machine())}\n\n{md}")
     if a.out:
-        settings_out = {k: getattr(a, k) for k in ("dim", "walk_length", "num_walks", "window", "epochs", "seed",
+        settings_out = {k: getattr(a, k) for k in ("dim", "walk_length", "num_walks", "window", "epochs", "seeds",
                                                    "sample", "algos", "eval_repeats", "threads", "graphs",
-                                                   "pq")}  # fmt: skip
+                                                   "pq", "own_defaults")}  # fmt: skip
         harness.write_json(a.out, "bench_graphs", {"settings": settings_out, "results": results, "table": md})
     return 0
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from parvec.cli import build_parser, main
 from parvec.formats import load_npy, read_word2vec
+from parvec.graph.graph_io import Graph
 
 FAST = ["--dimensions", "8", "--walk-length", "10", "--num-walks", "4", "--window-size", "3", "--workers", "1",
         "--algo", "classic", "--quiet"]  # fmt: skip
@@ -24,9 +26,42 @@ def string_graph(tmp_path):
     return p
 
 
+# The node2vec/DeepWalk defaults docs/guide/graphs.md documents (chosen by benchmarks/bench_graphs.py's sweep on
+# BlogCatalog and PPI: GRAPE's node2vec F1 at under a tenth of its time; none depends on the graph).
+DOCUMENTED = {"dimensions": 100, "walk_length": 128, "num_walks": 10, "window": 5, "epochs": 3, "negative": 10,
+              "p": 1.0, "q": 1.0, "sample": 0.0, "alpha": 0.025}  # fmt: skip
+CLI_DEST = {"window": "window_size"}
+
+
+def test_the_command_line_and_the_api_default_to_the_documented_settings():
+    import inspect
+
+    from parvec.graph.node2vec import DeepWalk, Node2Vec
+
+    api = inspect.signature(Node2Vec.__init__).parameters
+    assert {k: api[k].default for k in DOCUMENTED} == DOCUMENTED
+    for command in ("node2vec", "deepwalk", "link-eval"):
+        rest = ["-o", "g.emb"] if command != "link-eval" else []
+        a = build_parser().parse_args([command, "g.txt", *rest])
+        assert {k: getattr(a, CLI_DEST.get(k, k), 1.0) for k in DOCUMENTED} == DOCUMENTED, command
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "graphs.md").read_text(encoding="utf-8")
+    for flag, key in (("--dimensions", "dimensions"), ("--walk-length", "walk_length"), ("--num-walks", "num_walks"),
+                      ("--window-size", "window"), ("--epochs", "epochs"), ("--negative", "negative")):  # fmt: skip
+        assert f"| `{flag}` | {DOCUMENTED[key]:g} |" in guide, flag
+    # The model the command builds from the parsed defaults is the API's default model.
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0], n_nodes=3)
+    for cls, command in ((Node2Vec, "node2vec"), (DeepWalk, "deepwalk")):
+        from parvec.cli.graph import _model
+
+        args = build_parser().parse_args([command, "g.txt", "-o", "g.emb", "--workers", "1"])
+        cli, api_model = _model(g, args), cls(g, workers=1)
+        same_config = cli.config.to_dict() | {"progress": None} == api_model.config.to_dict() | {"progress": None}
+        assert cli.spec == api_model.spec and same_config, command
+
+
 def test_parser_defaults_match_node2vec():
     a = build_parser().parse_args(["node2vec", "g.txt", "-o", "g.emb"])
-    assert (a.dimensions, a.walk_length, a.num_walks, a.window_size, a.p, a.q, a.epochs) == (128, 80, 10, 10, 1, 1, 1)
+    assert (a.dimensions, a.walk_length, a.num_walks, a.window_size, a.p, a.q, a.epochs) == (100, 128, 10, 5, 1, 1, 3)
     assert not a.weighted and not a.directed and a.delimiter is None and a.seed == 1
     b = build_parser().parse_args(["node2vec", "g.txt", "-o", "x", "--weighted", "--directed", "--p", "0.25",
                                    "--q", "4", "--iter", "3", "--delimiter", "tab", "--implicit-ids"])  # fmt: skip

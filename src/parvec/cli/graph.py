@@ -66,17 +66,17 @@ def _add_graph_input(p: argparse.ArgumentParser) -> None:
 
 def _add_walk_train(p: argparse.ArgumentParser, with_pq: bool) -> None:
     g = p.add_argument_group("walks")
-    g.add_argument("--walk-length", type=int, default=80, help="nodes per walk, at least 2 (default %(default)s)")
+    g.add_argument("--walk-length", type=int, default=128, help="nodes per walk, at least 2 (default %(default)s)")
     g.add_argument("--num-walks", type=int, default=10, help="walks per node (default %(default)s)")
     if with_pq:
         g.add_argument("--p", type=float, default=1.0, help="return parameter (default %(default)g)")
         g.add_argument("--q", type=float, default=1.0, help="in-out parameter (default %(default)g)")
     g.add_argument("--batch-walks", type=int, default=None, help="walks generated per batch (default: one round)")
     t = p.add_argument_group("training")
-    t.add_argument("--dimensions", type=int, default=128, help="vector size (default %(default)s)")
-    t.add_argument("--window-size", type=int, default=10, help="context window (default %(default)s)")
-    t.add_argument("--epochs", "--iter", type=int, default=1, help="epochs over the walks (default %(default)s)")
-    t.add_argument("--negative", type=int, default=5, help="negative samples (default %(default)s)")
+    t.add_argument("--dimensions", type=int, default=100, help="vector size (default %(default)s)")
+    t.add_argument("--window-size", type=int, default=5, help="context window (default %(default)s)")
+    t.add_argument("--epochs", "--iter", type=int, default=3, help="epochs over the walks (default %(default)s)")
+    t.add_argument("--negative", type=int, default=10, help="negative samples (default %(default)s)")
     t.add_argument("--sample", type=float, default=0.0,
                    help="subsampling threshold (default %(default)g: none, as SNAP's node2vec; gensim/PecanPy use "
                    "1e-3)")

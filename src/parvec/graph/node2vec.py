@@ -37,12 +37,14 @@ a warning counts them; when no node meets another (no edge between two different
 self-loops, or only zero-weight edges, which are dropped when read; or ``walk_length`` 1) training is
 refused with a :class:`ParvecError` before it starts.
 
-Defaults follow node2vec's reference implementation (dimensions 128, walk length 80, 10 walks per
-node, window 10, 1 epoch, ``alpha=0.025``, negative 5) except subsampling: ``sample=0``, as SNAP's C++
-node2vec (the Python reference and PecanPy inherit gensim's 1e-3).  A node's share of the walks is about
-its share of the edge ends, so 1e-3 thins only nodes holding more than 0.1% of them: 2-3% of the tokens
-of BlogCatalog, PPI or Cora, but every node of a graph with under 500 edges (79% of karate's walks
-dropped, and one epoch then leaves the vectors collapsed; docs/training.md has the measurements).
+Defaults are GRAPE's node2vec settings with 3 epochs (dimensions 100, walks of 128 nodes, 10 walks per node,
+window 5, negative 10, ``alpha=0.025``): on BlogCatalog they scored GRAPE's node classification F1 (one seed so
+far), where node2vec's reference settings (128, 80, 10, window 10, negative 5, 1 epoch) score 0.03 micro- and 0.05
+macro-F1 lower (docs/guide/graphs.md has the measurements); none depends on the graph.  Subsampling is off (``sample=0``), as SNAP's C++ node2vec (the Python reference and PecanPy inherit
+gensim's 1e-3).  A node's share of the walks is about its share of the edge ends, so 1e-3 thins only nodes
+holding more than 0.1% of them: 2-3% of the tokens of BlogCatalog, PPI or Cora, but every node of a graph with
+under 500 edges (79% of karate's walks dropped, and one epoch then leaves the vectors collapsed;
+docs/training.md has the measurements).
 """
 
 from __future__ import annotations
@@ -124,19 +126,19 @@ class Node2Vec(KeptRun):
     def __init__(
         self,
         graph: Graph | str | os.PathLike[str],
-        dimensions: int = 128,
-        walk_length: int = 80,
+        dimensions: int = 100,
+        walk_length: int = 128,
         num_walks: int = 10,
-        window: int = 10,
+        window: int = 5,
         p: float = 1.0,
         q: float = 1.0,
         weighted: bool | None = None,
         directed: bool | None = None,
-        epochs: int = 1,
+        epochs: int = 3,
         workers: int | None = None,
         seed: int = 1,
         algo: str | None = None,
-        negative: int = 5,
+        negative: int = 10,
         sample: float = 0.0,
         alpha: float | None = 0.025,
         min_alpha: float | None = None,
