@@ -112,8 +112,9 @@ def test_a_sharded_run_whose_workers_cannot_see_the_drivers_tmpdir_reads_s3_and_
     (driver_tmp / "only-the-driver-sees-this").write_text("x")
     argv = ["train", f"s3://{bucket}/corpus/", "-o", str(tmp_path / "two-nodes.npy"), "--cluster", "auto", *FLAGS,
             "--cache-dir", str(tmp_path / "work")]
+    # Ray's multi-node mode (``ray start --address`` needs it): both nodes on this machine's address.
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0",
-               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", TMPDIR=str(driver_tmp))
+               RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1")
     out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps({"driver_tmp": str(driver_tmp), "argv": argv})],
                          capture_output=True, text=True, timeout=500, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
