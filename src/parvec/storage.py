@@ -272,7 +272,7 @@ def open_raw(url: str) -> IO[bytes]:
     """
     fs, path = filesystem(url)
     try:
-        return fs.open(path, "rb")  # type: ignore[no-any-return]
+        return fs.open(path, "rb")
     except Exception as exc:  # noqa: BLE001
         raise _missing(url, exc) from None
 

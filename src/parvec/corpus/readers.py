@@ -587,9 +587,9 @@ class RangeSentences(_BlockText):
     its end.  Cut the ranges with :func:`byte_ranges` (or :func:`range_cuts`): at whitespace, no token is split
     or lost.  ``end=None`` reads the whole file, decompressing a ``.gz``/``.bz2``/``.xz`` one (a compressed file
     cannot be cut: it is one range, read by one process).  ``path`` may be a URL (``s3://b/corpus/part-0.txt``):
-    the range is then read from the object store (:func:`parvec.storage.open_raw`, a ranged read), not a copy.  Restartable (iterated twice); each complete pass sets
-    :attr:`fingerprint` to ``(bytes read, CRC-32 of those bytes)`` (decompressed), which two processes reading the
-    same range compare.
+    the range is then read from the object store (:func:`parvec.storage.open_raw`, a ranged read), not a copy.
+    Restartable (iterated twice); each complete pass sets :attr:`fingerprint` to ``(bytes read, CRC-32 of those
+    bytes)`` (decompressed), which two processes reading the same range compare.
 
     Example:
         >>> import tempfile
