@@ -10,11 +10,13 @@ import lzma
 from pathlib import Path
 
 import numpy as np
+import pytest
 from s3_server import bucket, s3_endpoint  # noqa: F401 - fixtures
 
 from parvec import storage
 from parvec.corpus import RangeSentences, ReadOptions, line_cuts
 from parvec.distributed.sharded_source import estimate_distinct, plan_inputs
+from parvec.errors import ParvecError
 
 
 def _parts(directory: Path, bucket_name: str) -> str:
@@ -61,3 +63,11 @@ def test_a_sharded_plan_of_a_prefix_url_has_the_local_directorys_units(bucket, t
     assert [s[2] for s in remote.states] == [s[2] for s in local.states]  # sizes from the listing
     opts = ReadOptions()
     assert estimate_distinct(remote, opts, 2048) == estimate_distinct(local, opts, 2048)
+
+
+def test_a_sharded_corpus_of_urls_and_local_paths_is_refused_naming_them(tmp_path):
+    local = tmp_path / "b.txt"
+    local.write_text("x y\n")
+    url = (tmp_path / "b.txt").as_uri()
+    with pytest.raises(ParvecError, match=f"all URLs or all local paths, not both: {url} {local}"):
+        plan_inputs([url, str(local)], 2, tmp_path)
