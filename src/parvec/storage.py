@@ -59,7 +59,10 @@ __all__ = [
     "is_url",
     "join_url",
     "list_inputs",
+    "object_size",
+    "object_state",
     "open_input",
+    "open_raw",
     "upload",
     "url_exists",
     "write_output",
@@ -74,7 +77,7 @@ _LIBRARIES = {
     "abfs": ("adlfs", "adlfs"), "abfss": ("adlfs", "adlfs"), "az": ("adlfs", "adlfs"),
     "hdfs": ("pyarrow", "pyarrow"),
 }
-_DECOMPRESS = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile, ".lzma": lzma.LZMAFile}
+_DECOMPRESS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lzma.open}
 
 
 class StorageError(ParvecError):
@@ -219,6 +222,61 @@ def url_exists(url: str) -> bool:
         raise _missing(url, exc) from None
 
 
+def object_size(url: str) -> int:
+    """Bytes of the object at ``url`` (as stored: a compressed object's compressed size).
+
+    Example:
+        >>> p = Path(tempfile.mkdtemp()) / "a.txt"; _ = p.write_text("abc")
+        >>> object_size(p.as_uri())
+        3
+    """
+    fs, path = filesystem(url)
+    try:
+        return int(fs.info(path).get("size") or 0)
+    except Exception as exc:  # noqa: BLE001
+        raise _missing(url, exc) from None
+
+
+def object_state(url: str) -> tuple[int, ...]:
+    """What must not change between two reads of an object, as :func:`parvec.corpus.file_state` says it of a
+    local file: ``(0, 0, size, mtime_ns, tag)``, ``tag`` a number made from the object's ETag (its content's
+    identity on an object store; 0 where the filesystem has none), ``mtime_ns`` 0 where there is none.
+
+    Example:
+        >>> p = Path(tempfile.mkdtemp()) / "a.txt"; _ = p.write_text("abc")
+        >>> object_state(p.as_uri())[2]
+        3
+    """
+    import zlib
+
+    fs, path = filesystem(url)
+    try:
+        info = fs.info(path)
+    except Exception as exc:  # noqa: BLE001
+        raise _missing(url, exc) from None
+    modified = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+    mtime = modified.timestamp() if hasattr(modified, "timestamp") else float(modified or 0)
+    tag = str(info.get("ETag") or info.get("etag") or "")
+    return (0, 0, int(info.get("size") or 0), int(mtime * 1e9), zlib.crc32(tag.encode()) if tag else 0)
+
+
+def open_raw(url: str) -> IO[bytes]:
+    """The object at ``url`` opened for reading as stored, seekable (a byte range is read with ``seek`` and
+    ``read``: the filesystem library asks the store for those bytes only, never the whole object).
+
+    Example:
+        >>> p = Path(tempfile.mkdtemp()) / "a.txt"; _ = p.write_text("the cat")
+        >>> with open_raw(p.as_uri()) as f:
+        ...     _ = f.seek(4); f.read(3)
+        b'cat'
+    """
+    fs, path = filesystem(url)
+    try:
+        return fs.open(path, "rb")
+    except Exception as exc:  # noqa: BLE001
+        raise _missing(url, exc) from None
+
+
 def open_input(url: str) -> IO[bytes]:
     """An object opened for reading in binary, decompressed by its extension (``.gz``, ``.bz2``, ``.xz``).
 
@@ -237,7 +295,7 @@ def open_input(url: str) -> IO[bytes]:
     except Exception as exc:  # noqa: BLE001
         raise _missing(url, exc) from None
     opener = _DECOMPRESS.get(os.path.splitext(path)[1].lower())
-    return opener(fileobj=raw) if opener is not None else raw
+    return opener(raw, "rb") if opener is not None else raw  # type: ignore[operator]
 
 
 def download(url: str, local: str | os.PathLike[str]) -> Path:

@@ -33,6 +33,17 @@ REPLICAS = ["--cluster", "local:2", "--mode", "replicas", "--replicas", "2", "--
             "--epochs", "2", "--min-count", "1", "--no-cache", "--seed", "3"]
 
 
+def _own_ray_run(argv: list[str]) -> tuple[int, str]:
+    """``parvec ARGV`` in a child process, whose ``--cluster local:2`` starts its own Ray from this environment
+    (the S3 server's address and credentials): the workers of a sharded run read the corpus from the URL
+    themselves, with the credentials of their own environment, which the session's Ray (started before the S3
+    server) does not hold."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0")
+    out = subprocess.run([sys.executable, "-m", "parvec", *map(str, argv)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    return out.returncode, out.stderr
+
+
 def _s3fs():
     import s3fs
 
@@ -69,8 +80,13 @@ def test_a_cluster_run_from_and_to_s3_equals_the_local_run(flags, bucket, tmp_pa
     assert code == 0, err[-3000:]
     want, want_words, _ = load_npy(tmp_path / "v.npy")
     s3 = f"s3://{bucket}"
-    code, _, err = run(["train", url, "-o", f"{s3}/out/v.npy", "--save-model", f"{s3}/out/model",
-                        "--checkpoint-dir", f"{s3}/ck", *flags], capsys)
+    argv = ["train", url, "-o", f"{s3}/out/v.npy", "--save-model", f"{s3}/out/model", "--checkpoint-dir",
+            f"{s3}/ck", *flags]
+    if flags is SHARDED:  # read by the workers from the URL (not copied to the driver)
+        code, err = _own_ray_run(argv)
+        assert "parvec-staged" not in err
+    else:
+        code, _, err = run(argv, capsys)
     assert code == 0, err[-3000:]
     fs = _s3fs()
     assert fs.exists(f"{bucket}/out/model/model.json") and fs.exists(f"{bucket}/ck/checkpoint/model.json")
@@ -114,7 +130,7 @@ def test_a_sharded_run_killed_after_an_s3_checkpoint_resumes_from_it_bit_for_bit
     assert proc.returncode == -signal.SIGKILL, f"the run ended before it was killed: {stderr[-2000:]}"
     assert not fs.exists(f"{bucket}/killed.npy")
 
-    code, _, err = run(["train", url, "-o", f"s3://{bucket}/resumed.npy", "--no-cache", "--resume", ck], capsys)
+    code, err = _own_ray_run(["train", url, "-o", f"s3://{bucket}/resumed.npy", "--no-cache", "--resume", ck])
     assert code == 0, err[-3000:]
     assert "every shard restored its columns from the checkpoint's snapshot" in err
     got, words = _s3_npy(f"s3://{bucket}/resumed", tmp_path)

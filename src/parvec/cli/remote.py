@@ -3,7 +3,9 @@
 :func:`staged_train` rewrites the URL arguments of a ``parvec train`` into local paths for the length of the run,
 and puts the results where the URLs say when it ends:
 
-- an input URL (an object, a prefix ``s3://b/corpus/``, a glob) is listed and its objects copied into a local
+- an input URL of a ``--mode sharded`` run is left as it is: the driver plans from its listing and the workers
+  read their units from it (:func:`reads_urls_on_workers`, :mod:`parvec.distributed.sharded_source`);
+- another input URL (an object, a prefix ``s3://b/corpus/``, a glob) is listed and its objects copied into a local
   staging directory under their own names (``.gz``/``.bz2``/``.xz`` kept compressed), which the run reads as it
   reads a local directory, in the same order (by name): the vectors are those of the same run on local files
   (the encoded-corpus cache, keyed on local paths, is not used for such a copy);
@@ -43,7 +45,8 @@ from parvec import storage
 from parvec.checkpoints import EPOCH_END
 from parvec.errors import ParvecError
 
-__all__ = ["StagedRun", "partitioned_output", "renaming_stderr", "staged_train", "uses_urls"]
+__all__ = ["StagedRun", "partitioned_output", "reads_urls_on_workers", "renaming_stderr", "staged_train",
+           "uses_urls"]
 
 _OUTPUT_FLAGS = (("output", "-o"), ("save_vocab", "--save-vocab"), ("report", "--report"))
 
@@ -58,6 +61,18 @@ def uses_urls(args: argparse.Namespace) -> bool:
     values = list(getattr(args, "input", None) or []) + [getattr(args, name, None) for name in (
         "train_file", "output", "save_model", "save_vocab", "report", "checkpoint_dir", "resume", "read_vocab")]
     return any(storage.is_url(v) for v in values) or partitioned_output(getattr(args, "output", None))
+
+
+def reads_urls_on_workers(args: argparse.Namespace) -> bool:
+    """Whether the run's input URLs are read by the cluster's workers themselves (``--mode sharded``: the driver
+    lists the objects and reads a few bytes around each cut; each unit is read from the URL by the task or the
+    client that needs it), so the input is not copied to the driver.
+
+    Example:
+        >>> reads_urls_on_workers(argparse.Namespace(cluster="local:2", cluster_mode="sharded"))
+        True
+    """
+    return bool(getattr(args, "cluster", None)) and getattr(args, "cluster_mode", None) == "sharded"
 
 
 def partitioned_output(output: str | None) -> bool:
@@ -229,11 +244,14 @@ def staged_train(args: argparse.Namespace) -> Iterator[StagedRun | None]:
         _stage_outputs(args, run)  # first: a missing output bucket is refused before any download
         _stage_checkpoints(args, run)
         inputs, train_file = list(args.input or []), args.train_file
-        if args.input:
+        if reads_urls_on_workers(args):  # the workers read their units from the URLs: nothing is copied here
+            run.inputs += [f.url for u in inputs + [train_file] if storage.is_url(u) for f in storage.list_inputs(u)]
+        elif args.input:
             args.input = [_stage_input(u, run, i) if storage.is_url(u) else u for i, u in enumerate(args.input)]
-        if storage.is_url(args.train_file):
+        if storage.is_url(args.train_file) and not reads_urls_on_workers(args):
             args.train_file = _stage_input(args.train_file, run, len(args.input or []))
-        if (any(storage.is_url(u) for u in inputs) or storage.is_url(train_file)) and not args.no_cache:
+        if (any(storage.is_url(u) for u in inputs) or storage.is_url(train_file)) and not args.no_cache \
+                and not reads_urls_on_workers(args):
             # The encoded-corpus cache is keyed on the file's path: a copy made for one run would leave an entry
             # no later run uses.
             args.no_cache = True

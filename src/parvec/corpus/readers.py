@@ -543,10 +543,10 @@ def line_cuts(path: str | os.PathLike[str], n: int) -> list[int]:
 def _cuts_after(path: str | os.PathLike[str], n: int, pattern: re.Pattern[bytes]) -> list[int]:
     """``n + 1`` offsets: ``0``, then for each ``k`` the offset just after the first match of ``pattern`` (one byte)
     at or after ``size * k // n`` (the end of the file when there is none), then the size."""
-    size = os.path.getsize(path)
+    size = _size(path)
     n = max(1, n)
     cuts = [0]
-    with open(path, "rb") as f:
+    with _open_raw(path) as f:
         for k in range(1, n):
             pos = max(size * k // n, cuts[-1])
             f.seek(pos)
@@ -565,15 +565,32 @@ def _cuts_after(path: str | os.PathLike[str], n: int, pattern: re.Pattern[bytes]
     return cuts
 
 
+def _size(path: str | os.PathLike[str]) -> int:
+    """Bytes of a local file, or of the object a URL names (:mod:`parvec.storage`)."""
+    from parvec import storage
+
+    if storage.is_url(path):
+        return storage.object_size(str(path))
+    return os.path.getsize(path)
+
+
+def _open_raw(path: str | os.PathLike[str]) -> Any:
+    """A local file, or the object a URL names, opened for reading as stored (seekable; nothing decompressed)."""
+    from parvec import storage
+
+    return storage.open_raw(str(path)) if storage.is_url(path) else open(path, "rb")
+
+
 class RangeSentences(_BlockText):
     """Token lists of one byte range ``[start, end)`` of a plain text file, read as :class:`TextSentences` reads
     a file: lines are sentences, split on whitespace (NUL included), lines longer than ``max_sentence_length``
     tokens cut into pieces, optional lower-casing, ``unicode_errors`` as given; the range's last line ends at
     its end.  Cut the ranges with :func:`byte_ranges` (or :func:`range_cuts`): at whitespace, no token is split
     or lost.  ``end=None`` reads the whole file, decompressing a ``.gz``/``.bz2``/``.xz`` one (a compressed file
-    cannot be cut: it is one range, read by one process).  Restartable (iterated twice); each complete pass sets
-    :attr:`fingerprint` to ``(bytes read, CRC-32 of those bytes)`` (decompressed), which two processes reading the
-    same range compare.
+    cannot be cut: it is one range, read by one process).  ``path`` may be a URL (``s3://b/corpus/part-0.txt``):
+    the range is then read from the object store (:func:`parvec.storage.open_raw`, a ranged read), not a copy.
+    Restartable (iterated twice); each complete pass sets :attr:`fingerprint` to ``(bytes read, CRC-32 of those
+    bytes)`` (decompressed), which two processes reading the same range compare.
 
     Example:
         >>> import tempfile
@@ -585,7 +602,10 @@ class RangeSentences(_BlockText):
     """
 
     def __init__(self, path: str | os.PathLike[str], start: int, end: int | None, options: ReadOptions) -> None:
-        self.path, self.start, self.end, self.options = Path(path), start, end, options
+        from parvec import storage
+
+        self.path: Any = path if storage.is_url(path) else Path(path)
+        self.start, self.end, self.options = start, end, options
         self.name = str(self.path)
         self.fingerprint: tuple[int, int] | None = None  # (bytes, CRC-32) of the last complete pass
 
@@ -608,7 +628,7 @@ class RangeSentences(_BlockText):
             return self._too_long(offset)
 
         try:
-            with open(self.path, "rb") if self.end is not None else open_input(self.path) as f:
+            with _open_raw(self.path) if self.end is not None else self._open_whole() as f:
                 for block in _cut_at_whitespace(self._read(f, read), too_long):
                     yield name, block, offset, False
                     offset += len(block)
@@ -616,6 +636,11 @@ class RangeSentences(_BlockText):
             raise ParvecError(f"{name}: cannot read: {exc}") from None
         self.fingerprint = (read[0], read[1])  # what counting and encoding each read of the range
         yield name, b"", offset, True
+
+    def _open_whole(self) -> Any:
+        from parvec import storage
+
+        return storage.open_input(self.path) if storage.is_url(self.path) else open_input(self.path)
 
     def _too_long(self, offset: int) -> ParvecError:
         """The error for a token that starts at byte ``offset`` and is longer than 256 MB."""

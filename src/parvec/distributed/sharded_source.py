@@ -52,8 +52,8 @@ from parvec.errors import ParvecError
 from parvec.fileio import STDIN, check_input, is_compressed
 from parvec.vocab_parts import vocab_crc32
 
-__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "InputPlan", "ShardedCorpus", "encode_unit", "estimate_distinct",
-           "plan_inputs", "prepare_corpus", "reducers_for", "text_bytes"]
+__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "InputPlan", "ShardedCorpus", "encode_unit", "encode_unit_here",
+           "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus", "reducers_for", "text_bytes"]
 
 RANGE_BYTES = 64 << 20  # at most this many bytes of a plain file per unit
 _COPY_BYTES = 1 << 22
@@ -75,6 +75,13 @@ class InputPlan:
     units: tuple[tuple[int, int, int | None], ...]
     states: tuple[tuple[int, ...] | None, ...]
     name: str
+
+    @property
+    def remote(self) -> bool:
+        """Whether the files are URLs (read by the workers from the object store)."""
+        from parvec import storage
+
+        return bool(self.files) and storage.is_url(self.files[0])
 
     def unit(self, k: int) -> tuple[str, int, int | None]:
         """Unit ``k`` as ``(path, start, end)``."""
@@ -123,6 +130,8 @@ def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYT
         >>> plan_inputs(["a.txt", "b.txt.gz"], cpus=2, work=Path("work")).units  # doctest: +SKIP
         ((0, 0, 512), (0, 512, 1024), (0, 1024, 1530), (0, 1530, 2041), (1, 0, None))
     """
+    if _urls(source):
+        return _plan_urls(source, cpus, range_bytes, recorded)
     if isinstance(source, str | os.PathLike) and os.fspath(source) == STDIN:
         files = [_spool_stdin(work)]
         name = "standard input"
@@ -134,6 +143,12 @@ def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYT
         check_input(f)
     paths = tuple(str(Path(f).absolute()) for f in files)
     states = tuple(file_state(p) for p in paths)
+    return _cut(paths, states, name, cpus, range_bytes, recorded)
+
+
+def _cut(paths: tuple[str, ...], states: tuple[tuple[int, ...] | None, ...], name: str, cpus: int,
+         range_bytes: int, recorded: dict[str, Any] | None) -> InputPlan:
+    # The units of the files `paths` (local paths or URLs; `states[i][2]` their sizes): module docstring.
     if recorded is not None:
         if len(recorded["files"]) != len(paths):  # the units name files by their place; the bytes are checked later
             raise ParvecError(f"{name} is not the input the checkpoint was trained on (it has {len(paths)} "
@@ -141,21 +156,63 @@ def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYT
                               "the same input")
         units = tuple((int(f), int(a), None if b is None else int(b)) for f, a, b in recorded["units"])
         return InputPlan(paths, units, states, name)
+    sizes = [s[2] if s is not None else 0 for s in states]
     plain = [i for i, p in enumerate(paths) if not is_compressed(p)]
-    plain_bytes = sum(os.path.getsize(paths[i]) for i in plain)
+    plain_bytes = sum(sizes[i] for i in plain)
     wanted = max(2 * max(1, cpus), -(-plain_bytes // range_bytes)) if plain_bytes else 0
     out: list[tuple[int, int, int | None]] = []
     for i, p in enumerate(paths):
         if is_compressed(p):
             out.append((i, 0, None))
             continue
-        size = os.path.getsize(p)
+        size = sizes[i]
         n = max(1, -(-size // range_bytes), round(wanted * size / plain_bytes) if plain_bytes else 1)
         cuts = line_cuts(p, n)  # a line cut in two would be two sentences (the one-process reader's one)
         out += [(i, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
     if not out:
         raise ParvecError(f"{name}: the input is empty")
     return InputPlan(paths, tuple(out), states, name)
+
+
+def _urls(source: Any) -> bool:
+    # Whether `source` (a path, a URL or a list of them) names a URL; a list mixing URLs and local paths is refused.
+    from parvec import storage
+
+    items = list(source) if isinstance(source, list | tuple) else [source]
+    urls = [storage.is_url(s) for s in items]
+    if any(urls) and not all(urls):
+        raise ParvecError("the inputs of a sharded run are all URLs or all local paths, not both: "
+                          + " ".join(map(os.fspath, items)))
+    return bool(urls) and all(urls)
+
+
+def _plan_urls(source: Any, cpus: int, range_bytes: int, recorded: dict[str, Any] | None) -> InputPlan:
+    # The input's objects listed (their sizes in the listing), line cuts found by ranged reads near each cut: the
+    # driver reads no more of the corpus than that; the workers read their units from the URLs.
+    from parvec import storage
+
+    items = [str(s) for s in (source if isinstance(source, list | tuple) else [source])]
+    objects = [f for url in items for f in storage.list_inputs(url)]
+    paths = tuple(f.url for f in objects)
+    states = tuple(object_state(p) for p in paths)
+    return _cut(paths, states, " ".join(items), cpus, range_bytes, recorded)
+
+
+def object_state(path: str) -> tuple[int, ...] | None:
+    """:func:`parvec.corpus.file_state` of a local path, :func:`parvec.storage.object_state` of a URL.
+
+    Example:
+        >>> object_state("/no/such/file") is None
+        True
+    """
+    from parvec import storage
+
+    if storage.is_url(path):
+        try:
+            return storage.object_state(path)
+        except storage.StorageError:
+            return None
+    return file_state(path)
 
 
 
@@ -196,7 +253,7 @@ def estimate_distinct(inputs: InputPlan, options: ReadOptions, sample_bytes: int
     whole = True  # every unit read to its end
     for k in range(len(inputs.units)):
         path, start, end = inputs.unit(k)
-        reader = RangeSentences(Path(path), start, end, options)
+        reader = RangeSentences(path, start, end, options)
         blocks = reader.blocks()
         for name, block, where, at_end in blocks:  # a generator: closed below, its file with it
             if at_end:
@@ -236,7 +293,7 @@ def encode_unit(path: str, start: int, end: int | None, options: ReadOptions, lo
     """
     from parvec.corpus.hashencode import encode_to_files
 
-    reader = RangeSentences(Path(path), start, end, options)
+    reader = RangeSentences(path, start, end, options)
     out = Path(out_dir)
     n_tok, n_sent, raw, offsets = encode_to_files(reader, lookup, out / f"tokens_{k}.npy", out / f"offsets_{k}.npy")
     split = split_long_sentences(offsets, options.max_sentence_length)
@@ -244,6 +301,29 @@ def encode_unit(path: str, start: int, end: int | None, options: ReadOptions, lo
     plan = np.array([(int(bounds[c]), int(bounds[c + 1]), int(split[bounds[c + 1]] - split[bounds[c]]))
                      for c in range(len(bounds) - 1)], dtype=np.int64).reshape(-1, 3)
     return {"tokens": n_tok, "sentences": n_sent, "raw_words": raw, "fingerprint": reader.fingerprint, "plan": plan}
+
+
+def encode_unit_here(path: str, start: int, end: int | None, options: ReadOptions, lookup: Any, k: int,
+                     unit_words: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """Task (``num_returns=3``): :func:`encode_unit` into this node's own temporary directory (``$TMPDIR``, not the
+    driver's work directory), returning the figures and the encoded part's ``tokens`` and ``offsets`` (each its own
+    object in Ray's object store on this node, fetched by the client that trains it; Ray re-runs this task, reading
+    ``path`` again, when the node holding them is lost).
+
+    Example:
+        >>> figures, tokens, offsets = encode_unit_here("s3://b/c.txt", 0, 1000, ReadOptions(), lookup, 0,
+        ...                                             100_000)  # doctest: +SKIP
+    """
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="parvec-encode-")
+    try:
+        figures = encode_unit(path, start, end, options, lookup, scratch, k, unit_words)
+        tokens = np.load(Path(scratch) / f"tokens_{k}.npy")
+        offsets = np.load(Path(scratch) / f"offsets_{k}.npy")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return figures, tokens, offsets
 
 
 # --------------------------------------------------------------------------- the result
@@ -327,13 +407,22 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
                          "writing the vocabulary's partitions", timeout_s)
         t1 = time.perf_counter()
         enc_dir = work / "encoded"
-        enc_dir.mkdir(exist_ok=True)
         opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 2}
         if memory.get("encoder"):
             opts["memory"] = int(memory["encoder"])
-        task = ray.remote(encode_unit).options(**opts)
-        sizes = _await(ray, [task.remote(p, a, b, options, parts.lookup, str(enc_dir), k, unit_words)
-                             for k, (p, a, b) in enumerate(inputs.all_units())], "encoding the corpus", timeout_s)
+        if inputs.remote:  # read from URLs: encoded where the task runs, kept in Ray's object store (no shared disk)
+            task = ray.remote(encode_unit_here).options(num_returns=3, **opts)
+            refs = [task.remote(p, a, b, options, parts.lookup, k, unit_words)
+                    for k, (p, a, b) in enumerate(inputs.all_units())]
+            sizes = _await(ray, [r[0] for r in refs], "encoding the corpus", timeout_s)
+            held: list[tuple[str, list[Any]]] = [("refs", [r[1], r[2]]) for r in refs]
+        else:
+            enc_dir.mkdir(exist_ok=True)
+            task = ray.remote(encode_unit).options(**opts)
+            sizes = _await(ray, [task.remote(p, a, b, options, parts.lookup, str(enc_dir), k, unit_words)
+                                 for k, (p, a, b) in enumerate(inputs.all_units())], "encoding the corpus", timeout_s)
+            held = [("files", [str(enc_dir / f"tokens_{k}.npy"), str(enc_dir / f"offsets_{k}.npy")])
+                    for k in range(len(sizes))]
     finally:
         parts.close(ray)
     _check_unchanged(inputs, [c.fingerprint for c in parts.counted], [s["fingerprint"] for s in sizes])
@@ -344,7 +433,7 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
     return ShardedCorpus(
         inputs=inputs, classes=parts.classes, min_count=parts.min_count, raw_words=parts.raw_words,
         tokens=n_tokens, sentences=sum(s["sentences"] for s in sizes),
-        parts=[("files", [str(enc_dir / f"tokens_{k}.npy"), str(enc_dir / f"offsets_{k}.npy")]) for k in kept],
+        parts=[held[k] for k in kept],
         plans=[sizes[k]["plan"] for k in kept],
         fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
         vocab_dir=vocab_dir, vocab_parts=sorted(records, key=lambda r: r["part"]), collisions=parts.collisions,
@@ -354,7 +443,7 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
 def _check_unchanged(inputs: InputPlan, counted: list[Any], encoded: list[Any]) -> None:
     # Each unit read the same bytes twice (counting, encoding), and no file changed meanwhile.
     for i, (path, before) in enumerate(zip(inputs.files, inputs.states, strict=True)):
-        after = file_state(path)
+        after = object_state(path)
         if before is not None and after != before:
             raise input_changed(path, before, after, "while it was read")
         del i

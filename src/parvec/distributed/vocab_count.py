@@ -122,7 +122,7 @@ def count_range(path: str, start: int, end: int | None, options: ReadOptions, re
     Example:
         >>> *parts, info = count_range("corpus.txt", 0, 1 << 20, ReadOptions(min_count=1), 2)  # doctest: +SKIP
     """
-    reader = RangeSentences(Path(path), start, end, options)
+    reader = RangeSentences(path, start, end, options)  # a local path or a URL (read from the object store)
     table = WordTable()
     raw = 0
     for name, block, where, at_end in reader.blocks():
