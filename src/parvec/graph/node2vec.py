@@ -43,8 +43,8 @@ far), where node2vec's reference settings (128, 80, 10, window 10, negative 5, 1
 macro-F1 lower (docs/guide/graphs.md has the measurements); none depends on the graph.  Subsampling is off
 (``sample=0``), as SNAP's C++ node2vec (the Python reference and PecanPy inherit gensim's 1e-3).  A node's share
 of the walks is about its share of the edge ends, so 1e-3 thins only nodes holding more than 0.1% of them: 2-3% of
-the tokens of BlogCatalog, PPI or Cora, but every node of a graph with under 500 edges (79% of karate's walks dropped, and one epoch then leaves the vectors collapsed;
-docs/training.md has the measurements).
+the tokens of BlogCatalog, PPI or Cora, but every node of a graph with under 500 edges (79% of karate's walks
+dropped, and one epoch then leaves the vectors collapsed; docs/training.md has the measurements).
 """
 
 from __future__ import annotations
