@@ -728,7 +728,7 @@ def main() -> None:
     ap.add_argument("--node-cores", type=int, default=24, help="projection: cores per node (24, the paper's)")
     ap.add_argument("--merge", type=int, default=8, help="projection: client threads whose minibatches one call "
                     "would carry (8: one executor's threads)")
-    ap.add_argument("--proj-in-flight", type=int, nargs="+", default=[4096, 8192, 65_536, 320_000],
+    ap.add_argument("--proj-in-flight", type=int, nargs="+", default=[4096, 8192, 32_768, 65_536, 320_000],
                     help="projection: input words in flight over all client threads")
     ap.add_argument("--shard-input-us", type=float, default=SHARD_INPUT_US,
                     help="projection: a shard's kernel CPU per input word (us) at d 300 / nodes columns")
