@@ -315,7 +315,7 @@ def worker(a: argparse.Namespace) -> None:
         import numpy as np
 
         np.save(a.vectors_out, np.asarray(vectors, dtype=np.float32))
-        Path(a.vectors_out + ".keys.json").write_text(json.dumps([str(k) for k in keys]))
+        Path(a.vectors_out + ".keys.txt").write_text("".join(f"{k}\n" for k in keys), encoding="utf-8")
     else:
         out.update(_f1(vectors, keys, labels, a.eval_repeats, 1))
     out.update({"system": a.system, "graph": a.graph, "p": a.p, "q": a.q, "threads": a.threads,
@@ -373,7 +373,7 @@ def _measure(a: argparse.Namespace, cmd: list[str], system: str, graph: str, p: 
         print(f"FAILED {system} {graph} p={p} q={q} t={threads}:\n{proc.stderr[-2000:]}", file=sys.stderr)
         return None
     r = json.loads(line[len("RESULT ") :])
-    keys = json.loads(Path(vectors_out + ".keys.json").read_text())
+    keys = Path(vectors_out + ".keys.txt").read_text(encoding="utf-8").splitlines()
     r.update(_f1(np.load(vectors_out), keys, Path(a.data) / GRAPHS[graph][1], a.eval_repeats, 1))
     walks = "–" if r.get("walks_s") is None else f"{r['walks_s']:.2f}s"
     print(f"{graph} p={p:g} q={q:g} threads={threads} {system} {r['algo']} seed {r['seed']}: read {r['read_s']:.2f}s "

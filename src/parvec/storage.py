@@ -122,8 +122,13 @@ def filesystem(url: str) -> tuple[Any, str]:
         import fsspec
     except ImportError:
         raise StorageError(f"{url}: reading and writing URLs needs fsspec: pip install '{extra}'") from None
+    # An S3-compatible endpoint named in the environment is passed explicitly, so that fsspec's cache of
+    # filesystem instances (keyed by their arguments) never hands back one that talks to another endpoint.
+    options = {}
+    if scheme in ("s3", "s3a") and os.environ.get("AWS_ENDPOINT_URL"):
+        options["endpoint_url"] = os.environ["AWS_ENDPOINT_URL"]
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
         name = package or str(exc)
         raise StorageError(f"{url}: the {scheme}:// scheme needs the {name} package: pip install '{extra}'") from None

@@ -72,7 +72,7 @@ def test_a_resume_with_nothing_left_says_so_and_writes_the_checkpoints_vectors(c
 
 def test_a_graph_resume_with_nothing_left_says_so(tmp_path, capsys, shared_data):
     graph = shared_data / "graphs" / "karate" / "karate.edgelist"
-    flags = ["--dimensions", 8, "--walk-length", 10, "--num-walks", 2, "--workers", 1]
+    flags = ["--dimensions", 8, "--walk-length", 10, "--num-walks", 2, "--workers", 1, "--epochs", 1]
     code, _, err = run(["node2vec", graph, "-o", tmp_path / "a.emb", "--checkpoint-dir", tmp_path / "ck", *flags],
                        capsys)
     assert code == 0, err

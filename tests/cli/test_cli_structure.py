@@ -92,7 +92,8 @@ def test_train_and_graph_reports_carry_the_common_keys(tmp_path, corpus, graph, 
     assert main(["train", str(corpus), "-o", str(tmp_path / "v.txt"), "--dim", "8", "--epochs", "1", "--min-count",
                  "1", "--threads", "1", "--no-cache", "--no-progress", "--report", str(tmp_path / "w.json")]) == 0
     assert main(["deepwalk", str(graph), "-o", str(tmp_path / "g.emb"), "--dimensions", "8", "--walk-length", "10",
-                 "--num-walks", "2", "--workers", "1", "--quiet", "--report", str(tmp_path / "g.json")]) == 0
+                 "--num-walks", "2", "--epochs", "1", "--workers", "1", "--quiet", "--report",
+                 str(tmp_path / "g.json")]) == 0
     capsys.readouterr()
     words = json.loads((tmp_path / "w.json").read_text(encoding="utf-8"))
     walks = json.loads((tmp_path / "g.json").read_text(encoding="utf-8"))

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.ray
 
 def test_a_sharded_runs_report_names_its_shards(ray_session, tmp_path, capsys, monkeypatch):
     # A machine of 4 cores: --threads left out is 4 for a run in this process, but a sharded client runs 1 thread.
-    from parvec.cli import train as train_cli
+    from parvec.cli import train_flags
 
-    monkeypatch.setattr(train_cli, "default_threads", lambda: 4)
+    monkeypatch.setattr(train_flags, "default_threads", lambda: 4)
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(80)]
     corpus = tmp_path / "c.txt"
