@@ -674,8 +674,3 @@ def test_negatives_per_is_checked():
         shard_kernels("row")
     with pytest.raises(ParvecError, match="wire_floats must be one of float32, float16; got 'bf16'"):
         reference_train(TrainConfig(), np.ones(3, np.int64), [], wire="bf16")
-
-
-def test_update_counts_count_head_and_tail_rows():
-    rows = np.array([5, K.HEAD_ROWS + 7, 5, K.HEAD_ROWS + 7, K.HEAD_ROWS + 9, 0], dtype=np.int64)
-    assert K.update_counts(rows, np.empty(6, np.int64)).tolist() == [2, 2, 2, 2, 1, 1]

@@ -52,8 +52,9 @@ from parvec.errors import ParvecError
 from parvec.fileio import STDIN, check_input, is_compressed
 from parvec.vocab_parts import vocab_crc32
 
-__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "InputPlan", "ShardedCorpus", "encode_unit", "encode_unit_here",
-           "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus", "reducers_for", "text_bytes"]
+__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "EncodedUnit", "InputPlan", "ShardedCorpus", "encode_unit",
+           "encode_unit_here", "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus", "reducers_for",
+           "text_bytes"]
 
 RANGE_BYTES = 64 << 20  # at most this many bytes of a plain file per unit
 _COPY_BYTES = 1 << 22
@@ -280,15 +281,32 @@ def estimate_distinct(inputs: InputPlan, options: ReadOptions, sample_bytes: int
     return int(min(total // 2, d2 * (total / n2) ** beta))
 
 # --------------------------------------------------------------------------- encoding
+@dataclass(frozen=True)
+class EncodedUnit:
+    """What encoding one input unit gave (:func:`encode_unit`): its in-vocabulary tokens, sentences and raw words,
+    the ``(bytes, CRC-32)`` it read and its plan of units of work (``(s_lo, s_hi, words)`` rows).
+
+    Example:
+        >>> EncodedUnit(0, 0, 0, (0, 0), np.zeros((0, 3), np.int64)).tokens
+        0
+    """
+
+    tokens: int
+    sentences: int
+    raw_words: int
+    fingerprint: tuple[int, int]
+    plan: np.ndarray
+
+
 def encode_unit(path: str, start: int, end: int | None, options: ReadOptions, lookup: Any, out_dir: str, k: int,
-                unit_words: int) -> dict[str, Any]:
+                unit_words: int) -> EncodedUnit:
     """Task: encode unit ``k`` (``path`` bytes ``[start, end)``, or the whole compressed file) through ``lookup``
     into ``out_dir/tokens_K.npy`` and ``offsets_K.npy`` (:func:`parvec.corpus.hashencode.encode_to_files`) and
     plan its units of work (``(s_lo, s_hi, words)`` per unit of about ``unit_words`` tokens, over its long
     sentences split); returns the figures, the plan and the ``(bytes, CRC-32)`` read.
 
     Example:
-        >>> encode_unit("c.txt", 0, 1000, ReadOptions(), lookup, "work", 0, 100_000)["tokens"]  # doctest: +SKIP
+        >>> encode_unit("c.txt", 0, 1000, ReadOptions(), lookup, "work", 0, 100_000).tokens  # doctest: +SKIP
         812
     """
     from parvec.corpus.hashencode import encode_to_files
@@ -300,11 +318,12 @@ def encode_unit(path: str, start: int, end: int | None, options: ReadOptions, lo
     bounds = chunk_bounds(split, unit_words) if n_tok else np.zeros(1, np.int64)
     plan = np.array([(int(bounds[c]), int(bounds[c + 1]), int(split[bounds[c + 1]] - split[bounds[c]]))
                      for c in range(len(bounds) - 1)], dtype=np.int64).reshape(-1, 3)
-    return {"tokens": n_tok, "sentences": n_sent, "raw_words": raw, "fingerprint": reader.fingerprint, "plan": plan}
+    assert reader.fingerprint is not None  # set by the complete pass encode_to_files made
+    return EncodedUnit(int(n_tok), int(n_sent), int(raw), reader.fingerprint, plan)
 
 
 def encode_unit_here(path: str, start: int, end: int | None, options: ReadOptions, lookup: Any, k: int,
-                     unit_words: int) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+                     unit_words: int) -> tuple[EncodedUnit, np.ndarray, np.ndarray]:
     """Task (``num_returns=3``): :func:`encode_unit` into this node's own temporary directory (``$TMPDIR``, not the
     driver's work directory), returning the figures and the encoded part's ``tokens`` and ``offsets`` (each its own
     object in Ray's object store on this node, fetched by the client that trains it; Ray re-runs this task, reading
@@ -425,16 +444,16 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
                     for k in range(len(sizes))]
     finally:
         parts.close(ray)
-    _check_unchanged(inputs, [c.fingerprint for c in parts.counted], [s["fingerprint"] for s in sizes])
-    kept = [k for k, s in enumerate(sizes) if s["tokens"]]
-    n_tokens = sum(s["tokens"] for s in sizes)
+    _check_unchanged(inputs, [c.fingerprint for c in parts.counted], [s.fingerprint for s in sizes])
+    kept = [k for k, s in enumerate(sizes) if s.tokens]
+    n_tokens = sum(s.tokens for s in sizes)
     if n_tokens == 0:
         raise ParvecError(f"{inputs.name}: no token of the corpus is in the vocabulary")
     return ShardedCorpus(
         inputs=inputs, classes=parts.classes, min_count=parts.min_count, raw_words=parts.raw_words,
-        tokens=n_tokens, sentences=sum(s["sentences"] for s in sizes),
+        tokens=n_tokens, sentences=sum(s.sentences for s in sizes),
         parts=[held[k] for k in kept],
-        plans=[sizes[k]["plan"] for k in kept],
+        plans=[sizes[k].plan for k in kept],
         fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
         vocab_dir=vocab_dir, vocab_parts=sorted(records, key=lambda r: r["part"]), collisions=parts.collisions,
         seconds={"count": t1 - t0, "encode": time.perf_counter() - t1})

@@ -493,50 +493,8 @@ def adjust_window_rows(w_in, w_out, ins, outs, first, coef):
     return first[n_in] if n_in else 0
 
 
-# --------------------------------------------------------------------------- updates per row (split calls)
-# How many of a minibatch's updates each row takes: the rows with many are combined
-# (parvec.kernels.sharded_combine).
-HEAD_ROWS = 1 << 16  # rows counted in a dense table; the rest (rare words) by sorting
-
-
-@njit(nogil=True, cache=True)
-def update_counts(rows, out):
-    """``out[i]`` = how many entries of ``rows`` equal ``rows[i]`` (the first :data:`HEAD_ROWS` ids counted in a
-    dense table, the others by sorting them).  Returns ``out``.
-
-    Example:
-        >>> update_counts(np.array([3, 70000, 3, 3, 70000, 1]), np.empty(6, np.int64)).tolist()
-        [3, 2, 3, 3, 2, 1]
-    """
-    n = len(rows)
-    head = np.zeros(HEAD_ROWS, dtype=np.int64)
-    tail = np.empty(n, dtype=np.int64)
-    nt = 0
-    for i in range(n):
-        r = rows[i]
-        if r < HEAD_ROWS:
-            head[r] += 1
-        else:
-            tail[nt] = i
-            nt += 1
-    for i in range(n):
-        r = rows[i]
-        if r < HEAD_ROWS:
-            out[i] = head[r]
-    if nt:
-        keys = np.empty(nt, dtype=np.int64)
-        for q in range(nt):
-            keys[q] = rows[tail[q]]
-        order = np.argsort(keys)
-        j = 0
-        while j < nt:
-            k = j
-            while k < nt and keys[order[k]] == keys[order[j]]:
-                k += 1
-            for q in range(j, k):
-                out[tail[order[q]]] = k - j
-            j = k
-    return out
+# --------------------------------------------------------------------------- rows many updates hit (split calls)
+HEAD_ROWS = 1 << 16  # row ids counted in a dense table (parvec.kernels.sharded_combine); the rest by sorting
 
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")

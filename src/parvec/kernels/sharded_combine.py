@@ -36,7 +36,7 @@ from numba import njit
 
 from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import batch_apply
-from parvec.kernels.sharded import HEAD_ROWS, batch_stride, update_counts
+from parvec.kernels.sharded import HEAD_ROWS, batch_stride
 
 __all__ = ["STEP_SCALE", "adjust_window_rows_combined", "combined_step", "combined_threshold", "hot_slots"]
 
@@ -86,36 +86,52 @@ def hot_slots(rows, hot, slots):
         >>> k, of[:k].tolist(), slots.tolist()
         (2, [3, 70000], [0, 1, 0, 0, 1, -1])
     """
+    # one dense table for the ids below HEAD_ROWS: their counts, then -(slot + 1) once numbered
     n = len(rows)
-    counts = update_counts(rows, np.empty(n, dtype=np.int64))
-    head = np.full(HEAD_ROWS, -1, dtype=np.int64)
-    of = np.empty(n, dtype=np.int64)
-    k = 0
+    head = np.zeros(HEAD_ROWS, dtype=np.int64)
     tail = np.empty(n, dtype=np.int64)
     nt = 0
     for i in range(n):
         r = rows[i]
-        if counts[i] <= hot:
-            slots[i] = -1
-        elif r < HEAD_ROWS:
-            if head[r] < 0:
-                head[r] = k
-                of[k] = r
-                k += 1
-            slots[i] = head[r]
+        if r < HEAD_ROWS:
+            head[r] += 1
         else:
             tail[nt] = i
             nt += 1
-    if nt:
+    of = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        r = rows[i]
+        if r >= HEAD_ROWS:
+            continue
+        h = head[r]
+        if h < 0:
+            slots[i] = -h - 1
+        elif h > hot:
+            head[r] = -(k + 1)
+            of[k] = r
+            slots[i] = k
+            k += 1
+        else:
+            slots[i] = -1
+    if nt:  # the larger ids (rare words) grouped by sorting
         keys = np.empty(nt, dtype=np.int64)
         for q in range(nt):
             keys[q] = rows[tail[q]]
         order = np.argsort(keys, kind="mergesort")
-        for q in range(nt):
-            if q == 0 or keys[order[q]] != keys[order[q - 1]]:
-                of[k] = keys[order[q]]
+        j = 0
+        while j < nt:
+            e = j
+            while e < nt and keys[order[e]] == keys[order[j]]:
+                e += 1
+            s = -1
+            if e - j > hot:
+                s = k
+                of[k] = keys[order[j]]
                 k += 1
-            slots[tail[order[q]]] = k - 1
+            for q in range(j, e):
+                slots[tail[order[q]]] = s
+            j = e
     return k, of
 
 
