@@ -45,6 +45,15 @@ def test_save_load_round_trip_and_continue_training(tmp_path):
     assert Word2Vec.load(tmp_path / "m").epochs_trained == 3
 
 
+def test_a_model_loaded_read_only_refuses_to_train_with_a_clear_error(tmp_path):
+    model = Word2Vec(sentences=topic_sentences(), vector_size=8, min_count=1, epochs=1, workers=1, seed=7)
+    model.save(tmp_path / "m")
+    mapped = Word2Vec.load(tmp_path / "m", mmap="r")
+    assert mapped.wv.most_similar("a1", topn=1)  # queries read the mapped arrays
+    with pytest.raises(ParvecError, match=r"read-only \(Word2Vec.load\(\.\.\., mmap='r'\) maps them\)"):
+        mapped.train(sentences=topic_sentences(seed=1), epochs=1)
+
+
 def test_one_thread_same_seed_same_model_any_algo_default():
     kw = dict(sentences=topic_sentences(), vector_size=8, min_count=1, epochs=1, workers=1, algo="classic")
     a, b = Word2Vec(seed=3, **kw), Word2Vec(seed=3, **kw)

@@ -762,6 +762,12 @@ def write_word2vec_blocks(path: PathLike, n: int, dim: int, blocks: Iterable[tup
         >>> import numpy as np
         >>> write_word2vec_blocks("vec.txt", 2, 2, [(["a"], np.eye(2)[:1]), (["b"], np.eye(2)[1:])])  # doctest: +SKIP
     """
+    from parvec import storage
+
+    if storage.is_url(path):  # written locally, then uploaded whole (an object store has no rename)
+        with storage.write_output(os.fspath(path)) as local:
+            write_word2vec_blocks(local, n, dim, blocks, binary, write_header, check_keys)
+        return
     fmt = "%.9g " * dim + "\n"  # word2vec.c's trailing space, then the newline
     done = 0
     with atomic_output(path, "wb", compress=True) as f:
@@ -843,16 +849,23 @@ def npy_paths(path: PathLike) -> tuple[Path, Path, Path]:
     return Path(text + ".npy"), Path(text + ".vocab.txt"), Path(text + ".counts.npy")
 
 
-def save_npy(path_prefix: PathLike, vectors: np.ndarray, keys: Sequence[str], counts: np.ndarray | None = None) -> Path:
+def save_npy(path_prefix: PathLike, vectors: np.ndarray, keys: Sequence[str],
+             counts: np.ndarray | None = None) -> Path | str:
     """Save ``PREFIX.npy`` (vectors), ``PREFIX.vocab.txt`` (keys) and optionally ``PREFIX.counts.npy``.
 
-    Returns the ``.npy`` path.  Each file is written atomically.  Keys must not contain newlines.
+    Returns the ``.npy`` path.  Each file is written atomically.  Keys must not contain newlines.  A URL prefix
+    (``s3://bucket/vectors``) writes the files locally, then uploads each (:mod:`parvec.storage`); its ``.npy``
+    URL is returned.
 
     Example:
         >>> import numpy as np
         >>> save_npy("out/vec", np.eye(2, dtype=np.float32), ["a", "b"])  # doctest: +SKIP
         PosixPath('out/vec.npy')
     """
+    from parvec import storage
+
+    if storage.is_url(path_prefix):
+        return _save_npy_url(os.fspath(path_prefix), vectors, keys, counts)
     vec_path, vocab_path, counts_path = npy_paths(path_prefix)
     vectors = np.asarray(vectors)
     if vectors.ndim != 2:
@@ -870,6 +883,37 @@ def save_npy(path_prefix: PathLike, vectors: np.ndarray, keys: Sequence[str], co
     elif counts_path.exists():
         counts_path.unlink()  # a stale counts file from an earlier save would no longer match
     return vec_path
+
+
+def _npy_urls(url: str) -> tuple[str, str, str]:
+    # npy_paths for a URL (Path would fold its "//")
+    for suffix in (".vocab.txt", ".counts.npy", ".npy"):
+        if url.endswith(suffix):
+            url = url[: -len(suffix)]
+            break
+    return url + ".npy", url + ".vocab.txt", url + ".counts.npy"
+
+
+def _save_npy_url(url: str, vectors: np.ndarray, keys: Sequence[str], counts: np.ndarray | None) -> str:
+    import tempfile
+
+    from parvec import storage
+
+    urls = _npy_urls(url)
+    storage.check_writable(urls[0])
+    with tempfile.TemporaryDirectory(prefix="parvec-out-") as tmp:
+        local = npy_paths(Path(tmp) / urls[0].rsplit("/", 1)[-1])
+        try:
+            save_npy(local[0], vectors, keys, counts)
+        except ParvecError as exc:
+            raise storage.renamed(exc, {str(Path(tmp)): url.rsplit("/", 1)[0]}) from None
+        for p, target in zip(local, urls, strict=True):
+            if p.exists():
+                storage.upload(p, target)
+            elif storage.url_exists(target):  # a stale counts object from an earlier save would no longer match
+                fs, key = storage.filesystem(target)
+                fs.rm_file(key)
+    return urls[0]
 
 
 def _load_array(path: Path, mmap: bool = False) -> np.ndarray:
@@ -908,6 +952,10 @@ def load_npy(path_prefix: PathLike, mmap: bool = False) -> tuple[np.ndarray, lis
     Example:
         >>> vectors, keys, counts = load_npy("out/vec.npy")  # doctest: +SKIP
     """
+    from parvec import storage
+
+    if storage.is_url(path_prefix):
+        return _load_npy_url(os.fspath(path_prefix), mmap)
     vec_path, vocab_path, counts_path = npy_paths(path_prefix)
     for p in (vec_path, vocab_path):
         if not p.is_file():
@@ -949,3 +997,24 @@ def load_npy(path_prefix: PathLike, mmap: bool = False) -> tuple[np.ndarray, lis
         if counts.size and counts.min() < 0:
             raise ParvecError(f"{counts_path}: negative count at row {int(np.flatnonzero(counts < 0)[0])}")
     return vectors, keys, counts
+
+
+def _load_npy_url(url: str, mmap: bool) -> tuple[np.ndarray, list[str], np.ndarray | None]:
+    import tempfile
+
+    from parvec import storage
+
+    urls = _npy_urls(url)
+    for target in urls[:2]:
+        if not storage.url_exists(target):
+            raise ParvecError(f"{target}: no such object (a .npy vector file needs "
+                              f"{urls[1].rsplit('/', 1)[-1]} next to it)")
+    with tempfile.TemporaryDirectory(prefix="parvec-in-") as tmp:
+        local = npy_paths(Path(tmp) / urls[0].rsplit("/", 1)[-1])
+        for p, target in zip(local, urls, strict=True):
+            if storage.url_exists(target):
+                storage.download(target, p)
+        try:
+            return load_npy(local[0], mmap=mmap)  # a memory map outlives the unlinked file
+        except ParvecError as exc:
+            raise storage.renamed(exc, {tmp: url.rsplit("/", 1)[0]}) from None

@@ -557,8 +557,9 @@ class KeyedVectors:
             )
         return cls(vectors, words)
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save as ``PREFIX.npy`` + ``PREFIX.vocab.txt`` (+ ``PREFIX.counts.npy``); returns the .npy path.
+    def save(self, path: str | os.PathLike[str]) -> Path | str:
+        """Save as ``PREFIX.npy`` + ``PREFIX.vocab.txt`` (+ ``PREFIX.counts.npy``); returns the .npy path (its URL
+        for a URL prefix such as ``s3://bucket/vectors``: written locally, then uploaded).
 
         Example:
             >>> kv.save("out/vectors")  # doctest: +SKIP
@@ -592,7 +593,9 @@ class KeyedVectors:
         Example:
             >>> kv = KeyedVectors.load("out/vectors.npy")  # doctest: +SKIP
         """
-        if not formats.npy_paths(path)[0].exists():
+        from parvec import storage
+
+        if not storage.is_url(path) and not formats.npy_paths(path)[0].exists():
             formats.refuse_pickle(path, "KeyedVectors.load")  # gensim's pickled .kv: say why and how to convert
         vectors, keys, counts = formats.load_npy(path, mmap=mmap)
         return cls(vectors, keys, counts)

@@ -247,6 +247,12 @@ def save(path: str | os.PathLike[str], model: SavedModel, move_files: Mapping[st
     Example:
         >>> save("model.parvec", SavedModel(config, vocab, vectors, syn1neg))  # doctest: +SKIP
     """
+    from parvec import storage
+
+    if storage.is_url(path):  # a directory written locally, then uploaded (model.json last)
+        with storage.write_output(os.fspath(path)) as local:
+            save(local, model, move_files, fill)
+        return
     path = Path(path)
     files = dict(move_files or {})
     arrays = _arrays(model) if model.sharded is None else {}  # a sharded checkpoint's arrays are the shards' files
@@ -482,6 +488,14 @@ def load(path: str | os.PathLike[str], mmap: str | None = None, arrays: bool = T
         >>> load("model.parvec").vocab.words[:2]  # doctest: +SKIP
         ['the', 'of']
     """
+    from parvec import storage
+
+    if storage.is_url(path):  # copied here for the load; memory-mapped arrays outlive the copy's removal
+        with storage.local_copy(os.fspath(path)) as local:
+            try:
+                return load(local, mmap, arrays)
+            except ParvecError as exc:
+                raise storage.renamed(exc, {str(local): os.fspath(path).rstrip("/")}) from None
     path = Path(path)
     refuse_pickle(path, "Word2Vec.load")  # gensim's pickled .model: say why and how to convert
     with errors_named(path):

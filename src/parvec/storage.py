@@ -53,7 +53,12 @@ from parvec.errors import ParvecError
 __all__ = [
     "MirroredDirectory",
     "RemoteFile",
+    "StagedInput",
     "StorageError",
+    "local_copy",
+    "local_inputs",
+    "remote_output",
+    "renamed",
     "download",
     "filesystem",
     "is_url",
@@ -63,6 +68,7 @@ __all__ = [
     "object_state",
     "open_input",
     "open_raw",
+    "stage_input",
     "upload",
     "url_exists",
     "write_output",
@@ -510,3 +516,130 @@ def synced(local: str | os.PathLike[str]) -> None:
     m = _MIRRORS.get(Path(local).resolve())
     if m is not None:
         m.sync()
+
+
+@dataclass(frozen=True)
+class StagedInput:
+    """An input URL copied to local disk by :func:`stage_input`: the local path a reader opens (one file, or the
+    directory of a prefix's or glob's objects), the URLs of the objects copied, and the local name standing for
+    the URL in messages.
+
+    Example:
+        >>> StagedInput(Path("/tmp/in-0/a.txt"), ("s3://b/a.txt",), {"/tmp/in-0/a.txt": "s3://b/a.txt"}).local.name
+        'a.txt'
+    """
+
+    local: Path
+    urls: tuple[str, ...]
+    names: dict[str, str]
+
+
+def stage_input(url: str, where: str | os.PathLike[str]) -> StagedInput:
+    """Copy the objects of the input URL ``url`` (one object, a prefix, a glob: :func:`list_inputs`) into the new
+    local directory ``where``, under their own names (compressed ones kept compressed), for a reader that reads
+    local files: one object gives its file, several the directory (read by name, as :func:`list_inputs` orders them).
+
+    Example:
+        >>> import tempfile
+        >>> src = Path(tempfile.mkdtemp()); _ = (src / "a.txt").write_text("x y\\n")
+        >>> stage_input((src / "a.txt").as_uri(), Path(tempfile.mkdtemp()) / "in").local.read_text()
+        'x y\\n'
+    """
+    files = list_inputs(url)
+    where = Path(where)
+    where.mkdir(parents=True)
+    for f in files:
+        download(f.url, where / f.name)
+    urls = tuple(f.url for f in files)
+    single = len(files) == 1 and not url.endswith("/") and not any(c in url for c in _GLOB_CHARS) and \
+        files[0].url.rstrip("/") == url.rstrip("/")
+    if single:
+        return StagedInput(where / files[0].name, urls, {str(where / files[0].name): url})
+    return StagedInput(where, urls, {str(where): posixpath.dirname(files[0].url)})  # a prefix or glob's "directory"
+
+
+def renamed(exc: ParvecError, names: dict[str, str]) -> ParvecError:
+    """``exc`` with every local stand-in of ``names`` in its message replaced by the URL it stands for (the
+    longest first), so an error about a staged copy names the object.
+
+    Example:
+        >>> str(renamed(ParvecError("/tmp/s/in-0/a.txt:3: invalid UTF-8"), {"/tmp/s/in-0": "s3://b/c"}))
+        's3://b/c/a.txt:3: invalid UTF-8'
+    """
+    text = str(exc)
+    for local in sorted(names, key=len, reverse=True):
+        text = text.replace(local, names[local])
+    exc.args = (text, *exc.args[1:])
+    return exc
+
+
+@contextlib.contextmanager
+def local_inputs(paths: Any) -> Iterator[Any]:
+    """``paths`` (one path or URL, or a list of them) with every URL replaced by a local copy of its objects
+    (:func:`stage_input`) for the block; the copies are removed after it, and a :class:`ParvecError` raised in it
+    names the URLs, not the copies.  Without a URL, ``paths`` as given and nothing copied.
+
+    Example:
+        >>> with local_inputs(["corpus.txt"]) as local:
+        ...     local
+        ['corpus.txt']
+    """
+    many = isinstance(paths, (list, tuple))
+    items = list(paths) if many else [paths]
+    if not any(is_url(p) for p in items):
+        yield paths
+        return
+    root = Path(tempfile.mkdtemp(prefix="parvec-in-"))
+    names: dict[str, str] = {}
+    try:
+        local: list[Any] = []
+        for i, p in enumerate(items):
+            if is_url(p):
+                staged = stage_input(str(p), root / f"in-{i}")
+                names.update(staged.names)
+                local.append(str(staged.local))
+            else:
+                local.append(p)
+        try:
+            yield local if many else local[0]
+        except ParvecError as exc:
+            raise renamed(exc, names) from None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def local_copy(url: str) -> Iterator[Path]:
+    """A local copy of the object or directory tree at ``url`` (a saved model, a checkpoint directory) for the
+    block, removed after it (arrays memory-mapped from it stay readable: the files are unlinked, not truncated).
+
+    Example:
+        >>> import tempfile
+        >>> src = Path(tempfile.mkdtemp()) / "m"; src.mkdir(); _ = (src / "model.json").write_text("{}")
+        >>> with local_copy(src.as_uri()) as d:
+        ...     sorted(p.name for p in d.iterdir())
+        ['model.json']
+    """
+    root = Path(tempfile.mkdtemp(prefix="parvec-copy-"))
+    try:
+        yield download(url, root / (posixpath.basename(url.rstrip("/")) or "copy"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def remote_output(path: Any) -> Iterator[Any]:
+    """Where to write an output named ``path``: itself for a local path; for a URL, a local temporary path
+    uploaded to the URL when the block ends without an error (a file, or a directory tree such as a saved model),
+    and removed either way.
+
+    Example:
+        >>> with remote_output("vectors.txt") as out:
+        ...     out
+        'vectors.txt'
+    """
+    if not is_url(path):
+        yield path
+        return
+    with write_output(str(path)) as local:
+        yield local

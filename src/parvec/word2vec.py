@@ -341,6 +341,9 @@ class Word2Vec(KeptRun):
         sentences = _one_of(sentences, corpus_iterable)
         if self.vocab is None or self.wv is None:
             raise ParvecError("build the vocabulary first (build_vocab), or pass the corpus to Word2Vec(...)")
+        if any(a is not None and not a.flags.writeable for a in (self.wv.vectors, self.syn1neg, self.syn1)):
+            raise ParvecError("this model's arrays are read-only (Word2Vec.load(..., mmap='r') maps them): load it "
+                              "without mmap to train it")
         if compute_loss is not None:
             self.config.compute_loss = bool(compute_loss)
         if resume:
@@ -446,6 +449,14 @@ class Word2Vec(KeptRun):
             >>> model = Word2Vec.load("model.parvec")  # doctest: +SKIP
             >>> Word2Vec.load("ck").train(corpus_file="corpus.txt", resume=True)  # doctest: +SKIP
         """
+        from parvec import storage
+
+        if storage.is_url(path):  # s3://..., gs://...: copied here for the load (gensim's smart_open URLs)
+            with storage.local_copy(os.fspath(path)) as local:
+                try:
+                    return cls.load(local, mmap)  # memory-mapped arrays outlive the copy's removal
+                except ParvecError as exc:
+                    raise storage.renamed(exc, {str(local): os.fspath(path).rstrip("/")}) from None
         return checkpoints.load_for_resume(path, cls._load, mmap=mmap)[0]
 
     @classmethod

@@ -64,6 +64,8 @@ class EncodedCorpus(EncodedArrays):
         With ``vocab`` given, tokens are encoded against it (continued training) instead of building
         a new vocabulary, and no cache is used.
 
+        A URL (``s3://bucket/corpus/``, an object, a prefix or a glob; :mod:`parvec.storage`) is read from a local
+        copy of its objects, removed after the encoding (not cached).
         Several files are one corpus: a list of paths, a directory (its files, by name, hidden ones
         skipped) or a glob pattern (``"shards/*.txt.gz"``, sorted); they are read in order, each file's
         last line ending there.  The cache key covers every file.  The tokens are written to the cache
@@ -78,7 +80,11 @@ class EncodedCorpus(EncodedArrays):
             >>> corpus.cache_used is None  # no cache_dir given  # doctest: +SKIP
             True
         """
-        return cls.of(_read_file(path, options or ReadOptions(), cache_dir, vocab, threads))
+        from parvec import storage
+
+        with storage.local_inputs(path) as local:  # a URL's objects copied here for the read (no cache for them)
+            uncached = local is not path
+            return cls.of(_read_file(local, options or ReadOptions(), None if uncached else cache_dir, vocab, threads))
 
     @classmethod
     def from_sentences(
