@@ -12,7 +12,9 @@
    with its count, and returns a *histogram* (count value -> words) to the driver (:meth:`Reducer.finish`).  Two
    distinct words of one hash (a 64-bit collision) are left out of the vocabulary, named in
    :attr:`VocabParts.collisions` (the hashed lookup could not tell them apart; :mod:`parvec.wordhash` gives the
-   odds).
+   odds).  A reducer past its budget (from the distinct words expected) spills sorted runs to local scratch and
+   merges them at the end (:mod:`parvec.distributed.count_merge`), to the same words; a reducer lost while
+   merging is replaced and given its part of every range again (mappers count them again: :func:`map_part`).
 3. **Ids** (driver, :func:`id_bases`): from the histograms alone (per reducer and per count value, a number of
    words: a few thousand entries each) the driver finds the effective minimum count (``min_count``, raised for
    ``max_final_vocab`` as gensim does), the count classes (:class:`parvec.countclasses.CountClasses`) and each
