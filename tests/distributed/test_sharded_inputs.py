@@ -121,6 +121,9 @@ def test_the_cli_trains_a_directory_and_several_files(inputs, tmp_path, capsys):
     vectors, words, counts = load_npy(tmp_path / "dir.npy")
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["input_files"] == 4 and report["vocab_size"] == len(words) == 36
+    check = report["count_check"]  # the whole input was sampled: the estimate is exact, no reducer spilled
+    assert check["estimate"] == check["distinct"] == 36 and check["off_by"] == 1.0
+    assert [r["runs"] for r in check["reducers"]] == [0, 0] and [r["restarts"] for r in check["reducers"]] == [0, 0]
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     near = np.argsort(-(unit @ unit.T), axis=1)[:, 1:6]
     same = np.mean([words[i][0] == words[j][0] for i in range(len(words)) for j in near[i]])

@@ -13,6 +13,7 @@ from parvec.corpus import ReadOptions, TextSentences, byte_ranges, encode_senten
 from parvec.distributed.hashed_encode import encode_ranges
 from parvec.distributed.vocab_count import (
     RangeCount,
+    ReducerSummary,
     assign_ids,
     count_range,
     count_vocabulary,
@@ -99,8 +100,8 @@ def test_words_of_one_hash_are_left_out_and_named():
     merged, summary = merge_parts(a, b)
     assert merged["hashes"].tolist() == [5, 7]
     assert merged["counts"].tolist() == [7, 1]
-    assert summary["collisions"] == [(9, ["beta", "gamma"])]
-    assert summary["values"].tolist() == [1, 7] and summary["sizes"].tolist() == [1, 1]
+    assert summary.collisions == [(9, ["beta", "gamma"])]
+    assert summary.values.tolist() == [1, 7] and summary.sizes.tolist() == [1, 1]
 
 
 def test_max_vocab_size_prunes_each_range(demo_slice):
@@ -146,7 +147,7 @@ def test_on_ray_the_vocabulary_is_the_one_process_one_and_the_driver_gets_small_
     for v in fetched:
         if isinstance(v, (RangeCount, int)):
             continue
-        assert set(v) == {"values", "sizes", "collisions"} and len(v["values"]) <= n_values
+        assert isinstance(v, ReducerSummary) and len(v.values) <= n_values
     assert sum(len(pickle.dumps(v)) for v in fetched) < 20 * 3 * n_values + 300 * 6 + 4096
     assert parts.classes.nbytes() <= 16 * (n_values + 1)
     assert isinstance(parts.lookup, ray_session.ObjectRef)

@@ -168,6 +168,7 @@ class ShardedWord2Vec(KeptRun):
         self._describing: int | None = None  # the snapshot a checkpoint being written names
         self._settings: ShardedSettings | None = None  # resolved when the run starts (__enter__)
         self.count_estimate: Any = None  # the memory check before counting (parvec.distributed.memory.count_step)
+        self.count_distinct: int | None = None  # the distinct words it expected (the reducers' spill budget)
         self.on_note: Callable[[SnapshotPlan | CheckpointRestored], None] = lambda note: None  # the CLI words them
 
     # ------------------------------------------------------------ the session
@@ -249,8 +250,9 @@ class ShardedWord2Vec(KeptRun):
                                recorded=recorded if recorded is not None and "units" in recorded else None)
         except ParvecError as exc:
             raise ParvecError(f"cannot resume {self.saved_path}: {exc}" if recorded is not None else str(exc)) from None
+        memory = self._count_memory(plan)
         corpus = prepare_corpus(ray, plan, self.read_options, self.work, settings.unit_words, settings.timeout_s,
-                                memory=self._count_memory(plan))
+                                memory=memory, distinct=self.count_distinct)
         if self.saved is not None:
             _check_resume_input(self.saved, self.saved_path, corpus)
         self.corpus = corpus
@@ -262,7 +264,7 @@ class ShardedWord2Vec(KeptRun):
         from parvec.distributed.memory import ENCODER_BLOCK_BYTES, WORKER_BASELINE, count_step, placement
         from parvec.distributed.sharded_source import estimate_distinct, reducers_for, text_bytes
 
-        distinct = estimate_distinct(plan, self.read_options)
+        self.count_distinct = distinct = estimate_distinct(plan, self.read_options)
         largest = max((b - a if b is not None else text_bytes(plan) // max(1, len(plan.units))
                        for _, a, b in plan.units), default=0)
         reducers = reducers_for(self.ray)

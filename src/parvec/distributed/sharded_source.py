@@ -47,6 +47,7 @@ import numpy as np
 from parvec.chunks import chunk_bounds, split_long_sentences
 from parvec.corpus import RangeSentences, ReadOptions, expand_inputs, file_state, input_changed, line_cuts
 from parvec.countclasses import CountClasses
+from parvec.distributed.count_merge import CountCheck
 from parvec.distributed.units import Unit
 from parvec.errors import ParvecError
 from parvec.fileio import STDIN, check_input, is_compressed
@@ -351,7 +352,8 @@ class ShardedCorpus:
     """A corpus counted and encoded on the cluster (module docstring).  ``parts`` are the encoded units the clients
     memory-map (``("files", [tokens.npy, offsets.npy])``, empty units left out), ``plans`` each part's units of
     work, ``fingerprints`` each input unit's ``(bytes, CRC-32)``, ``vocab_parts`` the partitions of the word list
-    in ``vocab_dir`` (:func:`parvec.vocab_parts.write_part`'s records).
+    in ``vocab_dir`` (:func:`parvec.vocab_parts.write_part`'s records), ``count_check`` the distinct-word estimate
+    against the words counted, and the reducers that spilled or were run again.
 
     Example:
         >>> corpus.n_words, len(corpus.units())  # doctest: +SKIP
@@ -371,6 +373,7 @@ class ShardedCorpus:
     vocab_parts: list[dict[str, Any]]
     collisions: list[Any] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    count_check: CountCheck | None = None
 
     @property
     def n_words(self) -> int:
@@ -405,10 +408,13 @@ def reducers_for(ray: Any) -> int:
 
 
 def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path, unit_words: int,
-                   timeout_s: float = 300.0, memory: dict[str, int] | None = None) -> ShardedCorpus:
+                   timeout_s: float = 300.0, memory: dict[str, int] | None = None,
+                   distinct: int | None = None) -> ShardedCorpus:
     """Count, assign ids and encode ``inputs`` on the cluster (module docstring) into ``work`` (``encoded/``,
     ``vocab/``); ``memory`` the bytes each kind of task or actor asks of Ray (``reducer``, ``mapper``,
-    ``encoder``: placement by memory).  The reducers are stopped before it returns (their word lists are on disk).
+    ``encoder``: placement by memory), ``distinct`` the distinct words expected (the reducers spill past it:
+    :func:`parvec.distributed.count_merge.spill_budget`).  The reducers are stopped before it returns (their word
+    lists are on disk).
 
     Example:
         >>> corpus = prepare_corpus(ray, plan_inputs("c.txt", 2, work), ReadOptions(), work, 100_000)  # doctest: +SKIP
@@ -418,7 +424,8 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
     memory = memory or {}
     t0 = time.perf_counter()
     parts = count_units(ray, inputs.all_units(), options, reducers_for(ray), timeout_s, name=inputs.name,
-                        reducer_memory=memory.get("reducer"), mapper_memory=memory.get("mapper"))
+                        reducer_memory=memory.get("reducer"), mapper_memory=memory.get("mapper"),
+                        distinct_estimate=distinct)
     try:
         vocab_dir = work / "vocab"
         vocab_dir.mkdir(parents=True, exist_ok=True)
@@ -456,7 +463,7 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
         plans=[sizes[k].plan for k in kept],
         fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
         vocab_dir=vocab_dir, vocab_parts=sorted(records, key=lambda r: r["part"]), collisions=parts.collisions,
-        seconds={"count": t1 - t0, "encode": time.perf_counter() - t1})
+        seconds={"count": t1 - t0, "encode": time.perf_counter() - t1}, count_check=parts.check)
 
 
 def _check_unchanged(inputs: InputPlan, counted: list[Any], encoded: list[Any]) -> None:
