@@ -80,7 +80,8 @@ class RangeCount:
 
 # --------------------------------------------------------------------------- map
 @nb.njit(cache=True, nogil=True)
-def _gather(arena, starts, lengths, idx, out_starts, out_arena):  # pragma: no cover - numba
+def _gather(arena: np.ndarray, starts: np.ndarray, lengths: np.ndarray, idx: np.ndarray,  # pragma: no cover - numba
+            out_starts: np.ndarray, out_arena: np.ndarray) -> int:
     """Copy words ``idx`` (bytes ``arena[starts[i]:starts[i]+lengths[i]]``) one after another into ``out_arena``."""
     k = 0
     for j in range(len(idx)):
@@ -144,7 +145,9 @@ def count_range(path: str, start: int, end: int | None, options: ReadOptions, re
 
 # --------------------------------------------------------------------------- reduce
 @nb.njit(cache=True, nogil=True)
-def _merge_sorted(order, hashes, counts, starts, lengths, arena, flags, rep, merged, collide):  # pragma: no cover
+def _merge_sorted(order: np.ndarray, hashes: np.ndarray, counts: np.ndarray, starts: np.ndarray,  # pragma: no cover
+                  lengths: np.ndarray, arena: np.ndarray, flags: np.ndarray, rep: np.ndarray, merged: np.ndarray,
+                  collide: np.ndarray) -> int:
     """Walk the entries in hash order (``order``): entries of equal bytes are one word (its first entry is its
     representative, its counts summed); distinct words of one hash are all marked ``collide``, and so is a word
     an entry of which was marked (``flags``: from an earlier merge).  Fills ``rep``/``merged``/``collide`` per
@@ -317,6 +320,7 @@ def map_range(path: str, start: int, end: int | None, options: ReadOptions, redu
     """
     import ray
 
+    info: RangeCount  # count_range's last element
     *parts, info = count_range(path, start, end, options, len(reducers))
     ray.get([r.add.remote(k, p) for r, p in zip(reducers, parts, strict=True)])
     return info
@@ -386,7 +390,8 @@ def id_bases(summaries: list[dict[str, Any]], min_count: int, max_final_vocab: i
 
 
 @nb.njit(cache=True, nogil=True)
-def _ids(counts, values_desc, bases, out):  # pragma: no cover - numba
+def _ids(counts: np.ndarray, values_desc: np.ndarray, bases: np.ndarray,  # pragma: no cover - numba
+         out: np.ndarray) -> np.ndarray:
     """Ids of words in their (hash) order: the next id of their count's class (``values_desc`` descending)."""
     nxt = bases.copy()
     for i in range(len(counts)):
@@ -539,7 +544,8 @@ def count_units(ray: Any, units: list[tuple[str, int, int | None]], options: Rea
 
 def _get(ray: Any, refs: list[Any], what: str, timeout_s: float) -> list[Any]:
     try:
-        return ray.get(refs, timeout=timeout_s * max(1, len(refs)))
+        got: list[Any] = ray.get(refs, timeout=timeout_s * max(1, len(refs)))
+        return got
     except ray.exceptions.GetTimeoutError:
         raise ParvecError(f"{what}: not done within {timeout_s:g} s per task (Cluster.timeout_s)") from None
     except ray.exceptions.RayTaskError as exc:
