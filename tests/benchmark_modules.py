@@ -19,7 +19,9 @@ def load(name: str, *beside: str) -> ModuleType:
             module = sys.modules[mod]
             continue
         spec = importlib.util.spec_from_file_location(mod, BENCHMARKS / f"{mod}.py")
+        assert spec is not None and spec.loader is not None, f"benchmarks/{mod}.py"
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod] = module
         spec.loader.exec_module(module)
+    assert module is not None
     return module

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pytest
+
 from parvec.cli import main
 
 
-def run(argv: list, capsys) -> tuple[int, str, str]:
+def run(argv: Sequence[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Call ``parvec`` with ``argv`` (any values, made strings) and return its exit code and what it printed.
 
     Example:

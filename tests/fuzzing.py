@@ -9,6 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Iterator
+from types import FrameType
+from typing import NoReturn
 
 from hypothesis import HealthCheck, settings
 
@@ -28,10 +31,10 @@ def fuzz_settings(short: int = 60) -> settings:
 
 
 @contextlib.contextmanager
-def no_hang(seconds: int = 20):
+def no_hang(seconds: int = 20) -> Iterator[None]:
     """Fail (instead of hanging) if the block takes longer than ``seconds``."""
 
-    def alarm(signum, frame):
+    def alarm(signum: int, frame: FrameType | None) -> NoReturn:
         raise AssertionError(f"reader hung for more than {seconds} s")
 
     old = signal.signal(signal.SIGALRM, alarm)

@@ -3,7 +3,13 @@ and PAR's probes (the CPU kernel in tests/kernels/test_par.py, the GPU model in 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from parvec.keyedvectors import KeyedVectors
+    from parvec.vocab import Vocab
 
 NUMBERS = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
 MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -27,7 +33,7 @@ zimbabwe england britain scotland wales
 """.split())
 
 
-def assert_learns_related_words(w_in: np.ndarray, vocab) -> None:
+def assert_learns_related_words(w_in: np.ndarray, vocab: Vocab) -> None:
     """The ten nearest neighbours (cosine) of king, three, january and france hold enough of their kind."""
     w = w_in / np.linalg.norm(w_in, axis=1, keepdims=True)
     idx = vocab.index
@@ -52,7 +58,7 @@ PAR_COUNTRIES = {"germany", "spain", "italy", "austria", "portugal", "poland", "
                  "switzerland", "prussia", "bavaria", "europe", "paris", "french", "norway", "ireland", "scotland"}
 
 
-def par_probes_pass(kv) -> dict[str, bool]:
+def par_probes_pass(kv: KeyedVectors) -> dict[str, bool]:
     """Which of PAR's probes the vectors ``kv`` (a :class:`parvec.keyedvectors.KeyedVectors`) pass: enough royal
     words near king, countries near france, months near january among the ten nearest."""
 

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,11 +39,12 @@ def write_sharded_model(path: Path, vectors: np.ndarray, words: list[str], shard
     hashes = np.array([fnv1a64(w.encode()) for w in words], np.uint64)
     owner = part_of(hashes, parts)
 
-    files = [{"directory": f"shards/shard-{s}-of-{shards}", "shape": [n, int(cuts[s + 1] - cuts[s])],
-              "columns": [int(cuts[s]), int(cuts[s + 1])],
-              "crc32": {"in": model_io.array_crc32(np.ascontiguousarray(vectors[:, cuts[s]:cuts[s + 1]])),
-                        "out": model_io.array_crc32(np.ascontiguousarray(out[:, cuts[s]:cuts[s + 1]]))}}
-             for s in range(shards)]
+    files: list[dict[str, Any]] = [
+        {"directory": f"shards/shard-{s}-of-{shards}", "shape": [n, int(cuts[s + 1] - cuts[s])],
+         "columns": [int(cuts[s]), int(cuts[s + 1])],
+         "crc32": {"in": model_io.array_crc32(np.ascontiguousarray(vectors[:, cuts[s]:cuts[s + 1]])),
+                   "out": model_io.array_crc32(np.ascontiguousarray(out[:, cuts[s]:cuts[s + 1]]))}}
+        for s in range(shards)]
     records: list[dict] = []
 
     def fill(tmp: Path) -> None:

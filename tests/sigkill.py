@@ -25,6 +25,7 @@ def kill_after_first_mid_epoch_checkpoint(argv: list, interval: float) -> float:
     env = os.environ | {"PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen([sys.executable, "-m", "parvec", *map(str, argv)], stderr=subprocess.PIPE, text=True,
                             env=env)
+    assert proc.stderr is not None  # stderr=PIPE
     try:
         printed = []
         for line in proc.stderr:  # wait for the first mid-epoch checkpoint, then kill at a random moment

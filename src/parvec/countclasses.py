@@ -176,7 +176,7 @@ def noise_tables(classes: CountClasses, exponent: float = 0.75) -> tuple[np.ndar
 
 
 @njit(inline="always")
-def _mix(state):
+def _mix(state: np.uint64) -> np.uint64:
     """splitmix64's finalizer: 64 well-mixed bits from ``state`` (a bijection)."""
     z = state
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -185,7 +185,7 @@ def _mix(state):
 
 
 @njit(inline="always")
-def draw_class_noise(state, prob, ranges):
+def draw_class_noise(state: np.uint64, prob: np.ndarray, ranges: np.ndarray) -> np.int64:
     """One negative sample for the random state ``state`` from :func:`noise_tables`' arrays: the class by its
     alias column (high 32 bits) and coin (low 24 bits), as :func:`parvec.sampling.draw_noise` draws a word, then
     a uniform id inside the class from 53 bits of splitmix64's finalizer of ``state``.  Branch-free.
@@ -200,8 +200,8 @@ def draw_class_noise(state, prob, ranges):
     j = rng_below(state, k)
     alt = ranges[j]
     c = j if rng_uniform(state) < prob[j] else alt
-    lo = ranges[k + c]
-    size = ranges[k + c + 1] - lo
+    lo: np.int64 = ranges[k + c]  # ranges' elements (int64) are Any to mypy
+    size: np.int64 = ranges[k + c + 1] - lo
     off = np.int64(np.float64(_mix(state) >> np.uint64(11)) * _U53 * np.float64(size))
     return lo + min(off, size - 1)
 
@@ -257,7 +257,7 @@ def keep_head(classes: CountClasses, sample: float) -> np.ndarray:
 
 
 @njit(inline="always")
-def class_of(word, ranges):
+def class_of(word: int, ranges: np.ndarray) -> int:
     """The class of word id ``word`` by binary search over :func:`noise_tables`' first ids (``ranges[K:]``),
     for a per-class table (:func:`keep_by_class`, the counts) inside a kernel.
 

@@ -373,18 +373,22 @@ _COLUMN_TILE = 1024  # columns of S scanned per pass, so the rows being read sta
 
 
 @njit(inline="always")
-def _score(sims, ra, rb, rc, j, method):  # pragma: no cover - compiled
+def _score(sims: np.ndarray, ra: int, rb: int, rc: int, j: int, method: int) -> np.float32:  # pragma: no cover
+    score: np.float32  # sims' elements are Any to mypy
     if method == 0:
-        return sims[rb, j] - sims[ra, j] + sims[rc, j]
+        score = sims[rb, j] - sims[ra, j] + sims[rc, j]
+        return score
     one = np.float32(1.0)
-    return ((one + sims[rb, j]) * (one + sims[rc, j]) * np.float32(0.25)) / (
+    score = ((one + sims[rb, j]) * (one + sims[rc, j]) * np.float32(0.25)) / (
         (one + sims[ra, j]) * np.float32(0.5) + np.float32(1e-6)
     )
+    return score
 
 
 # nnan/ninf/nsz only let LLVM vectorise the max reduction; arithmetic stays IEEE exact.
 @njit(parallel=True, cache=True, fastmath={"nnan", "ninf", "nsz"})
-def _solve_kernel(sims, qa, qb, qc, ea, eb, ec, canon, method):  # pragma: no cover - compiled
+def _solve_kernel(sims: np.ndarray, qa: np.ndarray, qb: np.ndarray, qc: np.ndarray, ea: np.ndarray,  # pragma: no cover
+                  eb: np.ndarray, ec: np.ndarray, canon: np.ndarray, method: int) -> np.ndarray:
     n_q = qa.shape[0]
     n_v = sims.shape[1]
     best = np.full(n_q, -np.inf, dtype=np.float32)

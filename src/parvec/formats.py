@@ -935,7 +935,8 @@ def _load_array(path: Path, mmap: bool = False) -> np.ndarray:
                         f"{path}: {have} bytes of data, but its header's {dtype} array of shape {shape} needs {need} "
                         "(a damaged or truncated file)"
                     )
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        array: np.ndarray = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        return array
     except _NPY_ERRORS as exc:
         raise ParvecError(f"{path}: not a readable .npy array: {exc}") from None
 

@@ -54,11 +54,13 @@ class HuffmanTree:
 
     def code_of(self, word: int) -> list[int]:
         """Word ``word``'s code, root first."""
-        return self.codes[word, : self.code_len[word]].tolist()
+        code: list[int] = self.codes[word, : self.code_len[word]].tolist()
+        return code
 
     def points_of(self, word: int) -> list[int]:
         """The inner nodes (``syn1`` rows) on word ``word``'s path, root first."""
-        return self.points[word, : self.code_len[word]].tolist()
+        points: list[int] = self.points[word, : self.code_len[word]].tolist()
+        return points
 
     def fingerprint(self) -> str:
         """SHA-256 of the codes and paths: equal fingerprints, equal trees (saved models check it)."""
@@ -138,7 +140,8 @@ def _merge(count: np.ndarray, parent: np.ndarray, binary: np.ndarray, v: int) ->
     binary[:] = bit
 
 
-def _paths(parent, binary, depth, v, order, codes, points, code_len) -> None:
+def _paths(parent: np.ndarray, binary: np.ndarray, depth: np.ndarray, v: int, order: np.ndarray, codes: np.ndarray,
+           points: np.ndarray, code_len: np.ndarray) -> None:
     par = parent.tolist()
     bit = binary.tolist()
     dep = depth.tolist()

@@ -216,12 +216,13 @@ class KeyedVectors:
             [0.6000000238418579, 0.800000011920929]
         """
         index = self.get_index(key)
+        row: np.ndarray = self._vectors[index]
         if not norm:
-            return self._vectors[index]
+            return row
         self.fill_norms()
         assert self.norms is not None
         n = self.norms[index]
-        return self._vectors[index] / n if n > 0 else self._vectors[index].copy()
+        return row / n if n > 0 else row.copy()
 
     def fill_norms(self, force: bool = False) -> None:
         """Compute the L2 norm of every row into ``self.norms`` (again if ``force``).
@@ -320,7 +321,7 @@ class KeyedVectors:
         if indexer is not None and topn:
             return indexed_answer(indexer, self.keys_of, mean, int(topn), exclude)
         rows = self._restricted_rows(restrict_vocab)
-        dists = self.get_normed_vectors()[:rows] @ mean
+        dists: np.ndarray = self.get_normed_vectors()[:rows] @ mean
         if not topn:
             return dists
         return self._top(dists, int(topn), exclude)
@@ -449,7 +450,8 @@ class KeyedVectors:
         normed = self.get_normed_vectors()
         if len(other_words):
             normed = normed[[self.get_index(w) for w in other_words]]
-        return 1.0 - normed @ v
+        similarities: np.ndarray = normed @ v
+        return 1.0 - similarities
 
     def doesnt_match(self, words: Sequence[str]) -> str:
         """The word furthest from the mean of ``words`` (unknown words are ignored).

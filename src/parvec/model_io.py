@@ -640,7 +640,7 @@ def _load_syn1(path: Path, saved: object, vocab: Vocab, dim: int, mmap: str | No
 def _read_array(path: Path, mmap: str | None, expect: ArrayEntry | None) -> np.ndarray:
     # An array of a saved model; CheckpointError naming the file when it is missing, truncated or altered.
     try:
-        a = np.load(path, mmap_mode=cast(_MmapMode, mmap), allow_pickle=False)
+        a: np.ndarray = np.load(path, mmap_mode=cast(_MmapMode, mmap), allow_pickle=False)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: missing (the model directory is incomplete)") from None
     except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as exc:  # numpy parses the header

@@ -86,7 +86,8 @@ def init_input_vectors(n: int, dim: int, seed: int = 1, start: int = 0,
         raise ValueError(f"start must be in [0, {n}], got {start}")
     if half_width not in (SG_INIT_HALF_WIDTH, CBOW_INIT_HALF_WIDTH):
         raise ValueError(f"half_width must be 0.5 or 1.0, got {half_width}")
-    return _init_input_vectors(n, dim, seed, start, 2.0 * half_width)
+    vectors: np.ndarray = _init_input_vectors(n, dim, seed, start, 2.0 * half_width)  # jitted: Any to mypy
+    return vectors
 
 
 class ModelTables:

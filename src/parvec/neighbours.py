@@ -54,7 +54,8 @@ class TopK:
 
 
 @nb.njit(cache=True, nogil=True, parallel=True)
-def _merge(scores, lo, exclude, heap_s, heap_i, q0):  # pragma: no cover - numba
+def _merge(scores: np.ndarray, lo: np.int64, exclude: np.ndarray, heap_s: np.ndarray,  # pragma: no cover - numba
+           heap_i: np.ndarray, q0: np.int64) -> int:
     """Offer the scores of rows ``lo ..`` (``scores[r, j]``: query ``q0 + r``, row ``lo + j``) to each query's heap
     (``heap_s``/``heap_i``, root = its worst kept row: the lowest score, of equal scores the highest id); the row
     ``exclude[q]`` is passed over.  Returns how many scores were not numbers (a damaged row)."""

@@ -32,10 +32,15 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from parvec.errors import ParvecError
 from parvec.runlog import EpochRecord, Sample
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 SCORE_TITLES = {"ws353": "WS-353 (Spearman)", "simlex": "SimLex-999 (Spearman)", "analogy": "Google analogy (3CosAdd)",
                 "micro_f1": "Node classification micro-F1 (50% train)",
@@ -126,7 +131,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
 
 
 # ---------------------------------------------------------------------- figures
-def _plt():
+def _plt() -> ModuleType:  # matplotlib.pyplot, imported when a figure is drawn
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -135,7 +140,7 @@ def _plt():
     return plt
 
 
-def _png(fig) -> bytes:
+def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     _plt().close(fig)
@@ -146,7 +151,7 @@ def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _empty(ax, text: str) -> None:
+def _empty(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="#555555",
             wrap=True)
     ax.set_xticks([])

@@ -57,7 +57,7 @@ def rng_below(state: np.uint64, n: np.int64) -> np.int64:
 
 
 @njit(inline="always")
-def shrunk_window(state: np.uint64, i: np.int64, n: np.int64, window: np.int64):
+def shrunk_window(state: np.uint64, i: np.int64, n: np.int64, window: np.int64) -> tuple[np.uint64, int, int]:
     """word2vec.c's random window of position ``i`` in a sentence of ``n`` kept words: advance the stream,
     shrink the window by ``b`` in ``[0, window)``; returns ``(state, lo, hi)`` with context ``lo <= j < hi``."""
     state = rng_next(state)
@@ -66,7 +66,7 @@ def shrunk_window(state: np.uint64, i: np.int64, n: np.int64, window: np.int64):
 
 
 @njit(inline="always")
-def word_rate(alpha0, alpha1, done, i, raw_len, n, chunk_words) -> np.float32:
+def word_rate(alpha0: float, alpha1: float, done: int, i: int, raw_len: int, n: int, chunk_words: int) -> np.float32:
     """The learning rate of kept word ``i`` of ``n`` in a sentence of ``raw_len`` raw words that starts
     ``done`` raw words into a chunk of ``chunk_words``: linear from ``alpha0`` to ``alpha1`` over the chunk,
     interpolated inside the sentence (the classic, CBOW and hierarchical-softmax kernels)."""
@@ -83,7 +83,7 @@ def rng_uniform(state: np.uint64) -> np.float32:
 @njit(inline="always")
 def draw_noise(state: np.uint64, prob: np.ndarray, alias: np.ndarray) -> np.int64:
     """One negative sample from the alias table (column from the high bits, coin from the low)."""
-    j = rng_below(state, len(prob))
+    j: np.int64 = rng_below(state, len(prob))  # typed here: a jitted function is Any to mypy
     if rng_uniform(state) < prob[j]:
         return j
     return np.int64(alias[j])
@@ -128,7 +128,8 @@ def noise_distribution(counts: np.ndarray, exponent: float = 0.75) -> np.ndarray
     total = weights.sum()
     if not total > 0:
         raise ValueError("the noise distribution needs at least one positive count")
-    return weights / total
+    probabilities: np.ndarray = weights / total
+    return probabilities
 
 
 def alias_table(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -221,4 +222,5 @@ def keep_of_counts(counts: np.ndarray, total: float, sample: float) -> np.ndarra
         return np.ones(len(counts), dtype=np.float32)
     threshold = sample * total
     keep = (np.sqrt(counts / threshold) + 1.0) * threshold / np.maximum(counts, 1.0)
-    return np.minimum(keep, 1.0).astype(np.float32)
+    capped: np.ndarray = np.minimum(keep, 1.0)  # a ufunc's result is Any to mypy
+    return capped.astype(np.float32)

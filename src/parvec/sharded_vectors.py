@@ -419,7 +419,8 @@ class ShardedKeyedVectors:
             >>> kv.get_vector("king").shape  # doctest: +SKIP
             (300,)
         """
-        return self.get_rows([self.get_index(key)], norm=norm)[0]
+        row: np.ndarray = self.get_rows([self.get_index(key)], norm=norm)[0]
+        return row
 
     def __getitem__(self, key_or_keys: Any) -> np.ndarray:
         """One key -> its vector; a list of keys -> a ``[len, dim]`` array."""

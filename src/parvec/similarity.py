@@ -63,7 +63,8 @@ def unit_rows(rows: np.ndarray, norms: np.ndarray | None = None) -> np.ndarray:
     if norms is None:
         norms = np.linalg.norm(rows, axis=1)
     safe = np.where(norms > 0, norms, 1).astype(rows.dtype)
-    return rows / safe[:, None]
+    unit: np.ndarray = rows / safe[:, None]
+    return unit
 
 
 def cosmul_scores(normed: np.ndarray, positive: Sequence[np.ndarray], negative: Sequence[np.ndarray]) -> np.ndarray:

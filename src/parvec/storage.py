@@ -283,7 +283,8 @@ def open_raw(url: str) -> IO[bytes]:
     """
     fs, path = filesystem(url)
     try:
-        return fs.open(path, "rb")
+        f: IO[bytes] = fs.open(path, "rb")  # fsspec is untyped
+        return f
     except Exception as exc:  # noqa: BLE001
         raise _missing(url, exc) from None
 
@@ -302,7 +303,7 @@ def open_input(url: str) -> IO[bytes]:
     """
     fs, path = filesystem(url)
     try:
-        raw = fs.open(path, "rb")
+        raw: IO[bytes] = fs.open(path, "rb")  # fsspec is untyped
     except Exception as exc:  # noqa: BLE001
         raise _missing(url, exc) from None
     opener = _DECOMPRESS.get(os.path.splitext(path)[1].lower())

@@ -114,7 +114,7 @@ def write_part(directory: str | os.PathLike[str], r: int, ids: np.ndarray, count
 
 
 @nb.njit(cache=True, nogil=True)
-def _gather(arena, starts, lengths, out):  # pragma: no cover - numba
+def _gather(arena: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
     """The words ``arena[starts[i] : starts[i] + lengths[i]]`` one after another into ``out``."""
     k = 0
     for i in range(len(starts)):
@@ -140,9 +140,11 @@ def vocab_crc32(parts: Sequence[dict[str, Any]]) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
-def _find(h, keys, ids, directory, shift):  # pragma: no cover - numba
+def _find(h: np.uint64, keys: np.ndarray, ids: np.ndarray, directory: np.ndarray,  # pragma: no cover - numba
+          shift: np.uint64) -> np.int32:
     """:func:`parvec.wordhash.lookup_hash` compiled once (cached) for calls from Python."""
-    return lookup_hash(h, keys, ids, directory, shift)
+    found: np.int32 = lookup_hash(h, keys, ids, directory, shift)  # a jitted call is Any to mypy
+    return found
 
 
 @dataclass

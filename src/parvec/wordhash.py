@@ -59,7 +59,8 @@ def fnv1a64(word: str | bytes) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
-def hash_arena(arena, starts, lengths, out):  # pragma: no cover - numba
+def hash_arena(arena: np.ndarray, starts: np.ndarray, lengths: np.ndarray,  # pragma: no cover - numba
+               out: np.ndarray) -> np.ndarray:
     """FNV-1a of each word ``arena[starts[i] : starts[i] + lengths[i]]`` into ``out[i]`` (uint64)."""
     for i in range(len(starts)):
         h = FNV_OFFSET
@@ -83,32 +84,36 @@ def hash_words(words: list[str]) -> np.ndarray:
     if len(encoded) > 1:
         np.cumsum(lengths[:-1], out=starts[1:])
     arena = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-    return hash_arena(arena, starts, lengths, np.empty(len(encoded), dtype=np.uint64))
+    hashes: np.ndarray = hash_arena(arena, starts, lengths, np.empty(len(encoded), dtype=np.uint64))
+    return hashes
 
 
 @nb.njit(inline="always")
-def lookup_hash(h, keys, ids, directory, shift):  # pragma: no cover - numba
+def lookup_hash(h: np.uint64, keys: np.ndarray, ids: np.ndarray, directory: np.ndarray,  # pragma: no cover - numba
+                shift: np.uint64) -> np.int32:
     """The id of the word with hash ``h`` (-1: not in the vocabulary): the bucket ``h >> shift`` of the directory,
     scanned in order (keys are sorted)."""
     b = h >> shift
     for i in range(directory[b], directory[b + np.uint64(1)]):
         k = keys[i]
         if k == h:
-            return ids[i]
+            found: np.int32 = ids[i]  # ids' elements (int32) are Any to mypy
+            return found
         if k > h:
             break
     return np.int32(-1)
 
 
 @nb.njit(cache=True, nogil=True)
-def _lookup_all(hashes, keys, ids, directory, shift, out):  # pragma: no cover - numba
+def _lookup_all(hashes: np.ndarray, keys: np.ndarray, ids: np.ndarray, directory: np.ndarray,  # pragma: no cover
+                shift: np.uint64, out: np.ndarray) -> np.ndarray:
     for i in range(len(hashes)):
         out[i] = lookup_hash(hashes[i], keys, ids, directory, shift)
     return out
 
 
 @nb.njit(cache=True, nogil=True)
-def _directory(keys, shift, out):  # pragma: no cover - numba
+def _directory(keys: np.ndarray, shift: np.uint64, out: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
     """out[b] = the first index of a key whose top bits are >= b (keys sorted); out[-1] = len(keys)."""
     n_buckets = len(out) - 1
     i = 0
@@ -121,7 +126,8 @@ def _directory(keys, shift, out):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True)
-def scan_ids(buf, classes, keys, ids, directory, shift, out, segs):  # pragma: no cover - numba
+def scan_ids(buf: np.ndarray, classes: np.ndarray, keys: np.ndarray, ids: np.ndarray,  # pragma: no cover - numba
+             directory: np.ndarray, shift: np.uint64, out: np.ndarray, segs: np.ndarray) -> tuple[int, int]:
     """Tokenise ``buf`` as :func:`parvec.kernels.wordtable.scan_block` does (the same byte classes, the same
     FNV-1a) and look every token up: ``out[t]`` is token ``t``'s id (-1: not in the vocabulary), ``segs`` the
     tokens of each line (one entry per ``\\n`` and one for the text after the last).  ``out`` needs room for
@@ -234,7 +240,9 @@ cannot tell them apart
             [0, -1]
         """
         h = np.ascontiguousarray(hashes, dtype=np.uint64)
-        return _lookup_all(h, self.keys, self.ids, self.directory, self.shift, np.empty(len(h), dtype=np.int32))
+        found: np.ndarray = _lookup_all(h, self.keys, self.ids, self.directory, self.shift,
+                                        np.empty(len(h), dtype=np.int32))
+        return found
 
     @property
     def nbytes(self) -> int:

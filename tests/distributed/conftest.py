@@ -9,6 +9,8 @@ entering ``Cluster.session()`` inside a test finds Ray initialised and leaves it
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 
@@ -16,7 +18,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
 @pytest.fixture(scope="session")
-def ray_session():
+def ray_session() -> Iterator[ModuleType]:
     """The ``ray`` module with the session's local Ray running (num_cpus=2, 127.0.0.1)."""
     pytest.importorskip("ray")  # [dev] carries Ray: a skip here in CI is a gap, not a pass
     from parvec.distributed.cluster import Cluster

@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 
 def processes() -> dict[int, tuple[int, str]]:
@@ -46,7 +47,8 @@ def descendants_titled(prefix: str, root: int | None = None) -> list[int]:
 class Killer:
     """A thread that SIGKILLs the first process below this one titled ``prefix`` once ``when()`` is true."""
 
-    def __init__(self, prefix: str, when=lambda: True, timeout: float = 300.0, root: int | None = None) -> None:
+    def __init__(self, prefix: str, when: Callable[[], bool] = lambda: True, timeout: float = 300.0,
+                 root: int | None = None) -> None:
         self.prefix, self.when, self.timeout, self.root = prefix, when, timeout, root
         self.killed: list[int] = []
         self.thread = threading.Thread(target=self._watch, daemon=True)

@@ -5,8 +5,12 @@ demo corpus's tokens (the memory tests)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from parvec.keyedvectors import KeyedVectors
 
 ANIMALS = ["cat", "dog", "horse", "cow", "sheep", "goat", "pig", "mouse"]
 VEHICLES = ["car", "bus", "train", "truck", "bike", "plane", "boat", "tram"]
@@ -30,7 +34,7 @@ def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
     return path
 
 
-def topic_precision(kv, topic: list[str], k: int = 5) -> float:
+def topic_precision(kv: KeyedVectors, topic: list[str], k: int = 5) -> float:
     """Share of each topic word's k nearest words that are of its topic."""
     hits = [sum(w in topic for w, _ in kv.most_similar(word, topn=k)) for word in topic]
     return sum(hits) / (k * len(topic))

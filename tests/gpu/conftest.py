@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,7 @@ def _start(tmp_path_factory: pytest.TempPathFactory, which: set[str]) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _gpu_background(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def _gpu_background(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     # Start the subprocesses the session's tests will need, at once, so they overlap the other tests.  Not in a
     # pytest-xdist worker: every worker collects the whole suite but runs only some files (each file whole, in one
     # worker), so each would start both runs; there ``sim_run``/``ptx_run`` start them when a test first asks.

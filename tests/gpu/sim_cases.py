@@ -20,6 +20,7 @@ import json
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -310,7 +311,8 @@ def _e2e(out: Path) -> dict:
         node_counts = count_nodes(tokens, graph.n_nodes, node_counts)
     ranking = rank_nodes(node_counts)
 
-    def walk_parts(epoch: int):  # regenerated every epoch, as Node2Vec does without its walk cache
+    # regenerated every epoch, as Node2Vec does without its walk cache
+    def walk_parts(epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return iter_walk_batches(graph, spec, batch_walks=4, node_map=ranking.rank, workers=1)
 
     words_per_epoch = int(node_counts.sum())

@@ -15,7 +15,7 @@ import parvec.gpu  # noqa: F401 - importing it guards the simulator's shared arr
 
 
 @cuda.jit
-def rotate(out):
+def rotate(out: np.ndarray) -> None:
     """Each thread writes its slot of a shared array, then reads its neighbour's."""
     s = cuda.shared.array(8, int32)
     t = cuda.threadIdx.x

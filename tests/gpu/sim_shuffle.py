@@ -13,6 +13,9 @@ Imported only by tests/gpu/sim_cases.py, in its simulator process.
 from __future__ import annotations
 
 import threading
+from typing import TypeVar
+
+_V = TypeVar("_V")  # a lane's value (a numpy or Python scalar)
 
 
 def emulate_warp_shuffles() -> bool:
@@ -28,7 +31,7 @@ def emulate_warp_shuffles() -> bool:
     if getattr(module, "_parvec_shuffles", False):
         return True
 
-    def shfl_xor_sync(self, mask, value, lane_mask):
+    def shfl_xor_sync(self: object, mask: int, value: _V, lane_mask: int) -> _V:
         me = threading.current_thread()
         slots = me._manager.__dict__.setdefault("_parvec_shuffle_slots", {})
         slots[me.thread_id] = value
@@ -38,7 +41,7 @@ def emulate_warp_shuffles() -> bool:
         me.syncthreads()  # every thread has read before the next shuffle overwrites
         return type(value)(got) if not isinstance(got, type(value)) else got
 
-    def shfl_sync(self, mask, value, src_lane):
+    def shfl_sync(self: object, mask: int, value: _V, src_lane: int) -> _V:
         me = threading.current_thread()
         slots = me._manager.__dict__.setdefault("_parvec_shuffle_slots", {})
         slots[me.thread_id] = value

@@ -18,12 +18,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parvec.cli.node_eval import add_node_eval
 from parvec.cli.resume import note_checkpoint_places
 from parvec.cli.train import add_threads_argument
 from parvec.errors import ParvecError
+
+if TYPE_CHECKING:  # imported where used, so that the command starts fast
+    import numpy as np
+
+    from parvec.graph.graph_io import Graph
+    from parvec.graph.node2vec import Node2Vec
 
 _DELIMITERS = {"tab": "\t", "\\t": "\t", "space": " ", "comma": ",", "whitespace": None}
 
@@ -171,7 +177,7 @@ def _flag(args: argparse.Namespace, dest: str, default: Any) -> Any:
     return vars(args).get(dest, default)
 
 
-def _read(args: argparse.Namespace):
+def _read(args: argparse.Namespace) -> Graph:
     from parvec.graph.graph_io import read_graph
 
     return read_graph(
@@ -184,7 +190,7 @@ def _read(args: argparse.Namespace):
     )
 
 
-def _model(graph, args: argparse.Namespace):
+def _model(graph: Graph, args: argparse.Namespace) -> Node2Vec:
     from parvec.graph.node2vec import DeepWalk, Node2Vec
 
     p = _flag(args, "p", 1.0) if args.with_pq else 1.0
@@ -381,7 +387,7 @@ def _cmd_link_eval(args: argparse.Namespace) -> int:
     graph = _read(args)
     timings: dict[str, float] = {}
 
-    def embed(residual):
+    def embed(residual: Graph) -> np.ndarray:
         model = _model(residual, args)
         vectors = model.fit_vectors()
         timings.update(model.timings)

@@ -31,10 +31,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from parvec.memory import peak_memory_bytes
 from parvec.resources import human_bytes
+
+if TYPE_CHECKING:
+    from parvec.config import TrainConfig
+    from parvec.corpus import ReadOptions
 
 
 class _Stats(Protocol):  # what a driver's train() returns (TrainStats)
@@ -69,7 +73,7 @@ class CorpusFigures:
                 "sentences": self.sentences}
 
 
-def word_parameters(config: Any, options: Any, source: Any, **extra: Any) -> dict[str, Any]:
+def word_parameters(config: TrainConfig, options: ReadOptions, source: str | list[str], **extra: Any) -> dict[str, Any]:
     """A word run's ``parameters``: the training config, the vocabulary options and the input (plus ``extra``).
 
     Example:

@@ -329,4 +329,5 @@ def _resumed_cluster(cmd: TrainCommand, model: Word2Vec) -> Cluster | None:
         changes["threads_per_actor"] = cmd.threads
     if "clients" in cmd.given and model.saved_cluster.get("mode") == "sharded":
         changes["clients"] = cmd.clients
-    return dataclasses.replace(cluster_from_record(model.saved_cluster), **changes)
+    saved: dict[str, Any] = model.saved_cluster
+    return dataclasses.replace(cluster_from_record(saved), **changes)

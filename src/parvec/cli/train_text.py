@@ -106,7 +106,8 @@ def word_classes(kv: Any, k: int, seed: int = 1) -> np.ndarray:
     if not 1 <= k <= len(kv):
         raise ParvecError(f"-classes {k}: must be between 1 and the vocabulary size ({len(kv)})")
     km = KMeans(n_clusters=k, n_init=3, random_state=seed)
-    return km.fit_predict(kv.get_normed_vectors().astype(np.float64)).astype(np.int64)
+    labels: np.ndarray = km.fit_predict(kv.get_normed_vectors().astype(np.float64))  # sklearn is untyped
+    return labels.astype(np.int64)
 
 
 def write_classes(path: str | os.PathLike[str], words: list[str], classes: np.ndarray) -> None:

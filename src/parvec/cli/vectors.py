@@ -198,7 +198,7 @@ def _check_word(kv: Any, word: str, source: str) -> str:
     # The word as the vectors hold it: the same text in another Unicode normal form counts (KeyedVectors); its
     # vector must be numbers (a NaN there would make every answer NaN).
     if kv.has_index_for(word):
-        found = kv.index_to_key[kv.get_index(word)]
+        found: str = kv.index_to_key[kv.get_index(word)]
         if not np.isfinite(kv.get_vector(found)).all():
             raise ParvecError(f"{source}: the vectors are damaged: the vector of {found!r} holds NaN or infinite "
                               "values")

@@ -128,7 +128,8 @@ class RayStep(Step):
         if got[0] is None:
             return []
         if len(got) == len(handle):
-            return got
+            answers: list[np.ndarray] = got  # Ray's get is Any to mypy
+            return answers
         k = len(got) // len(handle)
         return [join_parts(got[i * k: (i + 1) * k]) for i in range(len(handle))]
 

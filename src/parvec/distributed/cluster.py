@@ -560,7 +560,8 @@ def _children() -> list[Any]:
     if psutil is None:
         return []
     try:
-        return psutil.Process().children()
+        children: list[Any] = psutil.Process().children()  # psutil is untyped
+        return children
     except psutil.Error:
         return []
 
@@ -580,7 +581,8 @@ def _with_descendants(processes: list[Any]) -> list[Any]:
 def _running(process: Any) -> bool:
     psutil = _psutil()
     try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        running: bool = process.is_running() and process.status() != psutil.STATUS_ZOMBIE  # psutil is untyped
+        return running
     except psutil.Error:
         return False
 

@@ -182,6 +182,7 @@ class RefCollective:
         """Nothing left: :meth:`start_average` ended the average."""
 
     def _swap(self, gen: int, sync_id: int, phase: int, payload: list) -> list:
+        out: list[Any]  # the board's answer (Ray's get is Any to mypy)
         try:
             status, out = self.ray.get(self.board.exchange.remote(gen, sync_id, phase, self.rank, payload),
                                        timeout=self.timeout_s + 30)
@@ -196,7 +197,8 @@ class RefCollective:
 
     def _fetch(self, refs: list) -> list:
         try:
-            return self.ray.get(refs, timeout=self.timeout_s)
+            fetched: list[Any] = self.ray.get(refs, timeout=self.timeout_s)
+            return fetched
         except self.ray.exceptions.GetTimeoutError:
             raise SyncTimeout(f"a peer's rows did not arrive within {self.timeout_s:.0f} s") from None
         except self.ray.exceptions.RayError as exc:  # the peer that owned them is gone

@@ -56,7 +56,8 @@ MERGE_PEAK_FACTOR = 6
 
 # --------------------------------------------------------------------------- word tables
 @nb.njit(cache=True, nogil=True)
-def _gather(arena, starts, lengths, idx, out_starts, out_arena):  # pragma: no cover - numba
+def _gather(arena: np.ndarray, starts: np.ndarray, lengths: np.ndarray, idx: np.ndarray,  # pragma: no cover - numba
+            out_starts: np.ndarray, out_arena: np.ndarray) -> int:
     """Copy words ``idx`` (bytes ``arena[starts[i]:starts[i]+lengths[i]]``) one after another into ``out_arena``."""
     k = 0
     for j in range(len(idx)):
@@ -101,7 +102,9 @@ def take_words(hashes: np.ndarray, counts: np.ndarray, starts: np.ndarray, lengt
 
 
 @nb.njit(cache=True, nogil=True)
-def _merge_sorted(order, hashes, counts, starts, lengths, arena, flags, rep, merged, collide):  # pragma: no cover
+def _merge_sorted(order: np.ndarray, hashes: np.ndarray, counts: np.ndarray, starts: np.ndarray,  # pragma: no cover
+                  lengths: np.ndarray, arena: np.ndarray, flags: np.ndarray, rep: np.ndarray, merged: np.ndarray,
+                  collide: np.ndarray) -> int:
     """Walk the entries in hash order (``order``): entries of equal bytes are one word (its first entry is its
     representative, its counts summed); distinct words of one hash are all marked ``collide``, and so is a word
     an entry of which was marked (``flags``: from an earlier merge).  Fills ``rep``/``merged``/``collide`` per

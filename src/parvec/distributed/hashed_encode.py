@@ -60,7 +60,9 @@ def encode_ranges(ray: Any, path: str | os.PathLike[str], options: ReadOptions, 
     refs = [task.remote(str(path), a, b, dict(options.__dict__), lookup, str(out_dir), k)
             for k, (a, b) in enumerate(ranges)]
     try:
-        return ray.get(refs, timeout=timeout_s * max(1, len(refs)))
+        encoded: list[tuple[int, int, int, tuple[int, int] | None]] = ray.get(refs,
+                                                                             timeout=timeout_s * max(1, len(refs)))
+        return encoded
     except ray.exceptions.GetTimeoutError:
         raise ParvecError(f"encoding the corpus: not done within {timeout_s:g} s per range (Cluster.timeout_s)"
                           ) from None

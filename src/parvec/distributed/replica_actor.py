@@ -397,7 +397,8 @@ def _cache_matches(path: Path, data: ReplicaData) -> bool:
         header = json.loads((path / "header.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return header.get("tokens") == data.tokens and header.get("vocab_size") == len(data.words)
+    matches: bool = header.get("tokens") == data.tokens and header.get("vocab_size") == len(data.words)
+    return matches
 
 
 def encode_share(rank: int, n: int, config: TrainConfig, data: ReplicaData) -> tuple[np.ndarray, np.ndarray]:

@@ -75,6 +75,7 @@ class ReplicaGroup:
         constructor again) only delays it."""
         late = (f"the {self.n} replica actors did not start within {self.timeout_s:.0f} s (timeout_s): does the Ray "
                 f"cluster have {self.n} x {self.threads} free CPUs?")
+        described: dict[str, Any]  # the actor's answer (Any to mypy)
         described, _ = call_through_restarts(self.ray, self.actors[r], "describe", what=f"replica {r} of {self.n}",
                                              deadline=deadline, timeout_s=self.timeout_s,
                                              max_restarts=self.max_restarts, late=late)

@@ -196,7 +196,8 @@ class LocalStep(Step):
         return out
 
     def result(self, handle: Any) -> list[np.ndarray]:
-        return handle
+        answers: list[np.ndarray] = handle  # what submit returned: the answers themselves
+        return answers
 
 
 # --------------------------------------------------------------------------- the one-process reference

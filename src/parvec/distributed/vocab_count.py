@@ -307,6 +307,7 @@ def map_range(path: str, start: int, end: int | None, options: ReadOptions, redu
     """
     import ray
 
+    info: RangeCount  # count_range's last element
     *parts, info = count_range(path, start, end, options, len(reducers))
     for ref in [r.add.remote(k, p) for r, p in zip(reducers, parts, strict=True)]:
         try:
@@ -398,7 +399,8 @@ def id_bases(summaries: list[ReducerSummary], min_count: int, max_final_vocab: i
 
 
 @nb.njit(cache=True, nogil=True)
-def _ids(counts, values_desc, bases, out):  # pragma: no cover - numba
+def _ids(counts: np.ndarray, values_desc: np.ndarray, bases: np.ndarray,  # pragma: no cover - numba
+         out: np.ndarray) -> np.ndarray:
     """Ids of words in their (hash) order: the next id of their count's class (``values_desc`` descending)."""
     nxt = bases.copy()
     for i in range(len(counts)):
@@ -628,7 +630,8 @@ def _stop(ray: Any, actors: list[Any]) -> None:
 def _get(ray: Any, refs: list[Any], what: str, timeout_s: float, lost_ok: bool = False) -> list[Any]:
     # Every task's answer; a lost actor is the caller's to handle when ``lost_ok``, any other failure a ParvecError.
     try:
-        return ray.get(refs, timeout=timeout_s * max(1, len(refs)))
+        got: list[Any] = ray.get(refs, timeout=timeout_s * max(1, len(refs)))
+        return got
     except ray.exceptions.GetTimeoutError:
         raise ParvecError(f"{what}: not done within {timeout_s:g} s per task (Cluster.timeout_s)") from None
     except ray.exceptions.RayTaskError as exc:

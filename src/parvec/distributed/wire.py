@@ -89,7 +89,8 @@ def to_half(x: np.ndarray) -> np.ndarray:
         [1.0, 0.0010004043579101562]
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
-    return K.float_to_half(x, x.view(np.uint32), np.empty(len(x), dtype=np.uint16)).view(np.float16)
+    half: np.ndarray = K.float_to_half(x, x.view(np.uint32), np.empty(len(x), dtype=np.uint16))  # jitted: Any to mypy
+    return half.view(np.float16)
 
 
 def sum_partials(partials: Sequence[np.ndarray]) -> np.ndarray:
@@ -116,7 +117,9 @@ def from_wire(arr: np.ndarray, scale: float) -> np.ndarray:
     """
     if arr.dtype == np.float32:
         return arr
-    return K.half_to_float(arr.view(np.uint16), np.float32(scale), np.empty(len(arr), dtype=np.float32), False)
+    coefficients: np.ndarray = K.half_to_float(arr.view(np.uint16), np.float32(scale),  # jitted: Any to mypy
+                                               np.empty(len(arr), dtype=np.float32), False)
+    return coefficients
 
 
 def _padded(nbytes: int) -> int:

@@ -333,7 +333,7 @@ class GpuDriver(ModelTables, DriverBase):
         if force:  # the epoch's end
             self._sim_done += words
 
-    def _launch(self, d: _DeviceState, slot: _Slot, d_tokens, d_offsets, s_lo: int, launch: Launch,
+    def _launch(self, d: _DeviceState, slot: _Slot, d_tokens: Any, d_offsets: Any, s_lo: int, launch: Launch,
                 n_blocks: int) -> None:
         cfg = self.config
         common = (d.w_in, d.w_out, d_tokens, d_offsets, s_lo, launch.sentence_base, launch.key, launch.alpha0,

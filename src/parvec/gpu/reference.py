@@ -102,14 +102,14 @@ def subsample(tokens: np.ndarray, start: int, end: int, keep: np.ndarray, key: n
 
 
 @njit(inline="always")
-def _ring_load(w_in, row, ring, orig, slot):
+def _ring_load(w_in: np.ndarray, row: int, ring: np.ndarray, orig: np.ndarray, slot: int) -> None:
     for d in range(w_in.shape[1]):
         ring[slot, d] = w_in[row, d]
         orig[slot, d] = ring[slot, d]
 
 
 @njit(inline="always")
-def _ring_flush(w_in, row, ring, orig, slot):
+def _ring_flush(w_in: np.ndarray, row: int, ring: np.ndarray, orig: np.ndarray, slot: int) -> None:
     for d in range(w_in.shape[1]):
         w_in[row, d] += ring[slot, d] - orig[slot, d]
 
@@ -517,9 +517,11 @@ def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
 
 
 @njit(cache=True)
-def _train_launch(algo_par: bool, w_in, w_out, tokens, offsets, s_lo, s_hi, sentence_base, key, alpha0, alpha1,
-                  words, keep, prob, alias, window, negative, batch, h_factor, h_max, negs, neg_base, with_loss,
-                  out_loss, out_pairs, lag, stagger, window_order):
+def _train_launch(algo_par: bool, w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray,
+                  s_lo: int, s_hi: int, sentence_base: int, key: np.uint64, alpha0: float, alpha1: float, words: int,
+                  keep: np.ndarray, prob: np.ndarray, alias: np.ndarray, window: int, negative: int, batch: int,
+                  h_factor: float, h_max: int, negs: np.ndarray, neg_base: int, with_loss: bool,
+                  out_loss: np.ndarray, out_pairs: np.ndarray, lag: int, stagger: int, window_order: bool) -> None:
     sent = np.empty(GPU_MAX_SENTENCE, dtype=np.int32)
     for s in range(s_lo, s_hi):
         start = offsets[s]
@@ -649,7 +651,7 @@ def reference_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w
 
 # ------------------------------------------------------------------------------------------ the Hogwild model
 @njit(inline="always")
-def _finish(s_launch, s, remaining, done):
+def _finish(s_launch: np.ndarray, s: int, remaining: np.ndarray, done: int) -> int:
     """Sentence ``s`` is done; returns how many launches from the first are now complete."""
     remaining[s_launch[s]] -= 1
     while done < len(remaining) and remaining[done] == 0:
@@ -658,8 +660,11 @@ def _finish(s_launch, s, remaining, done):
 
 
 @njit(inline="always")
-def _take_steps(is_par, lag, stagger, tokens, s_start, s_end, s_id, s_launch, in_flight, rep_ticks, keep, key, batch,
-                sent, slen, sidx, ci, mi, kind, left, starts, remaining, nxt, done):
+def _take_steps(is_par: bool, lag: int, stagger: int, tokens: np.ndarray, s_start: np.ndarray, s_end: np.ndarray,
+                s_id: np.ndarray, s_launch: np.ndarray, in_flight: int, rep_ticks: int, keep: np.ndarray,
+                key: np.uint64, batch: int, sent: np.ndarray, slen: np.ndarray, sidx: np.ndarray, ci: np.ndarray,
+                mi: np.ndarray, kind: np.ndarray, left: np.ndarray, starts: np.ndarray, remaining: np.ndarray,
+                nxt: int, done: int) -> tuple[int, int, int]:
     # One tick's scheduling: an idle slot takes the next sentence the plan allows (launch k once launch
     # k - in_flight is done; a sentence subsampled to nothing is finished at once); a slot whose step has no ticks
     # left starts its next one (a center, or PAR's repulsion minibatch of rep_ticks).  Returns (slots with a
@@ -705,9 +710,12 @@ def _take_steps(is_par, lag, stagger, tokens, s_start, s_end, s_id, s_launch, in
 
 
 @njit(inline="always")
-def _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen, sidx, ci, mi, kind, ends, ring,
-                 orig, cur, cur0, outs, valid, nid, nbh, d_in, d_out, step_loss, step_pairs, remaining, done, loss,
-                 pairs):
+def _write_steps(is_par: bool, w_in: np.ndarray, w_out: np.ndarray, s_launch: np.ndarray, window: int, n_neg: int,
+                 batch: int, sent: np.ndarray, slen: np.ndarray, sidx: np.ndarray, ci: np.ndarray, mi: np.ndarray,
+                 kind: np.ndarray, ends: np.ndarray, ring: np.ndarray, orig: np.ndarray, cur: np.ndarray,
+                 cur0: np.ndarray, outs: np.ndarray, valid: np.ndarray, nid: np.ndarray, nbh: np.ndarray,
+                 d_in: np.ndarray, d_out: np.ndarray, step_loss: np.ndarray, step_pairs: np.ndarray,
+                 remaining: np.ndarray, done: int, loss: float, pairs: int) -> tuple[float, int, int]:
     # The steps ending this tick write their updates to the shared rows, slot after slot (the GPU's atomic adds),
     # and a slot whose sentence is trained frees itself.  Returns (loss, pairs, launches done).
     for q in range(len(sidx)):
@@ -731,9 +739,12 @@ def _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen
     return loss, pairs, done
 
 
-def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha,
-                      s_launch, n_launches, n_slots, in_flight, rep_ticks, keep, prob, alias, key, window, negative,
-                      batch, h_factor, h_max, with_loss):
+def _hogwild_epoch_py(is_par: bool, window_order: bool, lag: int, stagger: int, w_in: np.ndarray, w_out: np.ndarray,
+                      tokens: np.ndarray, s_start: np.ndarray, s_end: np.ndarray, s_id: np.ndarray,
+                      s_alpha: np.ndarray, s_launch: np.ndarray, n_launches: int, n_slots: int, in_flight: int,
+                      rep_ticks: int, keep: np.ndarray, prob: np.ndarray, alias: np.ndarray, key: np.uint64,
+                      window: int, negative: int, batch: int, h_factor: float, h_max: int,
+                      with_loss: bool) -> tuple[float, int, int, int]:
     dim = w_in.shape[1]
     ring_size = 2 * window + 1
     n_neg = 0 if is_par else negative
@@ -854,7 +865,8 @@ class HogwildStats:
 
 
 def _epoch_table(config: TrainConfig, parts: Iterable[tuple[np.ndarray, np.ndarray]], epoch: int,
-                 schedule: Schedule, words_per_launch: int):
+                 schedule: Schedule, words_per_launch: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
     """The epoch's sentences as the GPU plan orders them (:func:`parvec.gpu.plan.epoch_launches`): one token
     array and per sentence its bounds, RNG index, rate and launch."""
     arrays: list[np.ndarray] = []

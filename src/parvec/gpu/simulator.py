@@ -28,6 +28,7 @@ def make_shared_arrays_thread_safe() -> bool:
     if not config.ENABLE_CUDASIM:
         return False
     import numpy as np
+    import numpy.typing as npt
     from numba.cuda.simulator import kernelapi
 
     shared = kernelapi.FakeCUDAShared
@@ -36,15 +37,17 @@ def make_shared_arrays_thread_safe() -> bool:
     unlocked = shared.array
     lock = threading.Lock()
 
-    def array(self, shape, dtype, alignment=None):
+    def array(self: kernelapi.FakeCUDAShared, shape: int | tuple[int, ...], dtype: npt.DTypeLike,
+              alignment: int | None = None) -> np.ndarray:
         if alignment is not None or shape == 0:  # an error, or the dynamic array (one buffer, no lookup)
-            return unlocked(self, shape, dtype, alignment)
+            dynamic: np.ndarray = unlocked(self, shape, dtype, alignment)  # numba's simulator is Any to mypy
+            return dynamic
         if isinstance(dtype, kernelapi.types.Type):  # the simulator's own conversion
             dtype = kernelapi.numpy_support.as_dtype(dtype)
         caller = sys._getframe(1)
         key = (caller.f_code.co_filename, caller.f_lineno)  # as the simulator's: the calling line
         with lock:
-            res = self._allocations.get(key)
+            res: np.ndarray | None = self._allocations.get(key)
             if res is None:
                 res = np.empty(shape, dtype)
                 self._allocations[key] = res

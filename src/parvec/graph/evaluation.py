@@ -504,7 +504,8 @@ def link_prediction(
         raise ParvecError("embed returned vectors holding NaN or inf")
 
     def features(pairs: np.ndarray) -> np.ndarray:
-        return vectors[pairs[:, 0]] * vectors[pairs[:, 1]]
+        product: np.ndarray = vectors[pairs[:, 0]] * vectors[pairs[:, 1]]
+        return product
 
     x_train = np.vstack([features(train_pos), features(train_neg)])
     y_train = np.r_[np.ones(len(train_pos)), np.zeros(len(train_neg))]

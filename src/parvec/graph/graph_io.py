@@ -46,7 +46,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
@@ -419,7 +419,7 @@ def _loadtxt(lines: list[str], dtype: type | np.dtype, delimiter: str | None, us
         return None
 
 
-def _blocks_text(p: Path):
+def _blocks_text(p: Path) -> Iterator[list[str] | None]:
     """The file as blocks of ``BLOCK_LINES`` lines (None on invalid UTF-8)."""
     try:
         with open(p, encoding="utf-8-sig") as f:  # a leading BOM is not part of the first ID
@@ -429,7 +429,17 @@ def _blocks_text(p: Path):
         yield None
 
 
-def _blocks(p: Path, dtype: type, delimiter: str | None, with_lines: bool = False):
+@overload
+def _blocks(p: Path, dtype: type, delimiter: str | None) -> Iterator[np.ndarray | None]: ...
+
+
+@overload
+def _blocks(p: Path, dtype: type, delimiter: str | None,
+            with_lines: Literal[True]) -> Iterator[tuple[list[str] | None, np.ndarray | None]]: ...
+
+
+def _blocks(p: Path, dtype: type, delimiter: str | None,
+            with_lines: bool = False) -> Iterator[np.ndarray | None | tuple[list[str] | None, np.ndarray | None]]:
     """Yield each block's parsed array (with its lines if asked); None (and stop) when numpy refuses one or
     columns change."""
     columns = 0
@@ -481,7 +491,7 @@ def _fast_implicit(p: Path, weighted: bool, delimiter: str | None) -> _Parsed | 
     src, dst, ws = _Column(np.int32), _Column(np.int32), _Column(np.float64)
     columns = 0
     for lines, arr in _blocks(p, np.float64, delimiter, with_lines=True):
-        if arr is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
+        if arr is None or lines is None or (weighted and arr.shape[0] and arr.shape[1] != 3):
             return None
         if not arr.shape[0]:  # a block of blank or comment lines (fuzzing found arr[:, 2] of a (0, 2) block)
             continue
@@ -701,7 +711,7 @@ def not_utf8_error(path: str | os.PathLike[str]) -> ParvecError:
     return ParvecError(f"{p}: not UTF-8 text")
 
 
-def _from_matrix(matrix, p: Path, weighted: bool, directed: bool, node_ids: list[str] | None) -> Graph:
+def _from_matrix(matrix: object, p: Path, weighted: bool, directed: bool, node_ids: list[str] | None) -> Graph:
     import scipy.sparse as sp
 
     a = sp.csr_matrix(matrix)

@@ -84,7 +84,7 @@ def _splitmix64(x: np.uint64) -> np.uint64:
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _walk_state(seed: np.uint64, rnd: np.uint64, node: np.uint64) -> np.uint64:
-    s = _splitmix64(_splitmix64(_splitmix64(seed) ^ rnd) ^ node)
+    s: np.uint64 = _splitmix64(_splitmix64(_splitmix64(seed) ^ rnd) ^ node)  # a jitted call is Any to mypy
     if s == np.uint64(0):  # xorshift must never hold 0
         s = _GOLDEN
     return s
@@ -93,7 +93,7 @@ def _walk_state(seed: np.uint64, rnd: np.uint64, node: np.uint64) -> np.uint64:
 @njit(nogil=True, fastmath=FASTMATH, cache=True)
 def _next(state: np.ndarray) -> np.uint64:
     # xorshift64*: state kept in a 1-element array so helpers can advance it.
-    x = state[0]
+    x: np.uint64 = state[0]
     x ^= x >> _U12
     x ^= x << _U25
     x ^= x >> np.uint64(27)
@@ -141,25 +141,27 @@ def _search_cum(cumw: np.ndarray, lo: np.int64, hi: np.int64, u: float) -> np.in
 
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True)
-def _first_order(indptr, cumw, weighted, cur, state) -> np.int64:
+def _first_order(indptr: np.ndarray, cumw: np.ndarray, weighted: bool, cur: np.int64, state: np.ndarray) -> np.int64:
     # Returns the CSR position of the next node (uniform or weight-proportional).
-    s = indptr[cur]
-    e = indptr[cur + 1]
+    s: np.int64 = indptr[cur]  # the arrays' elements and the jitted calls are Any to mypy
+    e: np.int64 = indptr[cur + 1]
     if not weighted:
-        return s + _randint(state, e - s)
+        step: np.int64 = _randint(state, e - s)
+        return s + step
     base = cumw[s - 1] if s > 0 else 0.0
     total = cumw[e - 1] - base
-    j = _search_cum(cumw, s, e, base + _uniform(state) * total)
+    j: np.int64 = _search_cum(cumw, s, e, base + _uniform(state) * total)
     return j if j < e else e - 1
 
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True)
-def _second_order(indptr, indices, data, cumw, weighted, cur, prev, inv_p, inv_q, state) -> np.int64:
+def _second_order(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, cumw: np.ndarray, weighted: bool,
+                  cur: np.int64, prev: np.int64, inv_p: float, inv_q: float, state: np.ndarray) -> np.int64:
     # node2vec step by rejection sampling with the return edge split off exactly (module docstring).
-    s = indptr[cur]
-    e = indptr[cur + 1]
+    s: np.int64 = indptr[cur]  # the arrays' elements and the jitted calls are Any to mypy
+    e: np.int64 = indptr[cur + 1]
     deg = e - s
-    ret = _find(indices, s, e, prev)  # CSR position of cur -> prev, or -1 (directed graphs)
+    ret: np.int64 = _find(indices, s, e, prev)  # CSR position of cur -> prev, or -1 (directed graphs)
     if weighted:
         base = cumw[s - 1] if s > 0 else 0.0
         total = cumw[e - 1] - base
@@ -207,26 +209,27 @@ def _second_order(indptr, indices, data, cumw, weighted, cur, prev, inv_p, inv_q
         else:
             alpha = inv_q
         if alpha >= bound or _uniform(state) * bound < alpha:
-            return j
+            chosen: np.int64 = j
+            return chosen
 
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, parallel=True)
 def _walk_kernel(
-    indptr,
-    indices,
-    data,
-    cumw,
-    weighted,
-    starts,
-    seed,
-    rnd,
-    walk_length,
-    inv_p,
-    inv_q,
-    node_map,
-    out,
-    lengths,
-):
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    cumw: np.ndarray,
+    weighted: bool,
+    starts: np.ndarray,
+    seed: np.uint64,
+    rnd: np.uint64,
+    walk_length: int,
+    inv_p: float,
+    inv_q: float,
+    node_map: np.ndarray,
+    out: np.ndarray,
+    lengths: np.ndarray,
+) -> None:
     n_walks = starts.shape[0]
     first_only = inv_p == 1.0 and inv_q == 1.0
     useed = np.uint64(seed)
@@ -255,7 +258,7 @@ def _walk_kernel(
 
 
 @njit(nogil=True, cache=True)
-def _compact(out, lengths, tokens, offsets):
+def _compact(out: np.ndarray, lengths: np.ndarray, tokens: np.ndarray, offsets: np.ndarray) -> None:
     # Copy ragged walks into the flat token array (only needed when some walk ended early).
     pos = 0
     offsets[0] = 0
@@ -540,11 +543,13 @@ class NodeRanking:
 
     def to_ranks(self, tokens: np.ndarray) -> np.ndarray:
         """Node ids -> rank ids."""
-        return self.rank[tokens]
+        ranks: np.ndarray = self.rank[tokens]
+        return ranks
 
     def to_nodes(self, tokens: np.ndarray) -> np.ndarray:
         """Rank ids -> node ids."""
-        return self.order[tokens]
+        nodes: np.ndarray = self.order[tokens]
+        return nodes
 
 
 def rank_nodes(counts: np.ndarray) -> NodeRanking:

@@ -22,10 +22,17 @@ config to its kernel (``hs=True`` trains with :mod:`parvec.kernels.hs`, skip-gra
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from parvec.errors import ParvecError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from parvec.config import TrainConfig
 
 # name -> module path; the module is imported (and its kernel compiled) only when used.
 _MODULES = {
@@ -62,16 +69,20 @@ class Algorithm:
         return self.name if self.sg else f"cbow-{self.name}"
 
     @property
-    def train_chunk(self):
-        return self.module.train_chunk
+    def train_chunk(self) -> Callable[..., tuple[int, int, float]]:
+        """The module's numba kernel: ``(words, pairs, loss)`` of the chunk it trains (docs/architecture.md)."""
+        kernel: Callable[..., tuple[int, int, float]] = self.module.train_chunk
+        return kernel
 
     @property
     def needs_hs(self) -> bool:
         """Whether the kernel takes the hierarchical-softmax arrays (syn1, codes, points, code_len)."""
         return bool(getattr(self.module, "NEEDS_HS", False))
 
-    def params(self, config):
-        return self.module.params(config)
+    def params(self, config: TrainConfig) -> tuple[np.ndarray, np.ndarray, int]:
+        """The module's ``params(config)``: ``(iparams, extra fparams, work size in floats)``."""
+        params: tuple[np.ndarray, np.ndarray, int] = self.module.params(config)
+        return params
 
 
 def get_algorithm(name: str, sg: bool = True) -> Algorithm:
@@ -97,7 +108,7 @@ def get_algorithm(name: str, sg: bool = True) -> Algorithm:
     return Algorithm(name, module, bool(sg))
 
 
-def select_algorithm(config) -> Algorithm:
+def select_algorithm(config: TrainConfig) -> Algorithm:
     """The kernel that trains ``config``: its ``algo``, or with ``hs=True`` the hierarchical-softmax kernel.
 
     Hierarchical softmax has one kernel (word2vec.c's loop, :mod:`parvec.kernels.hs`), used for ``algo``
@@ -109,7 +120,7 @@ def select_algorithm(config) -> Algorithm:
         'hs'
     """
     if not getattr(config, "hs", False):
-        return get_algorithm(config.algo, config.sg)
+        return get_algorithm(str(config.algo), config.sg)  # TrainConfig sets algo (None: the device's default)
     if config.algo not in HS_ALGORITHMS:
         raise ParvecError(f"hierarchical softmax (hs=1) runs with algo {' or '.join(HS_ALGORITHMS)} only, "
                           f"not {config.algo!r}")
