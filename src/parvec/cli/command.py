@@ -174,7 +174,8 @@ def _refuse_cluster_flags(values: dict[str, Any]) -> None:
 def resolve(args: argparse.Namespace, paths: TrainPaths | None = None) -> tuple[TrainCommand, Checkpoint | None]:
     """``parvec train``'s command from its parsed flags (module docstring; ``paths``, when given, the staged local
     stand-ins of its URLs, :func:`parvec.cli.remote.staged_train`, taken over the flags'), with the checkpoint
-    ``--resume`` loaded; prints the defaults line (a new run) or the lines that say what a resumed run takes from its checkpoint.
+    ``--resume`` loaded; prints the defaults line (a new run) or the lines that say what a resumed run takes from
+    its checkpoint.
     Refuses, before anything is read or reserved, what cannot run: a missing input or output, flags that conflict
     with each other, the cluster's mode or the checkpoint, more threads than ``local:N`` has CPUs, no GPU.
 
