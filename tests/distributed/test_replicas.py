@@ -313,7 +313,7 @@ def _fault_run(tmp_path, kill: bool, restarts: int = 3, collective: str = "auto"
         deadline = time.time() + 120
         while time.time() < deadline and th.is_alive():
             try:
-                epoch, done = ray.get(trainer.actors[0].progress.remote(), timeout=5)["synced"]
+                epoch, done = ray.get(trainer.actors[0].progress.remote(), timeout=5).synced
             except Exception:  # noqa: BLE001 - the actors not up yet
                 epoch, done = -1, 0
             if epoch == 1 and done >= 3:  # mid-way through the second epoch
