@@ -310,7 +310,8 @@ def _stage_inputs(paths: TrainPaths, run: StagedRun) -> TrainPaths:
     inputs, train_file = list(paths.inputs), paths.train_file
     on_workers = reads_urls_on_workers(paths)
     if on_workers:  # the workers read their units from the URLs: nothing is copied here
-        run.inputs += [f.url for u in [*inputs, train_file] if storage.is_url(u) for f in storage.list_inputs(u)]
+        urls = [u for u in [*inputs, train_file] if u is not None and storage.is_url(u)]
+        run.inputs += [f.url for u in urls for f in storage.list_inputs(u)]
         return paths
     staged_inputs = tuple(_stage_input(u, run, i) if storage.is_url(u) else u for i, u in enumerate(inputs))
     staged_train_file = train_file
