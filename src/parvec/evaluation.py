@@ -629,23 +629,12 @@ class PairSetScores:
     covered: int
     oov_percent: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str | float | int | None]:
         """The set's entry of :func:`evaluate`'s JSON."""
         return {"path": self.path, "spearman": self.spearman, "spearman_p": self.spearman_p, "pearson": self.pearson,
                 "pearson_p": self.pearson_p, "pairs": self.pairs, "covered": self.covered,
                 "oov_percent": self.oov_percent}
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> PairSetScores:
-        """The record of a set's JSON entry (:meth:`to_json`); ``path`` and the p-values may be absent.
-
-        Example:
-            >>> PairSetScores.from_json({"spearman": 0.5, "pearson": 0.4, "pairs": 3, "covered": 2,
-            ...                       "oov_percent": 33.3}).pairs
-            3
-        """
-        return cls(str(d.get("path", "")), d["spearman"], d.get("spearman_p"), d["pearson"], d.get("pearson_p"),
-                   int(d["pairs"]), int(d["covered"]), float(d["oov_percent"]))
 
 
 @dataclass(frozen=True)
@@ -663,9 +652,11 @@ class AnalogySection:
     covered: int
     accuracy: dict[str, float | None]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str | int | float | None]:
         """The section's entry of :func:`evaluate`'s JSON (one key per method)."""
-        return {"section": self.section, "questions": self.questions, "covered": self.covered} | self.accuracy
+        out: dict[str, str | int | float | None] = {"section": self.section, "questions": self.questions,
+                                                    "covered": self.covered}
+        return out | self.accuracy
 
 
 @dataclass(frozen=True)
@@ -692,19 +683,6 @@ class AnalogyScores:
                 | {"questions": self.questions, "covered": self.covered, "coverage": self.coverage,
                    "sections": [s.to_json() for s in self.sections]})
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> AnalogyScores:
-        """The record of a file's JSON entry (:meth:`to_json`).
-
-        Example:
-            >>> AnalogyScores.from_json({"path": "q", "restrict_vocab": 9, "3cosadd": 1.0, "3cosmul": 1.0,
-            ...                          "questions": 1, "covered": 1, "coverage": 1.0, "sections": []}).covered
-            1
-        """
-        sections = tuple(AnalogySection(str(s["section"]), int(s["questions"]), int(s["covered"]),
-                                        {m: s[m] for m in METHODS}) for s in d.get("sections", []))
-        return cls(str(d.get("path", "")), int(d["restrict_vocab"]), {m: float(d[m]) for m in METHODS},
-                   int(d["questions"]), int(d["covered"]), float(d["coverage"]), sections)
 
 
 @dataclass(frozen=True)
@@ -732,17 +710,6 @@ class EvalScores:
             out["analogies"] = self.analogies.to_json()
         return out
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> EvalScores:
-        """The record of :func:`evaluate`'s JSON (a ``parvec eval --json`` file).
-
-        Example:
-            >>> EvalScores.from_json({}).analogies is None
-            True
-        """
-        pairs = {name: PairSetScores.from_json(d[name]) for name in ("ws353", "simlex") if name in d}
-        return cls(pairs.get("ws353"), pairs.get("simlex"),
-                   AnalogyScores.from_json(d["analogies"]) if "analogies" in d else None)
 
 
 def evaluate(
