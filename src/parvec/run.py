@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvec.checkpoints import Checkpointer
+from parvec.checkpoints import CheckpointCounts, Checkpointer
 from parvec.config import TrainConfig
 from parvec.engine import Driver, Position, RunEngine, TrainStats, parse_interval
 from parvec.errors import ParvecError
@@ -139,7 +139,7 @@ class RunState:
     graph_run: dict[str, Any] | None = None
     saved_cluster: dict[str, Any] | None = None
     saved_cluster_recorded: bool = False
-    checkpoint_report: dict[str, Any] = field(default_factory=dict)
+    checkpoint_report: CheckpointCounts = field(default_factory=CheckpointCounts)
     run_report: dict[str, Any] = field(default_factory=dict)
     actor_threads: int | None = None
 
@@ -293,8 +293,7 @@ class Run:
     def execute(self) -> TrainStats:
         """Train, checkpoint and record; returns the engine's statistics (scoring's seconds taken off)."""
         options, state, run_log = self.options, self.state, self.options.run_log
-        state.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
-                                   "failed_checkpoints": 0}
+        state.checkpoint_report = CheckpointCounts()
         if self.start_epoch >= self.schedule.epochs:  # resumed from the last epoch's end: nothing is left to train
             return TrainStats()
         state.actor_threads = None  # the driver's, once prepared (_describe)

@@ -342,7 +342,7 @@ def _e2e(out: Path) -> dict:
         full = Word2Vec(sentences=sentences, device="cuda", checkpoint_dir=ck, checkpoint_every=30, **kw)
         mids = [f for f in list_checkpoints(ck) if f.chunks_done]
         summary["gpu-mid-checkpoints"] = [[f.epoch, f.chunks_done] for f in mids]
-        summary["gpu-mid-report"] = full.checkpoint_report
+        summary["gpu-mid-report"] = full.checkpoint_report.to_json()
         resumed = Word2Vec.load(mids[0].path)
         summary["gpu-resumed-position"] = resumed.position.to_json() if resumed.position is not None else None
         r_stats = resumed.train(sentences=sentences, resume=True)

@@ -13,17 +13,21 @@ this for every command).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parvec.cli.node_eval import add_node_eval
 from parvec.cli.resume import note_checkpoint_places
 from parvec.cli.train import add_threads_argument
 from parvec.errors import ParvecError
+
+if TYPE_CHECKING:
+    from parvec.cli.run_report import RunReport
 
 _DELIMITERS = {"tab": "\t", "\\t": "\t", "space": " ", "comma": ",", "whitespace": None}
 
@@ -351,7 +355,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
 
 def _graph_report(args: argparse.Namespace, places: _Places, graph: Any, model: Any, labels: Any, out: Path,
-                  t_read: float) -> dict[str, Any]:
+                  t_read: float) -> RunReport:
     # The common keys (parvec.cli.run_report, kind "graph"), plus the walk settings and, with labels,
     # micro/macro-F1 against the training fraction (scored after the peak memory of training is read).
     from parvec.cli.run_report import absolute, checkpoints, resumed_from, run_report
@@ -369,8 +373,8 @@ def _graph_report(args: argparse.Namespace, places: _Places, graph: Any, model: 
         run_log=model.run_log)
     if labels is not None:
         model.eval_labels, model.eval_labels_source = labels, args.labels
-        report["labels"] = args.labels
-        report["node_classification"] = model.classify(model.node_vectors, repeats=3)
+        scores = model.classify(model.node_vectors, repeats=3)
+        report = dataclasses.replace(report, after=(("labels", args.labels), ("node_classification", scores)))
     return report
 
 
