@@ -68,6 +68,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
+from parvec.cluster_record import ClusterRecord
 from parvec.config import TrainConfig
 from parvec.engine import Position
 from parvec.errors import CheckpointError, ParvecError
@@ -207,7 +208,7 @@ class SavedModel:
     checkpoint_every: str | None = None
     schedule_anchor: tuple[float, float] | None = None
     graph_run: dict[str, Any] | None = None
-    cluster: dict[str, Any] | None = None
+    cluster: ClusterRecord | None = None
     cluster_recorded: bool = True
     sharded: dict[str, Any] | None = None
 
@@ -346,7 +347,7 @@ def _describe(model: SavedModel, sums: dict[str, ArrayEntry], vocab_bytes: bytes
     if vocab_bytes is not None:  # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked
         meta["vocab_crc32"] = zlib.crc32(vocab_bytes) & 0xFFFFFFFF
     if model.cluster_recorded:  # a directory read without it (written before it was recorded) stays so
-        meta["cluster"] = model.cluster
+        meta["cluster"] = model.cluster.to_json() if model.cluster is not None else None
     if model.sharded is not None:
         meta["sharded"] = model.sharded
     if model.graph_run is not None:
@@ -597,7 +598,7 @@ def _fields(meta: Mapping[str, Any]) -> SavedModel:
         checkpoint_every=None if every is None else str(every),
         schedule_anchor=(float(anchor[0]), float(anchor[1])) if anchor else None,
         graph_run=graph_run,
-        cluster=cluster,
+        cluster=ClusterRecord.from_json(cluster) if cluster is not None else None,
         cluster_recorded="cluster" in meta,
         sharded=sharded,
     )

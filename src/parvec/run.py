@@ -47,6 +47,7 @@ from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 
 if TYPE_CHECKING:
+    from parvec.cluster_record import ClusterRecord
     from parvec.corpus import EncodedCorpus
     from parvec.model_io import SavedModel
     from parvec.runlog import RunLog
@@ -137,7 +138,7 @@ class RunState:
     saved_checkpoint_every: str | None = None
     saved_at: float | None = None
     graph_run: dict[str, Any] | None = None
-    saved_cluster: dict[str, Any] | None = None
+    saved_cluster: ClusterRecord | None = None
     saved_cluster_recorded: bool = False
     checkpoint_report: CheckpointCounts = field(default_factory=CheckpointCounts)
     run_report: dict[str, Any] = field(default_factory=dict)

@@ -176,7 +176,8 @@ def open_model(cmd: TrainCommand, checkpoint: Checkpoint | None) -> Iterator[Tra
     pipeline = cmd.sharded
     if pipeline and checkpoint is not None and not isinstance(checkpoint.model, ShardedWord2Vec):
         model = checkpoint.model
-        if not (model.saved_cluster_recorded and (model.saved_cluster or {}).get("mode") == "sharded"):
+        saved = model.saved_cluster if model.saved_cluster_recorded else None
+        if not (saved is not None and saved.mode == "sharded"):
             raise ParvecError(f"--resume {cmd.resume} is not a sharded run's checkpoint: resume it without --mode "
                               "sharded (it trains where it was trained)")
         pipeline = False

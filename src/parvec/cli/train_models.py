@@ -328,6 +328,6 @@ def _resumed_cluster(cmd: TrainCommand, model: Word2Vec) -> Cluster | None:
     changes: dict[str, Any] = {"spec": cmd.cluster}
     if "threads" in cmd.given:
         changes["threads_per_actor"] = cmd.threads
-    if "clients" in cmd.given and model.saved_cluster.get("mode") == "sharded":
+    if "clients" in cmd.given and model.saved_cluster.mode == "sharded":
         changes["clients"] = cmd.clients
     return dataclasses.replace(cluster_from_record(model.saved_cluster), **changes)

@@ -387,7 +387,9 @@ class ShardedWord2Vec(KeptRun):
         self._describing = snap.id
         vocab_dir = _place_vocab(corpus, directory / "vocab")
         settings = self.settings
-        record = (cluster_record(self.cluster) or {}) | {"shards": settings.shards, "clients": settings.clients}
+        record = cluster_record(self.cluster)
+        assert record is not None
+        record = record.with_settings(shards=settings.shards, clients=settings.clients)
         sharded = {"files": snap.files_json(relative_to=inside), "snapshot": snap.checkpoint_state(),
                    "settings": settings.to_json(), "input": corpus.identity(),
                    "vocab": {"directory": os.path.relpath(vocab_dir, inside), "parts": corpus.vocab_parts,
