@@ -555,11 +555,11 @@ def _vocab_json(path: Path, crc: object) -> Vocab:
 def _parts_vocab(path: Path, parts: Any, arrays: bool) -> Vocab | None:
     # A sharded model's vocabulary partitions (parvec.vocab_parts): every file there (and, read whole, its CRC-32
     # checked); the Vocab only when the arrays are read too (a resumed run reads neither).
-    from parvec.vocab_parts import WordParts
+    from parvec.vocab_parts import VocabPart, WordParts
 
     try:
         directory = path / str(parts["directory"])
-        found = WordParts.open(directory, list(parts["parts"]), check=arrays)
+        found = WordParts.open(directory, [VocabPart.from_json(p) for p in parts["parts"]], check=arrays)
         if found.n_words != int(parts["words"]):
             raise ValueError(f"the partitions hold {found.n_words} words, model.json records {parts['words']}")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -392,7 +392,8 @@ class ShardedWord2Vec(KeptRun):
         record = record.with_settings(shards=settings.shards, clients=settings.clients)
         sharded = {"files": snap.files_json(relative_to=inside), "snapshot": snap.checkpoint_state(),
                    "settings": settings.to_json(), "input": corpus.identity(),
-                   "vocab": {"directory": os.path.relpath(vocab_dir, inside), "parts": corpus.vocab_parts,
+                   "vocab": {"directory": os.path.relpath(vocab_dir, inside),
+                             "parts": [p.to_json() for p in corpus.vocab_parts],
                              "words": corpus.n_words}}
         return model_io.SavedModel(
             config=self.config, vocab=None, vectors=None, syn1neg=None, read_options=self.read_options.__dict__,
@@ -440,13 +441,13 @@ class ShardedWord2Vec(KeptRun):
 def _place_vocab(corpus: ShardedCorpus, directory: Path) -> Path:
     # The vocabulary's partitions beside the checkpoints (hard links, else copies), once: a resumed run's are
     # there already (the same files: its input was checked).
-    from parvec.vocab_parts import crc32_file, part_paths
+    from parvec.vocab_parts import crc32_file
 
     for rec in corpus.vocab_parts:
-        for name, dst in part_paths(directory, int(rec["part"])).items():
-            if dst.exists() and crc32_file(dst) == rec["crc32"][name]:
+        for name, dst in rec.paths(directory).items():
+            if dst.exists() and crc32_file(dst) == rec.crc32[name]:
                 continue
-            src = part_paths(corpus.vocab_dir, int(rec["part"]))[name]
+            src = rec.paths(corpus.vocab_dir)[name]
             directory.mkdir(parents=True, exist_ok=True)
             tmp = dst.with_name(dst.name + ".tmp")
             tmp.unlink(missing_ok=True)

@@ -50,7 +50,7 @@ from parvec.countclasses import CountClasses
 from parvec.distributed.units import Unit
 from parvec.errors import ParvecError
 from parvec.fileio import STDIN, check_input, is_compressed
-from parvec.vocab_parts import vocab_crc32
+from parvec.vocab_parts import VocabPart, vocab_crc32
 
 __all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "EncodedUnit", "InputPlan", "ShardedCorpus", "encode_unit",
            "encode_unit_here", "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus", "reducers_for",
@@ -351,7 +351,8 @@ class ShardedCorpus:
     """A corpus counted and encoded on the cluster (module docstring).  ``parts`` are the encoded units the clients
     memory-map (``("files", [tokens.npy, offsets.npy])``, empty units left out), ``plans`` each part's units of
     work, ``fingerprints`` each input unit's ``(bytes, CRC-32)``, ``vocab_parts`` the partitions of the word list
-    in ``vocab_dir`` (:func:`parvec.vocab_parts.write_part`'s records).
+    in ``vocab_dir`` (:class:`parvec.vocab_parts.VocabPart` records of what :func:`parvec.vocab_parts.write_part`
+    wrote).
 
     Example:
         >>> corpus.n_words, len(corpus.units())  # doctest: +SKIP
@@ -368,7 +369,7 @@ class ShardedCorpus:
     plans: list[np.ndarray]
     fingerprints: list[list[int] | None]
     vocab_dir: Path
-    vocab_parts: list[dict[str, Any]]
+    vocab_parts: list[VocabPart]
     collisions: list[Any] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -455,7 +456,8 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
         parts=[held[k] for k in kept],
         plans=[sizes[k].plan for k in kept],
         fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
-        vocab_dir=vocab_dir, vocab_parts=sorted(records, key=lambda r: r["part"]), collisions=parts.collisions,
+        vocab_dir=vocab_dir, vocab_parts=sorted((VocabPart.from_json(r) for r in records), key=lambda r: r.part),
+        collisions=parts.collisions,
         seconds={"count": t1 - t0, "encode": time.perf_counter() - t1})
 
 
