@@ -47,7 +47,7 @@ from parvec.corpus import ReadOptions
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.sharded_export import ModelFiles, ShardedVectors, save_model
 from parvec.distributed.sharded_settings import ShardedSettings
-from parvec.distributed.sharded_source import ShardedCorpus, plan_inputs, prepare_corpus
+from parvec.distributed.sharded_source import RecordedUnits, ShardedCorpus, plan_inputs, prepare_corpus
 from parvec.distributed.snapshot_records import CheckpointRestored, ShardFiles, Snapshot, SnapshotPlan
 from parvec.engine import Position, TrainStats
 from parvec.errors import ParvecError
@@ -246,7 +246,7 @@ class ShardedWord2Vec(KeptRun):
         recorded = self.saved.sharded["input"] if self.saved is not None else None
         try:
             plan = plan_inputs(corpus_file, cluster_cpus(ray), self.work,
-                               recorded=recorded if recorded is not None and "units" in recorded else None)
+                               recorded=RecordedUnits.from_json(recorded) if recorded is not None else None)
         except ParvecError as exc:
             raise ParvecError(f"cannot resume {self.saved_path}: {exc}" if recorded is not None else str(exc)) from None
         corpus = prepare_corpus(ray, plan, self.read_options, self.work, settings.unit_words, settings.timeout_s,
