@@ -42,7 +42,7 @@ import numpy as np
 
 from parvec.checkpoints import CheckpointCounts, Checkpointer
 from parvec.config import TrainConfig
-from parvec.engine import Driver, Position, RunEngine, TrainStats, parse_interval
+from parvec.engine import Driver, DriverReport, Position, RunEngine, TrainStats, parse_interval
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 
@@ -122,7 +122,8 @@ class RunState:
     ``position`` (a loaded mid-epoch checkpoint's place), ``schedule_anchor`` (``(words, alpha)`` where a resumed
     run changed its epochs), the loaded checkpoint's ``saved_checkpoint_every`` and ``saved_at``, ``graph_run``
     (a node2vec/DeepWalk run's identity), ``saved_cluster`` (where it trained, and whether model.json said:
-    ``saved_cluster_recorded``), and the last call's ``checkpoint_report``, driver figures ``run_report`` and
+    ``saved_cluster_recorded``), and the last call's ``checkpoint_report``, driver figures ``driver_report`` (as
+    JSON: ``run_report``) and
     ``actor_threads`` (the threads each of its cluster's actors ran, fitted to the CPUs when not given: recorded as
     where it trained).
 
@@ -141,8 +142,13 @@ class RunState:
     saved_cluster: ClusterRecord | None = None
     saved_cluster_recorded: bool = False
     checkpoint_report: CheckpointCounts = field(default_factory=CheckpointCounts)
-    run_report: dict[str, Any] = field(default_factory=dict)
+    driver_report: DriverReport | None = None
     actor_threads: int | None = None
+
+    @property
+    def run_report(self) -> dict[str, Any]:
+        """The last call's driver figures (:attr:`driver_report`) as the report's keys; empty without any."""
+        return self.driver_report.to_json() if self.driver_report is not None else {}
 
     @classmethod
     def from_saved(cls, saved: SavedModel) -> RunState:
@@ -217,7 +223,8 @@ class KeptRun:
     saved_cluster = Kept("state")  # where the checkpoint trained: train(resume=True) trains there again
     saved_cluster_recorded = Kept("state")
     checkpoint_report = Kept("state")  # the last call's checkpoints: counts and seconds
-    run_report = Kept("state")  # the last call's driver figures (cluster, GPU), for --report
+    driver_report = Kept("state")  # the last call's driver figures (cluster, GPU), for --report
+    run_report = Kept("state")  # the same, as the report's keys
 
 
 @dataclass(frozen=True)
@@ -322,7 +329,7 @@ class Run:
         state.epochs_trained = self.base_epochs + self.schedule.epochs
         if self.eval_seconds:  # words/s is training's, not the per-epoch scoring's
             stats.seconds = max(0.0, stats.seconds - self.eval_seconds)
-        state.run_report = self.driver.report()
+        state.driver_report = self.driver.report()
         state.actor_threads = self.driver.actor_threads
         return stats
 

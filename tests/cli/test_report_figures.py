@@ -119,6 +119,11 @@ def test_two_runs_get_a_projection_each_named_after_its_run(tmp_path):
     assert (tmp_path / "r_files" / "projection.png").exists() and (tmp_path / "r_files" / "projection2.png").exists()
 
 
+class _Figures:  # a driver's report (parvec.engine.DriverReport)
+    def to_json(self):
+        return {"syncs": 4}
+
+
 def test_the_run_report_record_writes_the_keys_in_the_report_files_order():
     from parvec.checkpoints import CheckpointCounts
     from parvec.cli.run_report import CorpusFigures, checkpoints, resumed_from, run_report
@@ -131,7 +136,7 @@ def test_the_run_report_record_writes_the_keys_in_the_report_files_order():
                         checkpoints=checkpoints(CheckpointCounts(epoch_end_checkpoints=1), None, "ck"),
                         resumed_from=resumed_from("ck/checkpoint", 1.5, None),
                         corpus=CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2),
-                        extra={"model": "skip-gram", "device": "overridden"}, driver={"syncs": 4})
+                        extra={"model": "skip-gram", "device": "overridden"}, driver=_Figures())
     d = report.to_json()
     assert list(d) == ["kind", "parameters", "vocab_size", "corpus_words", "corpus_tokens_in_vocab", "sentences",
                        "words_trained", "epochs", "read_seconds", "training_seconds", "words_per_sec",

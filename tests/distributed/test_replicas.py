@@ -331,7 +331,7 @@ def test_lost_replica_is_restarted_and_the_run_matches_an_unfaulted_one(ray_sess
     trainer, w_in, w_out, outcome, killed = _fault_run(tmp_path, kill=True)
     assert killed is not None, "training ended before the kill"
     assert "error" not in outcome, outcome.get("error")
-    faults = trainer.report()["faults"]
+    faults = trainer.report().to_json()["faults"]
     assert len(faults) == 1 and faults[0]["replica"] == [1] and faults[0]["epoch"] == 2
     assert faults[0]["words_retrained_by_lost"]["1"] > 0
     assert faults[0]["words_retrained"] >= 2 * faults[0]["words_retrained_by_lost"]["1"] * 0.9

@@ -41,7 +41,7 @@ from parvec.resources import human_bytes
 
 if TYPE_CHECKING:
     from parvec.checkpoints import CheckpointCounts
-    from parvec.engine import Position
+    from parvec.engine import DriverReport, Position
 
 
 class _Stats(Protocol):  # what a driver's train() returns (TrainStats)
@@ -164,8 +164,9 @@ class CpuFigures:
 @dataclass(frozen=True)
 class RunReport:
     """The report of one run (module docstring): the keys every run has, typed; ``extra`` the command's own keys,
-    ``driver`` the driver's figures and ``timeline`` the run log's series (JSON objects, later ones winning a
-    shared key), ``after`` what the command added once the run's figures were read (a graph run's scores).
+    ``driver`` the driver's figures (a :class:`parvec.engine.DriverReport`, or None) and ``timeline`` the run
+    log's series (later ones winning a shared key), ``after`` what the command added once the run's figures were
+    read (a graph run's scores).
 
     Example:
         >>> from parvec.engine import TrainStats
@@ -193,7 +194,7 @@ class RunReport:
     checkpoints: CheckpointsEntry | None
     resumed_from: ResumedFrom | None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
-    driver: dict[str, Any] = dataclasses.field(default_factory=dict)
+    driver: DriverReport | None = None
     timeline: dict[str, object] = dataclasses.field(default_factory=dict)
     after: tuple[tuple[str, object], ...] = ()
 
@@ -218,17 +219,19 @@ class RunReport:
             "checkpoints": None if self.checkpoints is None else self.checkpoints.to_json(),
             "resumed_from": None if self.resumed_from is None else self.resumed_from.to_json(),
         }
-        return report | self.extra | self.driver | self.timeline | dict(self.after)
+        driver = self.driver.to_json() if self.driver is not None else {}
+        return report | self.extra | driver | self.timeline | dict(self.after)
 
 
 def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_seconds: float, device: str,
                output: str | None, output_binary: bool, cluster: dict[str, Any] | None = None,
                checkpoints: CheckpointsEntry | None = None, resumed_from: ResumedFrom | None = None,
                corpus: CorpusFigures | None = None, extra: dict[str, Any] | None = None,
-               driver: dict[str, Any] | None = None, run_log: Any = None) -> RunReport:
+               driver: DriverReport | None = None, run_log: Any = None) -> RunReport:
     """The report of one run (see the module's docstring for the keys); ``peak_memory_bytes`` is read now.
 
-    ``kind`` is ``"words"`` or ``"graph"``; ``extra`` the command's own keys, ``driver`` the driver's figures,
+    ``kind`` is ``"words"`` or ``"graph"``; ``extra`` the command's own keys, ``driver`` the driver's figures
+    (:meth:`parvec.engine.Driver.report`),
     ``run_log`` the :class:`parvec.runlog.RunLog` (or None).
 
     Example:
@@ -248,7 +251,7 @@ def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_sec
         read_seconds=read_seconds, training_seconds=stats.seconds, words_per_sec=stats.words_per_sec, cpu=cpu,
         loss_per_epoch=stats.loss_per_epoch, peak_memory_bytes=peak_memory_bytes(), device=device, cluster=cluster,
         output=output, output_binary=output_binary, checkpoints=checkpoints, resumed_from=resumed_from,
-        extra=extra or {}, driver=driver or {}, timeline=run_log.to_dict() if run_log is not None else {})
+        extra=extra or {}, driver=driver, timeline=run_log.to_dict() if run_log is not None else {})
 
 
 def cpu_note(stats: _Stats) -> str:

@@ -176,7 +176,7 @@ class TrainedModel:
             output_binary=cmd.binary,
             cluster=cluster_block(model.cluster.to_dict(), model.run_report) if model.cluster is not None else None,
             checkpoints=checkpoints(model.checkpoint_report, cmd.checkpoint_every, cmd.checkpoint_dir),
-            resumed_from=self.resumed_from, corpus=figures, extra=extra, driver=model.run_report,
+            resumed_from=self.resumed_from, corpus=figures, extra=extra, driver=model.driver_report,
             run_log=model.run_log)
 
 

@@ -77,7 +77,7 @@ class ReplicaDriver(DriverBase):
 
     Example:
         >>> driver = ReplicaDriver(Cluster("local:2"), TrainConfig(threads=1), counts, w_in, w_out)  # doctest: +SKIP
-        >>> RunEngine(driver.use_corpus(corpus), config, schedule).run(); driver.report()["syncs"]  # doctest: +SKIP
+        >>> RunEngine(driver.use_corpus(corpus), config, schedule).run(); driver.report().syncs  # doctest: +SKIP
     """
 
     mode = "replicas"
@@ -114,9 +114,9 @@ class ReplicaDriver(DriverBase):
         """The replica actors' handles."""
         return self.group.actors if self.group is not None else []
 
-    def report(self) -> dict[str, Any]:
-        """The last run's distributed figures (:class:`ReplicasReport`) as JSON, as the run layer keeps them."""
-        return self.last_report.to_json() if self.last_report is not None else {}
+    def report(self) -> ReplicasReport | None:
+        """The last run's distributed figures (:class:`ReplicasReport`), as the run layer keeps them."""
+        return self.last_report
 
     def use_corpus(self, corpus: EncodedCorpus) -> ReplicaDriver:
         """Train on ``corpus`` (each replica memory-maps its share of the cache, or encodes it); returns self."""
