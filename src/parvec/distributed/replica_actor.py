@@ -104,6 +104,12 @@ class ReplicaEpoch:
     sync: SyncFigures
     model: tuple[np.ndarray, np.ndarray] | None = None
 
+    def carried_model(self) -> tuple[np.ndarray, np.ndarray]:
+        """The model (``w_in``, ``w_out``) this answer carries: replica 0's, whose call asked for it."""
+        if self.model is None:
+            raise AssertionError(f"replica {self.rank} returned no model")
+        return self.model
+
 
 @dataclass(frozen=True)
 class ReplicaProgress:

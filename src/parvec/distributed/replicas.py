@@ -207,9 +207,7 @@ class ReplicaDriver(DriverBase):
             self._attempt = self._last_checkpoint
             self._group_id += 1  # the survivors and the restarted replica form a new sync group
         t_fetch = time.perf_counter()
-        assert results[0].model is not None  # replica 0 returns the model
-        w_in, w_out = results[0].model
-        results[0] = dataclasses.replace(results[0], model=None)
+        w_in, w_out = results[0].carried_model()
         np.copyto(self.w_in, w_in)
         np.copyto(self.w_out, w_out)
         del w_in, w_out
