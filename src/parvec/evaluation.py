@@ -18,8 +18,8 @@ The functions take any set of word vectors that has what :class:`WordVectors` li
 gensim's); this module does not import the class.
 
 Example:
-    >>> from parvec.evaluation import evaluate, format_report
-    >>> print(format_report(evaluate(kv)))  # doctest: +SKIP
+    >>> from parvec.evaluation import format_report, score_sets
+    >>> print(format_report(score_sets(kv)))  # doctest: +SKIP
 """
 
 from __future__ import annotations
