@@ -1,7 +1,7 @@
 """``parvec train`` with URLs: its inputs read from, and its outputs written to, object storage (:mod:`parvec.storage`).
 
-:func:`staged_train` rewrites the URL arguments of a ``parvec train`` into local paths for the length of the run,
-and puts the results where the URLs say when it ends:
+:func:`staged_train` maps the URL arguments of a ``parvec train`` (a :class:`TrainPaths` record) to local paths for
+the length of the run, and puts the results where the URLs say when it ends:
 
 - an input URL of a ``--mode sharded`` run is left as it is: the driver plans from its listing and the workers
   read their units from it (:func:`reads_urls_on_workers`, :mod:`parvec.distributed.sharded_source`);
