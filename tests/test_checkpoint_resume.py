@@ -298,8 +298,9 @@ def test_a_checkpoint_records_where_it_trained_and_resume_refuses_another_place(
     from parvec.distributed import cluster_from_record
 
     model = Word2Vec.load(replicas)
-    assert model.saved_cluster["replicas"] == 2 and model.cluster is None  # loaded: trains nowhere until asked
-    model.cluster = cluster_from_record(model.saved_cluster | {"replicas": 1})
+    assert model.saved_cluster is not None and model.saved_cluster.replicas == 2
+    assert model.cluster is None  # loaded: trains nowhere until asked
+    model.cluster = cluster_from_record(model.saved_cluster.with_settings(replicas=1))
     with pytest.raises(ParvecError, match=r"replicas 1 \(the checkpoint's 2\)"):
         model.train(corpus_file=corpus, resume=True)
 
@@ -358,14 +359,16 @@ def test_a_sharded_resume_keeps_the_update_cap_it_trained_with() -> None:
     # the cap decides what a minibatch's adjust computes: a resumed run takes the checkpoint's (0 for a checkpoint
     # written before the setting, which summed every update), and another value given is refused
     from parvec.cli.resume import restore_cluster
+    from parvec.cluster_record import ClusterRecord
 
-    record = {"spec": "local:2", "mode": "sharded", "shards": 2, "clients": 1, "update_cap": 4}
+    saved = {"spec": "local:2", "mode": "sharded", "shards": 2, "clients": 1, "update_cap": 4}
+    record = ClusterRecord.from_json(saved)
     values = {"cluster": None, "cluster_mode": "sharded", "update_cap": None, "threads": 1}
-    conflicts, _, restored = restore_cluster(values, record, True, frozenset())
-    assert conflicts == []
-    assert restored["update_cap"] == 4
-    old = {k: v for k, v in record.items() if k != "update_cap"}
-    assert restore_cluster(values, old, True, frozenset())[2]["update_cap"] == 0
+    restored = restore_cluster(values, record, True, frozenset())
+    assert restored.conflicts == ()
+    assert dict(restored.flags)["update_cap"] == 4
+    old = ClusterRecord.from_json({k: v for k, v in saved.items() if k != "update_cap"})
+    assert dict(restore_cluster(values, old, True, frozenset()).flags)["update_cap"] == 0
     values = {"cluster": None, "cluster_mode": "sharded", "update_cap": 16, "threads": 1}
-    conflicts = restore_cluster(values, record, True, frozenset({"update_cap"}))[0]
+    conflicts = restore_cluster(values, record, True, frozenset({"update_cap"})).conflicts
     assert len(conflicts) == 1 and conflicts[0].startswith("--update-cap 16 (the checkpoint has 4")

@@ -17,6 +17,7 @@ from parvec.evaluation import (
     format_report,
     read_analogy_questions,
     read_word_pairs,
+    score_sets,
     solve_analogies,
 )
 from parvec.keyedvectors import KeyedVectors
@@ -162,9 +163,24 @@ def test_evaluate_handcrafted(kv, files):
         ("other", 1, 1),
     ]
     assert an["sections"][0]["3cosadd"] == 1.0 and an["sections"][1]["3cosadd"] == 0.0
-    report = format_report(result)
+    report = format_report(score_sets(kv, **files, restrict_vocab=30000))
     assert "WS-353" in report and "SimLex-999" in report and "75.00%" in report
     assert "capitals" in report and "4/5 covered" in report
+
+
+def test_the_scores_record_is_the_evaluate_json_key_for_key(kv, files):
+    result = evaluate(kv, **files, restrict_vocab=30000)
+    scores = score_sets(kv, **files, restrict_vocab=30000)
+    assert json.dumps(scores.to_json()) == json.dumps(result)  # the same keys, in the same order
+    assert list(result) == ["ws353", "simlex", "analogies"]
+    assert list(result["ws353"]) == ["path", "spearman", "spearman_p", "pearson", "pearson_p", "pairs", "covered",
+                                     "oov_percent"]
+    assert list(result["analogies"]) == ["path", "restrict_vocab", "3cosadd", "3cosmul", "questions", "covered",
+                                         "coverage", "sections"]
+    assert list(result["analogies"]["sections"][0]) == ["section", "questions", "covered", "3cosadd", "3cosmul"]
+    assert scores.analogies is not None and scores.analogies.accuracy["3cosadd"] == pytest.approx(3 / 4)
+    assert [s.section for s in scores.analogies.sections] == ["capitals", "other"]
+    assert scores.ws353 is not None and scores.ws353.covered == 3
 
 
 def test_evaluate_restricted_vocabulary_drops_questions(kv, files):
@@ -181,7 +197,7 @@ def test_evaluate_without_enough_pairs_gives_none(kv, tmp_path):
     path.write_text("cat\tdog\t3\nfoo\tbar\t2\n")
     r = evaluate(kv, ws353=path)["ws353"]
     assert r["spearman"] is None and r["pearson"] is None and r["covered"] == 1
-    assert "n/a" in format_report({"ws353": r})
+    assert "n/a" in format_report(score_sets(kv, ws353=path))
     json.dumps(r, allow_nan=False)
 
 

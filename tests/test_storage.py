@@ -207,3 +207,24 @@ def test_an_output_url_that_is_an_input_object_is_refused(bucket, tmp_path, caps
     assert err.strip().splitlines()[-1] == (f"parvec: error: -o s3://{bucket}/c/part-0.txt is an object of the "
                                            "training corpus: refusing to overwrite an input; choose another URL")
     assert _fs().cat(f"{bucket}/c/part-0.txt") == b"a b c\n"
+
+
+def test_a_run_with_urls_leaves_the_parsed_flags_as_given(bucket, tmp_path, capsys):  # noqa: F811
+    # Staging maps the flags' record to the local stand-ins: the parsed namespace still names the URLs after
+    # the run, and the outputs are at the URLs.
+    from parvec.cli import build_parser
+    from parvec.cli.train import run_train
+
+    corpus = _corpus(tmp_path / "corpus")
+    s3 = f"s3://{bucket}"
+    _upload_dir(corpus, f"{s3}/corpus/")
+    args = build_parser().parse_args(["train", f"{s3}/corpus/", "-o", f"{s3}/out/v.bin", "--report",
+                                      f"{s3}/out/r.json", "--checkpoint-dir", f"{s3}/ck",
+                                      *[f for f in FLAGS if f != "--no-cache"]])
+    before = dict(vars(args))
+    assert run_train(args) == 0
+    assert vars(args) == before
+    assert args.input == [f"{s3}/corpus/"] and args.output == f"{s3}/out/v.bin" and args.no_cache is False
+    assert {"out/v.bin", "out/r.json", "ck/checkpoint/model.json"} <= {
+        p.split("/", 1)[1] for p in _fs().find(bucket)}
+    capsys.readouterr()

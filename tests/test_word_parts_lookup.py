@@ -4,13 +4,14 @@ The speed on a 16M-word model: benchmarks/bench_word_lookup.py."""
 
 from __future__ import annotations
 
+import json
 import unicodedata
 
 import numpy as np
 from sharded_model_dir import topic_vectors, write_sharded_model
 
 from parvec.sharded_vectors import ShardedKeyedVectors
-from parvec.vocab_parts import WordParts, write_part
+from parvec.vocab_parts import PART_FILES, VocabPart, WordParts, write_part
 from parvec.wordhash import fnv1a64
 
 
@@ -46,6 +47,14 @@ def test_a_hash_two_words_share_is_told_apart_by_their_bytes(tmp_path):
     h = fnv1a64("a")
     rec = write_part(tmp_path, 0, np.array([0, 1, 2]), np.array([9, 8, 7]), words=[b"b", b"a", b"c"],
                      hashes=np.array([h, h, fnv1a64("c")], np.uint64))
-    parts = WordParts.open(tmp_path, [rec])
+    parts = WordParts.open(tmp_path, [VocabPart.from_json(rec)])
     assert (parts.index("a"), parts.index("c"), parts.index("b"), parts.index("d")) == (1, 2, None, None)
     assert parts.parts[0].repeated == frozenset({h})
+
+
+def test_a_partition_record_is_written_back_as_write_part_wrote_it(tmp_path):
+    written = write_part(tmp_path, 3, np.array([1, 0]), np.array([3, 5]), words=[b"cat", b"the"])
+    rec = VocabPart.from_json(written)
+    assert (rec.part, rec.words, rec.bytes) == (3, 2, 6) and set(rec.crc32) == set(PART_FILES)
+    assert json.dumps(rec.to_json()) == json.dumps(written)  # the same keys, in the same order
+    assert WordParts.open(tmp_path, [rec], check=True).n_words == 2

@@ -217,6 +217,38 @@ def load_for_resume(path: str | os.PathLike[str], load: Callable[[Path, str | No
         raise CheckpointError(f"{exc}{offer}") from None
 
 
+@dataclass
+class CheckpointCounts:
+    """What a run's checkpoints cost: those written mid-epoch and at epochs' ends, their seconds, and those that
+    could not be written (the report's ``checkpoints`` entry, :meth:`to_json`).
+
+    Example:
+        >>> counts = CheckpointCounts(); counts.epoch_end_checkpoints += 1; counts.written
+        1
+    """
+
+    mid_epoch_checkpoints: int = 0
+    epoch_end_checkpoints: int = 0
+    checkpoint_seconds: float = 0.0
+    failed_checkpoints: int = 0
+
+    @property
+    def written(self) -> int:
+        """The checkpoints written, mid-epoch and at epochs' ends."""
+        return self.mid_epoch_checkpoints + self.epoch_end_checkpoints
+
+    def to_json(self) -> dict[str, int | float]:
+        """The counts by name, as the report writes them.
+
+        Example:
+            >>> CheckpointCounts(failed_checkpoints=1).to_json()["failed_checkpoints"]
+            1
+        """
+        return {"mid_epoch_checkpoints": self.mid_epoch_checkpoints,
+                "epoch_end_checkpoints": self.epoch_end_checkpoints, "checkpoint_seconds": self.checkpoint_seconds,
+                "failed_checkpoints": self.failed_checkpoints}
+
+
 class Checkpointer:
     """Writes one run's checkpoints into its directory: ``DIR/checkpoint`` after every epoch (:meth:`epoch_end`)
     and ``DIR/mid-e*-c*`` at the run engine's mid-epoch points (:meth:`mid_epoch`, its ``on_checkpoint``), keeping
@@ -227,8 +259,9 @@ class Checkpointer:
     checkpoint that cannot be written (a full disk) leaves the previous ones as they were; ``on_error`` says what
     then: ``"stop"`` raises a :class:`parvec.fileio.WriteError` naming the previous intact checkpoint and how to
     resume from it, ``"continue"`` logs a warning and training goes on (the next checkpoint tries again).
-    ``report`` (a dict) counts the checkpoints written and failed and their seconds; ``on_saved(path, position,
-    seconds)`` is called after each (the CLI prints a line; a report's time series pauses its clock).
+    ``report`` (a :class:`CheckpointCounts`) counts the checkpoints written and failed and their seconds;
+    ``on_saved(path, position, seconds)`` is called after each (the CLI prints a line; a report's time series
+    pauses its clock).
     ``only_latest`` removes the run's other checkpoints (the epoch-end one too) after each one written: a sharded
     run's checkpoints name shard snapshots that the shards remove once newer ones are checkpointed.
 
@@ -239,7 +272,7 @@ class Checkpointer:
     """
 
     def __init__(self, directory: str | Path, describe: Callable[[Position | None, int], model_io.SavedModel],
-                 run_id: str, on_error: str = "stop", report: dict[str, Any] | None = None,
+                 run_id: str, on_error: str = "stop", report: CheckpointCounts | None = None,
                  on_saved: Callable[[Path, Position | None, float], None] | None = None,
                  only_latest: bool = False) -> None:
         if on_error not in ("stop", "continue"):
@@ -248,10 +281,7 @@ class Checkpointer:
         self.describe = describe
         self.run_id = run_id
         self.on_error = on_error
-        self.report = report if report is not None else {}
-        for key in ("mid_epoch_checkpoints", "epoch_end_checkpoints", "failed_checkpoints"):
-            self.report.setdefault(key, 0)
-        self.report.setdefault("checkpoint_seconds", 0.0)
+        self.report = report if report is not None else CheckpointCounts()
         self.on_saved = on_saved
         self.only_latest = only_latest
 
@@ -280,7 +310,7 @@ class Checkpointer:
             kept = [f for f in list_checkpoints(path.parent, self.run_id) if f.meta is not None]
             prev = (f"the previous checkpoint {kept[-1].path} ({kept[-1].describe()}) is intact" if kept
                     else "this run has no earlier checkpoint")
-            self.report["failed_checkpoints"] += 1
+            self.report.failed_checkpoints += 1
             if self.on_error == "continue":
                 log.warning("checkpoint %s; %s; training continues (--on-checkpoint-error continue) and the next "
                             "checkpoint tries again", exc, prev)
@@ -291,8 +321,11 @@ class Checkpointer:
                              exc.reason) from None
         storage.synced(self.directory)  # a --checkpoint-dir URL: this checkpoint uploaded (parvec.storage.mirror)
         seconds = time.perf_counter() - t0
-        self.report["mid_epoch_checkpoints" if position is not None else "epoch_end_checkpoints"] += 1
-        self.report["checkpoint_seconds"] += seconds
+        if position is not None:
+            self.report.mid_epoch_checkpoints += 1
+        else:
+            self.report.epoch_end_checkpoints += 1
+        self.report.checkpoint_seconds += seconds
         if self.on_saved is not None:
             self.on_saved(path, position, seconds)
         return True

@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from parvec.resources import available_memory, rlimit_headroom
 from parvec.trainer import CpuDriver, estimate_memory
 
 if TYPE_CHECKING:
+    from parvec.cluster_record import ClusterRecord
     from parvec.corpus import EncodedCorpus, ReadOptions
     from parvec.distributed.cluster import Cluster
     from parvec.run import RunState
@@ -89,7 +90,7 @@ def _cluster_driver(cluster: Cluster, config: TrainConfig, counts: np.ndarray, w
                                workers_given=workers_given)
 
 
-def cluster_record(cluster: Cluster | None, actor_threads: int | None = None) -> dict[str, Any] | None:
+def cluster_record(cluster: Cluster | None, actor_threads: int | None = None) -> ClusterRecord | None:
     """Where a model trains, as its ``model.json`` records it (:func:`parvec.distributed.cluster_record`, with the
     ``actor_threads`` its actors ran; None: this process, which never imports Ray).
 
@@ -169,11 +170,11 @@ def resume_cluster(cluster: Cluster | None, state: RunState) -> Cluster | None:
         raise ParvecError(f"cannot resume on {describe_record(mine)}: the checkpoint was trained in this process "
                           "(its position and learning rate are this process's); resume it with cluster=None")
     keys = ("mode", "replicas", "sync_words", "min_sync_words", "full_sync_times", "sync_overlap", "alpha_scale")
-    if saved.get("mode") == "sharded":
+    if saved.mode == "sharded":
         keys = ("mode", "shards", "minibatch_words", "minibatch_formation", "negatives_per", "wire_floats",
                 "shard_calls")
-    differ = [f"{k} {mine.get(k)!r} (the checkpoint's {saved.get(k)!r})" for k in keys
-              if mine.get(k) != saved.get(k)]
+    differ = [f"{k} {mine.value(k)!r} (the checkpoint's {saved.value(k)!r})" for k in keys
+              if mine.value(k) != saved.value(k)]
     if differ:
         raise ParvecError(f"cannot resume on this cluster: {'; '.join(differ)}; the checkpoint was trained on "
                           f"{describe_record(saved)}: resume it with the same mode and settings (leave "

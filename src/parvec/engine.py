@@ -54,7 +54,7 @@ from parvec.runlog import Totals
 from parvec.schedule import Schedule
 from parvec.usage import cpu_by_role, cpu_seconds, cpu_snapshot
 
-__all__ = ["CorpusDriver", "Diverged", "Driver", "DriverBase", "EpochContext", "EpochResult", "NoPairs",
+__all__ = ["CorpusDriver", "Diverged", "Driver", "DriverBase", "DriverReport", "EpochContext", "EpochResult", "NoPairs",
            "PartsDriver", "Position", "Resume", "RunEngine", "SelfRunning", "TrainStats", "parse_interval"]
 
 
@@ -253,12 +253,21 @@ class EpochContext(Protocol):
         """A consistent state (every unit handed out trained, the vectors in the host arrays)."""
 
 
+class DriverReport(Protocol):
+    """A driver's figures of its last run (:meth:`Driver.report`): a cluster's
+    (:class:`parvec.distributed.replicas.ReplicasReport`, :class:`parvec.distributed.sharded_report.ShardedReport`)
+    or a GPU's (:class:`parvec.gpu.driver.GpuReport`); :meth:`to_json` gives their ``--report`` keys."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 class Driver(Protocol):
     """What trains a run's units: ``prepare`` (before the clock: compile, start actors, copy to a device),
     ``train_epoch`` (train this epoch's units; :class:`EpochResult`), ``vectors_finite`` (after an epoch),
     ``finish`` (after the last epoch or an error: stop actors, free devices), ``report`` (its figures for
-    ``--report``, read after the run).  ``mode`` names the row of :mod:`parvec.capabilities`, ``label`` the
-    progress bar; ``error_label`` and ``divergence_hint`` (what else to lower, or None) word the divergence error.
+    ``--report``, read after the run: a :class:`DriverReport`, or None).  ``mode`` names the row of
+    :mod:`parvec.capabilities`, ``label`` the progress bar; ``error_label`` and ``divergence_hint`` (what else to
+    lower, or None) word the divergence error.
     ``actor_threads``: the threads each of a cluster's actors runs, once prepared (fitted to its CPUs when not
     given; None for a driver without actors), which a checkpoint records as where it trained.
     :class:`DriverBase` gives every member but the four methods of training a default."""
@@ -283,7 +292,7 @@ class Driver(Protocol):
 
     def finish(self) -> None: ...
 
-    def report(self) -> dict[str, Any]: ...
+    def report(self) -> DriverReport | None: ...
 
 
 class CorpusDriver(Driver, Protocol):
@@ -304,7 +313,7 @@ class PartsDriver(CorpusDriver, Protocol):
 
 class DriverBase:
     """The defaults of the :class:`Driver` members that a driver need not word itself: ``label`` and
-    ``error_label`` are the algorithm, no ``divergence_hint``, an empty ``report``, no ``actor_threads``;
+    ``error_label`` are the algorithm, no ``divergence_hint``, no ``report``, no ``actor_threads``;
     ``on_progress`` (a report's time series) and ``require_pairs`` serve a driver that runs itself
     (:class:`SelfRunning`).
 
@@ -312,7 +321,7 @@ class DriverBase:
         >>> from parvec.config import TrainConfig
         >>> d = DriverBase(); d.config = TrainConfig(algo="classic")
         >>> d.label, d.error_label, d.divergence_hint, d.report()
-        ('classic', 'classic', None, {})
+        ('classic', 'classic', None, None)
     """
 
     mode: str = "cpu"
@@ -336,9 +345,9 @@ class DriverBase:
         """What else to lower when the run diverges (None: the engine's own hint)."""
         return None
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> DriverReport | None:
         """The driver's figures of the last run, for ``--report`` (none here)."""
-        return {}
+        return None
 
 
 # ---------------------------------------------------------------------------------------------- the engine

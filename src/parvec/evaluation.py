@@ -18,8 +18,8 @@ The functions take any set of word vectors that has what :class:`WordVectors` li
 gensim's); this module does not import the class.
 
 Example:
-    >>> from parvec.evaluation import evaluate, format_report
-    >>> print(format_report(evaluate(kv)))  # doctest: +SKIP
+    >>> from parvec.evaluation import format_report, score_sets
+    >>> print(format_report(score_sets(kv)))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -41,8 +41,12 @@ from parvec.errors import ParvecError
 
 __all__ = [
     "EVAL_FILES",
+    "AnalogyScores",
+    "AnalogySection",
+    "EvalScores",
     "NonFiniteVectors",
     "PairScores",
+    "PairSetScores",
     "RowVectors",
     "WordVectors",
     "analogy_sections",
@@ -52,6 +56,7 @@ __all__ = [
     "format_report",
     "read_analogy_questions",
     "read_word_pairs",
+    "score_sets",
     "solve_analogies",
     "word_analogies",
     "word_pair_scores",
@@ -199,11 +204,11 @@ def epoch_scorer(wv: Any) -> Callable[[], dict[str, float | None]]:
     """
     from parvec.runlog import headline_scores
 
-    files: dict[str, Any] = {k: str(v) for k, v in require_eval_paths().items()}
+    files = {k: str(v) for k, v in require_eval_paths().items()}
 
     def score() -> dict[str, float | None]:
         wv.fill_norms(force=True)  # the vectors moved since the norms were cached
-        return headline_scores(evaluate(wv, **files))
+        return headline_scores(score_sets(wv, files.get("ws353"), files.get("simlex"), files.get("analogies")))
 
     return score
 
@@ -608,6 +613,109 @@ def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
+@dataclass(frozen=True)
+class PairSetScores:
+    """A word-pair set's scores (:func:`evaluate`): the file, Spearman's and Pearson's correlations and their
+    p-values (None where they cannot be computed), the pairs, those covered, and the out-of-vocabulary share in
+    percent.
+
+    Example:
+        >>> PairSetScores("ws.tsv", 0.66, 0.0, 0.64, 0.0, 353, 351, 0.57).to_json()["covered"]
+        351
+    """
+
+    path: str
+    spearman: float | None
+    spearman_p: float | None
+    pearson: float | None
+    pearson_p: float | None
+    pairs: int
+    covered: int
+    oov_percent: float
+
+    def to_json(self) -> dict[str, str | float | int | None]:
+        """The set's entry of :func:`evaluate`'s JSON."""
+        return {"path": self.path, "spearman": self.spearman, "spearman_p": self.spearman_p, "pearson": self.pearson,
+                "pearson_p": self.pearson_p, "pairs": self.pairs, "covered": self.covered,
+                "oov_percent": self.oov_percent}
+
+
+
+@dataclass(frozen=True)
+class AnalogySection:
+    """One section of an analogy file: its name, questions, those covered, and each method's accuracy over the
+    covered ones (None: none covered).
+
+    Example:
+        >>> AnalogySection("capitals", 4, 3, {"3cosadd": 1.0, "3cosmul": 1.0}).to_json()["3cosadd"]
+        1.0
+    """
+
+    section: str
+    questions: int
+    covered: int
+    accuracy: dict[str, float | None]
+
+    def to_json(self) -> dict[str, str | int | float | None]:
+        """The section's entry of :func:`evaluate`'s JSON (one key per method)."""
+        out: dict[str, str | int | float | None] = {"section": self.section, "questions": self.questions,
+                                                    "covered": self.covered}
+        return out | self.accuracy
+
+
+@dataclass(frozen=True)
+class AnalogyScores:
+    """An analogy file's scores (:func:`evaluate`): the file, the words searched (``restrict_vocab``), each
+    method's accuracy over the covered questions, the questions, those covered, the coverage, and the sections.
+
+    Example:
+        >>> AnalogyScores("q.txt", 30000, {"3cosadd": 0.5, "3cosmul": 0.5}, 4, 2, 0.5, ()).to_json()["coverage"]
+        0.5
+    """
+
+    path: str
+    restrict_vocab: int
+    accuracy: dict[str, float]
+    questions: int
+    covered: int
+    coverage: float
+    sections: tuple[AnalogySection, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's entry of :func:`evaluate`'s JSON."""
+        return ({"path": self.path, "restrict_vocab": self.restrict_vocab} | self.accuracy
+                | {"questions": self.questions, "covered": self.covered, "coverage": self.coverage,
+                   "sections": [s.to_json() for s in self.sections]})
+
+
+
+@dataclass(frozen=True)
+class EvalScores:
+    """:func:`score_sets`' result: each word-pair set's :class:`PairSetScores` and the analogy file's
+    :class:`AnalogyScores` (None: not evaluated).  :meth:`to_json` is :func:`evaluate`'s JSON.
+
+    Example:
+        >>> EvalScores().to_json()
+        {}
+    """
+
+    ws353: PairSetScores | None = None
+    simlex: PairSetScores | None = None
+    analogies: AnalogyScores | None = None
+
+    def pair_sets(self) -> list[tuple[str, PairSetScores]]:
+        """The word-pair sets evaluated, by name (``ws353``, ``simlex``)."""
+        return [(name, s) for name, s in (("ws353", self.ws353), ("simlex", self.simlex)) if s is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        """The sets evaluated, by name, as :func:`evaluate` returns them."""
+        out = {name: s.to_json() for name, s in self.pair_sets()}
+        if self.analogies is not None:
+            out["analogies"] = self.analogies.to_json()
+        return out
+
+
+
 def evaluate(
     kv: WordVectors,
     ws353: PathLike | None = None,
@@ -615,7 +723,8 @@ def evaluate(
     analogies: PathLike | None = None,
     restrict_vocab: int = 30000,
 ) -> dict[str, Any]:
-    """Evaluate on word-pair and analogy files; returns a JSON-serialisable dict.
+    """Evaluate on word-pair and analogy files; returns a JSON-serialisable dict (:func:`score_sets`' record,
+    as JSON).
 
     With no file given, the default files (:func:`default_eval_paths`) are used.  Pair files are
     split on any whitespace and use the whole vocabulary; analogies search the ``restrict_vocab``
@@ -627,6 +736,22 @@ def evaluate(
         >>> evaluate(kv, ws353="wordsim353.tsv")["ws353"]["spearman"]  # doctest: +SKIP
         0.66
     """
+    return score_sets(kv, ws353, simlex, analogies, restrict_vocab).to_json()
+
+
+def score_sets(
+    kv: WordVectors,
+    ws353: PathLike | None = None,
+    simlex: PathLike | None = None,
+    analogies: PathLike | None = None,
+    restrict_vocab: int = 30000,
+) -> EvalScores:
+    """:func:`evaluate`'s scores as an :class:`EvalScores` record.
+
+    Example:
+        >>> score_sets(kv, ws353="wordsim353.tsv").ws353.spearman  # doctest: +SKIP
+        0.66
+    """
     files = {"ws353": ws353, "simlex": simlex, "analogies": analogies}
     if all(v is None for v in files.values()):
         files = dict(default_eval_paths())
@@ -635,75 +760,59 @@ def evaluate(
                 "no evaluation files given and none found (looked for "
                 f"{', '.join(EVAL_FILES.values())} in $PARVEC_EVAL_DIR and shared/data/eval)"
             )
-    result: dict[str, Any] = {}
+    pairs: dict[str, PairSetScores] = {}
     for name in ("ws353", "simlex"):
         path = files.get(name)
         if path is None:
             continue
         s = word_pair_scores(kv, path, delimiter=None, restrict_vocab=None)
-        result[name] = {
-            "path": str(path),
-            "spearman": _finite(s.spearman[0]),
-            "spearman_p": _finite(s.spearman[1]),
-            "pearson": _finite(s.pearson[0]),
-            "pearson_p": _finite(s.pearson[1]),
-            "pairs": s.pairs,
-            "covered": s.covered,
-            "oov_percent": s.oov_percent,
-        }
+        pairs[name] = PairSetScores(str(path), _finite(s.spearman[0]), _finite(s.spearman[1]), _finite(s.pearson[0]),
+                                 _finite(s.pearson[1]), s.pairs, s.covered, s.oov_percent)
     path = files.get("analogies")
+    scores = None
     if path is not None:
         outcome = _solve_file(kv, path, restrict_vocab, True, METHODS)
         sections = []
         for name, covered, correct in zip(outcome.names, outcome.covered, outcome.correct, strict=True):
             n_cov = int(covered.sum())
-            entry: dict[str, Any] = {"section": name, "questions": len(covered), "covered": n_cov}
-            for m in METHODS:
-                entry[m] = int(correct[m].sum()) / n_cov if n_cov else None
-            sections.append(entry)
+            sections.append(AnalogySection(name, len(covered), n_cov, {
+                m: int(correct[m].sum()) / n_cov if n_cov else None for m in METHODS}))
         n_q = sum(len(c) for c in outcome.covered)
         n_cov = sum(int(c.sum()) for c in outcome.covered)
-        summary: dict[str, Any] = {"path": str(path), "restrict_vocab": _rows(kv, restrict_vocab)}
-        for m in METHODS:
-            n_ok = sum(int(c[m].sum()) for c in outcome.correct)
-            summary[m] = n_ok / n_cov if n_cov else 0.0
-        summary.update(questions=n_q, covered=n_cov, coverage=n_cov / n_q if n_q else 0.0, sections=sections)
-        result["analogies"] = summary
-    return result
+        accuracy = {m: sum(int(c[m].sum()) for c in outcome.correct) / n_cov if n_cov else 0.0 for m in METHODS}
+        scores = AnalogyScores(str(path), _rows(kv, restrict_vocab), accuracy, n_q, n_cov,
+                               n_cov / n_q if n_q else 0.0, tuple(sections))
+    return EvalScores(pairs.get("ws353"), pairs.get("simlex"), scores)
 
 
 def _fmt(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
 
-def format_report(result: dict[str, Any]) -> str:
-    """Render :func:`evaluate`'s result as a short human-readable report.
+def format_report(result: EvalScores) -> str:
+    """Render :func:`score_sets`' result as a short human-readable report.
 
     Example:
-        >>> print(format_report({"ws353": {"spearman": 0.66, "pearson": 0.64, "pairs": 353,
-        ...                                "covered": 351, "oov_percent": 0.57}}))
+        >>> print(format_report(EvalScores(ws353=PairSetScores("ws.tsv", 0.66, None, 0.64, None, 353, 351, 0.57))))
         WS-353      Spearman 0.6600  Pearson 0.6400  pairs 351/353 (OOV 0.6%)
     """
     lines = []
-    for name in ("ws353", "simlex"):
-        r = result.get(name)
-        if r is None:
-            continue
+    for name, r in result.pair_sets():
         lines.append(
-            f"{_TITLES[name]:<11} Spearman {_fmt(r['spearman'], '.4f')}  "
-            f"Pearson {_fmt(r['pearson'], '.4f')}  "
-            f"pairs {r['covered']}/{r['pairs']} (OOV {r['oov_percent']:.1f}%)"
+            f"{_TITLES[name]:<11} Spearman {_fmt(r.spearman, '.4f')}  "
+            f"Pearson {_fmt(r.pearson, '.4f')}  "
+            f"pairs {r.covered}/{r.pairs} (OOV {r.oov_percent:.1f}%)"
         )
-    a = result.get("analogies")
+    a = result.analogies
     if a is not None:
         lines.append(
-            f"Analogies   3CosAdd {a['3cosadd']:.2%}  3CosMul {a['3cosmul']:.2%}  "
-            f"questions {a['covered']}/{a['questions']} covered ({a['coverage']:.1%}, "
-            f"top {a['restrict_vocab']} words)"
+            f"Analogies   3CosAdd {a.accuracy['3cosadd']:.2%}  3CosMul {a.accuracy['3cosmul']:.2%}  "
+            f"questions {a.covered}/{a.questions} covered ({a.coverage:.1%}, "
+            f"top {a.restrict_vocab} words)"
         )
-        for s in a.get("sections", []):
+        for s in a.sections:
             lines.append(
-                f"  {s['section']:<28} 3CosAdd {_fmt(s['3cosadd'], '7.2%')}  "
-                f"3CosMul {_fmt(s['3cosmul'], '7.2%')}  ({s['covered']}/{s['questions']})"
+                f"  {s.section:<28} 3CosAdd {_fmt(s.accuracy['3cosadd'], '7.2%')}  "
+                f"3CosMul {_fmt(s.accuracy['3cosmul'], '7.2%')}  ({s.covered}/{s.questions})"
             )
     return "\n".join(lines)

@@ -68,6 +68,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
+from parvec.cluster_record import ClusterRecord
 from parvec.config import TrainConfig
 from parvec.engine import Position
 from parvec.errors import CheckpointError, ParvecError
@@ -207,7 +208,7 @@ class SavedModel:
     checkpoint_every: str | None = None
     schedule_anchor: tuple[float, float] | None = None
     graph_run: dict[str, Any] | None = None
-    cluster: dict[str, Any] | None = None
+    cluster: ClusterRecord | None = None
     cluster_recorded: bool = True
     sharded: dict[str, Any] | None = None
 
@@ -352,7 +353,7 @@ def _describe(model: SavedModel, sums: dict[str, ArrayEntry], vocab_bytes: bytes
     if vocab_bytes is not None:  # a flipped byte in vocab.json would rename a word ("the" read as "uhe"): checked
         meta["vocab_crc32"] = zlib.crc32(vocab_bytes) & 0xFFFFFFFF
     if model.cluster_recorded:  # a directory read without it (written before it was recorded) stays so
-        meta["cluster"] = model.cluster
+        meta["cluster"] = model.cluster.to_json() if model.cluster is not None else None
     if model.sharded is not None:
         meta["sharded"] = model.sharded
     if model.graph_run is not None:
@@ -568,11 +569,11 @@ def _vocab_json(path: Path, crc: object) -> Vocab:
 def _parts_vocab(path: Path, parts: Any, arrays: bool) -> Vocab | None:
     # A sharded model's vocabulary partitions (parvec.vocab_parts): every file there (and, read whole, its CRC-32
     # checked); the Vocab only when the arrays are read too (a resumed run reads neither).
-    from parvec.vocab_parts import WordParts
+    from parvec.vocab_parts import VocabPart, WordParts
 
     try:
         directory = path / str(parts["directory"])
-        found = WordParts.open(directory, list(parts["parts"]), check=arrays)
+        found = WordParts.open(directory, [VocabPart.from_json(p) for p in parts["parts"]], check=arrays)
         if found.n_words != int(parts["words"]):
             raise ValueError(f"the partitions hold {found.n_words} words, model.json records {parts['words']}")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -611,7 +612,7 @@ def _fields(meta: Mapping[str, Any]) -> SavedModel:
         checkpoint_every=None if every is None else str(every),
         schedule_anchor=(float(anchor[0]), float(anchor[1])) if anchor else None,
         graph_run=graph_run,
-        cluster=cluster,
+        cluster=ClusterRecord.from_json(cluster) if cluster is not None else None,
         cluster_recorded="cluster" in meta,
         sharded=sharded,
     )

@@ -40,13 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parvec.checkpoints import Checkpointer
+from parvec.checkpoints import CheckpointCounts, Checkpointer
 from parvec.config import TrainConfig
-from parvec.engine import Driver, Position, RunEngine, TrainStats, parse_interval
+from parvec.engine import Driver, DriverReport, Position, RunEngine, TrainStats, parse_interval
 from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 
 if TYPE_CHECKING:
+    from parvec.cluster_record import ClusterRecord
     from parvec.corpus import EncodedCorpus
     from parvec.model_io import SavedModel
     from parvec.runlog import RunLog
@@ -121,7 +122,8 @@ class RunState:
     ``position`` (a loaded mid-epoch checkpoint's place), ``schedule_anchor`` (``(words, alpha)`` where a resumed
     run changed its epochs), the loaded checkpoint's ``saved_checkpoint_every`` and ``saved_at``, ``graph_run``
     (a node2vec/DeepWalk run's identity), ``saved_cluster`` (where it trained, and whether model.json said:
-    ``saved_cluster_recorded``), and the last call's ``checkpoint_report``, driver figures ``run_report`` and
+    ``saved_cluster_recorded``), and the last call's ``checkpoint_report``, driver figures ``driver_report`` (as
+    JSON: ``run_report``) and
     ``actor_threads`` (the threads each of its cluster's actors ran, fitted to the CPUs when not given: recorded as
     where it trained).
 
@@ -137,11 +139,16 @@ class RunState:
     saved_checkpoint_every: str | None = None
     saved_at: float | None = None
     graph_run: dict[str, Any] | None = None
-    saved_cluster: dict[str, Any] | None = None
+    saved_cluster: ClusterRecord | None = None
     saved_cluster_recorded: bool = False
-    checkpoint_report: dict[str, Any] = field(default_factory=dict)
-    run_report: dict[str, Any] = field(default_factory=dict)
+    checkpoint_report: CheckpointCounts = field(default_factory=CheckpointCounts)
+    driver_report: DriverReport | None = None
     actor_threads: int | None = None
+
+    @property
+    def run_report(self) -> dict[str, Any]:
+        """The last call's driver figures (:attr:`driver_report`) as the report's keys; empty without any."""
+        return self.driver_report.to_json() if self.driver_report is not None else {}
 
     @classmethod
     def from_saved(cls, saved: SavedModel) -> RunState:
@@ -216,7 +223,8 @@ class KeptRun:
     saved_cluster = Kept("state")  # where the checkpoint trained: train(resume=True) trains there again
     saved_cluster_recorded = Kept("state")
     checkpoint_report = Kept("state")  # the last call's checkpoints: counts and seconds
-    run_report = Kept("state")  # the last call's driver figures (cluster, GPU), for --report
+    driver_report = Kept("state")  # the last call's driver figures (cluster, GPU), for --report
+    run_report = Kept("state")  # the same, as the report's keys
 
 
 @dataclass(frozen=True)
@@ -293,8 +301,7 @@ class Run:
     def execute(self) -> TrainStats:
         """Train, checkpoint and record; returns the engine's statistics (scoring's seconds taken off)."""
         options, state, run_log = self.options, self.state, self.options.run_log
-        state.checkpoint_report = {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 0, "checkpoint_seconds": 0.0,
-                                   "failed_checkpoints": 0}
+        state.checkpoint_report = CheckpointCounts()
         if self.start_epoch >= self.schedule.epochs:  # resumed from the last epoch's end: nothing is left to train
             return TrainStats()
         state.actor_threads = None  # the driver's, once prepared (_describe)
@@ -322,7 +329,7 @@ class Run:
         state.epochs_trained = self.base_epochs + self.schedule.epochs
         if self.eval_seconds:  # words/s is training's, not the per-epoch scoring's
             stats.seconds = max(0.0, stats.seconds - self.eval_seconds)
-        state.run_report = self.driver.report()
+        state.driver_report = self.driver.report()
         state.actor_threads = self.driver.actor_threads
         return stats
 

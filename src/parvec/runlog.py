@@ -26,7 +26,10 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from parvec.evaluation import EvalScores
 
 __all__ = ["EpochRecord", "RunLog", "Sample", "Totals", "headline_scores", "rss_bytes"]
 
@@ -255,18 +258,18 @@ class RunLog:
                 "epoch_log": [e.to_json() for e in self.epochs]}
 
 
-def headline_scores(result: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
-    """The three numbers a quality curve shows, from :func:`parvec.evaluation.evaluate`'s result.
+def headline_scores(result: EvalScores) -> dict[str, float | None]:
+    """The three numbers a quality curve shows, from :func:`parvec.evaluation.score_sets`' result.
 
     Example:
-        >>> headline_scores({"ws353": {"spearman": 0.66}, "analogies": {"3cosadd": 0.35, "covered": 10}})
+        >>> from parvec.evaluation import AnalogyScores, EvalScores, PairSetScores
+        >>> ws = PairSetScores("ws.tsv", 0.66, None, 0.6, None, 10, 9, 10.0)
+        >>> headline_scores(EvalScores(ws353=ws, analogies=AnalogyScores("q.txt", 9, {"3cosadd": 0.35}, 10, 10,
+        ...                                                                   1.0, ())))
         {'ws353': 0.66, 'analogy': 0.35}
     """
-    out: dict[str, float | None] = {}
-    for name in ("ws353", "simlex"):
-        if name in result:
-            out[name] = result[name].get("spearman")
-    if "analogies" in result:
-        a = result["analogies"]
-        out["analogy"] = a.get("3cosadd") if a.get("covered") else None  # no question covered: no score
+    out: dict[str, float | None] = {name: s.spearman for name, s in result.pair_sets()}
+    a = result.analogies
+    if a is not None:
+        out["analogy"] = a.accuracy.get("3cosadd") if a.covered else None  # no question covered: no score
     return out

@@ -53,7 +53,7 @@ from parvec.similarity import (
     unit_rows,
     unit_vector,
 )
-from parvec.vocab_parts import WordParts
+from parvec.vocab_parts import VocabPart, WordParts
 
 __all__ = ["BLOCK_BYTES", "BLOCK_ROWS", "CHECK_AT_OPEN_BYTES", "ROW_ALIGN", "ShardColumns", "ShardedKeyedVectors",
            "merge_top", "partial_scores", "top_of_block", "top_of_scores"]
@@ -284,7 +284,7 @@ class ShardedKeyedVectors:
             vocab = sharded["vocab"]
             dim = int(meta["config"]["dim"])
             files = list(sharded["files"])
-            records = list(vocab["parts"])
+            records = [VocabPart.from_json(p) for p in vocab["parts"]]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ParvecError(f"{path}: not a sharded model (no model.json naming shards and vocabulary partitions: "
                               f"{exc})") from None

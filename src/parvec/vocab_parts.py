@@ -20,7 +20,7 @@ Example:
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
     >>> info = write_part(d, 0, np.array([1, 0]), np.array([3, 5]), words=[b"cat", b"the"])
-    >>> parts = WordParts.open(d, [info])
+    >>> parts = WordParts.open(d, [VocabPart.from_json(info)])
     >>> parts.n_words, parts.word(0), parts.index("cat"), parts.counts_between(0, 2).tolist()
     (2, 'the', 1, [5, 3])
 """
@@ -42,10 +42,40 @@ from parvec.fileio import save_array
 from parvec.vocab import Vocab
 from parvec.wordhash import WordLookup, fnv1a64, hash_arena, lookup_hash
 
-__all__ = ["PART_FILES", "WordParts", "crc32_file", "part_paths", "vocab_crc32", "write_part"]
+__all__ = ["PART_FILES", "VocabPart", "WordParts", "crc32_file", "part_paths", "vocab_crc32", "write_part"]
 
 PART_FILES = ("ids", "counts", "hashes", "offsets", "bytes")
 _CRC_BLOCK = 16 << 20
+
+
+@dataclass(frozen=True)
+class VocabPart:
+    """A partition's record (``model.json``'s ``sharded.vocab.parts``, :func:`write_part`'s object): its number,
+    words, bytes of words, and each file's CRC-32 (by name: ``ids``, ``counts``, ...).
+
+    Example:
+        >>> VocabPart.from_json({"part": 1, "words": 2, "bytes": 6, "crc32": {"ids": 7}}).to_json()["crc32"]
+        {'ids': 7}
+    """
+
+    part: int
+    words: int
+    bytes: int
+    crc32: dict[str, int]
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> VocabPart:
+        """The record of a partition's JSON object (a model's, or :func:`write_part`'s)."""
+        return cls(int(d["part"]), int(d["words"]), int(d.get("bytes", 0)), {str(k): int(v) for k, v in
+                                                                             (d.get("crc32") or {}).items()})
+
+    def to_json(self) -> dict[str, int | dict[str, int]]:
+        """The partition's object in ``model.json``."""
+        return {"part": self.part, "words": self.words, "bytes": self.bytes, "crc32": dict(self.crc32)}
+
+    def paths(self, directory: str | os.PathLike[str]) -> dict[str, Path]:
+        """The partition's five files in ``directory`` (:func:`part_paths`)."""
+        return part_paths(directory, self.part)
 
 
 def part_paths(directory: str | os.PathLike[str], r: int) -> dict[str, Path]:
@@ -124,18 +154,19 @@ def _gather(arena: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.
         k += lengths[i]
 
 
-def vocab_crc32(parts: Sequence[dict[str, Any]]) -> int:
+def vocab_crc32(parts: Sequence[VocabPart]) -> int:
     """One CRC-32 of a vocabulary's partitions (their records' file CRC-32s, in partition order): equal for the
     same words, counts and ids.
 
     Example:
-        >>> vocab_crc32([{"crc32": {"ids": 1, "counts": 2}}]) == vocab_crc32([{"crc32": {"ids": 1, "counts": 2}}])
+        >>> p = VocabPart(0, 2, 6, {"ids": 1, "counts": 2})
+        >>> vocab_crc32([p]) == vocab_crc32([VocabPart(0, 2, 6, {"counts": 2, "ids": 1})])
         True
     """
     crc = 0
     for p in parts:
-        for name in sorted(p["crc32"]):
-            crc = zlib.crc32(f"{name}:{p['crc32'][name]};".encode(), crc)
+        for name in sorted(p.crc32):
+            crc = zlib.crc32(f"{name}:{p.crc32[name]};".encode(), crc)
     return crc & 0xFFFFFFFF
 
 
@@ -198,7 +229,7 @@ class _Part:
 
 
 class WordParts:
-    """A vocabulary's partitions, memory-mapped (module docstring); ``records`` are :func:`write_part`'s.
+    """A vocabulary's partitions, memory-mapped (module docstring); ``records`` are their :class:`VocabPart` records.
 
     Example:
         >>> parts = WordParts.open("model/vocab", records)  # doctest: +SKIP
@@ -213,7 +244,7 @@ class WordParts:
         self._by_hash = numbers is not None and list(numbers) == list(range(len(parts)))
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str], records: Sequence[dict[str, Any]],
+    def open(cls, directory: str | os.PathLike[str], records: Sequence[VocabPart],
              check: bool = False) -> WordParts:
         """Open the partitions ``records`` names in ``directory``; with ``check`` every file's CRC-32 is compared
         with its record (a :class:`parvec.errors.CheckpointError` naming the file that differs or is missing).
@@ -224,11 +255,11 @@ class WordParts:
         """
         parts = []
         for rec in records:
-            paths = part_paths(directory, int(rec["part"]))
+            paths = rec.paths(directory)
             arrays = {}
             for name, path in paths.items():
                 try:
-                    if check and crc32_file(path) != rec["crc32"][name]:
+                    if check and crc32_file(path) != rec.crc32[name]:
                         raise CheckpointError(f"{path}: its checksum does not match model.json (the file was altered "
                                               "or damaged)")
                     # a plain ndarray view of the memory map: numpy's memmap subclass costs microseconds an index
@@ -237,11 +268,11 @@ class WordParts:
                     raise CheckpointError(f"{path}: missing (a partition of the vocabulary)") from None
                 except (OSError, ValueError) as exc:
                     raise CheckpointError(f"{path}: truncated or damaged array ({exc})") from None
-            if len(arrays["ids"]) != int(rec["words"]) or len(arrays["offsets"]) != len(arrays["ids"]) + 1:
+            if len(arrays["ids"]) != rec.words or len(arrays["offsets"]) != len(arrays["ids"]) + 1:
                 raise CheckpointError(f"{paths['ids']}: holds {len(arrays['ids'])} words, model.json records "
-                                      f"{rec['words']}")
+                                      f"{rec.words}")
             parts.append(_Part(arrays["ids"], arrays["counts"], arrays["hashes"], arrays["offsets"], arrays["bytes"]))
-        return cls(parts, [int(rec["part"]) for rec in records])
+        return cls(parts, [rec.part for rec in records])
 
     def _between(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
         # ids, counts and bytes of the words of ids lo..hi-1 of every partition (not yet in id order).

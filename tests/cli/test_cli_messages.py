@@ -84,10 +84,11 @@ def test_a_graph_resume_with_nothing_left_says_so(tmp_path, capsys, shared_data)
 
 
 def test_the_sharded_snapshot_line_counts_one_in_the_singular(capsys):
+    from parvec.checkpoints import CheckpointCounts
     from parvec.cli.sharded import snapshot_line
 
     err = snapshot_line({"faults": [], "snapshots": 1, "snapshot_interval_s": 60.0, "snapshot_seconds": 0.1,
-                         "snapshot_drain_seconds": 0.0, "words_retrained": 0}, None, {})
+                         "snapshot_drain_seconds": 0.0, "words_retrained": 0}, None, CheckpointCounts())
     assert err.startswith("snapshots: 1 consistent snapshot of the shards (every epoch's end and every 60 s)")
     assert "0 faults recovered" in err
 

@@ -239,7 +239,7 @@ def test_continue_trains_on_and_checkpoints_again_once_there_is_space(disk, corp
     with caplog.at_level(logging.WARNING, logger="parvec"):
         model.train(corpus_file=corpus, callbacks=[free_space_at_epoch_end])
     assert np.array_equal(model.wv.vectors, uninterrupted.wv.vectors)  # a failed checkpoint changes nothing
-    failed = model.checkpoint_report["failed_checkpoints"]
+    failed = model.checkpoint_report.failed_checkpoints
     assert failed >= 2  # the rest of epoch 1 (mid-epoch ones and its epoch-end one)
     warnings = [r.getMessage() for r in caplog.records if "training continues" in r.getMessage()]
     assert len(warnings) == failed and all(NO_SPACE in w for w in warnings)

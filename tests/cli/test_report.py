@@ -88,13 +88,13 @@ def test_training_seconds_leave_out_the_evaluations_between_epochs(small_corpus,
     # seconds plus the evaluations' would exceed the wall time of the whole command.
     import parvec.evaluation as evaluation
 
-    real = evaluation.evaluate
+    real = evaluation.score_sets
 
     def slow_evaluate(*args, **kwargs):
         time.sleep(0.5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(evaluation, "evaluate", slow_evaluate)
+    monkeypatch.setattr(evaluation, "score_sets", slow_evaluate)
     report = tmp_path / "run.json"
     t0 = time.perf_counter()
     code = main(["train", str(small_corpus), "-o", str(tmp_path / "vec.txt"), "--epochs", "2", "--dim", "16",

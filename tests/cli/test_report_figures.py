@@ -117,3 +117,34 @@ def test_two_runs_get_a_projection_each_named_after_its_run(tmp_path):
     titles = re.findall(r"<h2>(PCA projection[^<]*)</h2>", html)
     assert titles == ["PCA projection of hogbatch 2t d8: hogbatch.txt", "PCA projection of par 2t d8: par.txt"]
     assert (tmp_path / "r_files" / "projection.png").exists() and (tmp_path / "r_files" / "projection2.png").exists()
+
+
+class _Figures:  # a driver's report (parvec.engine.DriverReport)
+    def to_json(self):
+        return {"syncs": 4}
+
+
+def test_the_run_report_record_writes_the_keys_in_the_report_files_order():
+    from parvec.checkpoints import CheckpointCounts
+    from parvec.cli.run_report import CorpusFigures, checkpoints, resumed_from, run_report
+    from parvec.engine import TrainStats
+
+    stats = TrainStats(words=10, seconds=2.0, epochs=1, loss_per_epoch=[2.5], cpu_seconds=3.0, cpu_processes=2,
+                       cpu_by_process={"parvec": 3.0})
+    report = run_report("words", {"dim": 8}, stats, read_seconds=0.5, device="cpu", output="/v.bin",
+                        output_binary=True, cluster={"mode": "replicas"},
+                        checkpoints=checkpoints(CheckpointCounts(epoch_end_checkpoints=1), None, "ck"),
+                        resumed_from=resumed_from("ck/checkpoint", 1.5, None),
+                        corpus=CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2),
+                        extra={"model": "skip-gram", "device": "overridden"}, driver=_Figures())
+    d = report.to_json()
+    assert list(d) == ["kind", "parameters", "vocab_size", "corpus_words", "corpus_tokens_in_vocab", "sentences",
+                       "words_trained", "epochs", "read_seconds", "training_seconds", "words_per_sec",
+                       "raw_words_per_sec", "cpu_seconds", "cpu_seconds_per_word", "cpu_processes",
+                       "cpu_seconds_by_process", "loss_per_epoch", "peak_memory_bytes", "device", "cluster", "output",
+                       "output_binary", "checkpoints", "resumed_from", "model", "syncs"]
+    assert d["device"] == "overridden" and d["cpu_seconds_per_word"] == 0.3 and d["raw_words_per_sec"] == 6.0
+    assert d["checkpoints"] == {"mid_epoch_checkpoints": 0, "epoch_end_checkpoints": 1, "checkpoint_seconds": 0.0,
+                                "failed_checkpoints": 0, "every": None, "dir": "ck"}
+    assert d["resumed_from"] == {"path": "ck/checkpoint", "saved_at": 1.5, "position": None}
+    json.dumps(d)

@@ -105,23 +105,24 @@ def test_more_replicas_than_the_corpus_has_chunks_is_refused_before_ray_starts(n
 
 def test_resume_restores_the_snapshot_interval_a_sharded_checkpoint_recorded():
     from parvec.cli.resume import restore_cluster
+    from parvec.cluster_record import ClusterRecord
 
-    record = {"spec": "local:2", "mode": "sharded", "shards": 1, "clients": 1, "threads_per_actor": 1,
-              "checkpoint_interval_s": 30.0}
+    record = ClusterRecord.from_json({"spec": "local:2", "mode": "sharded", "shards": 1, "clients": 1,
+                                      "threads_per_actor": 1, "checkpoint_interval_s": 30.0})
     # Left out: the checkpoint's interval (--resume ck alone used to fall back to the scaled default), and said.
     values = {"cluster": None, "cluster_mode": "replicas", "shards": None, "clients": None, "threads": 2,
               "snapshot_interval": None}
-    conflicts, lines, restored = restore_cluster(values, record, True, frozenset())
-    args = values | restored
-    assert conflicts == [] and args["snapshot_interval"] == 30.0 and args["cluster_mode"] == "sharded"
+    r = restore_cluster(values, record, True, frozenset())
+    conflicts, lines, args = r.conflicts, r.lines, values | dict(r.flags)
+    assert conflicts == () and args["snapshot_interval"] == 30.0 and args["cluster_mode"] == "sharded"
     assert ("snapshots inside an epoch every 30 s, as the checkpoint was trained (--snapshot-interval overrides)"
             in lines)
     # Given: it overrides (it decides when the shards write, not what is trained).
     values = {"cluster": None, "cluster_mode": "replicas", "shards": None, "clients": None, "threads": 2,
               "snapshot_interval": 5.0}
-    conflicts, lines, restored = restore_cluster(values, record, True, frozenset({"snapshot_interval"}))
-    args = values | restored
-    assert conflicts == [] and args["snapshot_interval"] == 5.0 and not any("snapshots inside" in x for x in lines)
+    r = restore_cluster(values, record, True, frozenset({"snapshot_interval"}))
+    conflicts, lines, args = r.conflicts, r.lines, values | dict(r.flags)
+    assert conflicts == () and args["snapshot_interval"] == 5.0 and not any("snapshots inside" in x for x in lines)
 
 
 @pytest.mark.parametrize("algo", ["par", "classic"])

@@ -108,7 +108,7 @@ def test_a_replica_killed_while_starting_is_restarted_and_the_run_completes(ray_
 
     trainer, stats, w_in, w_out, killer = train(kill=True)
     assert killer.killed, "no replica was seen starting"
-    faults = trainer.report()["faults"]
+    faults = trainer.report().to_json()["faults"]
     assert len(faults) == 1 and faults[0]["phase"] == "start" and faults[0]["words_retrained"] == 0, faults
     assert stats.words == 2 * corpus.n_tokens
     assert "was lost while starting" in capsys.readouterr().err
@@ -163,7 +163,7 @@ def test_a_replica_restarted_empty_before_an_epoch_gets_the_model_and_the_run_ma
 
     trainer, stats, w_in, w_out, pids = train(kill=True)
     assert len(pids) == 2 and pids[1] != pids[0], f"replica 1 was not restarted after {after}: {pids}"
-    faults = trainer.report()["faults"]
+    faults = trainer.report().to_json()["faults"]
     if after == "train_epoch":
         assert len(faults) == 1 and faults[0]["epoch"] == 2 and faults[0]["replica"] == [1], faults
         assert "was lost in epoch 2" in capsys.readouterr().err

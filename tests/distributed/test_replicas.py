@@ -313,7 +313,7 @@ def _fault_run(tmp_path, kill: bool, restarts: int = 3, collective: str = "auto"
         deadline = time.time() + 120
         while time.time() < deadline and th.is_alive():
             try:
-                epoch, done = ray.get(trainer.actors[0].progress.remote(), timeout=5)["synced"]
+                epoch, done = ray.get(trainer.actors[0].progress.remote(), timeout=5).synced
             except Exception:  # noqa: BLE001 - the actors not up yet
                 epoch, done = -1, 0
             if epoch == 1 and done >= 3:  # mid-way through the second epoch
@@ -331,7 +331,7 @@ def test_lost_replica_is_restarted_and_the_run_matches_an_unfaulted_one(ray_sess
     trainer, w_in, w_out, outcome, killed = _fault_run(tmp_path, kill=True)
     assert killed is not None, "training ended before the kill"
     assert "error" not in outcome, outcome.get("error")
-    faults = trainer.report()["faults"]
+    faults = trainer.report().to_json()["faults"]
     assert len(faults) == 1 and faults[0]["replica"] == [1] and faults[0]["epoch"] == 2
     assert faults[0]["words_retrained_by_lost"]["1"] > 0
     assert faults[0]["words_retrained"] >= 2 * faults[0]["words_retrained_by_lost"]["1"] * 0.9

@@ -185,3 +185,20 @@ def test_a_count_that_cannot_fit_is_refused_before_anything_is_counted(tmp_path,
                                               r"words of its hash range.*expects about 36 distinct words"):
             model.encode(path)
     assert model.count_estimate is not None and not model.count_estimate.fits
+
+
+def test_a_plan_read_back_from_its_recorded_units_cuts_the_same_ranges(tmp_path):
+    # what a checkpoint records of the input (model.json's sharded.input) is read back as the same units, and the
+    # same input with another number of files is refused
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"w{i % 7} w{i % 5} w{i % 3}\n" for i in range(2000)))
+    plan = source_mod.plan_inputs(str(corpus), cpus=2, work=tmp_path)
+    written = json.loads(json.dumps(plan.recorded_units().to_json()))
+    assert written == {"files": [str(corpus.absolute())], "units": [list(u) for u in plan.units]}
+    recorded = source_mod.RecordedUnits.from_json(written | {"fingerprints": []})
+    assert recorded is not None and source_mod.RecordedUnits.from_json({"fingerprints": []}) is None
+    again = source_mod.plan_inputs(str(corpus), cpus=8, work=tmp_path, recorded=recorded)
+    assert again.units == plan.units and len(plan.units) >= 4
+    with pytest.raises(ParvecError, match="the checkpoint 2"):
+        source_mod.plan_inputs(str(corpus), cpus=2, work=tmp_path,
+                               recorded=source_mod.RecordedUnits(recorded.files * 2, recorded.units))

@@ -100,7 +100,7 @@ def test_a_sharded_run_killed_with_sigkill_resumes_bit_for_bit_without_repeating
     # Python reads it as a model: the matrices assembled from the shards' column files.
     model = Word2Vec.load(ck_full)
     assert model.wv.index_to_key == words and np.array_equal(model.wv.vectors, vectors)
-    assert model.saved_cluster["mode"] == "sharded" and model.epochs_trained == 4
+    assert model.saved_cluster is not None and model.saved_cluster.mode == "sharded" and model.epochs_trained == 4
 
     # Another input is refused, naming the difference; so is a damaged shard file (its CRC-32), naming it.
     other = tmp_path / "other.txt"

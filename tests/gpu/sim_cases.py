@@ -278,8 +278,8 @@ def _e2e(out: Path) -> dict:
             stats = trainer.train(corpus, on_epoch_end=lambda e, s, t=trainer, snap=snap: snap.setdefault(
                 e, (t.w_in.copy(), t.w_out.copy())))
             results[mode] = (trainer.w_in.copy(), trainer.w_out.copy(), stats)
-            summary[f"driver-{algo}-{mode}-corpus"] = trainer.report()["gpu"]["corpus"]
-            summary[f"driver-{algo}-{mode}-launches"] = trainer.report()["gpu"]["launches"]
+            summary[f"driver-{algo}-{mode}-corpus"] = trainer.report().to_json()["gpu"]["corpus"]
+            summary[f"driver-{algo}-{mode}-launches"] = trainer.report().to_json()["gpu"]["launches"]
         resumed = GpuTrainer(cfg, counts, snap[0][0].copy(), snap[0][1].copy(), words_per_launch=25)
         r_stats = resumed.train(corpus, start_epoch=1)
         n = len(counts)
@@ -327,7 +327,7 @@ def _e2e(out: Path) -> dict:
     arrays["walks-ref-w_in"], arrays["walks-ref-w_out"] = w_in0, w_out0
     summary["walks-loss"], summary["walks-ref-loss"] = stats.loss_per_epoch, ref_loss
     summary["walks-words"], summary["walks-words-per-epoch"] = stats.words, words_per_epoch
-    summary["walks-corpus"] = trainer.report()["gpu"]["corpus"]
+    summary["walks-corpus"] = trainer.report().to_json()["gpu"]["corpus"]
 
     # Mid-epoch checkpoints on the GPU, at kernel-launch boundaries (launches of ~25 words here), and a run resumed
     # from one, through Word2Vec: it must end where the run that was not interrupted ends.
@@ -344,7 +344,7 @@ def _e2e(out: Path) -> dict:
         full = Word2Vec(sentences=sentences, device="cuda", checkpoint_dir=ck, checkpoint_every=30, **kw)
         mids = [f for f in list_checkpoints(ck) if f.chunks_done]
         summary["gpu-mid-checkpoints"] = [[f.epoch, f.chunks_done] for f in mids]
-        summary["gpu-mid-report"] = full.checkpoint_report
+        summary["gpu-mid-report"] = full.checkpoint_report.to_json()
         resumed = Word2Vec.load(mids[0].path)
         summary["gpu-resumed-position"] = resumed.position.to_json() if resumed.position is not None else None
         r_stats = resumed.train(sentences=sentences, resume=True)

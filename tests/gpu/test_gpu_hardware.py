@@ -129,7 +129,7 @@ def test_gpu_learns_related_words(algo, resident):
     trainer = GpuTrainer(cfg, corpus.vocab.counts, resident=resident, words_per_launch=None if resident else 100_000)
     stats = trainer.train(corpus)
     assert stats.words == cfg.epochs * corpus.n_tokens and np.isfinite(trainer.w_in).all()
-    assert trainer.report()["gpu"]["corpus"] == (["resident"] if resident else ["streamed"])
+    assert trainer.report().to_json()["gpu"]["corpus"] == (["resident"] if resident else ["streamed"])
     w = trainer.w_in / np.linalg.norm(trainer.w_in, axis=1, keepdims=True)
     idx = corpus.vocab.index
 

@@ -28,6 +28,7 @@ from parvec.config import DEFAULT_GPU_ALGO
 from parvec.errors import ParvecError
 
 if TYPE_CHECKING:
+    from parvec.cli.remote import TrainPaths
     from parvec.distributed.cluster import Cluster
 
 __all__ = ["TrainCommand", "cluster_from_args", "resolve"]
@@ -170,9 +171,11 @@ def _refuse_cluster_flags(values: dict[str, Any]) -> None:
             raise ParvecError(f"--{flag} needs --cluster (e.g. --cluster local:2)")
 
 
-def resolve(args: argparse.Namespace) -> tuple[TrainCommand, Checkpoint | None]:
-    """``parvec train``'s command from its parsed flags (module docstring), with the checkpoint ``--resume``
-    loaded; prints the defaults line (a new run) or the lines that say what a resumed run takes from its checkpoint.
+def resolve(args: argparse.Namespace, paths: TrainPaths | None = None) -> tuple[TrainCommand, Checkpoint | None]:
+    """``parvec train``'s command from its parsed flags (module docstring; ``paths``, when given, the staged local
+    stand-ins of its URLs, :func:`parvec.cli.remote.staged_train`, taken over the flags'), with the checkpoint
+    ``--resume`` loaded; prints the defaults line (a new run) or the lines that say what a resumed run takes from
+    its checkpoint.
     Refuses, before anything is read or reserved, what cannot run: a missing input or output, flags that conflict
     with each other, the cluster's mode or the checkpoint, more threads than ``local:N`` has CPUs, no GPU.
 
@@ -183,6 +186,8 @@ def resolve(args: argparse.Namespace) -> tuple[TrainCommand, Checkpoint | None]:
         parvec.errors.ParvecError: no output: give -o OUTPUT (and/or --save-model DIR)
     """
     given = explicit_flags(args)
+    if paths is not None:  # a copy of the flags with the staged paths: the parsed namespace is only read
+        args = argparse.Namespace(**(vars(args) | dict(paths.flag_values())))
     style, defaults_line = resolve_defaults(args)  # refuses a training file named both ways
     values = dict(vars(args)) | style
     debug = 2 if values["debug"] is None else values["debug"]

@@ -13,6 +13,7 @@ this for every command).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -28,6 +29,7 @@ from parvec.errors import ParvecError
 if TYPE_CHECKING:  # imported where used, so that the command starts fast
     import numpy as np
 
+    from parvec.cli.run_report import RunReport
     from parvec.graph.graph_io import Graph
     from parvec.graph.node2vec import Node2Vec
 
@@ -357,7 +359,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
 
 
 def _graph_report(args: argparse.Namespace, places: _Places, graph: Any, model: Any, labels: Any, out: Path,
-                  t_read: float) -> dict[str, Any]:
+                  t_read: float) -> RunReport:
     # The common keys (parvec.cli.run_report, kind "graph"), plus the walk settings and, with labels,
     # micro/macro-F1 against the training fraction (scored after the peak memory of training is read).
     from parvec.cli.run_report import absolute, checkpoints, resumed_from, run_report
@@ -375,8 +377,8 @@ def _graph_report(args: argparse.Namespace, places: _Places, graph: Any, model: 
         run_log=model.run_log)
     if labels is not None:
         model.eval_labels, model.eval_labels_source = labels, args.labels
-        report["labels"] = args.labels
-        report["node_classification"] = model.classify(model.node_vectors, repeats=3)
+        scores = model.classify(model.node_vectors, repeats=3)
+        report = dataclasses.replace(report, after=(("labels", args.labels), ("node_classification", scores)))
     return report
 
 

@@ -1,7 +1,7 @@
 """``parvec train`` with URLs: its inputs read from, and its outputs written to, object storage (:mod:`parvec.storage`).
 
-:func:`staged_train` rewrites the URL arguments of a ``parvec train`` into local paths for the length of the run,
-and puts the results where the URLs say when it ends:
+:func:`staged_train` maps the URL arguments of a ``parvec train`` (a :class:`TrainPaths` record) to local paths for
+the length of the run, and puts the results where the URLs say when it ends:
 
 - an input URL of a ``--mode sharded`` run is left as it is: the driver plans from its listing and the workers
   read their units from it (:func:`reads_urls_on_workers`, :mod:`parvec.distributed.sharded_source`);
@@ -19,11 +19,12 @@ and puts the results where the URLs say when it ends:
 
 Local paths are left as they are: a run without URLs (and without a partitioned ``-o``) does not come here.
 
+Nothing here writes to the parsed namespace: :meth:`TrainPaths.of` reads the flags staging needs once, staging
+maps that frozen record to another (:func:`dataclasses.replace`) with the local stand-ins, and
+:func:`parvec.cli.command.resolve` takes the staged record over the namespace's values.
+
 Example:
-    >>> import argparse
-    >>> ns = argparse.Namespace(input=["corpus.txt"], train_file=None, output="v.txt", save_model=None,
-    ...                         save_vocab=None, report=None, checkpoint_dir=None, resume=None, read_vocab=None)
-    >>> uses_urls(ns)
+    >>> uses_urls(TrainPaths(inputs=("corpus.txt",), output="v.txt"))
     False
 """
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import posixpath
 import shutil
@@ -45,34 +47,105 @@ from parvec import storage
 from parvec.checkpoints import EPOCH_END
 from parvec.errors import ParvecError
 
-__all__ = ["StagedRun", "partitioned_output", "reads_urls_on_workers", "renaming_stderr", "staged_train",
+__all__ = ["StagedRun", "TrainPaths", "partitioned_output", "reads_urls_on_workers", "renaming_stderr", "staged_train",
            "uses_urls"]
 
 _OUTPUT_FLAGS = (("output", "-o"), ("save_vocab", "--save-vocab"), ("report", "--report"))
 
 
-def uses_urls(args: argparse.Namespace) -> bool:
+@dataclass(frozen=True)
+class TrainPaths:
+    """The flags of a ``parvec train`` that staging reads or rewrites, by their destinations: the corpus
+    (``input``, ``train_file``), the outputs, the checkpoint directory, the checkpoint resumed, the vocabulary
+    read, ``--binary`` (None: not given), ``--no-cache``, and where it trains (``cluster``, ``cluster_mode``: only
+    read).  :func:`staged_train` maps it to the record of the local stand-ins.
+
+    Example:
+        >>> TrainPaths(inputs=("s3://b/corpus/",), output="v.txt").input
+        ['s3://b/corpus/']
+    """
+
+    inputs: tuple[str, ...] = ()
+    train_file: str | None = None
+    output: str | None = None
+    save_model: str | None = None
+    save_vocab: str | None = None
+    report: str | None = None
+    checkpoint_dir: str | None = None
+    resume: str | None = None
+    read_vocab: str | None = None
+    binary: int | None = None
+    no_cache: bool = False
+    cluster: str | None = None
+    cluster_mode: str | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> TrainPaths:
+        """The record of ``parvec train``'s parsed flags (only read).
+
+        Example:
+            >>> from parvec.cli import build_parser
+            >>> TrainPaths.of(build_parser().parse_args(["train", "c.txt", "-o", "s3://b/v.bin"])).output
+            's3://b/v.bin'
+        """
+        return cls(inputs=tuple(args.input or ()), train_file=args.train_file, output=args.output,
+                   save_model=args.save_model, save_vocab=args.save_vocab, report=args.report,
+                   checkpoint_dir=args.checkpoint_dir, resume=args.resume, read_vocab=args.read_vocab,
+                   binary=args.binary, no_cache=bool(args.no_cache), cluster=args.cluster,
+                   cluster_mode=args.cluster_mode)
+
+    @property
+    def input(self) -> list[str] | None:
+        """The positional inputs as the parsed flags hold them (None: none given)."""
+        return list(self.inputs) or None
+
+    def flag_values(self) -> tuple[tuple[str, object], ...]:
+        """Each flag's destination and value, as :func:`parvec.cli.command.resolve` takes them over the parsed
+        flags' (``input`` a list or None, as argparse gives it).
+
+        Example:
+            >>> dict(TrainPaths(output="v.txt").flag_values())["output"]
+            'v.txt'
+        """
+        return (("input", self.input), ("train_file", self.train_file), ("output", self.output),
+                ("save_model", self.save_model), ("save_vocab", self.save_vocab), ("report", self.report),
+                ("checkpoint_dir", self.checkpoint_dir), ("resume", self.resume), ("read_vocab", self.read_vocab),
+                ("binary", self.binary), ("no_cache", self.no_cache))
+
+    def output_flag(self, name: str) -> str | None:
+        """The value of the output flag ``name`` (``output``, ``save_vocab``, ``report`` or ``save_model``).
+
+        Example:
+            >>> TrainPaths(report="s3://b/r.json").output_flag("report")
+            's3://b/r.json'
+        """
+        outputs = {"output": self.output, "save_vocab": self.save_vocab, "report": self.report,
+                   "save_model": self.save_model}
+        return outputs[name]
+
+
+def uses_urls(paths: TrainPaths) -> bool:
     """Whether any input or output of a ``parvec train`` is a URL.
 
     Example:
-        >>> uses_urls(argparse.Namespace(input=["s3://b/corpus/"], output="v.txt"))
+        >>> uses_urls(TrainPaths(inputs=("s3://b/corpus/",), output="v.txt"))
         True
     """
-    values = list(getattr(args, "input", None) or []) + [getattr(args, name, None) for name in (
-        "train_file", "output", "save_model", "save_vocab", "report", "checkpoint_dir", "resume", "read_vocab")]
-    return any(storage.is_url(v) for v in values) or partitioned_output(getattr(args, "output", None))
+    values = [*paths.inputs, paths.train_file, paths.output, paths.save_model, paths.save_vocab, paths.report,
+              paths.checkpoint_dir, paths.resume, paths.read_vocab]
+    return any(storage.is_url(v) for v in values) or partitioned_output(paths.output)
 
 
-def reads_urls_on_workers(args: argparse.Namespace) -> bool:
+def reads_urls_on_workers(paths: TrainPaths) -> bool:
     """Whether the run's input URLs are read by the cluster's workers themselves (``--mode sharded``: the driver
     lists the objects and reads a few bytes around each cut; each unit is read from the URL by the task or the
     client that needs it), so the input is not copied to the driver.
 
     Example:
-        >>> reads_urls_on_workers(argparse.Namespace(cluster="local:2", cluster_mode="sharded"))
+        >>> reads_urls_on_workers(TrainPaths(cluster="local:2", cluster_mode="sharded"))
         True
     """
-    return bool(getattr(args, "cluster", None)) and getattr(args, "cluster_mode", None) == "sharded"
+    return bool(paths.cluster) and paths.cluster_mode == "sharded"
 
 
 def partitioned_output(output: str | None) -> bool:
@@ -159,33 +232,37 @@ def _checkpoint_root(url: str) -> tuple[str, str]:
     return url.rstrip("/"), ""
 
 
-def _stage_checkpoints(args: argparse.Namespace, run: StagedRun) -> None:
-    resume_url = args.resume if storage.is_url(args.resume) else None
-    ck_url = args.checkpoint_dir if storage.is_url(args.checkpoint_dir) else None
+def _stage_checkpoints(paths: TrainPaths, run: StagedRun) -> TrainPaths:
+    resume_url = paths.resume if storage.is_url(paths.resume) else None
+    ck_url = paths.checkpoint_dir if storage.is_url(paths.checkpoint_dir) else None
+    resume, checkpoint_dir = paths.resume, paths.checkpoint_dir
     local = run.root / "checkpoints"
     if resume_url is not None:
         root_url, entry = _checkpoint_root(resume_url)
         if not storage.url_exists(root_url):
             raise storage.StorageError(f"--resume {resume_url}: no such object or prefix")
         storage.download(root_url, local)
-        args.resume = str(local / entry) if entry else str(local)
-        if args.checkpoint_dir is None or (ck_url is not None and ck_url.rstrip("/") == root_url):
+        resume = str(local / entry) if entry else str(local)
+        if checkpoint_dir is None or (ck_url is not None and ck_url.rstrip("/") == root_url):
             ck_url = root_url  # checkpoints continue where they were
-            args.checkpoint_dir = str(local)
+            checkpoint_dir = str(local)
     if ck_url is not None:
         storage.check_writable(storage.join_url(ck_url, EPOCH_END))
-        if args.checkpoint_dir == ck_url:
+        if checkpoint_dir == ck_url:
             local.mkdir(parents=True, exist_ok=True)
-            args.checkpoint_dir = str(local)
+            checkpoint_dir = str(local)
         run.mirrored = storage.mirror(local, ck_url)
         run.names[str(local)] = ck_url.rstrip("/")
         run.mirrored.sync()  # what was downloaded counts as sent
+    return dataclasses.replace(paths, resume=resume, checkpoint_dir=checkpoint_dir)
 
 
-def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
+def _stage_outputs(paths: TrainPaths, run: StagedRun) -> TrainPaths:
+    staged: dict[str, str] = {}
+    binary = paths.binary
     for name, _flag in _OUTPUT_FLAGS:
-        url = getattr(args, name, None)
-        if not isinstance(url, str):
+        url = paths.output_flag(name)
+        if url is None:
             continue
         parts = name == "output" and partitioned_output(url)
         if not (storage.is_url(url) or parts):
@@ -197,70 +274,84 @@ def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:
         if parts:
             local = where / "vectors.bin"  # a binary word2vec file, cut into parts when the run ends
             run.partitioned.append((local, url))
-            args.binary = 1 if args.binary is None else args.binary
+            binary = 1 if binary is None else binary
         else:
             local = where / posixpath.basename(url)
             run.uploads.append((local, url))
-        setattr(args, name, str(local))
+        staged[name] = str(local)
         run.names[str(local)] = url
-    model_url = args.save_model
-    if isinstance(model_url, str) and storage.is_url(model_url):
+    model_url = paths.save_model
+    if model_url is not None and storage.is_url(model_url):
         storage.check_writable(model_url)
         local = run.root / "out-save_model" / posixpath.basename(model_url.rstrip("/"))
         local.parent.mkdir()
         run.uploads.append((local, model_url))
-        args.save_model = str(local)
+        staged["save_model"] = str(local)
         run.names[str(local)] = model_url
+    return dataclasses.replace(paths, binary=binary, output=staged.get("output", paths.output),
+                               save_vocab=staged.get("save_vocab", paths.save_vocab),
+                               report=staged.get("report", paths.report),
+                               save_model=staged.get("save_model", paths.save_model))
 
 
-def _refuse_overwriting_inputs(args: argparse.Namespace, run: StagedRun) -> None:
+def _refuse_overwriting_inputs(paths: TrainPaths, run: StagedRun) -> None:
     # An output URL that is one of the input's objects: refused as a local output that is an input is.
     read = set(run.inputs)
     for name, flag in (*_OUTPUT_FLAGS, ("save_model", "--save-model")):
-        url = run.names.get(str(getattr(args, name, None)))
+        url = run.names.get(str(paths.output_flag(name)))
         if url is not None and url in read:
             raise ParvecError(f"{flag} {url} is an object of the training corpus: refusing to overwrite an input; "
                               "choose another URL")
 
 
+def _stage_inputs(paths: TrainPaths, run: StagedRun) -> TrainPaths:
+    # The corpus: listed (read by the workers of a sharded run) or copied here; the encoded-corpus cache is not
+    # used for a copy.
+    inputs, train_file = list(paths.inputs), paths.train_file
+    on_workers = reads_urls_on_workers(paths)
+    if on_workers:  # the workers read their units from the URLs: nothing is copied here
+        urls = [u for u in [*inputs, train_file] if u is not None and storage.is_url(u)]
+        run.inputs += [f.url for u in urls for f in storage.list_inputs(u)]
+        return paths
+    staged_inputs = tuple(_stage_input(u, run, i) if storage.is_url(u) else u for i, u in enumerate(inputs))
+    staged_train_file = train_file
+    if train_file is not None and storage.is_url(train_file):
+        staged_train_file = _stage_input(train_file, run, len(inputs))
+    no_cache = paths.no_cache
+    if (any(storage.is_url(u) for u in inputs) or storage.is_url(train_file)) and not no_cache:
+        # The encoded-corpus cache is keyed on the file's path: a copy made for one run would leave an entry
+        # no later run uses.
+        no_cache = True
+        print("encoded-corpus cache: not used for a corpus read from a URL (it is copied for this run)",
+              file=sys.stderr)
+    return dataclasses.replace(paths, inputs=staged_inputs, train_file=staged_train_file, no_cache=no_cache)
+
+
 @contextlib.contextmanager
-def staged_train(args: argparse.Namespace) -> Iterator[StagedRun | None]:
-    """Rewrite the URL arguments of ``args`` into local stand-ins for the body of the ``with``; None (and nothing
-    changed) when there is no URL.  Call :meth:`StagedRun.finish` after a successful run to upload its outputs; the
-    staging directory is removed either way.
+def staged_train(paths: TrainPaths) -> Iterator[tuple[StagedRun | None, TrainPaths]]:
+    """The run's local stand-ins for the body of the ``with``: the :class:`StagedRun` and ``paths`` with every URL
+    replaced by its local stand-in; ``(None, paths)`` when there is no URL.  ``paths`` itself is not changed.
+    Call :meth:`StagedRun.finish` after a successful run to upload its outputs; the staging directory is removed
+    either way.
 
     Example:
-        >>> ns = argparse.Namespace(input=["c.txt"], train_file=None, output="v.txt", save_model=None,
-        ...                         save_vocab=None, report=None, checkpoint_dir=None, resume=None, read_vocab=None)
-        >>> with staged_train(ns) as run:
-        ...     run is None
-        True
+        >>> with staged_train(TrainPaths(inputs=("c.txt",), output="v.txt")) as (run, staged):
+        ...     run is None, staged.output
+        (True, 'v.txt')
     """
-    if not uses_urls(args):
-        yield None
+    if not uses_urls(paths):
+        yield None, paths
         return
     run = StagedRun(Path(tempfile.mkdtemp(prefix="parvec-staged-")))
     try:
-        _stage_outputs(args, run)  # first: a missing output bucket is refused before any download
-        _stage_checkpoints(args, run)
-        inputs, train_file = list(args.input or []), args.train_file
-        if reads_urls_on_workers(args):  # the workers read their units from the URLs: nothing is copied here
-            run.inputs += [f.url for u in inputs + [train_file] if storage.is_url(u) for f in storage.list_inputs(u)]
-        elif args.input:
-            args.input = [_stage_input(u, run, i) if storage.is_url(u) else u for i, u in enumerate(args.input)]
-        if storage.is_url(args.train_file) and not reads_urls_on_workers(args):
-            args.train_file = _stage_input(args.train_file, run, len(args.input or []))
-        if (any(storage.is_url(u) for u in inputs) or storage.is_url(train_file)) and not args.no_cache \
-                and not reads_urls_on_workers(args):
-            # The encoded-corpus cache is keyed on the file's path: a copy made for one run would leave an entry
-            # no later run uses.
-            args.no_cache = True
-            print("encoded-corpus cache: not used for a corpus read from a URL (it is copied for this run)",
-                  file=sys.stderr)
-        _refuse_overwriting_inputs(args, run)
-        if storage.is_url(getattr(args, "read_vocab", None)):
-            args.read_vocab = str(storage.download(args.read_vocab, run.root / "read-vocab" / "vocab.txt"))
-        yield run
+        staged = _stage_outputs(paths, run)  # first: a missing output bucket is refused before any download
+        staged = _stage_checkpoints(staged, run)
+        staged = _stage_inputs(staged, run)
+        _refuse_overwriting_inputs(staged, run)
+        if staged.read_vocab is not None and storage.is_url(staged.read_vocab):
+            vocab = storage.download(staged.read_vocab, run.root / "read-vocab" / "vocab.txt")
+            staged = dataclasses.replace(staged, read_vocab=str(vocab))
+        yield run, staged
     finally:
         if run.mirrored is not None:
             try:
@@ -290,6 +381,8 @@ class _RenamingStream(io.TextIOBase):
         return int(self._stream.fileno())
 
     def __getattr__(self, name: str) -> Any:
+        # A stream proxy: whatever else a writer asks of standard error (encoding, errors, buffer, ...) is the
+        # wrapped stream's, whichever stream that is (a terminal, a pipe, pytest's capture).
         return getattr(self._stream, name)
 
 

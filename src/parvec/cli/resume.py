@@ -4,7 +4,7 @@ checkpoint (:data:`SAVED_FLAGS`, refused with another value), the cluster it tra
 ``model.json``'s ``cluster``, restored where the flags leave it out), and the lines that say where it resumes.
 
 Example:
-    >>> restore_cluster({"cluster": "local:4"}, None, True, frozenset({"cluster"}))[0][0][:17]
+    >>> restore_cluster({"cluster": "local:4"}, None, True, frozenset({"cluster"})).conflicts[0][:17]
     '--cluster local:4'
 """
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from parvec.errors import ParvecError
 
 if TYPE_CHECKING:
+    from parvec.cluster_record import ClusterRecord
     from parvec.distributed.pipeline import ShardedWord2Vec
     from parvec.word2vec import Word2Vec
 
@@ -77,77 +78,96 @@ _SHARDED_ONLY = ("shards", "clients", "minibatch_words", "minibatch_formation", 
 _SHARDED_BEFORE = {"update_cap": 0}  # every update summed
 
 
-def restore_cluster(values: dict[str, Any], record: dict[str, Any] | None, recorded: bool,
-                    given: frozenset[str]) -> tuple[list[str], list[str], dict[str, Any]]:
-    """The cluster flags a resumed run takes from its checkpoint's record (``model.json``'s ``cluster``; None: it
-    trained in this process) where they were left out (``values``: the flags as resolved so far, only read).
-    Returns ``(conflicts, lines, restored)``: the flags given with a value the checkpoint cannot resume with (each
-    with the checkpoint's value, for the one refusal), the lines to print, and the flags' restored values (by
-    destination; ``threads`` among them: the threads of each replica or client, as before).  A checkpoint that
-    recorded nothing (``recorded`` False: written before parvec recorded it) keeps the flags as given.
+@dataclass(frozen=True)
+class RestoredCluster:
+    """What a resumed run takes from its checkpoint's cluster record (:func:`restore_cluster`): ``conflicts``, the
+    flags given with a value the checkpoint cannot resume with (each with the checkpoint's value, for the one
+    refusal); ``lines``, the lines to print; and the flags left out that take the record's values, by destination
+    (``flags``; ``threads`` among them: the threads of each replica or client, as before).
 
     Example:
+        >>> RestoredCluster((), (), (("replicas", 2),)).restores("replicas")
+        True
+    """
+
+    conflicts: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+    flags: tuple[tuple[str, object], ...] = ()
+
+    def restores(self, dest: str) -> bool:
+        """Whether the flag ``dest`` (a destination) takes the checkpoint's value."""
+        return any(d == dest for d, _ in self.flags)
+
+
+def restore_cluster(values: dict[str, Any], record: ClusterRecord | None, recorded: bool,
+                    given: frozenset[str]) -> RestoredCluster:
+    """The cluster flags a resumed run takes from its checkpoint's record (``model.json``'s ``cluster``; None: it
+    trained in this process) where they were left out (``values``: the flags as resolved so far, only read), as a
+    :class:`RestoredCluster`.  A checkpoint that recorded nothing (``recorded`` False: written before parvec
+    recorded it) keeps the flags as given.
+
+    Example:
+        >>> from parvec.cluster_record import ClusterRecord
         >>> values = {"cluster": None, "cluster_mode": "replicas", "replicas": None, "threads": 1}
-        >>> conflicts, _, restored = restore_cluster(values, {"spec": "local:2", "mode": "replicas", "replicas": 2},
-        ...                                          True, frozenset())
-        >>> conflicts, restored["cluster"], restored["replicas"]
-        ([], 'local:2', 2)
+        >>> record = ClusterRecord.from_json({"spec": "local:2", "mode": "replicas", "replicas": 2})
+        >>> restored = restore_cluster(values, record, True, frozenset())
+        >>> restored.conflicts, dict(restored.flags)["cluster"], dict(restored.flags)["replicas"]
+        ((), 'local:2', 2)
     """
     if not recorded:
-        return [], [], {}
-    from parvec.distributed import describe_record
-
+        return RestoredCluster()
     if record is None:
         if values.get("cluster"):
-            return [f"--cluster {values['cluster']} (the checkpoint was trained in this process, without --cluster: "
-                    "its position and learning rate are this process's)"], [], {}
-        return [], [], {}
+            return RestoredCluster((f"--cluster {values['cluster']} (the checkpoint was trained in this process, "
+                                    "without --cluster: its position and learning rate are this process's)",))
+        return RestoredCluster()
     conflicts: list[str] = []
-    restored: dict[str, Any] = {}
-    mode = record.get("mode")
+    restored: list[tuple[str, object]] = []
+    mode = record.mode
     for dest, (flag, key, kind) in _CLUSTER_FLAGS.items():
         if (dest in _REPLICAS_ONLY and mode != "replicas") or (dest in _SHARDED_ONLY and mode != "sharded"):
             continue
-        saved = record.get(key, _SHARDED_BEFORE.get(dest) if mode == "sharded" else None)
+        saved = record.value(key, _SHARDED_BEFORE.get(dest) if mode == "sharded" else None)
         if dest in given and values.get(dest) != saved and kind == "saved":
-            conflicts.append(f"{flag} {values[dest]} (the checkpoint has {saved}: {describe_record(record)})")
+            conflicts.append(f"{flag} {values[dest]} (the checkpoint has {saved}: {record.describe()})")
         elif dest not in given:
-            restored[dest] = saved
+            restored.append((dest, saved))
     lines = []
-    if "cluster" in given and values["cluster"] != record.get("spec"):
+    if "cluster" in given and values["cluster"] != record.spec:
         lines.append(f"--cluster {values['cluster']}: the run goes on there (the checkpoint trained on --cluster "
-                     f"{record.get('spec')}; its --mode and {'--replicas' if mode == 'replicas' else '--shards'} "
+                     f"{record.spec}; its --mode and {'--replicas' if mode == 'replicas' else '--shards'} "
                      "are kept)")
     elif "cluster" not in given:
-        lines.append(f"cluster: {describe_record(record)}, as the checkpoint was trained (give --cluster SPEC to run "
+        lines.append(f"cluster: {record.describe()}, as the checkpoint was trained (give --cluster SPEC to run "
                      "it elsewhere with the same mode)")
-    per = record.get("threads_per_actor")
+    per = record.threads_per_actor
     if per is not None and "threads" not in given:
-        restored["threads"] = int(per)
-    if mode == "sharded" and record.get("shard_memory_bytes") is not None and "shard_memory" not in given:
-        restored["shard_memory"] = str(record["shard_memory_bytes"])
-    if mode == "sharded" and record.get("checkpoint_interval_s") is not None and "snapshot_interval" not in given:
-        lines.append(f"snapshots inside an epoch every {record['checkpoint_interval_s']:g} s, as the checkpoint was "
+        restored.append(("threads", int(per)))
+    if mode == "sharded" and record.shard_memory_bytes is not None and "shard_memory" not in given:
+        restored.append(("shard_memory", str(record.shard_memory_bytes)))
+    if mode == "sharded" and record.checkpoint_interval_s is not None and "snapshot_interval" not in given:
+        lines.append(f"snapshots inside an epoch every {record.checkpoint_interval_s:g} s, as the checkpoint was "
                      "trained (--snapshot-interval overrides)")
-    return conflicts, lines, restored
+    return RestoredCluster(tuple(conflicts), tuple(lines), tuple(restored))
 
 
-def threads_line(record: dict[str, Any], given: int | None, trained_threads: int) -> str:
+def threads_line(record: ClusterRecord, given: int | None, trained_threads: int) -> str:
     """The line ``--resume`` prints of a cluster run's threads per replica or client: the checkpoint's
     (``record``: ``model.json``'s ``cluster``; its replicas' threads fitted to the CPUs when it recorded none, at
     most ``trained_threads``), or the ``--threads`` ``given`` that overrides them.  ``--threads`` given with the
     checkpoint's value is no override.
 
     Example:
-        >>> threads_line({"mode": "replicas", "threads_per_actor": 1}, None, 2)
+        >>> from parvec.cluster_record import ClusterRecord
+        >>> threads_line(ClusterRecord.from_json({"mode": "replicas", "threads_per_actor": 1}), None, 2)
         'threads: 1 per replica, as the checkpoint was trained (--threads overrides)'
-        >>> threads_line({"mode": "replicas", "threads_per_actor": 1}, 1, 2)
+        >>> threads_line(ClusterRecord.from_json({"mode": "replicas", "threads_per_actor": 1}), 1, 2)
         'threads: 1 per replica, as the checkpoint was trained (--threads overrides)'
-        >>> threads_line({"mode": "sharded", "threads_per_actor": None}, 2, 4)
+        >>> threads_line(ClusterRecord.from_json({"mode": "sharded", "threads_per_actor": None}), 2, 4)
         "--threads 2 per client overrides the checkpoint's 1"
     """
-    unit = "client" if record.get("mode") == "sharded" else "replica"
-    per = record.get("threads_per_actor")
+    unit = "client" if record.mode == "sharded" else "replica"
+    per = record.threads_per_actor
     if per is None and unit == "client":
         per = 1  # a sharded run's clients run one thread each unless told (ShardedSettings.of)
     trained = f"{per}" if per is not None else "threads fitted to the CPUs"
@@ -249,10 +269,10 @@ def prepare_resume(values: dict[str, Any], given: frozenset[str]) -> tuple[Any, 
     values["resume"] = str(path)
     if note:
         print(note, file=sys.stderr)
-    more, cluster_lines, restored = restore_cluster(values, model.saved_cluster, model.saved_cluster_recorded, given)
-    values |= restored
-    refuse_saved_flags(values, model, path, given, more)
-    for line in cluster_lines:
+    restored = restore_cluster(values, model.saved_cluster, model.saved_cluster_recorded, given)
+    values |= dict(restored.flags)
+    refuse_saved_flags(values, model, path, given, list(restored.conflicts))
+    for line in restored.lines:
         print(line, file=sys.stderr)
     resume_epochs = _resume_epochs(values, given, model, path)
     record = model.saved_cluster if model.saved_cluster_recorded else None
@@ -261,7 +281,7 @@ def prepare_resume(values: dict[str, Any], given: frozenset[str]) -> tuple[Any, 
               file=sys.stderr)
         if "threads" in given:
             model.config.threads = values["threads"]
-        elif record.get("mode") == "replicas" and record.get("threads_per_actor") is None:
+        elif record.mode == "replicas" and record.threads_per_actor is None:
             values["threads"] = model.config.threads  # fitted to the cluster's CPUs again, as it was trained
     elif "threads" in given and values["threads"] != model.config.threads:
         print(f"--threads {values['threads']} overrides the checkpoint's {model.config.threads}", file=sys.stderr)
@@ -276,7 +296,7 @@ def prepare_resume(values: dict[str, Any], given: frozenset[str]) -> tuple[Any, 
         values["checkpoint_every"] = model.saved_checkpoint_every
         print(f"mid-epoch checkpoints every {values['checkpoint_every']}, as before (--checkpoint-every overrides)",
               file=sys.stderr)
-    return Checkpoint(model, path), "threads" in restored, resume_epochs
+    return Checkpoint(model, path), restored.restores("threads"), resume_epochs
 
 
 def _resume_epochs(values: dict[str, Any], given: frozenset[str], model: Any, path: Path) -> int | None:

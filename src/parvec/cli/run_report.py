@@ -16,18 +16,21 @@ driver's figures (``model.run_report``, the sharded run's ``report()``) and the 
 (``timeline``, ``epoch_log``), later ones winning a shared key.  ``parvec report`` (:mod:`parvec.report`)
 reads them.
 
+:func:`run_report` gives the report as a :class:`RunReport` record, whose :meth:`RunReport.to_json` is the file.
+
 Example:
     >>> from parvec.engine import TrainStats
     >>> stats = TrainStats(words=10, seconds=2.0, epochs=1, loss_per_epoch=[2.5])
     >>> r = run_report("words", {"dim": 8}, stats, read_seconds=0.5,
     ...                device="cpu", output=None, output_binary=False,
-    ...                corpus=CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2))
+    ...                corpus=CorpusFigures(vocab_size=3, raw_words=12, tokens=10, sentences=2)).to_json()
     >>> r["words_per_sec"], r["raw_words_per_sec"], r["cluster"], r["resumed_from"]
     (5.0, 6.0, None, None)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -37,8 +40,10 @@ from parvec.memory import peak_memory_bytes
 from parvec.resources import human_bytes
 
 if TYPE_CHECKING:
+    from parvec.checkpoints import CheckpointCounts
     from parvec.config import TrainConfig
     from parvec.corpus import ReadOptions
+    from parvec.engine import DriverReport, Position
 
 
 class _Stats(Protocol):  # what a driver's train() returns (TrainStats)
@@ -87,64 +92,168 @@ def word_parameters(config: TrainConfig, options: ReadOptions, source: str | lis
                                "max_final_vocab": options.max_final_vocab, "input": source} | extra
 
 
-def resumed_from(path: Any, saved_at: float | None, position: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ResumedFrom:
     """The ``resumed_from`` entry of a resumed run: the checkpoint, when it was saved, where in an epoch.
 
     Example:
-        >>> resumed_from("ck/checkpoint", 1.5, None)
+        >>> ResumedFrom("ck/checkpoint", 1.5, None).to_json()
         {'path': 'ck/checkpoint', 'saved_at': 1.5, 'position': None}
     """
-    return {"path": path, "saved_at": saved_at, "position": None if position is None else position.to_json()}
+
+    path: str
+    saved_at: float | None
+    position: Position | None
+
+    def to_json(self) -> dict[str, object]:
+        """The entry as the report writes it."""
+        return {"path": self.path, "saved_at": self.saved_at,
+                "position": None if self.position is None else self.position.to_json()}
 
 
-def checkpoints(counts: dict[str, Any], every: str | None, directory: str | None) -> dict[str, Any]:
-    """The ``checkpoints`` entry: what the run wrote (counts, seconds) and the flags that asked for it.
+def resumed_from(path: str, saved_at: float | None, position: Position | None) -> ResumedFrom:
+    """The ``resumed_from`` entry of a resumed run (:class:`ResumedFrom`).
 
     Example:
-        >>> checkpoints({"epoch_end_checkpoints": 2}, "10m", "ck")
-        {'epoch_end_checkpoints': 2, 'every': '10m', 'dir': 'ck'}
+        >>> resumed_from("ck/checkpoint", 1.5, None).saved_at
+        1.5
     """
-    return counts | {"every": every, "dir": directory}
+    return ResumedFrom(str(path), saved_at, position)
+
+
+@dataclass(frozen=True)
+class CheckpointsEntry:
+    """The ``checkpoints`` entry: what the run wrote (:class:`parvec.checkpoints.CheckpointCounts`) and the flags
+    that asked for it.
+
+    Example:
+        >>> from parvec.checkpoints import CheckpointCounts
+        >>> CheckpointsEntry(CheckpointCounts(epoch_end_checkpoints=2), "10m", "ck").to_json()["dir"]
+        'ck'
+    """
+
+    counts: CheckpointCounts
+    every: str | None
+    directory: str | None
+
+    def to_json(self) -> dict[str, object]:
+        """The counts, then ``every`` and ``dir``, as the report writes them."""
+        return {**self.counts.to_json(), "every": self.every, "dir": self.directory}
+
+
+def checkpoints(counts: CheckpointCounts, every: str | None, directory: str | None) -> CheckpointsEntry:
+    """The ``checkpoints`` entry (:class:`CheckpointsEntry`).
+
+    Example:
+        >>> from parvec.checkpoints import CheckpointCounts
+        >>> checkpoints(CheckpointCounts(epoch_end_checkpoints=2), "10m", "ck").to_json()["epoch_end_checkpoints"]
+        2
+    """
+    return CheckpointsEntry(counts, every, directory)
+
+
+@dataclass(frozen=True)
+class CpuFigures:
+    """The training's cost: CPU seconds of this process and every process it started on this machine, per word,
+    the processes and their seconds by kind (:mod:`parvec.usage`)."""
+
+    seconds: float
+    per_word: float | None
+    processes: int
+    by_process: dict[str, float]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The report of one run (module docstring): the keys every run has, typed; ``extra`` the command's own keys,
+    ``driver`` the driver's figures (a :class:`parvec.engine.DriverReport`, or None) and ``timeline`` the run
+    log's series (later ones winning a shared key), ``after`` what the command added once the run's figures were
+    read (a graph run's scores).
+
+    Example:
+        >>> from parvec.engine import TrainStats
+        >>> r = run_report("graph", {}, TrainStats(words=4, seconds=1.0, epochs=1), read_seconds=0.0,
+        ...                device="cpu", output=None, output_binary=False)
+        >>> r.words_per_sec, list(r.to_json())[:3]
+        (4.0, ['kind', 'parameters', 'words_trained'])
+    """
+
+    kind: str
+    parameters: dict[str, Any]
+    corpus: CorpusFigures | None
+    words_trained: int
+    epochs: int
+    read_seconds: float
+    training_seconds: float
+    words_per_sec: float
+    cpu: CpuFigures | None
+    loss_per_epoch: list[float]
+    peak_memory_bytes: int
+    device: str
+    cluster: dict[str, Any] | None
+    output: str | None
+    output_binary: bool
+    checkpoints: CheckpointsEntry | None
+    resumed_from: ResumedFrom | None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    driver: DriverReport | None = None
+    timeline: dict[str, object] = dataclasses.field(default_factory=dict)
+    after: tuple[tuple[str, object], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--report`` file's object, its keys in the module docstring's order."""
+        report: dict[str, Any] = {"kind": self.kind, "parameters": self.parameters}
+        corpus = self.corpus
+        if corpus is not None:
+            report |= corpus.to_dict()
+        report |= {"words_trained": self.words_trained, "epochs": self.epochs, "read_seconds": self.read_seconds,
+                   "training_seconds": self.training_seconds, "words_per_sec": self.words_per_sec}
+        if corpus is not None:
+            seconds = self.training_seconds
+            report["raw_words_per_sec"] = corpus.raw_words * self.epochs / seconds if seconds else 0.0
+        if self.cpu is not None:
+            # the whole run's cost, not only its speed: every process it started on this machine (parvec.usage)
+            report |= {"cpu_seconds": self.cpu.seconds, "cpu_seconds_per_word": self.cpu.per_word,
+                       "cpu_processes": self.cpu.processes, "cpu_seconds_by_process": self.cpu.by_process}
+        report |= {
+            "loss_per_epoch": self.loss_per_epoch, "peak_memory_bytes": self.peak_memory_bytes, "device": self.device,
+            "cluster": self.cluster, "output": self.output, "output_binary": self.output_binary,
+            "checkpoints": None if self.checkpoints is None else self.checkpoints.to_json(),
+            "resumed_from": None if self.resumed_from is None else self.resumed_from.to_json(),
+        }
+        driver = self.driver.to_json() if self.driver is not None else {}
+        return report | self.extra | driver | self.timeline | dict(self.after)
 
 
 def run_report(kind: str, parameters: dict[str, Any], stats: _Stats, *, read_seconds: float, device: str,
                output: str | None, output_binary: bool, cluster: dict[str, Any] | None = None,
-               checkpoints: dict[str, Any] | None = None, resumed_from: dict[str, Any] | None = None,
+               checkpoints: CheckpointsEntry | None = None, resumed_from: ResumedFrom | None = None,
                corpus: CorpusFigures | None = None, extra: dict[str, Any] | None = None,
-               driver: dict[str, Any] | None = None, run_log: Any = None) -> dict[str, Any]:
+               driver: DriverReport | None = None, run_log: Any = None) -> RunReport:
     """The report of one run (see the module's docstring for the keys); ``peak_memory_bytes`` is read now.
 
-    ``kind`` is ``"words"`` or ``"graph"``; ``extra`` the command's own keys, ``driver`` the driver's figures,
+    ``kind`` is ``"words"`` or ``"graph"``; ``extra`` the command's own keys, ``driver`` the driver's figures
+    (:meth:`parvec.engine.Driver.report`),
     ``run_log`` the :class:`parvec.runlog.RunLog` (or None).
 
     Example:
         >>> from parvec.engine import TrainStats
         >>> stats = TrainStats(words=4, seconds=1.0, epochs=1)
         >>> r = run_report("graph", {}, stats, read_seconds=0.0,
-        ...                device="cpu", output="g.emb", output_binary=False, extra={"nodes": 2})
+        ...                device="cpu", output="g.emb", output_binary=False, extra={"nodes": 2}).to_json()
         >>> r["kind"], r["nodes"], r["words_per_sec"], r["peak_memory_bytes"] > 0
         ('graph', 2, 4.0, True)
     """
-    report: dict[str, Any] = {"kind": kind, "parameters": parameters}
-    if corpus is not None:
-        report |= corpus.to_dict()
-    report |= {
-        "words_trained": stats.words, "epochs": stats.epochs, "read_seconds": read_seconds,
-        "training_seconds": stats.seconds, "words_per_sec": stats.words_per_sec,
-    }
-    if corpus is not None:
-        report["raw_words_per_sec"] = corpus.raw_words * stats.epochs / stats.seconds if stats.seconds else 0.0
-    cpu = stats.cpu_seconds
-    if cpu:
-        # the whole run's cost, not only its speed: every process it started on this machine (parvec.usage)
-        report |= {"cpu_seconds": cpu, "cpu_seconds_per_word": cpu / stats.words if stats.words else None,
-                   "cpu_processes": stats.cpu_processes, "cpu_seconds_by_process": stats.cpu_by_process}
-    report |= {
-        "loss_per_epoch": stats.loss_per_epoch, "peak_memory_bytes": peak_memory_bytes(), "device": device,
-        "cluster": cluster, "output": output, "output_binary": output_binary, "checkpoints": checkpoints,
-        "resumed_from": resumed_from,
-    }
-    return report | (extra or {}) | (driver or {}) | (run_log.to_dict() if run_log is not None else {})
+    cpu = None
+    if stats.cpu_seconds:
+        cpu = CpuFigures(stats.cpu_seconds, stats.cpu_seconds / stats.words if stats.words else None,
+                         stats.cpu_processes, stats.cpu_by_process)
+    return RunReport(
+        kind=kind, parameters=parameters, corpus=corpus, words_trained=stats.words, epochs=stats.epochs,
+        read_seconds=read_seconds, training_seconds=stats.seconds, words_per_sec=stats.words_per_sec, cpu=cpu,
+        loss_per_epoch=stats.loss_per_epoch, peak_memory_bytes=peak_memory_bytes(), device=device, cluster=cluster,
+        output=output, output_binary=output_binary, checkpoints=checkpoints, resumed_from=resumed_from,
+        extra=extra or {}, driver=driver, timeline=run_log.to_dict() if run_log is not None else {})
 
 
 def cpu_note(stats: _Stats) -> str:
@@ -251,13 +360,14 @@ def absolute(path: str | None) -> str | None:
     return os.path.abspath(path) if path else None
 
 
-def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
-    """Write ``report`` as indented JSON, atomically (a full disk names the path: :func:`parvec.fileio.atomic_output`).
+def write_report(path: str | os.PathLike[str], report: RunReport) -> None:
+    """Write ``report`` as indented JSON (:meth:`RunReport.to_json`), atomically (a full disk names the path:
+    :func:`parvec.fileio.atomic_output`).
 
     Example:
-        >>> write_report("run.json", {"kind": "words"})  # doctest: +SKIP
+        >>> write_report("run.json", report)  # doctest: +SKIP
     """
     from parvec.fileio import atomic_output
 
     with atomic_output(path, "w") as f:
-        json.dump(report, f, indent=1)
+        json.dump(report.to_json(), f, indent=1)

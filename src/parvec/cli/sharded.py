@@ -24,6 +24,8 @@ from parvec.cli.train_models import CorpusSummary, TrainedModel
 from parvec.errors import ParvecError
 
 if TYPE_CHECKING:
+    from parvec.checkpoints import CheckpointCounts
+    from parvec.cli.run_report import RunReport
     from parvec.distributed.cluster import Cluster
     from parvec.distributed.pipeline import ShardedWord2Vec
     from parvec.engine import TrainStats
@@ -162,7 +164,7 @@ class ShardedModel(TrainedModel):
                 snapshot_line(model.run_report, self.cmd.checkpoint_dir, model.checkpoint_report)]
 
     def report(self, corpus: CorpusSummary, stats: TrainStats, read_seconds: float,
-               export_seconds: float) -> dict[str, Any]:
+               export_seconds: float) -> RunReport:
         """The report: the common keys with the sharded run's algorithm and client threads, its input's units,
         the steps on the cluster and the outputs' seconds."""
         c, model = self.corpus, self.model
@@ -208,12 +210,13 @@ def print_note(note: Any) -> None:
     print(note_line(note), file=sys.stderr, flush=True)
 
 
-def snapshot_line(report: dict[str, Any], checkpoint_dir: str | Path | None, ck_report: dict[str, Any]) -> str:
+def snapshot_line(report: dict[str, Any], checkpoint_dir: str | Path | None, ck_report: CheckpointCounts) -> str:
     """The console line of a sharded run's snapshots: how many, where, what they cost, the faults recovered.
 
     Example:
+        >>> from parvec.checkpoints import CheckpointCounts
         >>> snapshot_line({"faults": [], "snapshots": 1, "snapshot_interval_s": 60.0, "snapshot_seconds": 0.1,
-        ...                "snapshot_drain_seconds": 0.0, "words_retrained": 0}, None, {})[:64]
+        ...                "snapshot_drain_seconds": 0.0, "words_retrained": 0}, None, CheckpointCounts())[:64]
         "snapshots: 1 consistent snapshot of the shards (every epoch's end"
     """
     from parvec.cli.run_report import count_phrase
@@ -227,8 +230,8 @@ def snapshot_line(report: dict[str, Any], checkpoint_dir: str | Path | None, ck_
         latest = latest_checkpoint(Path(checkpoint_dir))
         kept = (f", the newest checkpointed as {latest} (--resume {checkpoint_dir} goes on from it)" if latest
                 else ", none checkpointed")
-        if ck_report.get("failed_checkpoints"):
-            kept += f", {count_phrase(ck_report['failed_checkpoints'], 'checkpoint')} not written"
+        if ck_report.failed_checkpoints:
+            kept += f", {count_phrase(ck_report.failed_checkpoints, 'checkpoint')} not written"
     return (f"snapshots: {count_phrase(report['snapshots'], 'consistent snapshot')} of the shards (every epoch's end "
             f"and every {report['snapshot_interval_s']:g} s) in {where}{kept}: {report['snapshot_seconds']:.1f} s "
             f"writing, {report['snapshot_drain_seconds']:.1f} s draining; {count_phrase(len(faults), 'fault')} "

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parvec.cli.command import TrainCommand, cluster_from_args, resolve
 from parvec.cli.outputs import OutputPlan
@@ -44,6 +44,9 @@ from parvec.cli.train_flags import (
 from parvec.cli.train_models import Outputs, TrainModel, WordModel
 from parvec.cli.train_text import save_vectors, word_classes, write_classes
 from parvec.errors import ParvecError
+
+if TYPE_CHECKING:
+    from parvec.cli.remote import TrainPaths
 
 # Re-exported: the flags' helpers the other training commands and the tests use.
 __all__ = ["CBOW_DEFAULT_BATCH", "SHARDED_DEFAULTS", "STYLE_DEFAULTS", "add_threads_argument",
@@ -87,25 +90,25 @@ def run_train(args: argparse.Namespace) -> int:
 
 def _run_train_staged(args: argparse.Namespace) -> int:
     # URLs (s3://, gs://, ...) in the inputs and outputs: local stand-ins for the run, uploads after it
-    # (parvec.cli.remote); a run with local paths only goes straight to _run_train.
-    from parvec.cli.remote import renaming_stderr, staged_train
+    # (parvec.cli.remote); the command is resolved with the stand-ins, the parsed flags are only read.
+    from parvec.cli.remote import TrainPaths, renaming_stderr, staged_train
 
-    with staged_train(args) as staged:
+    with staged_train(TrainPaths.of(args)) as (staged, paths):
         if staged is None:
-            return _run_train(args)
+            return _run_train(args, None)
         with renaming_stderr(staged):  # the run's messages name the URLs, not their local stand-ins
-            code = _run_train(args)
+            code = _run_train(args, paths)
             if code == 0:
                 for line in staged.finish():
                     print(line, file=sys.stderr)
     return code
 
 
-def _run_train(args: argparse.Namespace) -> int:
+def _run_train(args: argparse.Namespace, paths: TrainPaths | None) -> int:
     # The command resolved (and a --resume checkpoint loaded) before anything is read; then no output may be an
     # input or another output, and every output gets its temporary file (or directory) in its target directory
     # now, so an unwritable path fails at once; they are renamed into place only when the run succeeds.
-    cmd, checkpoint = resolve(args)
+    cmd, checkpoint = resolve(args, paths)
     note_checkpoint_places(cmd.checkpoint_dir, cmd.resume)
     check_paths(train_inputs(cmd), train_outputs(cmd))
     with OutputPlan() as plan:
@@ -173,7 +176,8 @@ def open_model(cmd: TrainCommand, checkpoint: Checkpoint | None) -> Iterator[Tra
     pipeline = cmd.sharded
     if pipeline and checkpoint is not None and not isinstance(checkpoint.model, ShardedWord2Vec):
         model = checkpoint.model
-        if not (model.saved_cluster_recorded and (model.saved_cluster or {}).get("mode") == "sharded"):
+        saved = model.saved_cluster if model.saved_cluster_recorded else None
+        if not (saved is not None and saved.mode == "sharded"):
             raise ParvecError(f"--resume {cmd.resume} is not a sharded run's checkpoint: resume it without --mode "
                               "sharded (it trains where it was trained)")
         pipeline = False

@@ -27,6 +27,7 @@ from parvec.cli.train_text import cache_line, how_ran, save_vectors, word_classe
 from parvec.resources import human_bytes
 
 if TYPE_CHECKING:
+    from parvec.cli.run_report import ResumedFrom, RunReport
     from parvec.corpus import EncodedCorpus
     from parvec.distributed.cluster import Cluster
     from parvec.distributed.memory import MemoryEstimate
@@ -89,7 +90,7 @@ class TrainModel(Protocol):
         """Write ``-o`` and ``--save-model``; returns the lines to print once they are in place."""
 
     def report(self, corpus: CorpusSummary, stats: TrainStats, read_seconds: float,
-               export_seconds: float) -> dict[str, Any]:
+               export_seconds: float) -> RunReport:
         """The ``--report`` of the run (:func:`parvec.cli.run_report.run_report`)."""
 
 
@@ -102,7 +103,7 @@ class TrainedModel:
 
     def __init__(self, cmd: TrainCommand) -> None:
         self.cmd = cmd
-        self.resumed_from: dict[str, Any] | None = None
+        self.resumed_from: ResumedFrom | None = None
 
     def keep_run(self) -> None:
         """How the run is kept (:mod:`parvec.run`: checkpoints, the report's run log, per-epoch scores, checkpoint
@@ -127,8 +128,8 @@ class TrainedModel:
         model = self.model
         losses = ", ".join(f"{x:.4f}" for x in stats.loss_per_epoch)
         ck = model.checkpoint_report
-        n_ck = ck.get("mid_epoch_checkpoints", 0) + ck.get("epoch_end_checkpoints", 0)
-        ck_note = f" (of which {count_phrase(n_ck, 'checkpoint')} {ck['checkpoint_seconds']:.1f} s)" if n_ck else ""
+        n_ck = ck.written
+        ck_note = f" (of which {count_phrase(n_ck, 'checkpoint')} {ck.checkpoint_seconds:.1f} s)" if n_ck else ""
         return (f"trained {stats.words:,} words ({count_phrase(stats.epochs, 'epoch')}, "
                 f"{how_ran(model.config, model.run_report)}) "
                 f"in {stats.seconds:.1f} s{ck_note}: {stats.words_per_sec / 1e6:.3f}M words/s{cpu_note(stats)}; "
@@ -151,7 +152,7 @@ class TrainedModel:
         return done
 
     def common_report(self, corpus: CorpusSummary, stats: TrainStats, read_seconds: float,
-                      shown: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+                      shown: dict[str, Any], extra: dict[str, Any]) -> RunReport:
         """The report (:func:`parvec.cli.run_report.run_report`) with the parameters ``shown`` as run and the
         model's ``extra`` keys."""
         from parvec.cli.run_report import (
@@ -175,7 +176,7 @@ class TrainedModel:
             output_binary=cmd.binary,
             cluster=cluster_block(model.cluster.to_dict(), model.run_report) if model.cluster is not None else None,
             checkpoints=checkpoints(model.checkpoint_report, cmd.checkpoint_every, cmd.checkpoint_dir),
-            resumed_from=self.resumed_from, corpus=figures, extra=extra, driver=model.run_report,
+            resumed_from=self.resumed_from, corpus=figures, extra=extra, driver=model.driver_report,
             run_log=model.run_log)
 
 
@@ -297,7 +298,7 @@ class WordModel(TrainedModel):
         return lines + [self.trained_line(stats)]
 
     def report(self, corpus: CorpusSummary, stats: TrainStats, read_seconds: float,
-               export_seconds: float) -> dict[str, Any]:
+               export_seconds: float) -> RunReport:
         """The report: the common keys, the vocabulary's pruning and the cache."""
         return self.common_report(corpus, stats, read_seconds, {}, {})
 
@@ -327,7 +328,7 @@ def _resumed_cluster(cmd: TrainCommand, model: Word2Vec) -> Cluster | None:
     changes: dict[str, Any] = {"spec": cmd.cluster}
     if "threads" in cmd.given:
         changes["threads_per_actor"] = cmd.threads
-    if "clients" in cmd.given and model.saved_cluster.get("mode") == "sharded":
+    if "clients" in cmd.given and model.saved_cluster.mode == "sharded":
         changes["clients"] = cmd.clients
-    saved: dict[str, Any] = model.saved_cluster
-    return dataclasses.replace(cluster_from_record(saved), **changes)
+    base: Cluster = cluster_from_record(model.saved_cluster)
+    return dataclasses.replace(base, **changes)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from parvec.errors import ParvecError
-from parvec.evaluation import EVAL_FILES, NonFiniteVectors, default_eval_paths, evaluate, format_report
+from parvec.evaluation import EVAL_FILES, NonFiniteVectors, default_eval_paths, format_report, score_sets
 from parvec.keyedvectors import load_vectors
 
 READING_RULES = (
@@ -267,11 +267,11 @@ def run_eval(args: argparse.Namespace) -> int:
             raise ParvecError(f"{path}: no such {name} file")
     kv = load_for_command(args)
     try:
-        result = evaluate(kv, restrict_vocab=args.restrict_vocab, **files)
+        result = score_sets(kv, restrict_vocab=args.restrict_vocab, **files)
     except NonFiniteVectors as exc:
         raise ParvecError(f"{args.vectors}: {exc}") from None
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_json(), indent=2))
     else:
         print(format_report(result))
     return 0

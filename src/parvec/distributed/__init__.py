@@ -23,12 +23,12 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from parvec.capabilities import check_config
+from parvec.cluster_record import RECORDED, ClusterRecord
 from parvec.config import TrainConfig
 from parvec.distributed.cluster import Cluster, as_cluster, import_ray
 
@@ -88,70 +88,62 @@ def check_cpus(cluster: Cluster, config: TrainConfig) -> None:
         actor_budget(cluster.shards or 1, cluster.clients or 2, cpus)  # ShardedSettings.of's defaults on local:N
 
 
-# Cluster fields a checkpoint does not record: where the run's own snapshots go (the resumed run's --checkpoint-dir
-# decides) and the test-only options.
-_NOT_RECORDED = ("checkpoint_dir", "options")
-
-
-def cluster_record(cluster: Cluster | None, actor_threads: int | None = None) -> dict[str, Any] | None:
-    """What a checkpoint records of where its run trained (``model.json``'s ``cluster``): every setting of the
-    :class:`Cluster` (spec, mode, replicas, shards, clients, threads per actor, the sync and minibatch settings),
-    or None for a run in this process (or on a GPU).  Threads per actor left out of the cluster are the
-    ``actor_threads`` its actors ran (fitted to the CPUs), when given.  A resumed run trains there again, with
-    those threads (:func:`cluster_from_record`).
+def cluster_record(cluster: Cluster | None, actor_threads: int | None = None) -> ClusterRecord | None:
+    """What a checkpoint records of where its run trained (``model.json``'s ``cluster``, a
+    :class:`parvec.cluster_record.ClusterRecord`): every setting of the :class:`Cluster` (spec, mode, replicas,
+    shards, clients, threads per actor, the sync and minibatch settings) but where its own snapshots go and the
+    test-only options, or None for a run in this process (or on a GPU).  Threads per actor left out of the cluster
+    are the ``actor_threads`` its actors ran (fitted to the CPUs), when given.  A resumed run trains there again,
+    with those threads (:func:`cluster_from_record`).
 
     Example:
-        >>> r = cluster_record(Cluster("local:2")); r["spec"], r["mode"], r["replicas"], r["threads_per_actor"]
+        >>> r = cluster_record(Cluster("local:2")); r.spec, r.mode, r.replicas, r.threads_per_actor
         ('local:2', 'replicas', 2, None)
-        >>> cluster_record(Cluster("local:2"), actor_threads=1)["threads_per_actor"]
+        >>> cluster_record(Cluster("local:2"), actor_threads=1).threads_per_actor
         1
     """
     if cluster is None:
         return None
-    record = {f.name: getattr(cluster, f.name) for f in dataclasses.fields(cluster) if f.name not in _NOT_RECORDED}
-    if record["threads_per_actor"] is None and actor_threads is not None:
-        record["threads_per_actor"] = int(actor_threads)
+    values = vars(cluster)
+    record = ClusterRecord.from_json({k: values[k] for k in RECORDED})
+    if record.threads_per_actor is None and actor_threads is not None:
+        record = record.with_settings(threads_per_actor=int(actor_threads))
     return record
 
 
 @overload
-def cluster_from_record(record: dict[str, Any]) -> Cluster: ...
+def cluster_from_record(record: ClusterRecord) -> Cluster: ...
 
 
 @overload
 def cluster_from_record(record: None) -> None: ...
 
 
-def cluster_from_record(record: dict[str, Any] | None) -> Cluster | None:
-    """The :class:`Cluster` a checkpoint recorded (None: a run in this process); keys it does not know are
-    ignored (a checkpoint of another parvec version).
+def cluster_from_record(record: ClusterRecord | None) -> Cluster | None:
+    """The :class:`Cluster` a checkpoint recorded (None: a run in this process); a setting it did not record takes
+    the :class:`Cluster`'s default.
 
     Example:
-        >>> cluster_from_record({"spec": "local:2", "mode": "replicas", "replicas": 2}).replicas
+        >>> record = ClusterRecord.from_json({"spec": "local:2", "mode": "replicas", "replicas": 2})
+        >>> cluster_from_record(record).replicas
         2
     """
     if record is None:
         return None
-    known = {f.name for f in dataclasses.fields(Cluster)} - set(_NOT_RECORDED)
-    return Cluster(**{k: v for k, v in record.items() if k in known})
+    return Cluster(**record.to_json())
 
 
-def describe_record(record: dict[str, Any] | None) -> str:
-    """A checkpoint's place of training, in flags: ``--cluster local:2 --mode replicas --replicas 2``, or "this
+def describe_record(record: ClusterRecord | None) -> str:
+    """A checkpoint's place of training, in flags (:meth:`parvec.cluster_record.ClusterRecord.describe`), or "this
     process (no --cluster)".
 
     Example:
-        >>> describe_record({"spec": "local:2", "mode": "sharded", "shards": 2, "clients": 1,
-        ...                  "threads_per_actor": None})
+        >>> describe_record(ClusterRecord.from_json({"spec": "local:2", "mode": "sharded", "shards": 2,
+        ...                                          "clients": 1, "threads_per_actor": None}))
         '--cluster local:2 --mode sharded --shards 2 --clients 1'
         >>> describe_record(None)
         'this process (no --cluster)'
     """
     if record is None:
         return "this process (no --cluster)"
-    words = [f"--cluster {record.get('spec')}", f"--mode {record.get('mode')}"]
-    keys = ("replicas",) if record.get("mode") == "replicas" else ("shards", "clients")
-    for key in (*keys, "threads_per_actor"):
-        if record.get(key) is not None:
-            words.append(f"--{'threads' if key == 'threads_per_actor' else key} {record[key]}")
-    return " ".join(words)
+    return record.describe()

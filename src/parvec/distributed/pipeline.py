@@ -47,7 +47,7 @@ from parvec.corpus import ReadOptions
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.sharded_export import ModelFiles, ShardedVectors, save_model
 from parvec.distributed.sharded_settings import ShardedSettings
-from parvec.distributed.sharded_source import ShardedCorpus, plan_inputs, prepare_corpus
+from parvec.distributed.sharded_source import RecordedUnits, ShardedCorpus, plan_inputs, prepare_corpus
 from parvec.distributed.snapshot_records import CheckpointRestored, ShardFiles, Snapshot, SnapshotPlan
 from parvec.engine import Position, TrainStats
 from parvec.errors import ParvecError
@@ -247,7 +247,7 @@ class ShardedWord2Vec(KeptRun):
         recorded = self.saved.sharded["input"] if self.saved is not None else None
         try:
             plan = plan_inputs(corpus_file, cluster_cpus(ray), self.work,
-                               recorded=recorded if recorded is not None and "units" in recorded else None)
+                               recorded=RecordedUnits.from_json(recorded) if recorded is not None else None)
         except ParvecError as exc:
             raise ParvecError(f"cannot resume {self.saved_path}: {exc}" if recorded is not None else str(exc)) from None
         memory = self._count_memory(plan)
@@ -389,10 +389,13 @@ class ShardedWord2Vec(KeptRun):
         self._describing = snap.id
         vocab_dir = _place_vocab(corpus, directory / "vocab")
         settings = self.settings
-        record = (cluster_record(self.cluster) or {}) | {"shards": settings.shards, "clients": settings.clients}
+        record = cluster_record(self.cluster)
+        assert record is not None
+        record = record.with_settings(shards=settings.shards, clients=settings.clients)
         sharded = {"files": snap.files_json(relative_to=inside), "snapshot": snap.checkpoint_state(),
                    "settings": settings.to_json(), "input": corpus.identity(),
-                   "vocab": {"directory": os.path.relpath(vocab_dir, inside), "parts": corpus.vocab_parts,
+                   "vocab": {"directory": os.path.relpath(vocab_dir, inside),
+                             "parts": [p.to_json() for p in corpus.vocab_parts],
                              "words": corpus.n_words}}
         return model_io.SavedModel(
             config=self.config, vocab=None, vectors=None, syn1neg=None, read_options=self.read_options.__dict__,
@@ -440,13 +443,13 @@ class ShardedWord2Vec(KeptRun):
 def _place_vocab(corpus: ShardedCorpus, directory: Path) -> Path:
     # The vocabulary's partitions beside the checkpoints (hard links, else copies), once: a resumed run's are
     # there already (the same files: its input was checked).
-    from parvec.vocab_parts import crc32_file, part_paths
+    from parvec.vocab_parts import crc32_file
 
     for rec in corpus.vocab_parts:
-        for name, dst in part_paths(directory, int(rec["part"])).items():
-            if dst.exists() and crc32_file(dst) == rec["crc32"][name]:
+        for name, dst in rec.paths(directory).items():
+            if dst.exists() and crc32_file(dst) == rec.crc32[name]:
                 continue
-            src = part_paths(corpus.vocab_dir, int(rec["part"]))[name]
+            src = rec.paths(corpus.vocab_dir)[name]
             directory.mkdir(parents=True, exist_ok=True)
             tmp = dst.with_name(dst.name + ".tmp")
             tmp.unlink(missing_ok=True)

@@ -19,11 +19,12 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,8 @@ from parvec.errors import ParvecError
 from parvec.schedule import Schedule
 from parvec.trainer import CpuDriver
 
-__all__ = ["EpochCall", "OverlappedSync", "ReplicaActor", "ReplicaData", "ReplicaRestarted", "ShareEpoch",
+__all__ = ["EpochCall", "OverlappedSync", "ReplicaActor", "ReplicaData", "ReplicaDescription", "ReplicaEpoch",
+           "ReplicaProgress", "ReplicaRestarted", "ShareEpoch", "SyncFigures",
            "encode_share", "load_share"]
 
 
@@ -48,6 +50,81 @@ class ReplicaRestarted(Exception):
     """A replica's epoch call reached a process Ray restarted after the last epoch (it holds no model): the
     driver handles it as a replica lost in that epoch."""
 
+
+
+@dataclass(frozen=True)
+class ReplicaDescription:
+    """A started replica, as the driver learns it: its chunks' words (``chunk_words``, one per chunk), the node and
+    process it runs in, how it got its data (``data``), its collective's name, and whether Ray restarted it
+    (its process died, here while it was starting).
+
+    Example:
+        >>> ReplicaDescription(np.array([5, 3]), "n1", 42, "read", "ray", False).restarted
+        False
+    """
+
+    chunk_words: np.ndarray
+    node: Any
+    pid: int
+    data: Any
+    collective: str
+    restarted: bool
+
+
+@dataclass
+class SyncFigures:
+    """One replica's syncs in an epoch: their seconds (training waited), count, rows, bytes received, and how many
+    overlapped the next part's training.
+
+    Example:
+        >>> SyncFigures().syncs
+        0
+    """
+
+    seconds: float = 0.0
+    syncs: int = 0
+    rows: int = 0
+    bytes: int = 0
+    overlapped: int = 0
+
+
+@dataclass(frozen=True)
+class ReplicaEpoch:
+    """A replica's answer to one epoch: its rank, its CPU driver's :class:`parvec.engine.EpochResult`, its own
+    seconds, its syncs' :class:`SyncFigures`, and the model (``w_in``, ``w_out``) when the call asked for it.
+
+    Example:
+        >>> ReplicaEpoch(0, None, 1.5, SyncFigures()).model is None
+        True
+    """
+
+    rank: int
+    result: Any
+    seconds: float
+    sync: SyncFigures
+    model: tuple[np.ndarray, np.ndarray] | None = None
+
+    def carried_model(self) -> tuple[np.ndarray, np.ndarray]:
+        """The model (``w_in``, ``w_out``) this answer carries: replica 0's, whose call asked for it."""
+        if self.model is None:
+            raise AssertionError(f"replica {self.rank} returned no model")
+        return self.model
+
+
+@dataclass(frozen=True)
+class ReplicaProgress:
+    """A replica's running totals of the epoch (words, pairs, summed loss) and ``synced``: (epoch, syncs completed
+    in it).
+
+    Example:
+        >>> ReplicaProgress(synced=(0, 2)).words
+        0
+    """
+
+    words: int = 0
+    pairs: int = 0
+    loss_sum: float = 0.0
+    synced: tuple[int, int] = field(default=(-1, 0))
 
 @dataclass(frozen=True)
 class ReplicaData:
@@ -134,19 +211,17 @@ class _Replica:
         self.tokens, self.offsets, self.data_note = load_share(rank, n, config, data)
         self.chunks = chunk_bounds(self.offsets, config.chunk_words)
         self.collective = make_collective(collective, ray, board, rank, n, timeout_s)
-        self.progress_totals: dict[str, Any] = {}
+        self.progress_totals = ReplicaProgress()  # the epoch's counters (``synced`` kept in self.synced)
         self.synced = (-1, 0)  # (epoch, syncs completed in it)
         self.overlapped: OverlappedSync | None = None
         self.trainer.warm_up((self.tokens, self.offsets[: min(len(self.offsets), 2)]))
         self.node = node_id()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ReplicaDescription:
         """This replica's chunks (tokens each), node and how it got its data."""
         words = np.diff(self.offsets[self.chunks])
-        return {"chunk_words": words, "node": self.node, "pid": os.getpid(), "data": self.data_note,
-                "collective": self.collective.name,
-                # True when Ray restarted this actor (its process died, here while it was starting)
-                "restarted": was_restarted()}
+        return ReplicaDescription(chunk_words=words, node=self.node, pid=os.getpid(), data=self.data_note,
+                                  collective=self.collective.name, restarted=was_restarted())
 
     def connect(self, group_id: int) -> None:
         """Form (or form again, after a fault) the sync group with the peers."""
@@ -156,9 +231,9 @@ class _Replica:
         """This process's id."""
         return os.getpid()
 
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> ReplicaProgress:
         """The trainer's running totals and (epoch, syncs completed in it)."""
-        return dict(self.progress_totals, synced=self.synced)
+        return dataclasses.replace(self.progress_totals, synced=self.synced)
 
     def load_model(self, model: tuple[Any, Any]) -> None:
         """Copy the model at ``model`` (object references to w_in, w_out) into this replica's, unless it holds
@@ -175,7 +250,7 @@ class _Replica:
             del w_in, w_out
             self.model_key = key
 
-    def train_epoch(self, call: EpochCall) -> dict[str, Any]:
+    def train_epoch(self, call: EpochCall) -> ReplicaEpoch:
         """Train one epoch of this replica's share with the CPU driver, syncing after every part (``call``: what
         and how, :class:`EpochCall`); rank 0 returns the model when asked."""
         epoch, schedule, gen, plan, rows = call.epoch, call.schedule, call.gen, call.plan, call.rows
@@ -189,8 +264,8 @@ class _Replica:
         parts = [(self.tokens, self.offsets[self.chunks[a]: self.chunks[b] + 1]) for a, b in ranges]
         mats = [self.trainer.w_in, self.trainer.w_out]
         self.synced = (epoch, start_part)
-        self.progress_totals = {}  # this epoch's counters start at zero
-        epoch_sync = {"seconds": 0.0, "syncs": 0, "rows": 0, "bytes": 0, "overlapped": 0}
+        self.progress_totals = ReplicaProgress()  # this epoch's counters start at zero
+        epoch_sync = SyncFigures()
         clock = [time.perf_counter(), int(plan.part_words[:, :start_part].sum())]  # the last checkpoint's
 
         overlap = self._overlap(mats, call.overlap_rows)
@@ -205,25 +280,23 @@ class _Replica:
                 overlap.finish()  # the previous part's sync, if it ran while this part trained
             if overlap is not None and overlaps[k]:
                 overlap.start(gen, sync_id, rows[k])
-                epoch_sync["overlapped"] += 1
+                epoch_sync.overlapped += 1
             else:
                 self.collective.average(gen, sync_id, mats, rows[k])
-            epoch_sync["syncs"] += 1
-            epoch_sync["rows"] += rows[k]
+            epoch_sync.syncs += 1
+            epoch_sync.rows += rows[k]
             if checkpoint_every is not None and not last:
                 self._checkpoint_after(gen, e, k, plan, mats, counters, checkpoint_every, clock, overlap)
-            epoch_sync["seconds"] += time.perf_counter() - t0
-            epoch_sync["bytes"] += self.collective.bytes_received - before
+            epoch_sync.seconds += time.perf_counter() - t0
+            epoch_sync.bytes += self.collective.bytes_received - before
             self.synced = (e, k + 1)
 
         self.trainer.bind(lambda e: parts, chunk_index_base=plan.chunk_base[self.rank], on_part_end=on_part_end)
         t0 = time.perf_counter()
         ctx = ShareEpoch(self, epoch, schedule, plan, self._resume_at(start_part, ranges))
         result = self.trainer.train_epoch(ctx)
-        out = {"rank": self.rank, "result": result, "seconds": time.perf_counter() - t0, "sync": epoch_sync}
-        if call.return_model:
-            out["model"] = (self.trainer.w_in, self.trainer.w_out)
-        return out
+        return ReplicaEpoch(rank=self.rank, result=result, seconds=time.perf_counter() - t0, sync=epoch_sync,
+                            model=(self.trainer.w_in, self.trainer.w_out) if call.return_model else None)
 
     def _overlap(self, mats: list[np.ndarray], cap: int) -> OverlappedSync | None:
         # The overlapped syncs' state, its buffers kept from epoch to epoch; None where no sync overlaps.
@@ -357,7 +430,7 @@ class ShareEpoch:
 
     def progress(self, words: int, pairs: int, loss: float) -> None:
         """Keep the running counters for the driver's progress poll."""
-        self.replica.progress_totals = {"words": words, "pairs": pairs, "loss_sum": loss}
+        self.replica.progress_totals = ReplicaProgress(words=words, pairs=pairs, loss_sum=loss)
 
     def checkpoint_due(self, words_handed: int) -> bool:
         """Never: the replicas take their checkpoints together, at part ends."""

@@ -24,7 +24,7 @@ import numpy as np
 from parvec.config import TrainConfig
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.collectives import Board
-from parvec.distributed.replica_actor import ReplicaActor, ReplicaData
+from parvec.distributed.replica_actor import ReplicaActor, ReplicaData, ReplicaDescription
 from parvec.distributed.supervise import FaultRecord, await_restart, call_through_restarts, cause, report_fault
 from parvec.errors import ParvecError
 
@@ -70,27 +70,27 @@ class ReplicaGroup:
             for r in range(n)
         ]
 
-    def describe(self, r: int, deadline: float) -> dict[str, Any]:
+    def describe(self, r: int, deadline: float) -> ReplicaDescription:
         """Replica ``r``'s description once its constructor has run; a restart in between (Ray runs the
         constructor again) only delays it."""
         late = (f"the {self.n} replica actors did not start within {self.timeout_s:.0f} s (timeout_s): does the Ray "
                 f"cluster have {self.n} x {self.threads} free CPUs?")
-        described: dict[str, Any]  # the actor's answer (Any to mypy)
+        described: ReplicaDescription  # the actor's answer (Any to mypy)
         described, _ = call_through_restarts(self.ray, self.actors[r], "describe", what=f"replica {r} of {self.n}",
                                              deadline=deadline, timeout_s=self.timeout_s,
                                              max_restarts=self.max_restarts, late=late)
         return described
 
-    def describe_all(self) -> list[dict[str, Any]]:
+    def describe_all(self) -> list[ReplicaDescription]:
         """Every replica's description; one Ray restarted while it started is reported."""
         deadline = time.monotonic() + self.timeout_s
         described = [self.describe(r, deadline) for r in range(self.n)]
         for r, d in enumerate(described):
-            if d["restarted"]:
+            if d.restarted:
                 self.start_fault([r], "its process died while it started; Ray restarted it")
         return described
 
-    def bring_back(self, lost: list[int], what: str, described: list[dict[str, Any]]) -> None:
+    def bring_back(self, lost: list[int], what: str, described: list[ReplicaDescription]) -> None:
         """Wait for Ray to restart the ``lost`` replicas, describe them again and report the fault."""
         for r in lost:
             self.await_restart(r)
@@ -143,8 +143,7 @@ class ReplicaGroup:
             parts = self.ray.get([a.progress.remote() for a in self.actors], timeout=5)
         except Exception:  # noqa: BLE001 - a replica restarting: no sample
             return None
-        return (sum(p.get("words", 0) for p in parts), sum(p.get("pairs", 0) for p in parts),
-                sum(p.get("loss_sum", 0.0) for p in parts))
+        return (sum(p.words for p in parts), sum(p.pairs for p in parts), sum(p.loss_sum for p in parts))
 
     def syncs_done(self, lost: list[int], epoch: int) -> int:
         """The syncs of ``epoch`` the replicas not ``lost`` completed (all replicas sync in step, so a lost one had
@@ -154,7 +153,7 @@ class ReplicaGroup:
             if r in lost:
                 continue
             try:
-                e, k = self.ray.get(a.progress.remote(), timeout=10)["synced"]
+                e, k = self.ray.get(a.progress.remote(), timeout=10).synced
             except Exception:  # noqa: BLE001 - another one lost: counted when its turn comes
                 continue
             counts.append(k if e == epoch else 0)

@@ -41,7 +41,13 @@ from parvec.config import TrainConfig, default_threads
 from parvec.corpus import EncodedCorpus, ReadOptions, save_encoded
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.collectives import SyncAborted
-from parvec.distributed.replica_actor import EpochCall, ReplicaData, ReplicaRestarted
+from parvec.distributed.replica_actor import (
+    EpochCall,
+    ReplicaData,
+    ReplicaDescription,
+    ReplicaEpoch,
+    ReplicaRestarted,
+)
 from parvec.distributed.replica_group import ReplicaGroup
 from parvec.distributed.replica_plan import (
     alpha_factor,
@@ -71,7 +77,7 @@ class ReplicaDriver(DriverBase):
 
     Example:
         >>> driver = ReplicaDriver(Cluster("local:2"), TrainConfig(threads=1), counts, w_in, w_out)  # doctest: +SKIP
-        >>> RunEngine(driver.use_corpus(corpus), config, schedule).run(); driver.report()["syncs"]  # doctest: +SKIP
+        >>> RunEngine(driver.use_corpus(corpus), config, schedule).run(); driver.report().syncs  # doctest: +SKIP
     """
 
     mode = "replicas"
@@ -108,9 +114,9 @@ class ReplicaDriver(DriverBase):
         """The replica actors' handles."""
         return self.group.actors if self.group is not None else []
 
-    def report(self) -> dict[str, Any]:
-        """The last run's distributed figures (:class:`ReplicasReport`) as JSON, as the run layer keeps them."""
-        return self.last_report.to_json() if self.last_report is not None else {}
+    def report(self) -> ReplicasReport | None:
+        """The last run's distributed figures (:class:`ReplicasReport`), as the run layer keeps them."""
+        return self.last_report
 
     def use_corpus(self, corpus: EncodedCorpus) -> ReplicaDriver:
         """Train on ``corpus`` (each replica memory-maps its share of the cache, or encodes it); returns self."""
@@ -155,7 +161,7 @@ class ReplicaDriver(DriverBase):
             rcfg.par_h_factor = cfg.par_h_factor
             t_setup = time.perf_counter()
             self.described = self._start(ray, rcfg, data, n, threads)
-            self.plan = plan_parts([d["chunk_words"] for d in self.described], self.cluster.sync_words)
+            self.plan = plan_parts([d.chunk_words for d in self.described], self.cluster.sync_words)
             if self.plan.words_per_epoch != corpus.n_tokens:
                 raise ParvecError(f"the replicas hold {self.plan.words_per_epoch:,} tokens but the corpus has "
                                   f"{corpus.n_tokens:,}: the input changed since it was read, or a node read it "
@@ -201,14 +207,14 @@ class ReplicaDriver(DriverBase):
             self._attempt = self._last_checkpoint
             self._group_id += 1  # the survivors and the restarted replica form a new sync group
         t_fetch = time.perf_counter()
-        w_in, w_out = results[0].pop("model")
+        w_in, w_out = results[0].carried_model()
         np.copyto(self.w_in, w_in)
         np.copyto(self.w_out, w_out)
         del w_in, w_out
         self._figures.fetch_seconds += time.perf_counter() - t_fetch
         _, words, pairs, loss = self._attempt
         for res in results.values():
-            done: EpochResult = res["result"]
+            done: EpochResult = res.result
             words, pairs, loss = words + done.words, pairs + done.pairs, loss + done.loss
         self._figures.add_epoch(results, words)
         self._model = None
@@ -272,7 +278,7 @@ class ReplicaDriver(DriverBase):
             print(note, file=sys.stderr, flush=True)
         return per
 
-    def _start(self, ray: Any, rcfg: TrainConfig, data: ReplicaData, n: int, threads: int) -> list[dict[str, Any]]:
+    def _start(self, ray: Any, rcfg: TrainConfig, data: ReplicaData, n: int, threads: int) -> list[ReplicaDescription]:
         # Start the replicas and form their first sync group.  A replica lost while starting (in its
         # constructor, or while the group forms) follows the rule of a replica lost while training: Ray
         # restarts it (max_restarts), the driver waits for it and forms the group again; the fault is reported.
@@ -307,13 +313,13 @@ class ReplicaDriver(DriverBase):
             self.group.stop()
 
     def _wait(self, ray: Any, refs: list[Any], gen: int, ctx: EpochContext
-              ) -> tuple[dict[int, dict[str, Any]], list[int]]:
+              ) -> tuple[dict[int, ReplicaEpoch], list[int]]:
         # Collect the epoch's results; a replica lost calls off its peers' syncs (they come back
         # SyncAborted) so the epoch can be trained again.  Any other failure ends the run.
         assert self.group is not None
         board = self.group.board
         pending = {ref: r for r, ref in enumerate(refs)}
-        results: dict[int, dict[str, Any]] = {}
+        results: dict[int, ReplicaEpoch] = {}
         lost: list[int] = []
         errors: list[str] = []
         aborted: list[str] = []
@@ -427,16 +433,18 @@ class ReplicaFigures:
         self.fetch_seconds = 0.0
         self.words_done = 0
 
-    def add_epoch(self, results: dict[int, dict[str, Any]], words: int) -> None:
+    def add_epoch(self, results: dict[int, ReplicaEpoch], words: int) -> None:
         """Count one epoch: every replica's answer (its seconds and its syncs') and the words trained."""
         for res in results.values():
-            per = self.per_replica[res["rank"]]
-            per["sync_seconds"] += res["sync"]["seconds"]
-            per["train_seconds"] += res["seconds"]
-            per["bytes"] += res["sync"]["bytes"]
-        for key in ("syncs", "rows", "overlapped"):
-            self.sync_totals[key] += results[0]["sync"][key]
-        self.sync_totals["bytes"] += sum(res["sync"]["bytes"] for res in results.values())
+            per = self.per_replica[res.rank]
+            per["sync_seconds"] += res.sync.seconds
+            per["train_seconds"] += res.seconds
+            per["bytes"] += res.sync.bytes
+        first = results[0].sync
+        self.sync_totals["syncs"] += first.syncs
+        self.sync_totals["rows"] += first.rows
+        self.sync_totals["overlapped"] += first.overlapped
+        self.sync_totals["bytes"] += sum(res.sync.bytes for res in results.values())
         self.words_done += words
 
     def report(self, driver: ReplicaDriver, seconds: float) -> ReplicasReport:
@@ -466,8 +474,8 @@ class ReplicaFigures:
             # Ray's start (or connect) and the replicas' start, before the first trained word
             ray_start_seconds=self.ray_start_seconds, start_seconds=self.ray_start_seconds + self.setup_seconds,
             share_words=[int(x) for x in plan.part_words.sum(axis=1)],
-            nodes=[x["node"] for x in described], data=[x["data"] for x in described],
-            faults=tuple(self.faults), collective=described[0]["collective"])
+            nodes=[x.node for x in described], data=[x.data for x in described],
+            faults=tuple(self.faults), collective=described[0].collective)
 
 
 class ReplicaTrainer(SelfRunning, ReplicaDriver):

@@ -495,10 +495,10 @@ class ShardedRunDriver(DriverBase):
     def finish(self) -> None:
         pass
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> ShardedReport | None:
         """The run's sharded figures (:meth:`ShardedRun.report`), read while its actors run, as the run layer
-        keeps a driver's figures (JSON)."""
-        return self.run.report().to_json() if self.run is not None else {}
+        keeps a driver's figures."""
+        return self.run.report() if self.run is not None else None
 
 
 class ShardedDriver(ShardedRunDriver):
@@ -565,6 +565,6 @@ class ShardedDriver(ShardedRunDriver):
                 self._session = None
                 self.run = None
 
-    def report(self) -> dict[str, Any]:
-        """The last run's sharded figures (see :meth:`ShardedRun.report`), as JSON."""
-        return self._report.to_json() if self._report is not None else {}
+    def report(self) -> ShardedReport | None:
+        """The last run's sharded figures (see :meth:`ShardedRun.report`)."""
+        return self._report

@@ -40,7 +40,7 @@ import numpy as np
 from parvec.distributed.snapshot_records import ShardFiles
 from parvec.errors import ParvecError
 from parvec.fileio import output_file, write_failure
-from parvec.vocab_parts import WordParts, part_paths
+from parvec.vocab_parts import VocabPart, WordParts
 
 __all__ = ["PIECE_BYTES", "PIECE_ROWS", "ModelFiles", "ShardedVectors", "row_ranges", "save_model", "write_piece"]
 
@@ -64,13 +64,13 @@ class ModelFiles:
 
     shards: tuple[ShardFiles, ...]
     vocab_dir: str
-    vocab_parts: tuple[dict[str, Any], ...]
+    vocab_parts: tuple[VocabPart, ...]
     n_words: int
     dim: int
 
     @classmethod
     def of(cls, shard_files: Sequence[ShardFiles], vocab_dir: str | os.PathLike[str],
-           vocab_parts: list[dict[str, Any]], n_words: int, dim: int) -> ModelFiles:
+           vocab_parts: list[VocabPart], n_words: int, dim: int) -> ModelFiles:
         """From a snapshot's ``files`` (absolute directories) and the vocabulary's partitions."""
         return cls(tuple(f.with_directory(str(Path(f.directory).absolute())) for f in shard_files),
                    str(Path(vocab_dir).absolute()), tuple(vocab_parts), int(n_words), int(dim))
@@ -311,14 +311,15 @@ def save_model(ray: Any, files: ModelFiles, directory: str | os.PathLike[str],
     n = files.n_shards
     shard_files = [f.with_directory(f"shards/shard-{s}-of-{n}") for s, f in enumerate(files.shards)]
     record = {"files": [f.to_json() for f in shard_files],
-              "vocab": {"directory": "vocab", "parts": list(files.vocab_parts), "words": files.n_words}}
+              "vocab": {"directory": "vocab", "parts": [p.to_json() for p in files.vocab_parts],
+                        "words": files.n_words}}
 
     def fill(tmp: Path) -> None:
         task = ray.remote(num_cpus=0, max_retries=2)(_place)
         refs = [task.remote(f.directory, str(tmp / shard_files[s].directory), ["in.npy", "out.npy"])
                 for s, f in enumerate(files.shards)]
         refs += [task.remote(files.vocab_dir, str(tmp / "vocab"),
-                             [p.name for p in part_paths(files.vocab_dir, int(r["part"])).values()])
+                             [p.name for p in r.paths(files.vocab_dir).values()])
                  for r in files.vocab_parts]
         _await(ray, refs, f"writing the model {directory}", timeout_s)
 

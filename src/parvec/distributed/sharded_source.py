@@ -51,11 +51,11 @@ from parvec.distributed.count_merge import CountCheck
 from parvec.distributed.units import Unit
 from parvec.errors import ParvecError
 from parvec.fileio import STDIN, check_input, is_compressed
-from parvec.vocab_parts import vocab_crc32
+from parvec.vocab_parts import VocabPart, vocab_crc32
 
-__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "EncodedUnit", "InputPlan", "ShardedCorpus", "encode_unit",
-           "encode_unit_here", "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus", "reducers_for",
-           "text_bytes"]
+__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "EncodedUnit", "InputPlan", "RecordedUnits", "ShardedCorpus",
+           "encode_unit", "encode_unit_here", "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus",
+           "reducers_for", "text_bytes"]
 
 RANGE_BYTES = 64 << 20  # at most this many bytes of a plain file per unit
 _COPY_BYTES = 1 << 22
@@ -104,9 +104,36 @@ class InputPlan:
         path, a, b = self.unit(k)
         return f"{path} (the whole compressed file)" if b is None else f"{path} bytes {a}-{b}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def recorded_units(self) -> RecordedUnits:
         """What a checkpoint records (a resumed run reads the same units)."""
-        return {"files": list(self.files), "units": [list(u) for u in self.units]}
+        return RecordedUnits(self.files, self.units)
+
+
+@dataclass(frozen=True)
+class RecordedUnits:
+    """The units a checkpoint of a sharded run recorded (``model.json``'s ``sharded.input``: its ``files`` and
+    ``units``), which a resumed run reads again (:func:`plan_inputs`).
+
+    Example:
+        >>> RecordedUnits.from_json({"files": ["/c.txt"], "units": [[0, 0, 10], [0, 10, None]]}).units
+        ((0, 0, 10), (0, 10, None))
+    """
+
+    files: tuple[str, ...]
+    units: tuple[tuple[int, int, int | None], ...]
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RecordedUnits | None:
+        """The units of a checkpoint's ``sharded.input`` object; None when it recorded none."""
+        if "units" not in d:
+            return None
+        return cls(tuple(str(f) for f in d["files"]),
+                   tuple((int(f), int(a), None if b is None else int(b)) for f, a, b in d["units"]))
+
+    def to_json(self) -> dict[str, list[str] | list[list[int | None]]]:
+        """The ``files`` and ``units`` keys of ``sharded.input``."""
+        units: list[list[int | None]] = [list(u) for u in self.units]
+        return {"files": list(self.files), "units": units}
 
 
 def _spool_stdin(work: Path) -> Path:
@@ -120,12 +147,12 @@ def _spool_stdin(work: Path) -> Path:
 
 
 def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYTES,
-                recorded: dict[str, Any] | None = None) -> InputPlan:
+                recorded: RecordedUnits | None = None) -> InputPlan:
     """Cut ``source`` (a path, ``-``, a directory, a glob, or a list of them: one corpus, read in order) into units:
     each plain file into byte ranges just after line breaks (:func:`parvec.corpus.line_cuts`: about ``range_bytes``
     each, ``2 x cpus`` ranges at least over all plain files, shared by size; no line is cut, so a file of fewer
     lines makes fewer ranges and a line longer than ``range_bytes`` is one range), each compressed file one unit.
-    ``recorded`` (a checkpoint's :meth:`InputPlan.to_dict`) gives the units to read instead (a resumed run reads its
+    ``recorded`` (a checkpoint's :class:`RecordedUnits`) gives the units to read instead (a resumed run reads its
     checkpoint's).
 
     Example:
@@ -149,15 +176,14 @@ def plan_inputs(source: Any, cpus: int, work: Path, range_bytes: int = RANGE_BYT
 
 
 def _cut(paths: tuple[str, ...], states: tuple[tuple[int, ...] | None, ...], name: str, cpus: int,
-         range_bytes: int, recorded: dict[str, Any] | None) -> InputPlan:
+         range_bytes: int, recorded: RecordedUnits | None) -> InputPlan:
     # The units of the files `paths` (local paths or URLs; `states[i][2]` their sizes): module docstring.
     if recorded is not None:
-        if len(recorded["files"]) != len(paths):  # the units name files by their place; the bytes are checked later
+        if len(recorded.files) != len(paths):  # the units name files by their place; the bytes are checked later
             raise ParvecError(f"{name} is not the input the checkpoint was trained on (it has {len(paths)} "
-                              f"file{'s' if len(paths) != 1 else ''}, the checkpoint {len(recorded['files'])}); give "
+                              f"file{'s' if len(paths) != 1 else ''}, the checkpoint {len(recorded.files)}); give "
                               "the same input")
-        units = tuple((int(f), int(a), None if b is None else int(b)) for f, a, b in recorded["units"])
-        return InputPlan(paths, units, states, name)
+        return InputPlan(paths, recorded.units, states, name)
     sizes = [s[2] if s is not None else 0 for s in states]
     plain = [i for i, p in enumerate(paths) if not is_compressed(p)]
     plain_bytes = sum(sizes[i] for i in plain)
@@ -188,7 +214,7 @@ def _urls(source: Any) -> bool:
     return bool(urls) and all(urls)
 
 
-def _plan_urls(source: Any, cpus: int, range_bytes: int, recorded: dict[str, Any] | None) -> InputPlan:
+def _plan_urls(source: Any, cpus: int, range_bytes: int, recorded: RecordedUnits | None) -> InputPlan:
     # The input's objects listed (their sizes in the listing), line cuts found by ranged reads near each cut: the
     # driver reads no more of the corpus than that; the workers read their units from the URLs.
     from parvec import storage
@@ -352,8 +378,9 @@ class ShardedCorpus:
     """A corpus counted and encoded on the cluster (module docstring).  ``parts`` are the encoded units the clients
     memory-map (``("files", [tokens.npy, offsets.npy])``, empty units left out), ``plans`` each part's units of
     work, ``fingerprints`` each input unit's ``(bytes, CRC-32)``, ``vocab_parts`` the partitions of the word list
-    in ``vocab_dir`` (:func:`parvec.vocab_parts.write_part`'s records), ``count_check`` the distinct-word estimate
-    against the words counted, and the reducers that spilled or were run again.
+    in ``vocab_dir`` (:class:`parvec.vocab_parts.VocabPart` records of what :func:`parvec.vocab_parts.write_part`
+    wrote), ``count_check`` the distinct-word estimate against the words counted, and the reducers that spilled or
+    were run again.
 
     Example:
         >>> corpus.n_words, len(corpus.units())  # doctest: +SKIP
@@ -370,7 +397,7 @@ class ShardedCorpus:
     plans: list[np.ndarray]
     fingerprints: list[list[int] | None]
     vocab_dir: Path
-    vocab_parts: list[dict[str, Any]]
+    vocab_parts: list[VocabPart]
     collisions: list[Any] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     count_check: CountCheck | None = None
@@ -397,7 +424,7 @@ class ShardedCorpus:
 
     def identity(self) -> dict[str, Any]:
         """What a checkpoint records of the input and vocabulary (a resumed run's must match)."""
-        return {**self.inputs.to_dict(), "fingerprints": self.fingerprints, "tokens": self.tokens,
+        return {**self.inputs.recorded_units().to_json(), "fingerprints": self.fingerprints, "tokens": self.tokens,
                 "sentences": self.sentences, "raw_words": self.raw_words, "vocab_crc32": self.vocab_crc32,
                 "classes": {"values": self.classes.values.tolist(), "first": self.classes.first.tolist()}}
 
@@ -462,7 +489,8 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
         parts=[held[k] for k in kept],
         plans=[sizes[k].plan for k in kept],
         fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
-        vocab_dir=vocab_dir, vocab_parts=sorted(records, key=lambda r: r["part"]), collisions=parts.collisions,
+        vocab_dir=vocab_dir, vocab_parts=sorted((VocabPart.from_json(r) for r in records), key=lambda r: r.part),
+        collisions=parts.collisions,
         seconds={"count": t1 - t0, "encode": time.perf_counter() - t1}, count_check=parts.check)
 
 

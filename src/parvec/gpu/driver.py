@@ -123,6 +123,49 @@ def _env_int(name: str) -> int | None:
         raise ParvecError(f"{name} must be an integer, got {value!r}") from None
 
 
+@dataclass(frozen=True)
+class GpuReport:
+    """A GPU run's figures (:meth:`GpuDriver.report`): the device (its name, whether it is the simulator, its
+    compute capability and memory when real), the kernel and its launch shape, the launches, how the corpus was
+    held (``resident``, ``streamed``), the bytes uploaded.  :meth:`to_json` gives the report's ``gpu`` key.
+
+    Example:
+        >>> r = GpuReport({"name": "sim", "simulator": True}, "full-w2v", 128, "tree", None, 0, 4096, 3,
+        ...               ("resident",), 10, 800.0, 1000)
+        >>> r.to_json()["gpu"]["corpus"], r.device_name
+        (['resident'], 'sim')
+    """
+
+    device: dict[str, object]
+    kernel: str | None
+    threads_per_block: int
+    reduction: str
+    registers_per_thread: int | dict[str, int] | None
+    shared_bytes_per_block: int
+    words_per_launch: int
+    launches: int
+    corpus: tuple[str, ...]
+    bytes_uploaded: int
+    model_bytes_per_trained_word: float
+    max_sentence_tokens: int
+
+    @property
+    def device_name(self) -> str:
+        """The device's name."""
+        return str(self.device.get("name"))
+
+    def to_json(self) -> dict[str, dict[str, object]]:
+        """The ``--report`` file's ``gpu`` object, in its order."""
+        return {"gpu": {
+            "device": dict(self.device), "kernel": self.kernel, "threads_per_block": self.threads_per_block,
+            "reduction": self.reduction, "registers_per_thread": self.registers_per_thread,
+            "shared_bytes_per_block": self.shared_bytes_per_block, "words_per_launch": self.words_per_launch,
+            "launches": self.launches, "corpus": list(self.corpus), "bytes_uploaded": self.bytes_uploaded,
+            "model_bytes_per_trained_word": self.model_bytes_per_trained_word,
+            "max_sentence_tokens": self.max_sentence_tokens,
+        }}
+
+
 @dataclass
 class _Slot:
     """One of the two sets of launch buffers (streamed parts) and its stream."""
@@ -367,15 +410,15 @@ class GpuDriver(ModelTables, DriverBase):
         self._compile(_DeviceState(self))
 
     # ------------------------------------------------------------------ reporting
-    def report(self) -> dict[str, Any]:
+    def report(self) -> GpuReport:
         """The GPU figures of the last run, for ``parvec train --report``.
 
         Example:
-            >>> trainer.report()["gpu"]["kernel"]  # doctest: +SKIP
+            >>> trainer.report().kernel  # doctest: +SKIP
             'full-w2v'
         """
         cfg = self.config
-        device: dict[str, Any] = {"name": self.device_name, "simulator": simulated()}
+        device: dict[str, object] = {"name": self.device_name, "simulator": simulated()}
         if not simulated():
             dev = cuda.get_current_device()
             device["compute_capability"] = ".".join(map(str, dev.compute_capability))
@@ -389,21 +432,11 @@ class GpuDriver(ModelTables, DriverBase):
             regs = int(regs) if not isinstance(regs, dict) else {str(k): int(v) for k, v in regs.items()}
         except Exception:
             regs = None
-        return {"gpu": {
-            "device": device,
-            "kernel": cfg.algo,
-            "threads_per_block": self.threads_per_block,
-            "reduction": self.reduction,
-            "registers_per_thread": regs,
-            "shared_bytes_per_block": self.shared_bytes,
-            "words_per_launch": self.words_per_launch,
-            "launches": self._launches,
-            "corpus": sorted(self._modes),
-            "bytes_uploaded": self._uploaded_bytes,
-            "model_bytes_per_trained_word": model_bytes_per_word(cfg),
-            "max_sentence_tokens": GPU_MAX_SENTENCE,
-        }}
-
+        return GpuReport(device=device, kernel=cfg.algo, threads_per_block=self.threads_per_block,
+                         reduction=self.reduction, registers_per_thread=regs, shared_bytes_per_block=self.shared_bytes,
+                         words_per_launch=self.words_per_launch, launches=self._launches,
+                         corpus=tuple(sorted(self._modes)), bytes_uploaded=self._uploaded_bytes,
+                         model_bytes_per_trained_word=model_bytes_per_word(cfg), max_sentence_tokens=GPU_MAX_SENTENCE)
 
 class GpuTrainer(SelfRunning, GpuDriver):
     """The GPU driver that runs itself: ``GpuTrainer(config, counts).train(corpus)`` (the corpus is copied to the
