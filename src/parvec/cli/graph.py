@@ -285,7 +285,33 @@ def _refuse_cluster(args: argparse.Namespace) -> None:
 
 
 def _cmd_embed(args: argparse.Namespace) -> int:
+    # GRAPH, -o, --report, --checkpoint-dir and --resume may be URLs, staged as parvec train stages them
+    # (parvec.cli.remote): the graph copied here, the outputs written here and uploaded after a successful run, each
+    # checkpoint uploaded when written.
+    from parvec import storage
+
     _refuse_cluster(args)
+    places = (args.graph, args.output, args.report, args.checkpoint_dir, args.resume)
+    if not any(storage.is_url(p) for p in places):
+        return _embed(args)
+    from parvec.cli.remote import TrainPaths, renaming_stderr, staged_train
+
+    urls = TrainPaths(inputs=(args.graph,), output=args.output, report=args.report,
+                      checkpoint_dir=args.checkpoint_dir, resume=args.resume, no_cache=True)
+    with staged_train(urls) as (staged, local):
+        assert staged is not None  # a URL is given
+        local_args = argparse.Namespace(**{**vars(args), "graph": local.inputs[0], "output": local.output,
+                                           "report": local.report, "checkpoint_dir": local.checkpoint_dir,
+                                           "resume": local.resume})
+        with renaming_stderr(staged):  # the run's messages name the URLs, not their local stand-ins
+            code = _embed(local_args)
+            if code == 0:
+                for line in staged.finish():
+                    print(line, file=sys.stderr)
+    return code
+
+
+def _embed(args: argparse.Namespace) -> int:
     out = Path(args.output)
     is_npy = out.suffix.lower() == ".npy"
     # Before reading (parvec.cli.outputs): -o must not be the graph, and its temporary is made now, so an
