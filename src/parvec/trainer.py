@@ -40,6 +40,7 @@ from parvec.corpus import release_pages
 from parvec.engine import Diverged, DriverBase, EpochContext, EpochResult, SelfRunning, TrainStats
 from parvec.errors import ParvecError
 from parvec.kernels import select_algorithm
+from parvec.kernels.params import ChunkRates
 from parvec.model_tables import ModelTables
 from parvec.sampling import chunk_seed
 
@@ -78,7 +79,8 @@ class CpuDriver(ModelTables, DriverBase):
                  w_out: np.ndarray | None = None, syn1: np.ndarray | None = None) -> None:
         super().__init__(config, counts, w_in, w_out)
         self.algorithm = select_algorithm(config)
-        self.iparams, self._fextra, self._work_floats = self.algorithm.params(config)
+        # The kernel's named parameters (one record for the run; each chunk adds its ChunkRates) and scratch size
+        self.kernel_params, self._work_floats = self.algorithm.params(config)
         # Hierarchical softmax: the Huffman tree of the counts and the inner nodes' vectors (syn1, V-1 rows,
         # zeros unless given), passed after the contract's arguments to a kernel that declares NEEDS_HS.
         self.tree = None
@@ -205,9 +207,8 @@ class CpuDriver(ModelTables, DriverBase):
         else:
             tokens = np.zeros(1, dtype=np.int32)
             offsets = np.array([0, 1], dtype=np.int64)
-        fparams = np.concatenate([[0.0, 0.0], self._fextra]).astype(np.float64)
         self.algorithm.train_chunk(self.w_in, self.w_out, tokens, offsets, 0, 0, self.keep, self.noise_prob,
-                                   self.noise_alias, self.iparams, fparams, np.uint64(1),
+                                   self.noise_alias, self.kernel_params, ChunkRates.of(0.0, 0.0), np.uint64(1),
                                    np.empty(1, dtype=np.int32), np.zeros(max(1, self._work_floats), np.float32),
                                    *self._kernel_extra)
 
@@ -303,7 +304,6 @@ class _EpochRun:
         d = self.driver
         cfg = d.config
         kernel = d.algorithm.train_chunk
-        fparams = np.concatenate([[0.0, 0.0], d._fextra]).astype(np.float64)
         sent_buf = np.empty(cfg.max_sentence_length, dtype=np.int32)
         scratch = np.zeros(max(1, d._work_floats), dtype=np.float32)
         jobs, stop = self.jobs, self.stop
@@ -314,11 +314,10 @@ class _EpochRun:
                 return
             try:
                 if not stop.is_set():
-                    fparams[0] = job.alpha0
-                    fparams[1] = job.alpha1
+                    rates = ChunkRates.of(job.alpha0, job.alpha1)
                     w, p, loss = kernel(d.w_in, d.w_out, job.tokens, job.offsets, job.s_lo, job.s_hi, d.keep,
-                                        d.noise_prob, d.noise_alias, d.iparams, fparams, job.seed, sent_buf, scratch,
-                                        *d._kernel_extra)
+                                        d.noise_prob, d.noise_alias, d.kernel_params, rates, job.seed, sent_buf,
+                                        scratch, *d._kernel_extra)
                     # A memory-mapped corpus: drop the chunk's pages, so the resident set stays small
                     release_pages(job.tokens, int(job.offsets[job.s_lo]), int(job.offsets[job.s_hi]))
                     self.words[t] += w

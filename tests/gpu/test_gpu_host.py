@@ -231,7 +231,7 @@ def test_gpu_rate_schedule_is_the_cpu_trainers():
     trainer = Trainer(cfg, corpus.vocab.counts)
     kernel = trainer.algorithm.module.train_chunk
 
-    class Spy:  # the classic kernel module, recording each chunk's rates (fparams[0:2])
+    class Spy:  # the classic kernel module, recording each chunk's rates (its ChunkRates)
         def train_chunk(self, *args):
             if args[4] < args[5]:  # not the compile-only call over no sentences
                 seen.append((args[10][0], args[10][1]))

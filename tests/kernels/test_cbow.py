@@ -168,8 +168,8 @@ def test_registry_and_config_resolve_algo_and_model():
     assert TrainConfig(sg=False).alpha == 0.05 and TrainConfig().alpha == 0.025
     assert TrainConfig(sg=False, alpha=0.01).alpha == 0.01
     assert TrainConfig(sg=False).to_dict()["alpha"] == 0.05
-    assert params(TrainConfig(sg=False, batch_size=3, cbow_mean=False, compute_loss=False))[0].tolist() == \
-        [5, 5, 3, 0, 0]
+    kp = params(TrainConfig(sg=False, batch_size=3, cbow_mean=False, compute_loss=False))[0]
+    assert (kp.window, kp.negative, kp.batch, kp.cbow_mean, kp.compute_loss) == (5, 5, 3, False, False)
 
 
 def _train(corpus, **kw):

@@ -139,9 +139,10 @@ def test_branch_free_negative_draw_equals_draw_noise():
 
 
 def test_params_default_batch_is_the_whole_window():
-    ip, extra, work = params(TrainConfig(window=5, negative=5, dim=100, batch_size=0))
-    assert ip.tolist() == [5, 5, 11, 1] and len(extra) == 0 and work == work_floats(11, 6, 100)
-    assert params(TrainConfig(window=5, batch_size=4, compute_loss=False))[0].tolist() == [5, 5, 4, 0]
+    kp, work = params(TrainConfig(window=5, negative=5, dim=100, batch_size=0))
+    assert (kp.window, kp.negative, kp.batch, kp.compute_loss) == (5, 5, 11, True) and work == work_floats(11, 6, 100)
+    kp = params(TrainConfig(window=5, batch_size=4, compute_loss=False))[0]
+    assert (kp.window, kp.negative, kp.batch, kp.compute_loss) == (5, 5, 4, False)
 
 
 def _train(corpus, **kw):

@@ -15,6 +15,7 @@ from parvec.config import TrainConfig
 from parvec.corpus import EncodedCorpus
 from parvec.kernels import par
 from parvec.kernels.classic import classic_update
+from parvec.kernels.params import ChunkRates
 from parvec.sampling import alias_table, draw_noise, noise_distribution, rng_below, rng_next
 from parvec.trainer import Trainer
 
@@ -174,9 +175,9 @@ def test_shared_negatives_rule():
     assert par.shared_negatives(9, 5, 1.0) == 45  # the paper: H = T * C_rep
     assert par.shared_negatives(9, 5, 1.2) == 54
     assert par.shared_negatives(3, 5, 0.5) == 8  # 7.5 rounds up
-    iparams, fextra, _ = par.params(TrainConfig(algo="par", window=8, negative=5, par_h_factor=1.0))
-    assert iparams[3] == 75  # room for the largest draw, C_rep = 2C - 1
-    assert fextra.tolist() == [1.0]
+    kp, _ = par.params(TrainConfig(algo="par", window=8, negative=5, par_h_factor=1.0))
+    assert kp.h_max == 75  # room for the largest draw, C_rep = 2C - 1
+    assert kp.h_factor == 1.0
 
 
 def _expected_negative_terms(n_words, window, negative, h_factor, batch, seed):
@@ -206,14 +207,14 @@ def test_train_chunk_uses_rule_per_batch(batch, h_factor):
     offsets = np.array([0, n_words], dtype=np.int64)
     cfg = TrainConfig(algo="par", dim=dim, window=window, negative=negative, par_batch=batch,
                       par_h_factor=h_factor)
-    iparams, fextra, floats = par.params(cfg)
+    kp, floats = par.params(cfg)
     prob, alias = alias_table(noise_distribution(np.arange(v, 0, -1)))
     w_in = np.zeros((v, dim), np.float32)
     w_out = np.zeros((v, dim), np.float32)
     seed = 987654321
     done, pairs, loss = par.train_chunk(
-        w_in, w_out, tokens, offsets, 0, 1, np.ones(v, np.float32), prob, alias, iparams,
-        np.concatenate([[0.025, 0.025], fextra]), np.uint64(seed), np.empty(n_words, np.int32),
+        w_in, w_out, tokens, offsets, 0, 1, np.ones(v, np.float32), prob, alias, kp,
+        ChunkRates.of(0.025, 0.025), np.uint64(seed), np.empty(n_words, np.int32),
         np.zeros(floats, np.float32))
     assert done == n_words
     negative_terms = _expected_negative_terms(n_words, window, negative, h_factor, batch, seed)
@@ -236,13 +237,13 @@ def test_train_chunk_is_attraction_then_repulsion(dim, n_words):
     w_in, w_out = _vectors(rng, v, dim, scale=0.1)
     prob, alias = alias_table(noise_distribution(np.arange(v, 0, -1)))
     cfg = TrainConfig(algo="par", dim=dim, window=window, negative=negative, par_batch=batch)
-    iparams, fextra, floats = par.params(cfg)
+    kp, floats = par.params(cfg)
     alpha = np.float32(0.025)
     seed = 4242
     got_in, got_out = w_in.copy(), w_out.copy()
     _, pairs, loss = par.train_chunk(
         got_in, got_out, tokens, np.array([0, n_words], np.int64), 0, 1, np.ones(v, np.float32), prob, alias,
-        iparams, np.concatenate([[alpha, alpha], fextra]), np.uint64(seed), np.empty(n_words, np.int32),
+        kp, ChunkRates.of(alpha, alpha), np.uint64(seed), np.empty(n_words, np.int32),
         np.zeros(floats, np.float32))
 
     state, want_loss, want_pairs, n = _u64(seed), 0.0, 0, n_words

@@ -1,7 +1,9 @@
 """The algorithm registry: each CPU training algorithm is one kernel module.
 
 A kernel module provides ``train_chunk`` (the numba function of the contract in
-docs/architecture.md) and ``params(config) -> (iparams, extra_fparams, work_floats)``.
+docs/architecture.md) and ``params(config) -> (KernelParams, work_floats)``: the named parameters the kernel
+reads (:class:`parvec.kernels.params.KernelParams`, built once per run) and its scratch size in floats; each call
+also takes the chunk's learning rates as a :class:`parvec.kernels.params.ChunkRates`.
 The CPU driver (:class:`parvec.trainer.CpuDriver`) looks algorithms up here by (name, model): the name is
 ``config.algo``, the model skip-gram (``sg=True``) or CBOW (``sg=False``), each pair one module:
 
@@ -30,9 +32,8 @@ from typing import TYPE_CHECKING
 from parvec.errors import ParvecError
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from parvec.config import TrainConfig
+    from parvec.kernels.params import KernelParams
 
 # name -> module path; the module is imported (and its kernel compiled) only when used.
 _MODULES = {
@@ -79,9 +80,15 @@ class Algorithm:
         """Whether the kernel takes the hierarchical-softmax arrays (syn1, codes, points, code_len)."""
         return bool(getattr(self.module, "NEEDS_HS", False))
 
-    def params(self, config: TrainConfig) -> tuple[np.ndarray, np.ndarray, int]:
-        """The module's ``params(config)``: ``(iparams, extra fparams, work size in floats)``."""
-        params: tuple[np.ndarray, np.ndarray, int] = self.module.params(config)
+    def params(self, config: TrainConfig) -> tuple[KernelParams, int]:
+        """The kernel's named parameters for ``config`` and its work size in floats (the module's ``params``).
+
+        Example:
+            >>> from parvec.config import TrainConfig
+            >>> get_algorithm("classic").params(TrainConfig(window=3, dim=8))[0].window
+            3
+        """
+        params: tuple[KernelParams, int] = self.module.params(config)
         return params
 
 

@@ -25,12 +25,18 @@ negatives, from the chunk's xorshift state; negatives come from the shared alias
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit
 
 from parvec.kernels.classic import sgns_step
 from parvec.kernels.fastmath import FASTMATH
+from parvec.kernels.params import KernelParams
 from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence, word_rate
+
+if TYPE_CHECKING:
+    from parvec.config import TrainConfig
 
 
 @njit(inline="always")
@@ -101,16 +107,16 @@ def cbow_update(w_in: np.ndarray, w_out: np.ndarray, ctx: np.ndarray, targets: n
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
-                iparams, fparams, seed, sent_buf, work):
+                params, rates, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).
 
-    ``iparams`` = [window, negative, cbow_mean (0/1)].
+    Reads ``params.window``, ``params.negative`` and ``params.cbow_mean``.
     """
-    window = iparams[0]
-    negative = iparams[1]
-    mean = iparams[2] != 0
-    alpha0 = fparams[0]
-    alpha1 = fparams[1]
+    window = params.window
+    negative = params.negative
+    mean = params.cbow_mean
+    alpha0 = rates.alpha0
+    alpha1 = rates.alpha1
     dim = w_in.shape[1]
     neu1 = work[:dim]
     neu1e = work[dim:2 * dim]
@@ -147,13 +153,13 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     return done, pairs, loss
 
 
-def params(config) -> tuple[np.ndarray, np.ndarray, int]:
-    """(iparams, extra fparams, work size in floats) for :func:`train_chunk`.
+def params(config: TrainConfig) -> tuple[KernelParams, int]:
+    """(the kernel's parameters, its work size in floats) for :func:`train_chunk`.
 
     Example:
         >>> from parvec.config import TrainConfig
-        >>> params(TrainConfig(sg=False, window=5, negative=5))[0].tolist()
-        [5, 5, 1]
+        >>> kp, _ = params(TrainConfig(sg=False, window=5, negative=5))
+        >>> kp.window, kp.negative, kp.cbow_mean
+        (5, 5, True)
     """
-    return (np.array([config.window, config.negative, int(bool(config.cbow_mean))], dtype=np.int64),
-            np.zeros(0, dtype=np.float64), 2 * config.dim)
+    return KernelParams.of(config), 2 * config.dim

@@ -31,12 +31,18 @@ output rows), no array slicing inside the loops.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit
 
 from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import borrowed, draw_negative, prefetch_row, sgns_block
+from parvec.kernels.params import KernelParams
 from parvec.sampling import rng_below, rng_next, subsample_sentence, word_rate
+
+if TYPE_CHECKING:
+    from parvec.config import TrainConfig
 
 DEFAULT_BATCH = 8  # centers per shared set of negatives (measured: README.md, "CBOW")
 _MASKED = np.float32(-30.0)  # a masked score: beyond -MAX_EXP, so its gradient is exactly 0
@@ -263,21 +269,22 @@ def cbow_batch_update(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, pos
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
-                iparams, fparams, seed, sent_buf, work):
+                params, rates, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).
 
-    ``iparams`` = [window, negative, batch_size (>= 1), cbow_mean (0/1), compute_loss (0/1)].
+    Reads ``params.window``, ``params.negative``, ``params.batch`` (>= 1), ``params.cbow_mean`` and
+    ``params.compute_loss``.
     """
     # Owner-less views: no atomic reference counting on the shared arrays per batch (the batch code is inlined).
     w_in, w_out, noise_prob, noise_alias = borrowed(w_in), borrowed(w_out), borrowed(noise_prob), borrowed(noise_alias)
     sent_buf, work = borrowed(sent_buf), borrowed(work)
-    window = iparams[0]
-    negative = iparams[1]
-    batch = iparams[2]
-    mean = iparams[3] != 0
-    with_loss = iparams[4] != 0
-    alpha0 = fparams[0]
-    alpha1 = fparams[1]
+    window = params.window
+    negative = params.negative
+    batch = params.batch
+    mean = params.cbow_mean
+    with_loss = params.compute_loss
+    alpha0 = rates.alpha0
+    alpha1 = rates.alpha1
     state = seed
     chunk_words = max(offsets[s_hi] - offsets[s_lo], 1)
     done = 0
@@ -325,17 +332,16 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     return done, pairs, loss
 
 
-def params(config) -> tuple[np.ndarray, np.ndarray, int]:
-    """(iparams, extra fparams, work size in floats) for :func:`train_chunk`.
+def params(config: TrainConfig) -> tuple[KernelParams, int]:
+    """(the kernel's parameters, its work size in floats) for :func:`train_chunk`.
 
-    ``batch_size`` (0 = :data:`DEFAULT_BATCH`) is the number of centers sharing one set of negatives.
+    ``batch`` is ``batch_size`` (0 = :data:`DEFAULT_BATCH`), the number of centers sharing one set of negatives.
 
     Example:
         >>> from parvec.config import TrainConfig
-        >>> params(TrainConfig(sg=False, window=5, negative=5, batch_size=0))[0].tolist()
-        [5, 5, 8, 1, 1]
+        >>> kp, _ = params(TrainConfig(sg=False, window=5, negative=5, batch_size=0))
+        >>> kp.window, kp.negative, kp.batch, kp.cbow_mean, kp.compute_loss
+        (5, 5, 8, True, True)
     """
     batch = config.batch_size or DEFAULT_BATCH
-    iparams = np.array([config.window, config.negative, batch, int(bool(config.cbow_mean)),
-                        int(bool(config.compute_loss))], dtype=np.int64)
-    return iparams, np.zeros(0, dtype=np.float64), work_floats(batch, config.negative, config.dim)
+    return KernelParams.of(config, batch=batch), work_floats(batch, config.negative, config.dim)

@@ -13,11 +13,17 @@ fast ones.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit
 
 from parvec.kernels.fastmath import FASTMATH
+from parvec.kernels.params import KernelParams
 from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence, word_rate
+
+if TYPE_CHECKING:
+    from parvec.config import TrainConfig
 
 MAX_EXP = 6.0
 
@@ -76,12 +82,13 @@ def classic_update(w_in, w_out, ctx, targets, labels, alpha, neu1e):
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
-                iparams, fparams, seed, sent_buf, work):
-    """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract)."""
-    window = iparams[0]
-    negative = iparams[1]
-    alpha0 = fparams[0]
-    alpha1 = fparams[1]
+                params, rates, seed, sent_buf, work):
+    """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract; reads ``params.window`` and
+    ``params.negative``)."""
+    window = params.window
+    negative = params.negative
+    alpha0 = rates.alpha0
+    alpha1 = rates.alpha1
     dim = w_in.shape[1]
     neu1e = work[:dim]
     state = seed
@@ -120,7 +127,12 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     return done, pairs, loss
 
 
-def params(config) -> tuple[np.ndarray, np.ndarray, int]:
-    """(iparams, extra fparams, work size in floats) for :func:`train_chunk`."""
-    return (np.array([config.window, config.negative], dtype=np.int64),
-            np.zeros(0, dtype=np.float64), config.dim)
+def params(config: TrainConfig) -> tuple[KernelParams, int]:
+    """(the kernel's parameters, its work size in floats) for :func:`train_chunk`.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> params(TrainConfig(window=8, negative=5, dim=100))[0][:2], params(TrainConfig(dim=100))[1]
+        ((8, 5), 100)
+    """
+    return KernelParams.of(config), config.dim

@@ -44,6 +44,8 @@ numbers and the roofline):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -52,7 +54,11 @@ from numba.extending import intrinsic
 
 from parvec.kernels.classic import MAX_EXP
 from parvec.kernels.fastmath import FASTMATH
+from parvec.kernels.params import KernelParams
 from parvec.sampling import rng_below, rng_next, rng_uniform, subsample_sentence
+
+if TYPE_CHECKING:
+    from parvec.config import TrainConfig
 
 _MAX_EXP32 = np.float32(MAX_EXP)
 # Dimensions whose batch code is compiled with the dimension as a constant (each adds a copy of the batch
@@ -505,20 +511,20 @@ def draw_negative(state, noise_prob, noise_alias):
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
-                iparams, fparams, seed, sent_buf, work):
+                params, rates, seed, sent_buf, work):
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).
 
-    ``iparams`` = [window, negative, batch_size (>= 1), compute_loss (0/1)].
+    Reads ``params.window``, ``params.negative``, ``params.batch`` (>= 1) and ``params.compute_loss``.
     """
     # Owner-less views: no atomic reference counting on the shared arrays per batch (the batch code is inlined).
     w_in, w_out, noise_prob, noise_alias = borrowed(w_in), borrowed(w_out), borrowed(noise_prob), borrowed(noise_alias)
     sent_buf, work = borrowed(sent_buf), borrowed(work)
-    window = iparams[0]
-    negative = iparams[1]
-    batch = iparams[2]
-    with_loss = iparams[3] != 0
-    alpha0 = fparams[0]
-    alpha1 = fparams[1]
+    window = params.window
+    negative = params.negative
+    batch = params.batch
+    with_loss = params.compute_loss
+    alpha0 = rates.alpha0
+    alpha1 = rates.alpha1
     state = seed
     chunk_words = max(offsets[s_hi] - offsets[s_lo], 1)
     done = 0
@@ -607,15 +613,15 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     return done, pairs, loss
 
 
-def params(config) -> tuple[np.ndarray, np.ndarray, int]:
-    """(iparams, extra fparams, work size in floats) for :func:`train_chunk`.
+def params(config: TrainConfig) -> tuple[KernelParams, int]:
+    """(the kernel's parameters, its work size in floats) for :func:`train_chunk`: ``batch`` is ``batch_size``,
+    0 meaning the whole window (2 * window + 1).
 
     Example:
         >>> from parvec.config import TrainConfig
-        >>> params(TrainConfig(window=5, negative=5, batch_size=0, dim=100))[0].tolist()
-        [5, 5, 11, 1]
+        >>> kp, _ = params(TrainConfig(window=5, negative=5, batch_size=0, dim=100))
+        >>> kp.window, kp.negative, kp.batch, kp.compute_loss
+        (5, 5, 11, True)
     """
     batch = config.batch_size or 2 * config.window + 1
-    iparams = np.array([config.window, config.negative, batch, int(bool(config.compute_loss))],
-                       dtype=np.int64)
-    return iparams, np.zeros(0, dtype=np.float64), work_floats(batch, config.negative + 1, config.dim)
+    return KernelParams.of(config, batch=batch), work_floats(batch, config.negative + 1, config.dim)

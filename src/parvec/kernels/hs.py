@@ -26,14 +26,18 @@ The kernel follows the contract of docs/architecture.md and declares ``NEEDS_HS`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
 
 from parvec.kernels.classic import MAX_EXP, sgns_step
 from parvec.kernels.fastmath import FASTMATH
+from parvec.kernels.params import KernelParams
 from parvec.sampling import draw_noise, rng_next, shrunk_window, subsample_sentence, word_rate
+
+if TYPE_CHECKING:
+    from parvec.config import TrainConfig
 
 NEEDS_HS = True  # the trainer appends (syn1, codes, points, code_len) to the kernel's arguments
 
@@ -146,16 +150,16 @@ def hs_update(w_in, w_out, syn1, codes, points, code_len, ctx_words, cbow_mean, 
 
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, noise_alias,
-                iparams, fparams, seed, sent_buf, work, syn1, codes, points, code_len):
-    """Train sentences ``s_lo..s_hi`` (docs/architecture.md; ``iparams`` = [window, negative, sg,
-    cbow_mean, compute_loss])."""
-    window = iparams[0]
-    negative = iparams[1]
-    sg = iparams[2] != 0
-    cbow_mean = iparams[3] != 0
-    compute_loss = iparams[4] != 0
-    alpha0 = fparams[0]
-    alpha1 = fparams[1]
+                params, rates, seed, sent_buf, work, syn1, codes, points, code_len):
+    """Train sentences ``s_lo..s_hi`` (docs/architecture.md; reads ``params.window``, ``params.negative``,
+    ``params.sg``, ``params.cbow_mean`` and ``params.compute_loss``)."""
+    window = params.window
+    negative = params.negative
+    sg = params.sg
+    cbow_mean = params.cbow_mean
+    compute_loss = params.compute_loss
+    alpha0 = rates.alpha0
+    alpha1 = rates.alpha1
     dim = w_in.shape[1]
     neu1e = work[:dim]
     h = work[dim : 2 * dim].reshape((1, dim))
@@ -236,8 +240,13 @@ def train_chunk(w_in, w_out, tokens, offsets, s_lo, s_hi, keep, noise_prob, nois
     return done, pairs, loss
 
 
-def params(config) -> tuple[np.ndarray, np.ndarray, int]:
-    """(iparams, extra fparams, work size in floats) for :func:`train_chunk`."""
-    iparams = np.array([config.window, config.negative, int(bool(config.sg)), int(bool(config.cbow_mean)),
-                        int(bool(config.compute_loss))], dtype=np.int64)
-    return iparams, np.zeros(0, dtype=np.float64), 2 * config.dim
+def params(config: TrainConfig) -> tuple[KernelParams, int]:
+    """(the kernel's parameters, its work size in floats) for :func:`train_chunk`.
+
+    Example:
+        >>> from parvec.config import TrainConfig
+        >>> kp, floats = params(TrainConfig(hs=True, negative=0, sg=False, dim=100))
+        >>> kp.negative, kp.sg, kp.cbow_mean, floats
+        (0, False, True, 200)
+    """
+    return KernelParams.of(config), 2 * config.dim

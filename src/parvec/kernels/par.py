@@ -67,9 +67,9 @@ The per-pair log of the loss is deferred: ``log(1 + e^-|f|) = log 2 - log(1 + |t
 
 Example:
     >>> from parvec.config import TrainConfig
-    >>> iparams, fextra, work_floats = params(TrainConfig(algo="par", par_batch=16))
-    >>> iparams.tolist()[:3]
-    [5, 5, 16]
+    >>> kp, work_floats = params(TrainConfig(algo="par", par_batch=16))
+    >>> kp.window, kp.negative, kp.batch
+    (5, 5, 16)
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ from numba.extending import intrinsic
 from parvec.kernels.classic import MAX_EXP
 from parvec.kernels.fastmath import FASTMATH
 from parvec.kernels.hogbatch import borrowed
+from parvec.kernels.params import ChunkRates, KernelParams
 from parvec.sampling import draw_noise, rng_below, rng_next, subsample_sentence
 
 if TYPE_CHECKING:
@@ -440,26 +441,26 @@ def repulsion_update(w_in: np.ndarray, w_out: np.ndarray, words: np.ndarray, neg
 @njit(nogil=True, fastmath=FASTMATH, cache=True, error_model="numpy")
 def train_chunk(w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray, s_lo: int,
                 s_hi: int, keep: np.ndarray, noise_prob: np.ndarray, noise_alias: np.ndarray,
-                iparams: np.ndarray, fparams: np.ndarray, seed: np.uint64, sent_buf: np.ndarray,
+                params: KernelParams, rates: ChunkRates, seed: np.uint64, sent_buf: np.ndarray,
                 work: np.ndarray) -> tuple[int, int, float]:
     """Train sentences ``s_lo..s_hi`` (see docs/architecture.md for the contract).
 
-    ``iparams = [window, negative, par_batch, h_max]`` and ``fparams = [alpha0, alpha1, par_h_factor]``,
-    as :func:`params` builds them; returns (raw words, positive pairs, summed loss).
+    Reads ``params.window``, ``params.negative``, ``params.batch`` (``par_batch``), ``params.h_max`` and
+    ``params.h_factor`` as :func:`params` builds them; returns (raw words, positive pairs, summed loss).
 
     Example:
-        >>> iparams, fextra, floats = params(config)  # doctest: +SKIP
-        >>> train_chunk(w_in, w_out, tokens, offsets, 0, len(offsets) - 1, keep, prob, alias, iparams,
-        ...             np.concatenate([[0.025, 0.025], fextra]), np.uint64(1),
+        >>> kp, floats = params(config)  # doctest: +SKIP
+        >>> train_chunk(w_in, w_out, tokens, offsets, 0, len(offsets) - 1, keep, prob, alias, kp,
+        ...             ChunkRates.of(0.025, 0.025), np.uint64(1),
         ...             np.empty(config.max_sentence_length, np.int32), np.zeros(floats, np.float32))  # doctest: +SKIP
     """
-    window = iparams[0]
-    negative = iparams[1]
-    batch = iparams[2]
-    h_max = iparams[3]
-    alpha0 = fparams[0]
-    alpha1 = fparams[1]
-    h_factor = fparams[2]
+    window = params.window
+    negative = params.negative
+    batch = params.batch
+    h_max = params.h_max
+    alpha0 = rates.alpha0
+    alpha1 = rates.alpha1
+    h_factor = params.h_factor
     # Owner-less views: no atomic reference counting on the shared matrices per center or batch.
     w_in = borrowed(w_in)
     w_out = borrowed(w_out)
@@ -567,17 +568,17 @@ def train_chunk(w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets
     return done, pairs, loss
 
 
-def params(config: TrainConfig) -> tuple[np.ndarray, np.ndarray, int]:
-    """(iparams, extra fparams, work size in floats) for :func:`train_chunk`.
+def params(config: TrainConfig) -> tuple[KernelParams, int]:
+    """(the kernel's parameters, its work size in floats) for :func:`train_chunk`: ``batch`` is ``par_batch``,
+    ``h_max`` the most shared negatives a batch can draw, ``h_factor`` ``par_h_factor``.
 
     Example:
         >>> from parvec.config import TrainConfig
-        >>> iparams, fextra, floats = params(TrainConfig(algo="par", window=8, par_h_factor=1.2))
-        >>> iparams.tolist(), fextra.tolist()
-        ([8, 5, 24, 90], [1.2])
+        >>> kp, floats = params(TrainConfig(algo="par", window=8, par_h_factor=1.2))
+        >>> kp.window, kp.negative, kp.batch, kp.h_max, kp.h_factor
+        (8, 5, 24, 90, 1.2)
     """
     h_max = int(shared_negatives(2 * config.window - 1, config.negative, config.par_h_factor))
     batch = min(config.par_batch, config.max_sentence_length) if config.par_batch > 0 else config.max_sentence_length
     floats = 3 * config.dim + 2 * h_max + repulsion_work_floats(batch, h_max, config.dim)
-    return (np.array([config.window, config.negative, config.par_batch, h_max], dtype=np.int64),
-            np.array([config.par_h_factor], dtype=np.float64), floats)
+    return KernelParams.of(config, batch=config.par_batch, h_max=h_max, h_factor=config.par_h_factor), floats
