@@ -34,9 +34,15 @@ from parvec.formats import load_npy
 
 REPO = Path(__file__).resolve().parents[2]
 
-FLAGS = ["--mode", "sharded", "--shards", "2", "--clients", "1", "--threads", "1", "--minibatch-words", "128",
-         "--dim", "16", "--epochs", "2", "--min-count", "1", "--no-progress"]
+COMMON = ["--clients", "1", "--threads", "1", "--minibatch-words", "128", "--dim", "16", "--epochs", "2",
+          "--min-count", "1", "--no-progress"]
+MODES = {"sharded": ["--mode", "sharded", "--shards", "2", *COMMON],
+         "replicas": ["--mode", "replicas", "--replicas", "2", "--sync-words", "2000", *COMMON]}
 
+# Started in a process of its own (``python -c``): a Ray head offering no CPU (the driver's node) and a second
+# node started by ``ray start`` in its own mount namespace, where a private tmpfs covers each of ``hidden`` (the
+# driver's scratch and work directory) and another its own scratch (its $TMPDIR); then each ``parvec train`` of
+# ``runs`` in turn, on the two nodes.
 _CHILD = textwrap.dedent("""
     import json, os, signal, subprocess, sys, tempfile, time
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
@@ -44,10 +50,10 @@ _CHILD = textwrap.dedent("""
     from ray.cluster_utils import Cluster as RayCluster
 
     cfg = json.loads(sys.argv[1])
-    hidden = cfg["driver_tmp"]
     nodes = RayCluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    script = (f"mount -t tmpfs -o size=1m parvec-hidden {hidden} && exec {ray_bin} start --address={nodes.address} "
+    mounts = " && ".join(f"mount -t tmpfs -o size=256m parvec-hidden {d}" for d in [*cfg["hidden"], cfg["node_tmp"]])
+    script = (f"{mounts} && TMPDIR={cfg['node_tmp']} exec {ray_bin} start --address={nodes.address} "
               "--node-ip-address=127.0.0.1 --num-cpus=2 --block --disable-usage-stats")
     node = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -59,15 +65,16 @@ _CHILD = textwrap.dedent("""
             time.sleep(0.5)
 
         @ray.remote(num_cpus=1)
-        def listing(path):
-            return sorted(os.listdir(path)), ray.get_runtime_context().get_node_id()
+        def listing(paths):
+            return [sorted(os.listdir(p)) for p in paths], ray.get_runtime_context().get_node_id()
 
-        seen, where = ray.get(listing.remote(hidden))
-        tempfile.tempdir = hidden
+        seen, where = ray.get(listing.remote(cfg["hidden"]))
+        os.environ["TMPDIR"] = tempfile.tempdir = cfg["driver_tmp"]  # the driver's scratch (Ray's sockets stay in /tmp)
         from parvec.cli import main
-        code = main(cfg["argv"])
-        print(json.dumps({"code": code, "seen": seen, "task_node": where,
-                          "head": ray.get_runtime_context().get_node_id()}))
+        codes = {name: main(argv) for name, argv in cfg["runs"].items()}
+        print(json.dumps({"codes": codes, "seen": seen, "task_node": where,
+                          "head": ray.get_runtime_context().get_node_id(),
+                          "driver_sees": sorted(os.listdir(cfg["node_tmp"]))}))
     finally:
         ray.shutdown()
         try:
@@ -88,7 +95,7 @@ def _can_hide_directories() -> bool:
 
 
 @pytest.mark.ray
-def test_a_sharded_run_whose_workers_cannot_see_the_drivers_tmpdir_reads_s3_and_equals_the_local_run(
+def test_runs_of_both_modes_on_two_nodes_that_share_only_the_object_store_equal_the_local_runs(
         bucket, tmp_path, capsys):  # noqa: F811
     pytest.importorskip("ray")
     if not _can_hide_directories():
@@ -102,25 +109,42 @@ def test_a_sharded_run_whose_workers_cannot_see_the_drivers_tmpdir_reads_s3_and_
         f.write("\n".join(" ".join(s) for s in sentences[1::2]) + "\n")
     for p in sorted(corpus.iterdir()):
         storage.upload(p, f"s3://{bucket}/corpus/{p.name}")
-    code, _, err = run(["train", corpus, "-o", tmp_path / "local.npy", "--cluster", "local:2", *FLAGS,
-                        "--no-cache"], capsys)
-    assert code == 0, err[-3000:]
-    want, want_words, _ = load_npy(tmp_path / "local.npy")
+    want = {}
+    for mode, flags in MODES.items():
+        code, _, err = run(["train", corpus, "-o", tmp_path / f"local-{mode}.npy", "--cluster", "local:2", *flags,
+                            "--no-cache"], capsys)
+        assert code == 0, err[-3000:]
+        want[mode] = load_npy(tmp_path / f"local-{mode}.npy")
 
-    driver_tmp = tmp_path / "driver-tmp"
-    driver_tmp.mkdir()
+    driver_tmp, work, node_tmp = tmp_path / "driver-tmp", tmp_path / "work", tmp_path / "node-tmp"
+    for d in (driver_tmp, work, node_tmp):
+        d.mkdir()
     (driver_tmp / "only-the-driver-sees-this").write_text("x")
-    argv = ["train", f"s3://{bucket}/corpus/", "-o", str(tmp_path / "two-nodes.npy"), "--cluster", "auto", *FLAGS,
-            "--cache-dir", str(tmp_path / "work")]
+    (work / "only-the-driver-sees-this").write_text("x")
+    out_url = f"s3://{bucket}/out"
+    runs = {mode: ["train", f"s3://{bucket}/corpus/", "-o", f"{out_url}/{mode}.npy", "--save-model",
+                   f"{out_url}/{mode}-model", "--checkpoint-dir", f"{out_url}/{mode}-ck", "--cluster", "auto",
+                   *flags, "--cache-dir", str(work)] for mode, flags in MODES.items()}
     # Ray's multi-node mode (``ray start --address`` needs it): both nodes on this machine's address.
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0",
                RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1")
-    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps({"driver_tmp": str(driver_tmp), "argv": argv})],
-                         capture_output=True, text=True, timeout=500, env=env)
+    cfg = {"driver_tmp": str(driver_tmp), "hidden": [str(driver_tmp), str(work)], "node_tmp": str(node_tmp),
+           "runs": runs}
+    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(cfg)], capture_output=True, text=True,
+                         timeout=900, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
-    # A task on the second node finds the driver's TMPDIR empty (its own tmpfs), and it is not the driver's node.
-    assert res["seen"] == [] and res["task_node"] != res["head"], res
-    assert res["code"] == 0, out.stderr[-4000:]
-    got, words, _ = load_npy(tmp_path / "two-nodes.npy")
-    assert words == want_words and np.array_equal(got, want)
+    # A task on the second node finds the driver's scratch and work directory empty (its own tmpfs), and it is not
+    # the driver's node; the driver does not see the second node's scratch.
+    assert res["seen"] == [[], []] and res["task_node"] != res["head"] and res["driver_sees"] == [], res
+    assert res["codes"] == {mode: 0 for mode in MODES}, out.stderr[-6000:]
+    fs, root = storage.filesystem(out_url)
+    for mode in MODES:
+        storage.download(f"{out_url}/{mode}.npy", tmp_path / f"got-{mode}.npy")
+        for suffix in (".vocab.txt", ".counts.npy"):
+            storage.download(f"{out_url}/{mode}{suffix}", tmp_path / f"got-{mode}{suffix}")
+        got, words, _ = load_npy(tmp_path / f"got-{mode}.npy")
+        want_vectors, want_words, _ = want[mode]
+        assert words == want_words and np.array_equal(got, want_vectors), mode
+        assert fs.exists(f"{root}/{mode}-model"), mode
+        assert fs.find(f"{root}/{mode}-ck"), mode

@@ -367,7 +367,8 @@ class ShardedWord2Vec(KeptRun):
     def _files(self, snapshot_files: tuple[ShardFiles, ...]) -> ModelFiles:
         corpus = self.corpus
         assert corpus is not None
-        return ModelFiles.of(snapshot_files, corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, self.config.dim)
+        return ModelFiles.of(snapshot_files, corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, self.config.dim,
+                             corpus.vocab_files)
 
     def saved_model(self, position: Position | None = None, epochs_trained: int | None = None) -> Any:
         """The checkpoint of the newest complete snapshot (what :class:`parvec.run.Run` writes): the sharded model
@@ -387,6 +388,7 @@ class ShardedWord2Vec(KeptRun):
         inside = directory / "checkpoint"  # every checkpoint is a directory in it
         snap = run.snapshots.newest
         self._describing = snap.id
+        run.snapshots.await_uploads(snap.id)  # under a URL: each shard's files there first
         vocab_dir = _place_vocab(corpus, directory / "vocab")
         settings = self.settings
         record = (cluster_record(self.cluster) or {}) | {"shards": settings.shards, "clients": settings.clients}
@@ -413,7 +415,7 @@ class ShardedWord2Vec(KeptRun):
         """word2vec.c's ``-save-vocab`` file, written by id ranges from the vocabulary's partitions."""
         corpus = self.corpus
         assert corpus is not None
-        files = self.files or ModelFiles.of([], corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, self.config.dim)
+        files = self.files or self._files(())
         ShardedVectors(self.ray, files, self.work, self.cluster.timeout_s).save_vocab(path, corpus.sentences)
 
     def save(self, path: str | os.PathLike[str]) -> None:

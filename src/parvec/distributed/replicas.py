@@ -504,8 +504,25 @@ def share_data(corpus: EncodedCorpus, config: TrainConfig, cluster: Cluster, rea
         words=tuple(corpus.vocab.words), counts=corpus.vocab.counts, read_options=opts, cache=str(cache),
         source=corpus.source if corpus.source and Path(corpus.source).is_file() else None,
         inputs=corpus.inputs,  # (path, size, mtime) read: a node that re-reads the file checks it
-        mode=cluster.options.get("data", "auto"))
+        mode=cluster.options.get("data", "auto"), refs=_shares_in_object_store(corpus, config, shares))
     return data, tmp_dir
+
+
+def _shares_in_object_store(corpus: EncodedCorpus, config: TrainConfig,
+                            shares: list[tuple[int, int]]) -> tuple[Any, ...] | None:
+    # On a Ray cluster of several nodes, each replica's tokens and sentence offsets (from 0) put in the object
+    # store once (held by the driver for the run): a replica whose node sees neither the cache nor the input
+    # fetches its own share from there.  One node: None (every replica memory-maps the cache).
+    import ray
+
+    if sum(1 for n in ray.nodes() if n.get("Alive")) < 2:
+        return None
+    offsets = split_long_sentences(corpus.offsets, config.max_sentence_length)
+    refs = []
+    for lo, hi in shares:
+        a, b = int(offsets[lo]), int(offsets[hi])
+        refs.append(ray.put((np.ascontiguousarray(corpus.tokens[a:b]), offsets[lo:hi + 1] - a)))
+    return tuple(refs)
 
 
 def _cache_dir_of(corpus: EncodedCorpus) -> Path | None:

@@ -51,7 +51,7 @@ from parvec.distributed.count_merge import CountCheck
 from parvec.distributed.units import Unit
 from parvec.errors import ParvecError
 from parvec.fileio import STDIN, check_input, is_compressed
-from parvec.vocab_parts import vocab_crc32
+from parvec.vocab_parts import vocab_crc32, write_part_files
 
 __all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "EncodedUnit", "InputPlan", "ShardedCorpus", "encode_unit",
            "encode_unit_here", "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus", "reducers_for",
@@ -352,8 +352,9 @@ class ShardedCorpus:
     """A corpus counted and encoded on the cluster (module docstring).  ``parts`` are the encoded units the clients
     memory-map (``("files", [tokens.npy, offsets.npy])``, empty units left out), ``plans`` each part's units of
     work, ``fingerprints`` each input unit's ``(bytes, CRC-32)``, ``vocab_parts`` the partitions of the word list
-    in ``vocab_dir`` (:func:`parvec.vocab_parts.write_part`'s records), ``count_check`` the distinct-word estimate
-    against the words counted, and the reducers that spilled or were run again.
+    in ``vocab_dir`` (:func:`parvec.vocab_parts.write_part`'s records) and, one object reference each, in Ray's
+    object store (``vocab_files``: their files' bytes, :func:`parvec.vocab_parts.part_files`), ``count_check`` the
+    distinct-word estimate against the words counted, and the reducers that spilled or were run again.
 
     Example:
         >>> corpus.n_words, len(corpus.units())  # doctest: +SKIP
@@ -371,6 +372,7 @@ class ShardedCorpus:
     fingerprints: list[list[int] | None]
     vocab_dir: Path
     vocab_parts: list[dict[str, Any]]
+    vocab_files: list[Any] = field(default_factory=list)
     collisions: list[Any] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     count_check: CountCheck | None = None
@@ -429,8 +431,14 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
     try:
         vocab_dir = work / "vocab"
         vocab_dir.mkdir(parents=True, exist_ok=True)
-        records = _await(ray, [r.write_part.remote(str(vocab_dir), i) for i, r in enumerate(parts.reducers)],
-                         "writing the vocabulary's partitions", timeout_s)
+        # Each reducer's partition travels through the object store (no shared file system): the driver keeps
+        # the references (the export's tasks read the words from them) and writes a copy into its work directory.
+        handed = [r.part_files.options(num_returns=2).remote(i) for i, r in enumerate(parts.reducers)]
+        records = _await(ray, [h[0] for h in handed], "writing the vocabulary's partitions", timeout_s)
+        vocab_files = [h[1] for h in handed]
+        for rec, ref in zip(records, vocab_files, strict=True):
+            write_part_files(vocab_dir, int(rec["part"]), _await(ray, [ref], "writing the vocabulary's partitions",
+                                                                 timeout_s)[0])
         t1 = time.perf_counter()
         enc_dir = work / "encoded"
         opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 2}
@@ -462,7 +470,7 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
         parts=[held[k] for k in kept],
         plans=[sizes[k].plan for k in kept],
         fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
-        vocab_dir=vocab_dir, vocab_parts=sorted(records, key=lambda r: r["part"]), collisions=parts.collisions,
+        vocab_dir=vocab_dir, vocab_parts=records, vocab_files=vocab_files, collisions=parts.collisions,
         seconds={"count": t1 - t0, "encode": time.perf_counter() - t1}, count_check=parts.check)
 
 
