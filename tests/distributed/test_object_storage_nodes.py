@@ -1,15 +1,22 @@
-"""A sharded run on two Ray nodes of this machine whose second node cannot see the driver's temporary directory,
-its corpus in an S3-compatible object store (a moto server on loopback, the only thing both nodes share besides the
-checkout and the work directory given with ``--cache-dir``).
+"""Runs of both cluster modes on two Ray nodes of this machine that share no directory, only an S3-compatible
+object store (a moto server on loopback) and Ray: the corpus is read from ``s3://``, and ``-o``, ``--save-model``
+and ``--checkpoint-dir`` are ``s3://`` URLs.
 
 The second node is started with ``ray start`` inside its own mount namespace (``unshare -m``), where an empty
-private tmpfs is mounted over the driver's ``$TMPDIR``: a file the driver writes there (a copy of the corpus, the
-encoded corpus) does not exist for that node's processes.  The driver's node offers no CPU, so every mapper and
-encoder task (one CPU each) runs on the second node.  The run completes and its vectors equal those of the same
-run on local files, bit for bit (one client thread): the workers read their byte ranges and compressed objects
-from the URL themselves, and the encoded parts reach the client through Ray's object store.  What it does not
-show: the vocabulary's partitions and the shards' snapshots are written to the work directory (``--cache-dir``),
-which both nodes still see here.  Root (a mount namespace with a tmpfs) is needed: skipped otherwise.
+private tmpfs is mounted over the driver's scratch (its ``$TMPDIR``: the staged corpus of ``--mode replicas``, the
+encoded corpus, the local side of the outputs and of the checkpoint directory) and over the work directory given
+with ``--cache-dir``, and another over the node's own scratch (its ``$TMPDIR``), which the driver does not see.
+The driver's node offers no CPU, so every task, replica and client (one CPU each) runs on the second node.  Each
+run completes and its vectors equal those of the same run on local files on one node, bit for bit (one thread):
+``--mode sharded`` (the workers read their units from the URL, the vocabulary's partitions and the encoded parts
+travel through Ray's object store, each shard writes its snapshots on its own node and uploads them to the
+checkpoint URL, ``-o`` and ``--save-model`` stream from the shards' nodes), ``--mode replicas`` (each replica
+fetches its share of the encoded corpus from Ray's object store) and a sharded run resumed from the checkpoint URL
+(its every epoch done: the shards' files checked and written out).  The models read back from the URL equal the
+vectors; the checkpoint URLs hold the replicas' model and the sharded checkpoint's ``model.json``, vocabulary
+partitions and each shard's snapshot.  What it does not show: a shard restarted on another node reading its
+snapshot back from the URL (tests/distributed/test_node_local_files.py checks that read without Ray).  Root (a
+mount namespace with a tmpfs) is needed: skipped otherwise.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import posixpath
 import shutil
 import subprocess
 import sys
@@ -29,7 +37,7 @@ from cli_run import run
 from s3_server import bucket, s3_endpoint  # noqa: F401 - fixtures
 from topic_corpus import three_topic_sentences
 
-from parvec import storage
+from parvec import Word2Vec, storage
 from parvec.formats import load_npy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,6 +133,10 @@ def test_runs_of_both_modes_on_two_nodes_that_share_only_the_object_store_equal_
     runs = {mode: ["train", f"s3://{bucket}/corpus/", "-o", f"{out_url}/{mode}.npy", "--save-model",
                    f"{out_url}/{mode}-model", "--checkpoint-dir", f"{out_url}/{mode}-ck", "--cluster", "auto",
                    *flags, "--cache-dir", str(work)] for mode, flags in MODES.items()}
+    # The sharded checkpoint, read back from the URL by a new run on the same two nodes (every epoch done: its
+    # shards' files are checked and written out from the driver's copy).
+    runs["resumed"] = ["train", f"s3://{bucket}/corpus/", "--resume", f"{out_url}/sharded-ck", "-o",
+                       f"{out_url}/resumed.npy", "--cluster", "auto", "--no-progress", "--cache-dir", str(work)]
     # Ray's multi-node mode (``ray start --address`` needs it): both nodes on this machine's address.
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), RAY_USAGE_STATS_ENABLED="0",
                RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1")
@@ -137,14 +149,28 @@ def test_runs_of_both_modes_on_two_nodes_that_share_only_the_object_store_equal_
     # A task on the second node finds the driver's scratch and work directory empty (its own tmpfs), and it is not
     # the driver's node; the driver does not see the second node's scratch.
     assert res["seen"] == [[], []] and res["task_node"] != res["head"] and res["driver_sees"] == [], res
-    assert res["codes"] == {mode: 0 for mode in MODES}, out.stderr[-6000:]
+    assert res["codes"] == {name: 0 for name in runs}, out.stderr[-6000:]
     fs, root = storage.filesystem(out_url)
-    for mode in MODES:
-        storage.download(f"{out_url}/{mode}.npy", tmp_path / f"got-{mode}.npy")
+    for name, mode in (("sharded", "sharded"), ("replicas", "replicas"), ("resumed", "sharded")):
+        storage.download(f"{out_url}/{name}.npy", tmp_path / f"got-{name}.npy")
         for suffix in (".vocab.txt", ".counts.npy"):
-            storage.download(f"{out_url}/{mode}{suffix}", tmp_path / f"got-{mode}{suffix}")
-        got, words, _ = load_npy(tmp_path / f"got-{mode}.npy")
+            storage.download(f"{out_url}/{name}{suffix}", tmp_path / f"got-{name}{suffix}")
+        got, words, _ = load_npy(tmp_path / f"got-{name}.npy")
         want_vectors, want_words, _ = want[mode]
-        assert words == want_words and np.array_equal(got, want_vectors), mode
-        assert fs.exists(f"{root}/{mode}-model"), mode
-        assert fs.find(f"{root}/{mode}-ck"), mode
+        assert words == want_words and np.array_equal(got, want_vectors), name
+    for mode in MODES:  # the models, read back from the URL
+        model = Word2Vec.load(f"{out_url}/{mode}-model")
+        assert model.wv.index_to_key == want[mode][1] and np.array_equal(model.wv.vectors, want[mode][0]), mode
+    # The checkpoints: the replicas' model.json and matrices; the sharded one's model.json, vocabulary partitions
+    # (uploaded by the driver) and each shard's snapshot of the last epoch (uploaded by the shard from its node).
+    assert any(p.endswith("/model.json") for p in fs.find(f"{root}/replicas-ck")), fs.find(f"{root}/replicas-ck")
+    ck = f"{root}/sharded-ck"
+    found = fs.find(ck)
+    meta = [p for p in found if p.endswith("/model.json")]
+    assert len(meta) == 1, found
+    sharded = json.loads(fs.cat_file(meta[0]))["sharded"]
+    assert [f["directory"].split("/")[-2] for f in sharded["files"]] == ["shard-0-of-2", "shard-1-of-2"]
+    for f in sharded["files"]:
+        shard_dir = posixpath.normpath(posixpath.join(f"{ck}/checkpoint", f["directory"]))
+        assert {f"{shard_dir}/{n}" for n in ("in.npy", "out.npy", "meta.json")} <= set(found), (shard_dir, found)
+    assert len([p for p in found if "/vocab/part-" in p]) == 5 * len(sharded["vocab"]["parts"]), found

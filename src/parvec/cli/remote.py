@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import posixpath
 import shutil
 import sys
@@ -64,14 +65,17 @@ def uses_urls(args: argparse.Namespace) -> bool:
 
 
 def reads_urls_on_workers(args: argparse.Namespace) -> bool:
-    """Whether the run's input URLs are read by the cluster's workers themselves (``--mode sharded``: the driver
-    lists the objects and reads a few bytes around each cut; each unit is read from the URL by the task or the
-    client that needs it), so the input is not copied to the driver.
+    """Whether the run's input URLs are read by the cluster's workers themselves (``--mode sharded``, or
+    ``--resume`` of a sharded run's checkpoint: the driver lists the objects and reads a few bytes around each cut;
+    each unit is read from the URL by the task or the client that needs it), so the input is not copied to the
+    driver.
 
     Example:
         >>> reads_urls_on_workers(argparse.Namespace(cluster="local:2", cluster_mode="sharded"))
         True
     """
+    if getattr(args, "resumes_sharded", False):
+        return True
     return bool(getattr(args, "cluster", None)) and getattr(args, "cluster_mode", None) == "sharded"
 
 
@@ -169,6 +173,7 @@ def _stage_checkpoints(args: argparse.Namespace, run: StagedRun) -> None:
             raise storage.StorageError(f"--resume {resume_url}: no such object or prefix")
         storage.download(root_url, local)
         args.resume = str(local / entry) if entry else str(local)
+        args.resumes_sharded = _sharded_checkpoint(local)
         if args.checkpoint_dir is None or (ck_url is not None and ck_url.rstrip("/") == root_url):
             ck_url = root_url  # checkpoints continue where they were
             args.checkpoint_dir = str(local)
@@ -180,6 +185,15 @@ def _stage_checkpoints(args: argparse.Namespace, run: StagedRun) -> None:
         run.mirrored = storage.mirror(local, ck_url)
         run.names[str(local)] = ck_url.rstrip("/")
         run.mirrored.sync()  # what was downloaded counts as sent
+
+
+def _sharded_checkpoint(local: Path) -> bool:
+    # Whether a checkpoint directory copied here is a sharded run's (its model.json has a "sharded" record).
+    for meta in local.rglob("model.json"):
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(meta.read_text(encoding="utf-8")).get("sharded"):
+                return True
+    return False
 
 
 def _stage_outputs(args: argparse.Namespace, run: StagedRun) -> None:

@@ -117,10 +117,11 @@ def clear_sharded_checkpoints(directory: Path) -> list[Path]:
     return removed
 
 
-def resume_snapshot(saved: Any, path: Path) -> Snapshot:
+def resume_snapshot(saved: Any, path: Path, node: str | None = None) -> Snapshot:
     """The snapshot record a :class:`parvec.distributed.sharded.ShardedRun` resumes from (its ``resume=``), from
     a sharded checkpoint read by :func:`parvec.model_io.load` (``arrays=False``) at ``path``: each shard's snapshot
-    directory made absolute, the units still to train.
+    directory made absolute (on ``node``'s disk: the Ray node of the process that reads the checkpoint), the units
+    still to train.
 
     Example:
         >>> saved = model_io.load("ck/checkpoint", arrays=False)  # doctest: +SKIP
@@ -131,7 +132,7 @@ def resume_snapshot(saved: Any, path: Path) -> Snapshot:
     from parvec.model_io import shard_file_paths
 
     sharded = saved.sharded
-    files = tuple(ShardFiles.from_json(f).with_directory(str(d.resolve()))
+    files = tuple(dataclasses.replace(ShardFiles.from_json(f).with_directory(str(d.resolve())), node=node)
                   for f, d in zip(sharded["files"], shard_file_paths(path, sharded), strict=True))
     snap = Snapshot.from_json(sharded["snapshot"])
     return dataclasses.replace(snap, files=files, shards=len(files))
@@ -314,7 +315,7 @@ class ShardedWord2Vec(KeptRun):
         start, resume_at, total_epochs, snap = begin.epoch, begin.at, begin.epochs, None
         if resume:
             assert self.saved_path is not None, "resume=True needs a model read by load_for_resume"
-            snap = resume_snapshot(self.saved, self.saved_path)
+            snap = resume_snapshot(self.saved, self.saved_path, self.ray.get_runtime_context().get_node_id())
             if start >= total_epochs:  # the checkpoint holds every epoch: its snapshot is the model, checked
                 self.files = self._files(snap.files or ())
                 self.files.verify(self.ray, snap.id, self.settings.timeout_s)

@@ -112,7 +112,7 @@ class ModelFiles:
         Example:
             >>> files.verify(ray, 4)  # doctest: +SKIP
         """
-        task = ray.remote(num_cpus=1, max_retries=1)(_verify_shard)
+        task = ray.remote(num_cpus=0, max_retries=1)(_verify_shard)  # reads on the node that holds the files
         errors = _await(ray, [on_node(task, f.node).remote(f, s, self.n_shards, snapshot_id)
                               for s, f in enumerate(self.shards)],
                         "checking the shards' files", timeout_s)
