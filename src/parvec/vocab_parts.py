@@ -112,7 +112,7 @@ def part_files(r: int, ids: np.ndarray, counts: np.ndarray, lengths: np.ndarray 
         buf = io.BytesIO()
         write_array(buf, a)
         files[name] = np.frombuffer(buf.getbuffer(), dtype=np.uint8)
-    crcs = {name: zlib.crc32(f) & 0xFFFFFFFF for name, f in files.items()}
+    crcs = {name: zlib.crc32(f.data) & 0xFFFFFFFF for name, f in files.items()}
     return {"part": r, "words": len(order), "bytes": int(offsets[-1]), "crc32": crcs}, files
 
 
@@ -131,7 +131,7 @@ def write_part_files(directory: str | os.PathLike[str], r: int, files: dict[str,
     for name, data in files.items():
         try:
             with output_file(paths[name]) as f:
-                f.write(memoryview(np.ascontiguousarray(data)))
+                f.write(np.ascontiguousarray(data).data)
         except OSError as exc:
             raise write_failure(paths[name], exc) from None
 
@@ -236,7 +236,7 @@ class _Part:
 
 def _npy_view(data: np.ndarray) -> np.ndarray:
     # The array a .npy file's bytes hold, as a view of them (no copy).
-    buf = io.BytesIO(memoryview(data)[:4096])
+    buf = io.BytesIO(data[:4096].tobytes())
     version = np.lib.format.read_magic(buf)
     shape, _, dtype = (np.lib.format.read_array_header_1_0(buf) if version == (1, 0)
                        else np.lib.format.read_array_header_2_0(buf))
