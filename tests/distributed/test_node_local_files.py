@@ -82,3 +82,15 @@ def test_the_checkpoint_mirror_leaves_the_shards_directory_to_the_shards(tmp_pat
     assert sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*") if p.is_file()) == [
         "checkpoint/model.json"]
     assert storage.url_of(Path("/no/such/dir")) is None
+
+
+def test_a_snapshot_that_cannot_be_uploaded_is_an_error_at_the_checkpoint_naming_the_shard_and_url(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    url = (tmp_path / "a-file").as_uri() + "/ck/shards"  # under a file: nothing can be written there
+    store = ShardStore.of(str(tmp_path / "node" / "shards"), url, 0, 2, "shard 0 of 2")
+    store.clear()
+    store.write(1, [None], _columns(1), {"snapshot": 1})  # written on the node; the upload fails in its thread
+    with pytest.raises(ParvecError, match=r"shard 0 of 2 could not upload snapshot 1 to file://.*/a-file/ck/shards/"
+                                          r"shard-0-of-2: "):
+        store.uploaded(1)
+    assert (store.base / "snap-1" / "in.npy").is_file()

@@ -231,27 +231,6 @@ def piece(files: ModelFiles, lo: int, hi: int, fmt: str, suffix: str, *blocks: n
     return np.frombuffer(data, dtype=np.uint8)
 
 
-def write_piece(files: ModelFiles, lo: int, hi: int, fmt: str, out: str, suffix: str = "") -> int:
-    """Task: write rows (or words) ``lo .. hi-1`` of an output of format ``fmt`` (``text``, ``binary``, ``npy``,
-    ``npy-out``, ``keys``, ``counts``, ``vocab``) into the piece file ``out``, compressed as ``suffix`` (a
-    compressed output's extension: each piece a stream of its own) says; returns its bytes.
-
-    Example:
-        >>> write_piece(files, 0, 1000, "text", "work/pieces/0")  # doctest: +SKIP
-        118234
-    """
-    data = _piece_bytes(files, lo, hi, fmt)
-    compress = _COMPRESSORS.get(suffix)
-    if compress is not None:
-        data = compress(data)
-    try:
-        with output_file(out) as f:
-            f.write(data)
-    except OSError as exc:
-        raise write_failure(out, exc) from None
-    return len(data)
-
-
 class ShardedVectors:
     """The trained vectors as an output (module docstring): what the commands call on a model's ``wv`` to write
     ``-o`` (:meth:`save_word2vec_format`, :meth:`save`), for a model no process holds.  ``sentences`` is the
