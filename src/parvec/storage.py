@@ -540,7 +540,10 @@ def delegate(path: str | os.PathLike[str]) -> str | None:
         p = Path(path).resolve()
         for local, m in _MIRRORS.items():
             if p.is_relative_to(local) and p != local:
-                m.delegated.add(p.relative_to(local).as_posix())
+                rel = p.relative_to(local).as_posix()
+                m.delegated.add(rel)
+                # what was there (a resumed checkpoint's downloaded snapshots) is the writers' too: never removed
+                m._sent = {k: v for k, v in m._sent.items() if not k.startswith(rel + "/")}
     return url
 
 

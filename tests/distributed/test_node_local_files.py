@@ -74,13 +74,18 @@ def test_the_checkpoint_mirror_leaves_the_shards_directory_to_the_shards(tmp_pat
     (local / "checkpoint" / "model.json").write_text("{}")
     mirror = storage.mirror(local, remote.as_uri())
     try:
+        assert mirror.sync() == 2  # a resumed checkpoint's files, as they were downloaded, count as sent
         assert storage.delegate(local / "shards") == remote.as_uri() + "/shards"
         assert storage.url_of(local / "checkpoint" / "model.json") == remote.as_uri() + "/checkpoint/model.json"
-        assert mirror.sync() == 1
+        (local / "shards" / "shard-0-of-1" / "snap-1" / "in.npy").unlink()  # pruned by the shard on its disk
+        (local / "shards" / "shard-0-of-1" / "snap-2").mkdir()
+        (local / "shards" / "shard-0-of-1" / "snap-2" / "in.npy").write_bytes(b"y")
+        (local / "checkpoint" / "model.json").write_text('{"x": 1}')
+        assert mirror.sync() == 1  # the checkpoint; the shards' directory is theirs to upload and prune
     finally:
         storage.unmirror(local)
     assert sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*") if p.is_file()) == [
-        "checkpoint/model.json"]
+        "checkpoint/model.json", "shards/shard-0-of-1/snap-1/in.npy"]
     assert storage.url_of(Path("/no/such/dir")) is None
 
 
