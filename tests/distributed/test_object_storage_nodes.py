@@ -133,6 +133,7 @@ def test_runs_of_both_modes_on_two_nodes_that_share_only_the_object_store_equal_
     runs = {mode: ["train", f"s3://{bucket}/corpus/", "-o", f"{out_url}/{mode}.npy", "--save-model",
                    f"{out_url}/{mode}-model", "--checkpoint-dir", f"{out_url}/{mode}-ck", "--cluster", "auto",
                    *flags, "--cache-dir", str(work)] for mode, flags in MODES.items()}
+    runs["replicas"] += ["--report", f"{out_url}/replicas-report.json"]
     # The sharded checkpoint, read back from the URL by a new run on the same two nodes (every epoch done: its
     # shards' files are checked and written out from the driver's copy).
     runs["resumed"] = ["train", f"s3://{bucket}/corpus/", "--resume", f"{out_url}/sharded-ck", "-o",
@@ -158,6 +159,9 @@ def test_runs_of_both_modes_on_two_nodes_that_share_only_the_object_store_equal_
         got, words, _ = load_npy(tmp_path / f"got-{name}.npy")
         want_vectors, want_words, _ = want[mode]
         assert words == want_words and np.array_equal(got, want_vectors), name
+    # Each replica (on the second node) found its share in Ray's object store.
+    report = json.loads(fs.cat_file(f"{root}/replicas-report.json"))
+    assert list(_values(report, "data")) == [["its share from Ray's object store"] * 2], report
     for mode in MODES:  # the models, read back from the URL
         model = Word2Vec.load(f"{out_url}/{mode}-model")
         assert model.wv.index_to_key == want[mode][1] and np.array_equal(model.wv.vectors, want[mode][0]), mode
@@ -174,3 +178,16 @@ def test_runs_of_both_modes_on_two_nodes_that_share_only_the_object_store_equal_
         shard_dir = posixpath.normpath(posixpath.join(f"{ck}/checkpoint", f["directory"]))
         assert {f"{shard_dir}/{n}" for n in ("in.npy", "out.npy", "meta.json")} <= set(found), (shard_dir, found)
     assert len([p for p in found if "/vocab/part-" in p]) == 5 * len(sharded["vocab"]["parts"]), found
+
+
+def _values(tree, key):
+    # Every value of ``key`` in a JSON tree.
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            if k == key:
+                yield v
+            else:
+                yield from _values(v, key)
+    elif isinstance(tree, list):
+        for v in tree:
+            yield from _values(v, key)
