@@ -51,6 +51,7 @@ def make_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None
     Example:
         >>> make_driver(TrainConfig(dim=2), np.array([2, 1])).use_corpus(corpus)  # doctest: +SKIP
     """
+    _check_writable(w_in, w_out, syn1)
     if cluster is not None:
         if w_in is None or w_out is None:
             raise ValueError("a cluster driver trains the arrays it is given")
@@ -60,6 +61,14 @@ def make_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None
     return CpuDriver(config, counts, w_in=w_in, w_out=w_out, syn1=syn1)
 
 
+def _check_writable(*arrays: np.ndarray | None) -> None:
+    # A driver trains its arrays in place: a memory map opened read-only cannot be (numba would refuse it with a
+    # typing error).
+    if any(a is not None and not a.flags.writeable for a in arrays):
+        raise ParvecError("this model's arrays are read-only (Word2Vec.load(..., mmap='r') maps them): load it "
+                          "without mmap to train it")
+
+
 def parts_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | None = None,
                  w_out: np.ndarray | None = None) -> PartsDriver:
     """The CPU or GPU driver for parts streamed per epoch (``bind(make_parts)``: a graph's walks).
@@ -67,6 +76,7 @@ def parts_driver(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray | Non
     Example:
         >>> parts_driver(TrainConfig(dim=2), np.array([2, 1])).bind(lambda epoch: iter(()))  # doctest: +SKIP
     """
+    _check_writable(w_in, w_out)
     if config.device == "cuda":
         return _gpu_driver(config, counts, w_in, w_out)
     return CpuDriver(config, counts, w_in=w_in, w_out=w_out)

@@ -55,6 +55,7 @@ __all__ = [
     "RemoteFile",
     "StagedInput",
     "StorageError",
+    "delegate",
     "local_copy",
     "local_inputs",
     "remote_output",
@@ -71,6 +72,7 @@ __all__ = [
     "stage_input",
     "upload",
     "url_exists",
+    "url_of",
     "write_output",
 ]
 
@@ -433,7 +435,8 @@ def write_output(url: str, suffix: str = "") -> Iterator[Path]:
 @dataclass
 class MirroredDirectory:
     """A local directory kept in step with a URL: :meth:`sync` uploads the files new or changed since the last
-    sync (``*.json`` last) and removes the objects of files removed locally.
+    sync (``*.json`` last) and removes the objects of files removed locally; the subdirectories in ``delegated``
+    (relative paths) are left to their writers, who upload them themselves (:func:`delegate`).
 
     Example:
         >>> import tempfile
@@ -449,6 +452,7 @@ class MirroredDirectory:
     local: Path
     url: str
     _sent: dict[str, tuple[int, int]] = field(default_factory=dict)
+    delegated: set[str] = field(default_factory=set)
 
     def sync(self) -> int:
         """Upload what changed under :attr:`local` since the last sync; returns how many files were uploaded."""
@@ -459,6 +463,8 @@ class MirroredDirectory:
             rel_parts = p.relative_to(self.local).parts
             if any(part.startswith(".parvec-") or part.endswith(".partial") for part in rel_parts):
                 continue  # temporaries: renamed into place, then uploaded
+            if any("/".join(rel_parts[:k]) in self.delegated for k in range(1, len(rel_parts))):
+                continue  # uploaded by its writers
             try:
                 st = p.stat()
             except FileNotFoundError:  # removed meanwhile (an older snapshot pruned by its shard)
@@ -506,6 +512,40 @@ def unmirror(local: str | os.PathLike[str]) -> None:
         >>> unmirror("/no/such/dir")
     """
     _MIRRORS.pop(Path(local).resolve(), None)
+
+
+def url_of(path: str | os.PathLike[str]) -> str | None:
+    """The URL of ``path`` when it is inside a local directory that mirrors a URL (:func:`mirror`), else None.
+
+    Example:
+        >>> url_of("/no/such/dir") is None
+        True
+    """
+    p = Path(path).resolve()
+    for local, m in _MIRRORS.items():
+        if p != local and p.is_relative_to(local):
+            return join_url(m.url, p.relative_to(local).as_posix())
+    return None
+
+
+def delegate(path: str | os.PathLike[str]) -> str | None:
+    """:func:`url_of` ``path``; its mirror then leaves ``path`` to its writers, who upload what they write there
+    themselves (the shards of a sharded run, each from its own node, under a URL ``--checkpoint-dir``).
+
+    Example:
+        >>> delegate("/no/such/dir") is None
+        True
+    """
+    url = url_of(path)
+    if url is not None:
+        p = Path(path).resolve()
+        for local, m in _MIRRORS.items():
+            if p.is_relative_to(local) and p != local:
+                rel = p.relative_to(local).as_posix()
+                m.delegated.add(rel)
+                # what was there (a resumed checkpoint's downloaded snapshots) is the writers' too: never removed
+                m._sent = {k: v for k, v in m._sent.items() if not k.startswith(rel + "/")}
+    return url
 
 
 def synced(local: str | os.PathLike[str]) -> None:

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import zlib
 from collections.abc import Sequence
@@ -38,11 +39,12 @@ import numba as nb
 import numpy as np
 
 from parvec.errors import CheckpointError
-from parvec.fileio import save_array
+from parvec.fileio import output_file, write_array, write_failure
 from parvec.vocab import Vocab
 from parvec.wordhash import WordLookup, fnv1a64, hash_arena, lookup_hash
 
-__all__ = ["PART_FILES", "VocabPart", "WordParts", "crc32_file", "part_paths", "vocab_crc32", "write_part"]
+__all__ = ["PART_FILES", "VocabPart", "WordParts", "crc32_file", "part_files", "part_paths", "vocab_crc32",
+           "write_part", "write_part_files"]
 
 PART_FILES = ("ids", "counts", "hashes", "offsets", "bytes")
 _CRC_BLOCK = 16 << 20
@@ -102,17 +104,18 @@ def crc32_file(path: str | os.PathLike[str]) -> int:
     return crc & 0xFFFFFFFF
 
 
-def write_part(directory: str | os.PathLike[str], r: int, ids: np.ndarray, counts: np.ndarray,
-               lengths: np.ndarray | None = None, arena: np.ndarray | None = None,
-               hashes: np.ndarray | None = None, words: Sequence[bytes] | None = None) -> dict[str, Any]:
-    """Write partition ``r`` (words of ids ``ids``, counts ``counts``; their bytes as ``lengths`` + ``arena``, or
-    ``words``) into ``directory``, sorted by id; returns its record: ``{"part": r, "words": n, "bytes": total,
-    "crc32": {file: CRC-32}}``.  ``hashes`` (FNV-1a of the bytes) are computed when not given.
+def part_files(r: int, ids: np.ndarray, counts: np.ndarray, lengths: np.ndarray | None = None,
+               arena: np.ndarray | None = None, hashes: np.ndarray | None = None,
+               words: Sequence[bytes] | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Partition ``r`` (words of ids ``ids``, counts ``counts``; their bytes as ``lengths`` + ``arena``, or
+    ``words``) sorted by id, in memory: its record (``{"part": r, "words": n, "bytes": total, "crc32": {file:
+    CRC-32}}``) and its five files' bytes (``.npy``, as ``uint8`` arrays: what :func:`write_part` writes, what a
+    Ray task receives through the object store).  ``hashes`` (FNV-1a of the bytes) are computed when not given.
 
     Example:
-        >>> import tempfile
-        >>> write_part(tempfile.mkdtemp(), 0, np.array([0]), np.array([7]), words=[b"x"])["words"]
-        1
+        >>> record, files = part_files(0, np.array([0]), np.array([7]), words=[b"x"])
+        >>> record["words"], sorted(files) == sorted(PART_FILES)
+        (1, True)
     """
     if words is not None:
         lengths = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
@@ -134,13 +137,49 @@ def write_part(directory: str | os.PathLike[str], r: int, ids: np.ndarray, count
                                      "counts": np.asarray(counts, dtype=np.int64)[order],
                                      "hashes": np.asarray(hashes, dtype=np.uint64)[order], "offsets": offsets,
                                      "bytes": out_bytes}
+    files = {}
+    for name, a in arrays.items():
+        buf = io.BytesIO()
+        write_array(buf, a)
+        files[name] = np.frombuffer(buf.getbuffer(), dtype=np.uint8)
+    crcs = {name: zlib.crc32(f.data) & 0xFFFFFFFF for name, f in files.items()}
+    return {"part": r, "words": len(order), "bytes": int(offsets[-1]), "crc32": crcs}, files
+
+
+def write_part_files(directory: str | os.PathLike[str], r: int, files: dict[str, np.ndarray]) -> None:
+    """Write partition ``r``'s files (:func:`part_files`'s bytes) into ``directory``.
+
+    Example:
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> write_part_files(d, 0, part_files(0, np.array([0]), np.array([7]), words=[b"x"])[1])
+        >>> WordParts.open(d, [VocabPart(0, 1, 1, {})]).word(0)
+        'x'
+    """
     paths = part_paths(directory, r)
     Path(directory).mkdir(parents=True, exist_ok=True)
-    crcs = {}
-    for name, a in arrays.items():
-        save_array(paths[name], a)
-        crcs[name] = crc32_file(paths[name])
-    return {"part": r, "words": len(order), "bytes": int(offsets[-1]), "crc32": crcs}
+    for name, data in files.items():
+        try:
+            with output_file(paths[name]) as f:
+                f.write(np.ascontiguousarray(data).data)
+        except OSError as exc:
+            raise write_failure(paths[name], exc) from None
+
+
+def write_part(directory: str | os.PathLike[str], r: int, ids: np.ndarray, counts: np.ndarray,
+               lengths: np.ndarray | None = None, arena: np.ndarray | None = None,
+               hashes: np.ndarray | None = None, words: Sequence[bytes] | None = None) -> dict[str, Any]:
+    """Write partition ``r`` (:func:`part_files`) into ``directory``, sorted by id; returns its record:
+    ``{"part": r, "words": n, "bytes": total, "crc32": {file: CRC-32}}``.
+
+    Example:
+        >>> import tempfile
+        >>> write_part(tempfile.mkdtemp(), 0, np.array([0]), np.array([7]), words=[b"x"])["words"]
+        1
+    """
+    record, files = part_files(r, ids, counts, lengths, arena, hashes, words)
+    write_part_files(directory, r, files)
+    return record
 
 
 @nb.njit(cache=True, nogil=True)
@@ -228,6 +267,16 @@ class _Part:
         return None
 
 
+def _npy_view(data: np.ndarray) -> np.ndarray:
+    # The array a .npy file's bytes hold, as a view of them (no copy).
+    buf = io.BytesIO(data[:4096].tobytes())
+    version = np.lib.format.read_magic(buf)
+    shape, _, dtype = (np.lib.format.read_array_header_1_0(buf) if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0(buf))
+    count = int(np.prod(shape)) if shape else 1
+    return np.frombuffer(data, dtype=dtype, count=count, offset=buf.tell()).reshape(shape)
+
+
 class WordParts:
     """A vocabulary's partitions, memory-mapped (module docstring); ``records`` are their :class:`VocabPart` records.
 
@@ -271,6 +320,22 @@ class WordParts:
             if len(arrays["ids"]) != rec.words or len(arrays["offsets"]) != len(arrays["ids"]) + 1:
                 raise CheckpointError(f"{paths['ids']}: holds {len(arrays['ids'])} words, model.json records "
                                       f"{rec.words}")
+            parts.append(_Part(arrays["ids"], arrays["counts"], arrays["hashes"], arrays["offsets"], arrays["bytes"]))
+        return cls(parts, [rec.part for rec in records])
+
+    @classmethod
+    def of_files(cls, records: Sequence[VocabPart], files: Sequence[dict[str, np.ndarray]]) -> WordParts:
+        """The partitions ``records`` names from their files' bytes in memory (:func:`part_files`: what the
+        reducers hand over through Ray's object store), read in place.
+
+        Example:
+            >>> record, files = part_files(0, np.array([1, 0]), np.array([3, 5]), words=[b"cat", b"the"])
+            >>> WordParts.of_files([VocabPart.from_json(record)], [files]).words_between(0, 2)
+            [b'the', b'cat']
+        """
+        parts = []
+        for f in files:
+            arrays = {name: _npy_view(f[name]) for name in PART_FILES}
             parts.append(_Part(arrays["ids"], arrays["counts"], arrays["hashes"], arrays["offsets"], arrays["bytes"]))
         return cls(parts, [rec.part for rec in records])
 

@@ -341,9 +341,6 @@ class Word2Vec(KeptRun):
         sentences = _one_of(sentences, corpus_iterable)
         if self.vocab is None or self.wv is None:
             raise ParvecError("build the vocabulary first (build_vocab), or pass the corpus to Word2Vec(...)")
-        if any(a is not None and not a.flags.writeable for a in (self.wv.vectors, self.syn1neg, self.syn1)):
-            raise ParvecError("this model's arrays are read-only (Word2Vec.load(..., mmap='r') maps them): load it "
-                              "without mmap to train it")
         if compute_loss is not None:
             self.config.compute_loss = bool(compute_loss)
         if resume:

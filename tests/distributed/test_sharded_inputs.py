@@ -184,7 +184,7 @@ def test_a_count_that_cannot_fit_is_refused_before_anything_is_counted(tmp_path,
         with pytest.raises(ParvecError, match=r"needs about .* but 64\.0 MiB is available: .*reducers? .*distinct "
                                               r"words of its hash range.*expects about 36 distinct words"):
             model.encode(path)
-    assert model.count_estimate is not None and not model.count_estimate.fits
+    assert model.count_plan is not None and not model.count_plan.estimate.fits
 
 
 def test_a_plan_read_back_from_its_recorded_units_cuts_the_same_ranges(tmp_path):

@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import dataclasses
 import io
+import json
 import posixpath
 import shutil
 import sys
@@ -78,6 +79,7 @@ class TrainPaths:
     no_cache: bool = False
     cluster: str | None = None
     cluster_mode: str | None = None
+    resumes_sharded: bool = False  # set by staging: the --resume URL holds a sharded run's checkpoint
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> TrainPaths:
@@ -137,15 +139,16 @@ def uses_urls(paths: TrainPaths) -> bool:
 
 
 def reads_urls_on_workers(paths: TrainPaths) -> bool:
-    """Whether the run's input URLs are read by the cluster's workers themselves (``--mode sharded``: the driver
-    lists the objects and reads a few bytes around each cut; each unit is read from the URL by the task or the
-    client that needs it), so the input is not copied to the driver.
+    """Whether the run's input URLs are read by the cluster's workers themselves (``--mode sharded``, or
+    ``--resume`` of a sharded run's checkpoint: the driver lists the objects and reads a few bytes around each cut;
+    each unit is read from the URL by the task or the client that needs it), so the input is not copied to the
+    driver.
 
     Example:
         >>> reads_urls_on_workers(TrainPaths(cluster="local:2", cluster_mode="sharded"))
         True
     """
-    return bool(paths.cluster) and paths.cluster_mode == "sharded"
+    return paths.resumes_sharded or (bool(paths.cluster) and paths.cluster_mode == "sharded")
 
 
 def partitioned_output(output: str | None) -> bool:
@@ -235,7 +238,7 @@ def _checkpoint_root(url: str) -> tuple[str, str]:
 def _stage_checkpoints(paths: TrainPaths, run: StagedRun) -> TrainPaths:
     resume_url = paths.resume if storage.is_url(paths.resume) else None
     ck_url = paths.checkpoint_dir if storage.is_url(paths.checkpoint_dir) else None
-    resume, checkpoint_dir = paths.resume, paths.checkpoint_dir
+    resume, checkpoint_dir, resumes_sharded = paths.resume, paths.checkpoint_dir, paths.resumes_sharded
     local = run.root / "checkpoints"
     if resume_url is not None:
         root_url, entry = _checkpoint_root(resume_url)
@@ -243,6 +246,7 @@ def _stage_checkpoints(paths: TrainPaths, run: StagedRun) -> TrainPaths:
             raise storage.StorageError(f"--resume {resume_url}: no such object or prefix")
         storage.download(root_url, local)
         resume = str(local / entry) if entry else str(local)
+        resumes_sharded = _sharded_checkpoint(local)
         if checkpoint_dir is None or (ck_url is not None and ck_url.rstrip("/") == root_url):
             ck_url = root_url  # checkpoints continue where they were
             checkpoint_dir = str(local)
@@ -254,7 +258,16 @@ def _stage_checkpoints(paths: TrainPaths, run: StagedRun) -> TrainPaths:
         run.mirrored = storage.mirror(local, ck_url)
         run.names[str(local)] = ck_url.rstrip("/")
         run.mirrored.sync()  # what was downloaded counts as sent
-    return dataclasses.replace(paths, resume=resume, checkpoint_dir=checkpoint_dir)
+    return dataclasses.replace(paths, resume=resume, checkpoint_dir=checkpoint_dir, resumes_sharded=resumes_sharded)
+
+
+def _sharded_checkpoint(local: Path) -> bool:
+    # Whether a checkpoint directory copied here is a sharded run's (its model.json has a "sharded" record).
+    for meta in local.rglob("model.json"):
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(meta.read_text(encoding="utf-8")).get("sharded"):
+                return True
+    return False
 
 
 def _stage_outputs(paths: TrainPaths, run: StagedRun) -> TrainPaths:

@@ -172,7 +172,7 @@ class ShardedModel(TrainedModel):
         extra = {"byte_ranges": len(c.inputs.units), "input_files": len(c.inputs.files),
                  "count_seconds": c.seconds.get("count"), "encode_seconds": c.seconds.get("encode"),
                  "export_seconds": export_seconds, "model_bytes": 2 * c.n_words * model.config.dim * 4,
-                 "count_estimate": model.count_estimate.to_dict() if model.count_estimate is not None else None,
+                 "count_estimate": model.count_plan.estimate.to_dict() if model.count_plan is not None else None,
                  "count_check": c.count_check.to_dict() if c.count_check is not None else None}
         return self.common_report(corpus, stats, read_seconds, shown, extra)
 

@@ -47,7 +47,14 @@ from parvec.corpus import ReadOptions
 from parvec.distributed.cluster import Cluster
 from parvec.distributed.sharded_export import ModelFiles, ShardedVectors, save_model
 from parvec.distributed.sharded_settings import ShardedSettings
-from parvec.distributed.sharded_source import RecordedUnits, ShardedCorpus, plan_inputs, prepare_corpus
+from parvec.distributed.sharded_source import (
+    CountPlan,
+    RecordedUnits,
+    ShardedCorpus,
+    plan_count,
+    plan_inputs,
+    prepare_corpus,
+)
 from parvec.distributed.snapshot_records import CheckpointRestored, ShardFiles, Snapshot, SnapshotPlan
 from parvec.engine import Position, TrainStats
 from parvec.errors import ParvecError
@@ -117,10 +124,11 @@ def clear_sharded_checkpoints(directory: Path) -> list[Path]:
     return removed
 
 
-def resume_snapshot(saved: Any, path: Path) -> Snapshot:
+def resume_snapshot(saved: Any, path: Path, node: str | None = None) -> Snapshot:
     """The snapshot record a :class:`parvec.distributed.sharded.ShardedRun` resumes from (its ``resume=``), from
     a sharded checkpoint read by :func:`parvec.model_io.load` (``arrays=False``) at ``path``: each shard's snapshot
-    directory made absolute, the units still to train.
+    directory made absolute (on ``node``'s disk: the Ray node of the process that reads the checkpoint), the units
+    still to train.
 
     Example:
         >>> saved = model_io.load("ck/checkpoint", arrays=False)  # doctest: +SKIP
@@ -131,7 +139,7 @@ def resume_snapshot(saved: Any, path: Path) -> Snapshot:
     from parvec.model_io import shard_file_paths
 
     sharded = saved.sharded
-    files = tuple(ShardFiles.from_json(f).with_directory(str(d.resolve()))
+    files = tuple(dataclasses.replace(ShardFiles.from_json(f).with_directory(str(d.resolve())), node=node)
                   for f, d in zip(sharded["files"], shard_file_paths(path, sharded), strict=True))
     snap = Snapshot.from_json(sharded["snapshot"])
     return dataclasses.replace(snap, files=files, shards=len(files))
@@ -167,8 +175,7 @@ class ShardedWord2Vec(KeptRun):
         self._run: Any = None
         self._describing: int | None = None  # the snapshot a checkpoint being written names
         self._settings: ShardedSettings | None = None  # resolved when the run starts (__enter__)
-        self.count_estimate: Any = None  # the memory check before counting (parvec.distributed.memory.count_step)
-        self.count_distinct: int | None = None  # the distinct words it expected (the reducers' spill budget)
+        self.count_plan: CountPlan | None = None  # what counting takes, planned before it (encode)
         self.on_note: Callable[[SnapshotPlan | CheckpointRestored], None] = lambda note: None  # the CLI words them
 
     # ------------------------------------------------------------ the session
@@ -250,30 +257,13 @@ class ShardedWord2Vec(KeptRun):
                                recorded=RecordedUnits.from_json(recorded) if recorded is not None else None)
         except ParvecError as exc:
             raise ParvecError(f"cannot resume {self.saved_path}: {exc}" if recorded is not None else str(exc)) from None
-        memory = self._count_memory(plan)
+        self.count_plan = counting = plan_count(ray, plan, self.read_options, self.cluster)
         corpus = prepare_corpus(ray, plan, self.read_options, self.work, settings.unit_words, settings.timeout_s,
-                                memory=memory, distinct=self.count_distinct)
+                                memory=counting.placement(ray, self.cluster), distinct=counting.distinct)
         if self.saved is not None:
             _check_resume_input(self.saved, self.saved_path, corpus)
         self.corpus = corpus
         return corpus
-
-    def _count_memory(self, plan: Any) -> dict[str, int]:
-        # The memory check before counting, from the input's size (refused here, naming the parts, when it does
-        # not fit); what the count's and the encoding's actors and tasks ask Ray for on a cluster joined.
-        from parvec.distributed.memory import ENCODER_BLOCK_BYTES, WORKER_BASELINE, count_step, placement
-        from parvec.distributed.sharded_source import estimate_distinct, reducers_for, text_bytes
-
-        self.count_distinct = distinct = estimate_distinct(plan, self.read_options)
-        largest = max((b - a if b is not None else text_bytes(plan) // max(1, len(plan.units))
-                       for _, a, b in plan.units), default=0)
-        reducers = reducers_for(self.ray)
-        est = count_step(self.cluster, text_bytes(plan), largest, len(plan.units), distinct, reducers)
-        self.count_estimate = est
-        est.check()
-        each = {p.name: p.each for p in est.parts + est.elsewhere}
-        return placement(self.ray, {"reducer": each["reducer"], "mapper": each["mapper"],
-                                    "encoder": WORKER_BASELINE + ENCODER_BLOCK_BYTES}, self.cluster)
 
     def memory_estimate(self) -> Any:
         """What training takes, every process of it, once the vocabulary is known
@@ -314,7 +304,7 @@ class ShardedWord2Vec(KeptRun):
         start, resume_at, total_epochs, snap = begin.epoch, begin.at, begin.epochs, None
         if resume:
             assert self.saved_path is not None, "resume=True needs a model read by load_for_resume"
-            snap = resume_snapshot(self.saved, self.saved_path)
+            snap = resume_snapshot(self.saved, self.saved_path, self.ray.get_runtime_context().get_node_id())
             if start >= total_epochs:  # the checkpoint holds every epoch: its snapshot is the model, checked
                 self.files = self._files(snap.files or ())
                 self.files.verify(self.ray, snap.id, self.settings.timeout_s)
@@ -367,7 +357,8 @@ class ShardedWord2Vec(KeptRun):
     def _files(self, snapshot_files: tuple[ShardFiles, ...]) -> ModelFiles:
         corpus = self.corpus
         assert corpus is not None
-        return ModelFiles.of(snapshot_files, corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, self.config.dim)
+        return ModelFiles.of(snapshot_files, corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, self.config.dim,
+                             corpus.vocab_files)
 
     def saved_model(self, position: Position | None = None, epochs_trained: int | None = None) -> Any:
         """The checkpoint of the newest complete snapshot (what :class:`parvec.run.Run` writes): the sharded model
@@ -387,6 +378,7 @@ class ShardedWord2Vec(KeptRun):
         inside = directory / "checkpoint"  # every checkpoint is a directory in it
         snap = run.snapshots.newest
         self._describing = snap.id
+        run.snapshots.await_uploads(snap.id)  # under a URL: each shard's files there first
         vocab_dir = _place_vocab(corpus, directory / "vocab")
         settings = self.settings
         record = cluster_record(self.cluster)
@@ -416,7 +408,7 @@ class ShardedWord2Vec(KeptRun):
         """word2vec.c's ``-save-vocab`` file, written by id ranges from the vocabulary's partitions."""
         corpus = self.corpus
         assert corpus is not None
-        files = self.files or ModelFiles.of([], corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, self.config.dim)
+        files = self.files or self._files(())
         ShardedVectors(self.ray, files, self.work, self.cluster.timeout_s).save_vocab(path, corpus.sentences)
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -133,7 +133,9 @@ class ReplicaData:
     replica's sentences ``shares[r]`` (of the split offsets), the input ``source`` and its identity ``inputs``
     (for a node that cannot see the cache and re-reads its byte range), the vocabulary (``words``, ``counts``) and
     the ``read_options`` it was read with; ``mode``: "auto" (the cache if this node sees it), "cache" (only the
-    cache) or "encode" (always re-read).
+    cache) or "encode" (always re-read).  ``refs``: on a cluster of several nodes, each replica's share (its tokens
+    and sentence offsets from 0) in Ray's object store, for a replica whose node sees neither the cache nor the
+    input (no file system shared with the driver).
 
     Example:
         >>> ReplicaData(shares=((0, 2),), tokens=6, words=("a", "b"), counts=np.array([4, 2]),
@@ -150,6 +152,7 @@ class ReplicaData:
     source: str | None = None
     inputs: Any = None
     mode: str = "auto"
+    refs: tuple[Any, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -443,7 +446,8 @@ class ShareEpoch:
 
 def load_share(rank: int, n: int, config: TrainConfig, data: ReplicaData) -> tuple[np.ndarray, np.ndarray, str]:
     """Replica ``rank``'s tokens and split sentence offsets, and how it got them: the memory-mapped cache if
-    this node sees it, else its byte range of the input encoded with the shared vocabulary (:func:`encode_share`).
+    this node sees it, else its byte range of the input encoded with the shared vocabulary (:func:`encode_share`),
+    else (a node that shares no file system with the driver) its share from Ray's object store.
 
     Example:
         >>> tokens, offsets, how = load_share(0, 2, config, data)  # doctest: +SKIP
@@ -458,6 +462,11 @@ def load_share(rank: int, n: int, config: TrainConfig, data: ReplicaData) -> tup
     if mode == "cache":
         raise ParvecError(f"replica {rank}: the encoded corpus {path} is not readable on its node")
     source = data.source
+    if (not source or not Path(source).is_file()) and data.refs is not None and mode == "auto":
+        import ray
+
+        tokens, offsets = ray.get(data.refs[rank])
+        return tokens, offsets, "its share from Ray's object store"
     if not source or not Path(source).is_file():
         raise ParvecError(
             f"replica {rank}: its node can read neither the encoded corpus ({path}) nor the input file ({source}); "

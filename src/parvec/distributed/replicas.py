@@ -493,7 +493,8 @@ def share_data(corpus: EncodedCorpus, config: TrainConfig, cluster: Cluster, rea
     when the corpus came from its cache): the cache directory the actors memory-map (the corpus's own, else one
     written now), each replica's sentences (``shares``, :func:`parvec.distributed.replica_plan.share_chunks`,
     computed here when None), and the input text and how it was read (a node that cannot see the cache re-reads
-    its byte range).
+    its byte range); on a Ray cluster of several nodes, when the cache is a copy written now and there is no input
+    file to re-read (a corpus copied from a URL, a directory), each share in Ray's object store too.
 
     Example:
         >>> data, tmp = share_data(corpus, TrainConfig(), Cluster("local:2"), None, 2)  # doctest: +SKIP
@@ -507,13 +508,34 @@ def share_data(corpus: EncodedCorpus, config: TrainConfig, cluster: Cluster, rea
     if shares is None:
         shares = share_chunks(split_long_sentences(corpus.offsets, config.max_sentence_length), config.chunk_words, n)
     opts = read_options or ReadOptions(max_sentence_length=config.max_sentence_length)
+    source = corpus.source if corpus.source and Path(corpus.source).is_file() else None
+    # A temporary copy of the encoded corpus and no input file to re-read (a corpus copied from a URL, a
+    # directory): a node that shares no disk with the driver finds its share in the object store.
+    held = tmp_dir is not None and source is None and cluster.options.get("data", "auto") == "auto"
     data = ReplicaData(
         shares=tuple(shares), tokens=corpus.n_tokens,
         words=tuple(corpus.vocab.words), counts=corpus.vocab.counts, read_options=opts, cache=str(cache),
-        source=corpus.source if corpus.source and Path(corpus.source).is_file() else None,
-        inputs=corpus.inputs,  # (path, size, mtime) read: a node that re-reads the file checks it
-        mode=cluster.options.get("data", "auto"))
+        source=source, inputs=corpus.inputs,  # (path, size, mtime) read: a node that re-reads the file checks it
+        mode=cluster.options.get("data", "auto"),
+        refs=_shares_in_object_store(corpus, config, shares) if held else None)
     return data, tmp_dir
+
+
+def _shares_in_object_store(corpus: EncodedCorpus, config: TrainConfig,
+                            shares: list[tuple[int, int]]) -> tuple[Any, ...] | None:
+    # On a Ray cluster of several nodes, each replica's tokens and sentence offsets (from 0) put in the object
+    # store once (held by the driver for the run): a replica whose node sees neither the cache nor the input
+    # fetches its own share from there.  One node: None (every replica memory-maps the cache).
+    import ray
+
+    if sum(1 for n in ray.nodes() if n.get("Alive")) < 2:
+        return None
+    offsets = split_long_sentences(corpus.offsets, config.max_sentence_length)
+    refs = []
+    for lo, hi in shares:
+        a, b = int(offsets[lo]), int(offsets[hi])
+        refs.append(ray.put((np.ascontiguousarray(corpus.tokens[a:b]), offsets[lo:hi + 1] - a)))
+    return tuple(refs)
 
 
 def _cache_dir_of(corpus: EncodedCorpus) -> Path | None:

@@ -24,19 +24,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from parvec.distributed.shard_kernels import shard_kernels
 from parvec.distributed.sharded_report import ShardInfo
-from parvec.distributed.snapshot_files import read_snapshot, write_snapshot
+from parvec.distributed.snapshot_files import ShardStore
 from parvec.distributed.snapshot_records import ShardFiles, ShardRestored, ShardSnapshot
 from parvec.distributed.supervise import named_actor, node_id, was_restarted
 from parvec.distributed.wire import (
@@ -50,7 +48,6 @@ from parvec.distributed.wire import (
     unpack_train_call,
 )
 from parvec.errors import ParvecError
-from parvec.fileio import write_reason
 from parvec.kernels import sharded as K
 from parvec.kernels.sharded_combine import combined_step, combined_threshold
 from parvec.memory import peak_memory_bytes
@@ -63,7 +60,8 @@ __all__ = ["ShardActor", "ShardSpec", "cap_memory"]
 @dataclass(frozen=True)
 class ShardSpec:
     """What one shard is: its place (``index`` of ``shards``, columns ``lo..hi-1`` of ``dim``, ``n_words`` rows),
-    the training settings its kernels need, where it keeps its snapshots (``checkpoint_dir``; None: nowhere), its
+    the training settings its kernels need, where it keeps its snapshots (``checkpoint_dir``, on its node's disk;
+    None: nowhere) and the URL it uploads them to (``checkpoint_url``: a URL ``--checkpoint-dir``; None: none), its
     memory cap (bytes, None: none), ``holder`` (the name of the :class:`~parvec.distributed.supervise.RunRefs`
     actor that hands it ``[noise_prob, noise_alias, init_in, init_out]``), the longest wait, the minibatches in
     flight over every client thread, and whether the run resumes a checkpoint (its columns then come from the
@@ -86,6 +84,7 @@ class ShardSpec:
     negatives_per: str = "window"
     update_cap: int = 0
     checkpoint_dir: str | None = None
+    checkpoint_url: str | None = None
     memory_cap: int | None = None
     holder: str | None = None
     timeout_s: float = 300.0
@@ -168,8 +167,7 @@ class ShardActor:
         # Restarted, or resuming a checkpoint: nothing to serve until the driver restores a snapshot (the initial
         # model included).
         self.needs_restore = bool(self.restarted or spec.resume)
-        self.base = (Path(spec.checkpoint_dir) / f"shard-{self.index}-of-{spec.shards}" if spec.checkpoint_dir
-                     else None)
+        self.store = ShardStore.of(spec.checkpoint_dir, spec.checkpoint_url, self.index, spec.shards, self.what)
         try:
             self._allocate(refs)
         except MemoryError as exc:
@@ -198,14 +196,7 @@ class ShardActor:
         if self.restarted or spec.resume:
             return
         self._initial(fresh=True)
-        if self.base is not None:  # a new run never sees another run's snapshots
-            if self.base.is_dir():
-                shutil.rmtree(self.base, ignore_errors=True)
-            try:
-                self.base.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ParvecError(f"{self.what} cannot keep its snapshots in {self.base}: "
-                                  f"{exc.strerror or exc}") from None
+        self.store.clear()  # a new run never sees another run's snapshots
 
     def _initial(self, fresh: bool = False) -> None:
         # The columns the run starts from, written into the arrays in place: word2vec.c's initial vectors
@@ -255,8 +246,6 @@ class ShardActor:
         names when that is older) are removed first, so a shard keeps at most two or three.  Returns the seconds
         and bytes written, the directory and each file's CRC-32 (what a checkpoint records and a resume checks)."""
         self._check()
-        if self.base is None:
-            raise ParvecError(f"{self.what}: no snapshot directory")
         t0 = time.perf_counter()
         with self._state_lock:
             with self._cv:
@@ -266,11 +255,8 @@ class ShardActor:
             try:
                 meta = {"shard": self.index, "shards": self.spec.shards, "snapshot": snap_id,
                         "shape": list(self.w_in.shape)}
-                final, crcs = write_snapshot(self.base, snap_id, [keep] if keep is None or isinstance(keep, int)
-                                             else list(keep), {"in": self.w_in, "out": self.w_out}, meta)
-            except OSError as exc:
-                raise ParvecError(f"{self.what} could not write its snapshot to {self.base}: "
-                                  f"{write_reason(exc)}{f' ({exc.filename})' if exc.filename else ''}") from None
+                final, crcs = self.store.write(snap_id, [keep] if keep is None or isinstance(keep, int)
+                                               else list(keep), {"in": self.w_in, "out": self.w_out}, meta)
             finally:
                 with self._cv:
                     self.fenced = False
@@ -278,14 +264,23 @@ class ShardActor:
         self.snapshots += 1
         self.snapshot_seconds += seconds
         return ShardSnapshot(seconds, 2 * self.w_in.nbytes, os.getpid(),
-                             ShardFiles(str(final), tuple(self.w_in.shape), crcs))
+                             ShardFiles(str(final), tuple(self.w_in.shape), crcs, node=node_id()))
+
+    def uploaded(self, snap_id: int) -> int:
+        """Wait until snapshot ``snap_id`` is at the checkpoint URL (nothing to wait for without one); returns
+        this process's id.  A failed upload is this call's error."""
+        self._check()
+        self.store.uploaded(snap_id)
+        return os.getpid()
 
     def restore(self, snap_id: int | None, where: str | None = None,
-                crc32: dict[str, int] | None = None) -> ShardRestored:
+                crc32: dict[str, int] | None = None, url: str | None = None) -> ShardRestored:
         """Overwrite the columns with snapshot ``snap_id`` (None: the model the run started from), read row
         block by row block into the arrays in place, and serve again.  ``where`` is the snapshot's directory when
         it is not this run's own (a resumed run's, in the checkpoint it resumes); ``crc32`` the CRC-32 of each
-        file's data (``in``, ``out``) the checkpoint recorded: a file that does not match is refused."""
+        file's data (``in``, ``out``) the checkpoint recorded: a file that does not match is refused.  ``url``:
+        the snapshot's directory at a URL checkpoint directory, read from there when this node does not hold it
+        (a shard restarted on another node, or a run resumed from a URL)."""
         self._check()
         t0 = time.perf_counter()
         with self._state_lock:
@@ -295,15 +290,12 @@ class ShardActor:
             if snap_id is None:
                 self._initial()
             else:
-                at = Path(where) if where else self.base / f"snap-{snap_id}" if self.base is not None else None
                 try:
-                    if at is None:
-                        raise FileNotFoundError("no snapshot directory")
-                    read_snapshot(at, {"in": self.w_in, "out": self.w_out}, crc32)
-                except (OSError, ValueError) as exc:
+                    self.store.read(snap_id, where, url, {"in": self.w_in, "out": self.w_out}, crc32)
+                except ParvecError:
                     with self._cv:  # nothing valid to serve: the driver ends the run
                         self.needs_restore = True
-                    raise ParvecError(f"{self.what} cannot read snapshot {snap_id} ({at}): {exc}") from None
+                    raise
             with self._cv:
                 self.needs_restore = False
                 self.fenced = False
@@ -312,8 +304,7 @@ class ShardActor:
 
     def drop_snapshots(self) -> None:
         """Remove this shard's snapshot directory (a run's temporary snapshots, at its end)."""
-        if self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
+        self.store.drop()
 
     # ------------------------------------------------------------ serving
     def step(self, *call: np.ndarray) -> np.ndarray | list[np.ndarray] | None:

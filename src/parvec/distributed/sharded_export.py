@@ -6,16 +6,18 @@ The trained model is on disk once an epoch ends: each shard's columns of both ma
 (:mod:`parvec.vocab_parts`).  :class:`ModelFiles` names them.  From there:
 
 - **vectors** (``-o vectors.txt/.bin/.npy``, :class:`ShardedVectors`: the saving half of
-  :class:`parvec.keyedvectors.KeyedVectors`): the rows are cut into ranges of about 32 MiB of floats; one Ray task
-  per range assembles its rows from the shards' column files (memory-mapped) and its words from the partitions,
-  formats them (word2vec text or binary, compressed by the output's extension, each piece a stream of its own)
-  and writes a piece file; the pieces are then put one after another into the output by the kernel
-  (``os.copy_file_range``), so the matrix never passes through this process's memory;
+  :class:`parvec.keyedvectors.KeyedVectors`): the rows are cut into ranges of about 32 MiB of floats; for each
+  range a Ray task on each shard's node reads that shard's columns of the rows from its files (memory-mapped), and
+  one more task assembles the rows, takes the words from the partitions (in Ray's object store) and formats them
+  (word2vec text or binary, compressed by the output's extension, each piece a stream of its own); the driver
+  writes the pieces into the output in order as they come, a few ranges in flight, so no node needs to see
+  another's disk and the driver holds a few pieces, never the matrix;
 - **the vocabulary** (``--save-vocab``): the same, by id ranges;
 - **the model** (``--save-model``, :func:`save_model`): a model directory (:mod:`parvec.model_io`) whose
-  ``model.json`` names ``shards/shard-S-of-N/{in,out}.npy`` and ``vocab/part-R.*.npy`` with their CRC-32s, each
-  shard's files hard-linked (or copied) by a task of its own: the sharded model format, which
-  :class:`parvec.keyedvectors.KeyedVectors` opens lazily and ``Word2Vec.load`` reads whole.
+  ``model.json`` names ``shards/shard-S-of-N/{in,out}.npy`` and ``vocab/part-R.*.npy`` with their CRC-32s: each
+  shard's files hard-linked (or copied) where the driver's node holds them, else streamed from the shard's node
+  in blocks by tasks placed there: the sharded model format, which :class:`parvec.keyedvectors.KeyedVectors`
+  opens lazily and ``Word2Vec.load`` reads whole.
 
 Example:
     >>> files = ModelFiles.of(snap.files, corpus.vocab_dir, corpus.vocab_parts, corpus.n_words, 100)  # doctest: +SKIP
@@ -25,11 +27,11 @@ Example:
 from __future__ import annotations
 
 import bz2
+import collections
 import gzip
 import lzma
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +44,8 @@ from parvec.errors import ParvecError
 from parvec.fileio import output_file, write_failure
 from parvec.vocab_parts import VocabPart, WordParts
 
-__all__ = ["PIECE_BYTES", "PIECE_ROWS", "ModelFiles", "ShardedVectors", "row_ranges", "save_model", "write_piece"]
+__all__ = ["PIECE_BYTES", "PIECE_ROWS", "ModelFiles", "ShardedVectors", "column_block", "file_block", "on_node",
+           "piece", "row_ranges", "save_model"]
 
 PIECE_BYTES = 32 << 20  # about this many bytes of floats per row range
 PIECE_ROWS = 1 << 18  # and at most this many rows: a text or binary piece makes a few Python objects per row
@@ -54,7 +57,8 @@ _COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
 @dataclass(frozen=True)
 class ModelFiles:
     """Where a sharded model is on disk: ``shards`` (each shard's files in a snapshot: :class:`parvec.distributed.
-    snapshot_records.ShardFiles`), the vocabulary's partitions (``vocab_dir``, ``vocab_parts``: their records),
+    snapshot_records.ShardFiles`), the vocabulary's partitions (``vocab_dir``, ``vocab_parts``: their records;
+    ``vocab_files``: their files in Ray's object store, one reference each, where a task on any node reads them),
     ``n_words`` and ``dim``.
 
     Example:
@@ -67,13 +71,14 @@ class ModelFiles:
     vocab_parts: tuple[VocabPart, ...]
     n_words: int
     dim: int
+    vocab_files: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, shard_files: Sequence[ShardFiles], vocab_dir: str | os.PathLike[str],
-           vocab_parts: list[VocabPart], n_words: int, dim: int) -> ModelFiles:
+           vocab_parts: list[VocabPart], n_words: int, dim: int, vocab_files: Sequence[Any] = ()) -> ModelFiles:
         """From a snapshot's ``files`` (absolute directories) and the vocabulary's partitions."""
         return cls(tuple(f.with_directory(str(Path(f.directory).absolute())) for f in shard_files),
-                   str(Path(vocab_dir).absolute()), tuple(vocab_parts), int(n_words), int(dim))
+                   str(Path(vocab_dir).absolute()), tuple(vocab_parts), int(n_words), int(dim), tuple(vocab_files))
 
     @property
     def n_shards(self) -> int:
@@ -82,13 +87,22 @@ class ModelFiles:
     def rows(self, lo: int, hi: int, key: str = "in") -> np.ndarray:
         """Rows ``lo .. hi-1`` of the input (``key="in"``) or output (``"out"``) vectors, assembled from every
         shard's columns (memory-mapped: only these rows are read)."""
-        out = np.empty((hi - lo, self.dim), dtype=np.float32)
-        for f in self.shards:
+        return self.assemble([column_block(f.directory, lo, hi, key) for f in self.shards])
+
+    def assemble(self, blocks: Sequence[np.ndarray]) -> np.ndarray:
+        """Rows from each shard's block of their columns (:func:`column_block`, in shard order)."""
+        out = np.empty((len(blocks[0]) if blocks else 0, self.dim), dtype=np.float32)
+        for f, block in zip(self.shards, blocks, strict=True):
             assert f.columns is not None, "a snapshot's files name their columns"
             c_lo, c_hi = f.columns
-            cols = np.load(Path(f.directory) / f"{key}.npy", mmap_mode="r")
-            out[:, c_lo:c_hi] = cols[lo:hi]
+            out[:, c_lo:c_hi] = block
         return out
+
+    def block_refs(self, ray: Any, lo: int, hi: int, key: str = "in") -> list[Any]:
+        """Each shard's columns of rows ``lo .. hi-1`` (:func:`column_block`), read by a Ray task on the node
+        that holds its files: object references, in shard order."""
+        task = ray.remote(num_cpus=0, max_retries=2)(column_block)
+        return [on_node(task, f.node).remote(f.directory, lo, hi, key) for f in self.shards]
 
     def verify(self, ray: Any, snapshot_id: Any, timeout_s: float = 300.0) -> None:
         """Check every shard's files against the CRC-32s its snapshot record holds, a Ray task per shard (each
@@ -98,16 +112,48 @@ class ModelFiles:
         Example:
             >>> files.verify(ray, 4)  # doctest: +SKIP
         """
-        task = ray.remote(num_cpus=1, max_retries=1)(_verify_shard)
-        errors = _await(ray, [task.remote(f, s, self.n_shards, snapshot_id) for s, f in enumerate(self.shards)],
+        task = ray.remote(num_cpus=0, max_retries=1)(_verify_shard)  # reads on the node that holds the files
+        errors = _await(ray, [on_node(task, f.node).remote(f, s, self.n_shards, snapshot_id)
+                              for s, f in enumerate(self.shards)],
                         "checking the shards' files", timeout_s)
         bad = next((e for e in errors if e is not None), None)
         if bad is not None:
             raise ParvecError(bad)
 
     def words(self) -> WordParts:
-        """The vocabulary's partitions, memory-mapped."""
+        """The vocabulary's partitions: from Ray's object store where they are there (in a task), else
+        memory-mapped from ``vocab_dir``."""
+        if self.vocab_files:
+            import ray
+
+            return WordParts.of_files(self.vocab_parts, ray.get(list(self.vocab_files)))
         return WordParts.open(self.vocab_dir, self.vocab_parts)
+
+
+def on_node(task: Any, node: str | None) -> Any:
+    """``task`` (a Ray remote function) placed on ``node`` (a Ray node id) while that node lives, anywhere when
+    ``node`` is None or lost.
+
+    Example:
+        >>> on_node(task, None) is task  # doctest: +SKIP
+        True
+    """
+    if node is None:
+        return task
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True))
+
+
+def column_block(directory: str, lo: int, hi: int, key: str = "in") -> np.ndarray:
+    """Task: rows ``lo .. hi-1`` of a shard's ``in`` or ``out`` columns, read from its snapshot file in
+    ``directory`` (memory-mapped: only these rows are read).
+
+    Example:
+        >>> column_block("ck/shards/shard-0-of-2/snap-3", 0, 100).shape  # doctest: +SKIP
+        (100, 50)
+    """
+    return np.array(np.load(Path(directory) / f"{key}.npy", mmap_mode="r")[lo:hi])
 
 
 def _verify_shard(f: ShardFiles, s: int, shards: int, snapshot_id: Any) -> str | None:
@@ -139,10 +185,14 @@ def row_ranges(n: int, dim: int, pieces_at_least: int = 1, piece_bytes: int = PI
     return [(lo, min(n, lo + per)) for lo in range(0, n, per)]
 
 
-def _piece_bytes(files: ModelFiles, lo: int, hi: int, fmt: str) -> bytes:
-    # What rows lo..hi-1 add to an output of format fmt.
+def _piece_bytes(files: ModelFiles, lo: int, hi: int, fmt: str, blocks: Sequence[np.ndarray] | None = None) -> bytes:
+    # What rows lo..hi-1 add to an output of format fmt; blocks: each shard's columns of those rows (read here
+    # from the files when None).
+    def rows(key: str = "in") -> np.ndarray:
+        return files.rows(lo, hi, key) if blocks is None else files.assemble(blocks)
+
     if fmt in ("npy", "npy-out"):
-        return np.ascontiguousarray(files.rows(lo, hi, "out" if fmt == "npy-out" else "in"), "<f4").tobytes()
+        return np.ascontiguousarray(rows("out" if fmt == "npy-out" else "in"), "<f4").tobytes()
     parts = files.words()
     if fmt == "counts":
         return np.ascontiguousarray(parts.counts_between(lo, hi), "<i8").tobytes()
@@ -152,54 +202,33 @@ def _piece_bytes(files: ModelFiles, lo: int, hi: int, fmt: str) -> bytes:
     if fmt == "vocab":
         counts = parts.counts_between(lo, hi).tolist()
         return b"".join(w + b" " + str(c).encode() + b"\n" for w, c in zip(words, counts, strict=True))
-    rows = files.rows(lo, hi)
+    matrix = rows()
     if fmt == "binary":
-        data = np.ascontiguousarray(rows, dtype="<f4")
+        data = np.ascontiguousarray(matrix, dtype="<f4")
         return b"".join(w + b" " + data[i].tobytes() + b"\n" for i, w in enumerate(words))
     line = "%.9g " * files.dim + "\n"  # parvec.formats.write_word2vec's text (word2vec.c's trailing space)
-    values = rows.astype(np.float64).tolist()
+    values = matrix.astype(np.float64).tolist()
     return b"".join(w + b" " + (line % tuple(v)).encode() for w, v in zip(words, values, strict=True))
 
 
-def write_piece(files: ModelFiles, lo: int, hi: int, fmt: str, out: str, suffix: str = "") -> int:
-    """Task: write rows (or words) ``lo .. hi-1`` of an output of format ``fmt`` (``text``, ``binary``, ``npy``,
-    ``npy-out``, ``keys``, ``counts``, ``vocab``) into the piece file ``out``, compressed as ``suffix`` (a
-    compressed output's extension: each piece a stream of its own) says; returns its bytes.
+_ROW_FORMATS = frozenset({"npy", "npy-out", "binary", "text"})
+
+
+def piece(files: ModelFiles, lo: int, hi: int, fmt: str, suffix: str, *blocks: np.ndarray) -> np.ndarray:
+    """Task: the bytes rows (or words) ``lo .. hi-1`` add to an output of format ``fmt`` (``text``, ``binary``,
+    ``npy``, ``npy-out``, ``keys``, ``counts``, ``vocab``), compressed as ``suffix`` (a compressed output's
+    extension: each piece a stream of its own) says, from each shard's ``blocks`` of those rows (a format of
+    rows; :meth:`ModelFiles.block_refs`); returned through Ray's object store (``uint8``).
 
     Example:
-        >>> write_piece(files, 0, 1000, "text", "work/pieces/0")  # doctest: +SKIP
-        118234
+        >>> piece(files, 0, 1000, "keys", "").nbytes  # doctest: +SKIP
+        5120
     """
-    data = _piece_bytes(files, lo, hi, fmt)
+    data = _piece_bytes(files, lo, hi, fmt, blocks if fmt in _ROW_FORMATS else None)
     compress = _COMPRESSORS.get(suffix)
     if compress is not None:
         data = compress(data)
-    try:
-        with output_file(out) as f:
-            f.write(data)
-    except OSError as exc:
-        raise write_failure(out, exc) from None
-    return len(data)
-
-
-def _append(dst: Any, src: Path) -> None:
-    # The piece's bytes after what dst holds, copied by the kernel where it can (never through this process).
-    with open(src, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        done = 0
-        try:
-            while done < size:
-                n = os.copy_file_range(f.fileno(), dst.fileno(), size - done)
-                if n == 0:
-                    break
-                done += n
-        except OSError:
-            f.seek(done)
-            dst.flush()
-            shutil.copyfileobj(f, dst, 1 << 22)
-            return
-        if done < size:
-            shutil.copyfileobj(f, dst, 1 << 22)
+    return np.frombuffer(data, dtype=np.uint8)
 
 
 class ShardedVectors:
@@ -222,30 +251,36 @@ class ShardedVectors:
         return self.files.dim
 
     def _write(self, target: Path, fmt: str, header: bytes = b"", suffix: str | None = None) -> None:
-        # The pieces by Ray tasks into a work directory, then header + pieces into target, in order.
+        # The pieces by Ray tasks, written into target in order as they come, 2 per CPU in flight.
         ray = self.ray
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         ranges = row_ranges(self.files.n_words, self.files.dim, 2 * cpus)
         suffix = Path(target).suffix.lower() if suffix is None else suffix
-        pieces = Path(tempfile.mkdtemp(prefix="pieces-", dir=self.work))
+        task = ray.remote(num_cpus=1, max_retries=2)(piece)
+        files_ref = ray.put(self.files)
+        rows = fmt in _ROW_FORMATS
+
+        def submit(k: int) -> Any:
+            lo, hi = ranges[k]
+            blocks = self.files.block_refs(ray, lo, hi, "out" if fmt == "npy-out" else "in") if rows else []
+            return task.remote(files_ref, lo, hi, fmt, suffix, *blocks)
+
+        compress = _COMPRESSORS.get(suffix)
+        flight = collections.deque(submit(k) for k in range(min(len(ranges), 2 * cpus)))
+        following = len(flight)
         try:
-            task = ray.remote(num_cpus=1, max_retries=2)(write_piece)
-            files_ref = ray.put(self.files)
-            refs = [task.remote(files_ref, lo, hi, fmt, str(pieces / f"{k:06d}"), suffix)
-                    for k, (lo, hi) in enumerate(ranges)]
-            _await(ray, refs, f"writing {target}", self.timeout_s)
-            compress = _COMPRESSORS.get(suffix)
-            try:
-                with output_file(target) as dst:
-                    if header:
-                        dst.write(compress(header) if compress is not None else header)
-                        dst.flush()
-                    for k in range(len(ranges)):
-                        _append(dst, pieces / f"{k:06d}")
-            except OSError as exc:
-                raise write_failure(target, exc) from None
-        finally:
-            shutil.rmtree(pieces, ignore_errors=True)
+            with output_file(target) as dst:
+                if header:
+                    dst.write(compress(header) if compress is not None else header)
+                while flight:
+                    data = _await(ray, [flight.popleft()], f"writing {target}", self.timeout_s)[0]
+                    if following < len(ranges):
+                        flight.append(submit(following))
+                        following += 1
+                    dst.write(memoryview(data))
+                    del data
+        except OSError as exc:
+            raise write_failure(target, exc) from None
 
     def save_word2vec_format(self, path: str | os.PathLike[str], binary: bool = False) -> None:
         """Write word2vec.c's text or binary layout (compressed by the name's extension), by row ranges."""
@@ -286,21 +321,53 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def _place(src_dir: str, dst_dir: str, names: list[str]) -> int:
-    # Task: hard-link (or copy) the named files of src_dir into dst_dir; returns the bytes placed.
-    total = 0
-    for name in names:
-        src = Path(src_dir) / name
-        _link_or_copy(src, Path(dst_dir) / name)
-        total += src.stat().st_size
-    return total
+def file_block(path: str, offset: int, size: int) -> np.ndarray:
+    """Task: ``size`` bytes of the file ``path`` from ``offset`` (a shard's snapshot file streamed from its node).
+
+    Example:
+        >>> file_block("ck/shards/shard-0-of-2/snap-3/in.npy", 0, 128).nbytes  # doctest: +SKIP
+        128
+    """
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return np.frombuffer(f.read(size), dtype=np.uint8)
+
+
+def _file_size(path: str) -> int:
+    return os.stat(path).st_size
+
+
+def _stream_file(ray: Any, node: str | None, src: str, dst: Path, timeout_s: float) -> None:
+    # src (on node's disk) copied into dst here by blocks of PIECE_BYTES, a few read ahead by tasks on that node.
+    sized = ray.remote(num_cpus=0, max_retries=2)(_file_size)
+    size = _await(ray, [on_node(sized, node).remote(src)], f"reading {src}", timeout_s)[0]
+    task = on_node(ray.remote(num_cpus=0, max_retries=2)(file_block), node)
+    offsets = range(0, size, PIECE_BYTES)
+    flight = collections.deque(task.remote(src, o, PIECE_BYTES) for o in offsets[:4])
+    following = len(flight)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with open(dst, "wb") as f:
+        while flight:
+            data = _await(ray, [flight.popleft()], f"copying {src}", timeout_s)[0]
+            if following < len(offsets):
+                flight.append(task.remote(src, offsets[following], PIECE_BYTES))
+                following += 1
+            f.write(memoryview(data))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _here(ray: Any, node: str | None) -> bool:
+    # Whether files a process of ``node`` wrote are on this process's disk (the same node, or a node not known).
+    return node is None or node == ray.get_runtime_context().get_node_id()
 
 
 def save_model(ray: Any, files: ModelFiles, directory: str | os.PathLike[str],
                describe: Callable[[dict[str, Any]], Any], timeout_s: float = 300.0) -> None:
     """Write the sharded model format into ``directory`` (:mod:`parvec.model_io`, written into a temporary
-    directory and renamed into place): each shard's files into ``shards/shard-S-of-N/`` and each vocabulary
-    partition into ``vocab/`` by a Ray task of its own (hard links where the file system allows, else copies);
+    directory and renamed into place): each shard's files into ``shards/shard-S-of-N/`` (hard links where this
+    node holds them and the file system allows, else copies; a shard's files on another node streamed from there
+    by tasks placed on it) and each vocabulary partition into ``vocab/`` (from the driver's work directory);
     ``describe(sharded)`` gives the :class:`parvec.model_io.SavedModel` (its ``sharded`` record naming them).
 
     Example:
@@ -315,13 +382,19 @@ def save_model(ray: Any, files: ModelFiles, directory: str | os.PathLike[str],
                         "words": files.n_words}}
 
     def fill(tmp: Path) -> None:
-        task = ray.remote(num_cpus=0, max_retries=2)(_place)
-        refs = [task.remote(f.directory, str(tmp / shard_files[s].directory), ["in.npy", "out.npy"])
-                for s, f in enumerate(files.shards)]
-        refs += [task.remote(files.vocab_dir, str(tmp / "vocab"),
-                             [p.name for p in r.paths(files.vocab_dir).values()])
-                 for r in files.vocab_parts]
-        _await(ray, refs, f"writing the model {directory}", timeout_s)
+        try:
+            for s, f in enumerate(files.shards):
+                for name in ("in.npy", "out.npy"):
+                    src, dst = Path(f.directory) / name, tmp / shard_files[s].directory / name
+                    if _here(ray, f.node):
+                        _link_or_copy(src, dst)
+                    else:
+                        _stream_file(ray, f.node, str(src), dst, timeout_s)
+            for r in files.vocab_parts:
+                for p in r.paths(files.vocab_dir).values():
+                    _link_or_copy(p, tmp / "vocab" / p.name)
+        except OSError as exc:
+            raise write_failure(directory, exc) from None
 
     model_io.save(directory, describe(record), fill=fill)
 

@@ -51,11 +51,11 @@ from parvec.distributed.count_merge import CountCheck
 from parvec.distributed.units import Unit
 from parvec.errors import ParvecError
 from parvec.fileio import STDIN, check_input, is_compressed
-from parvec.vocab_parts import VocabPart, vocab_crc32
+from parvec.vocab_parts import VocabPart, vocab_crc32, write_part_files
 
-__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "EncodedUnit", "InputPlan", "RecordedUnits", "ShardedCorpus",
-           "encode_unit", "encode_unit_here", "estimate_distinct", "object_state", "plan_inputs", "prepare_corpus",
-           "reducers_for", "text_bytes"]
+__all__ = ["COMPRESSION_RATIO", "RANGE_BYTES", "CountPlan", "EncodedUnit", "InputPlan", "RecordedUnits",
+           "ShardedCorpus", "encode_unit", "encode_unit_here", "estimate_distinct", "object_state", "plan_count",
+           "plan_inputs", "prepare_corpus", "reducers_for", "text_bytes"]
 
 RANGE_BYTES = 64 << 20  # at most this many bytes of a plain file per unit
 _COPY_BYTES = 1 << 22
@@ -379,8 +379,9 @@ class ShardedCorpus:
     memory-map (``("files", [tokens.npy, offsets.npy])``, empty units left out), ``plans`` each part's units of
     work, ``fingerprints`` each input unit's ``(bytes, CRC-32)``, ``vocab_parts`` the partitions of the word list
     in ``vocab_dir`` (:class:`parvec.vocab_parts.VocabPart` records of what :func:`parvec.vocab_parts.write_part`
-    wrote), ``count_check`` the distinct-word estimate against the words counted, and the reducers that spilled or
-    were run again.
+    wrote) and, one object reference each, in Ray's object store (``vocab_files``: their files' bytes,
+    :func:`parvec.vocab_parts.part_files`), ``count_check`` the distinct-word estimate against the words counted,
+    and the reducers that spilled or were run again.
 
     Example:
         >>> corpus.n_words, len(corpus.units())  # doctest: +SKIP
@@ -398,6 +399,7 @@ class ShardedCorpus:
     fingerprints: list[list[int] | None]
     vocab_dir: Path
     vocab_parts: list[VocabPart]
+    vocab_files: list[Any] = field(default_factory=list)
     collisions: list[Any] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     count_check: CountCheck | None = None
@@ -434,6 +436,53 @@ def reducers_for(ray: Any) -> int:
     return max(2, int(ray.cluster_resources().get("CPU", 1)))
 
 
+@dataclass(frozen=True)
+class CountPlan:
+    """What counting an input takes, planned from its sizes before anything is counted: the ``distinct`` words
+    expected (:func:`estimate_distinct`; the reducers' spill budget) and the memory ``estimate`` of the count
+    (:func:`parvec.distributed.memory.count_step`).
+
+    Example:
+        >>> CountPlan(1000, None).distinct
+        1000
+    """
+
+    distinct: int
+    estimate: Any
+
+    def placement(self, ray: Any, cluster: Any) -> dict[str, int]:
+        """Refuse a count that does not fit (the estimate's ``check``, naming the parts), then the bytes each
+        reducer, mapper and encoder asks of Ray's ``memory`` resource on a cluster joined
+        (:func:`parvec.distributed.memory.placement`).
+
+        Example:
+            >>> plan_count(ray, inputs, ReadOptions(), cluster).placement(ray, cluster)  # doctest: +SKIP
+            {}
+        """
+        from parvec.distributed.memory import ENCODER_BLOCK_BYTES, WORKER_BASELINE, placement
+
+        self.estimate.check()
+        each = {p.name: p.each for p in self.estimate.parts + self.estimate.elsewhere}
+        return placement(ray, {"reducer": each["reducer"], "mapper": each["mapper"],
+                               "encoder": WORKER_BASELINE + ENCODER_BLOCK_BYTES}, cluster)
+
+
+def plan_count(ray: Any, inputs: InputPlan, options: ReadOptions, cluster: Any) -> CountPlan:
+    """Plan the count of ``inputs`` (:class:`CountPlan`; its ``placement`` refuses one that does not fit).
+
+    Example:
+        >>> plan_count(ray, plan_inputs("corpus.txt", 2, work), ReadOptions(), cluster).distinct  # doctest: +SKIP
+        71290
+    """
+    from parvec.distributed.memory import count_step
+
+    distinct = estimate_distinct(inputs, options)
+    largest = max((b - a if b is not None else text_bytes(inputs) // max(1, len(inputs.units))
+                   for _, a, b in inputs.units), default=0)
+    return CountPlan(distinct, count_step(cluster, text_bytes(inputs), largest, len(inputs.units), distinct,
+                                          reducers_for(ray)))
+
+
 def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path, unit_words: int,
                    timeout_s: float = 300.0, memory: dict[str, int] | None = None,
                    distinct: int | None = None) -> ShardedCorpus:
@@ -456,8 +505,14 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
     try:
         vocab_dir = work / "vocab"
         vocab_dir.mkdir(parents=True, exist_ok=True)
-        records = _await(ray, [r.write_part.remote(str(vocab_dir), i) for i, r in enumerate(parts.reducers)],
-                         "writing the vocabulary's partitions", timeout_s)
+        # Each reducer's partition travels through the object store (no shared file system): the driver keeps
+        # the references (the export's tasks read the words from them) and writes a copy into its work directory.
+        handed = [r.part_files.options(num_returns=2).remote(i) for i, r in enumerate(parts.reducers)]
+        records = _await(ray, [h[0] for h in handed], "writing the vocabulary's partitions", timeout_s)
+        vocab_files = [h[1] for h in handed]
+        for rec, ref in zip(records, vocab_files, strict=True):
+            write_part_files(vocab_dir, int(rec["part"]), _await(ray, [ref], "writing the vocabulary's partitions",
+                                                                 timeout_s)[0])
         t1 = time.perf_counter()
         enc_dir = work / "encoded"
         opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 2}
@@ -489,7 +544,7 @@ def prepare_corpus(ray: Any, inputs: InputPlan, options: ReadOptions, work: Path
         parts=[held[k] for k in kept],
         plans=[sizes[k].plan for k in kept],
         fingerprints=[list(c.fingerprint) if c.fingerprint is not None else None for c in parts.counted],
-        vocab_dir=vocab_dir, vocab_parts=sorted((VocabPart.from_json(r) for r in records), key=lambda r: r.part),
+        vocab_dir=vocab_dir, vocab_parts=[VocabPart.from_json(r) for r in records], vocab_files=vocab_files,
         collisions=parts.collisions,
         seconds={"count": t1 - t0, "encode": time.perf_counter() - t1}, count_check=parts.check)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from parvec import storage
 from parvec.config import TrainConfig
 from parvec.distributed.client_actor import ClientActor, ClientSpec
 from parvec.distributed.shard_actor import ShardActor, ShardSpec
@@ -141,11 +142,13 @@ def _launch(actors: ShardedActors, config: TrainConfig, tables: SamplingTables, 
     del held
     names = [f"{run_id}-shard-{s}" for s in range(S)]
     shard_cls = ray.remote(ShardActor)
+    # Under a URL --checkpoint-dir each shard uploads its own snapshots from its node (the mirror skips them).
+    checkpoint_url = storage.delegate(checkpoint_dir)
     for s in range(S):
         lo, hi = K.column_range(s, S, config.dim)
         spec = ShardSpec(index=s, shards=S, n_words=tables.n_words, dim=config.dim, lo=lo, hi=hi, window=config.window,
                          negative=config.negative, seed=config.seed, negatives_per=st.negatives_per,
-                         update_cap=st.update_cap, checkpoint_dir=str(checkpoint_dir),
+                         update_cap=st.update_cap, checkpoint_dir=str(checkpoint_dir), checkpoint_url=checkpoint_url,
                          memory_cap=st.shard_memory_bytes, holder=run_id,
                          timeout_s=st.timeout_s, in_flight=C * T, resume=resuming)
         # max_task_retries=0: a minibatch is never replayed on a restarted shard (the driver restores instead)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from parvec.distributed.units import UnitStats
@@ -32,8 +32,9 @@ JSON = dict[str, Any]  # a record's JSON object, as json.dump writes it
 @dataclass(frozen=True)
 class ShardFiles:
     """One shard's files of a snapshot: their ``directory``, the columns' ``shape`` (words x columns), each
-    file's CRC-32 (``crc32``: ``in``, ``out``) and the ``columns`` of the model they hold (None where a record
-    did not say).
+    file's CRC-32 (``crc32``: ``in``, ``out``), the ``columns`` of the model they hold (None where a record
+    did not say) and the Ray ``node`` whose disk holds them (the shard's; None where not known: not in the JSON,
+    a task that reads them is placed there).
 
     Example:
         >>> f = ShardFiles.from_json({"directory": "/s/snap-1", "shape": [10, 4], "crc32": {"in": 1, "out": 2},
@@ -46,10 +47,11 @@ class ShardFiles:
     shape: tuple[int, ...]
     crc32: Mapping[str, int] | None = None
     columns: tuple[int, int] | None = None
+    node: str | None = field(default=None, compare=False)
 
     def with_directory(self, directory: str) -> ShardFiles:
         """The same files, at ``directory`` (made absolute or relative to a checkpoint)."""
-        return ShardFiles(directory, self.shape, self.crc32, self.columns)
+        return ShardFiles(directory, self.shape, self.crc32, self.columns, self.node)
 
     def to_json(self) -> JSON:
         """The record as a snapshot's ``files`` entry holds it."""

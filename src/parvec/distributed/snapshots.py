@@ -199,14 +199,17 @@ class SnapshotCoordinator:
         return time.monotonic() - self.last_t >= self.interval_s
 
     def restore_args(self, s: int) -> tuple[Any, ...]:
-        """What shard ``s`` restores the newest complete snapshot from: its id, its directory and the files'
-        CRC-32s."""
+        """What shard ``s`` restores the newest complete snapshot from: its id, its directory, the files' CRC-32s
+        and, under a URL checkpoint directory, the directory's URL (where a node that does not hold it reads it)."""
+        from parvec import storage
+
         snap = self.newest
         files = snap.files
         if snap.id is None or not files:
             return (snap.id,)
         crc = files[s].crc32
-        return (snap.id, files[s].directory, dict(crc) if crc is not None else None)
+        return (snap.id, files[s].directory, dict(crc) if crc is not None else None,
+                storage.url_of(files[s].directory))
 
     # ------------------------------------------------------------ the figures
     def left_snapshot(self) -> None:
@@ -279,6 +282,11 @@ class SnapshotCoordinator:
         actors = self._actors
         return await_calls(actors.ray, refs, kind="shard", what=what, timeout_s=actors.settings.timeout_s,
                            lost=(ShardLost,))
+
+    def await_uploads(self, snap_id: int | None) -> None:
+        """Wait until every shard has uploaded snapshot ``snap_id`` to the checkpoint URL (at once without one)."""
+        if snap_id is not None:
+            self.await_shards([h.uploaded.remote(snap_id) for h in self._actors.shards], "uploading the snapshot")
 
     def restore_all(self, what: str) -> list[ShardRestored]:
         """Every shard restores the newest complete snapshot; their answers (seconds each)."""

@@ -285,6 +285,16 @@ class Reducer:
         assert self.words is not None
         return self.words
 
+    def part_files(self, r: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Its part of the word list as partition ``r`` of the vocabulary, in memory (:func:`parvec.vocab_parts.
+        part_files`: its record, and its five ``.npy`` files' bytes, which travel through Ray's object store: no
+        file system shared with the driver is needed)."""
+        from parvec.vocab_parts import part_files
+
+        w = self.words
+        assert w is not None
+        return part_files(r, w["ids"], w["counts"], lengths=w["lengths"], arena=w["arena"], hashes=w["hashes"])
+
     def write_part(self, directory: str, r: int) -> dict[str, Any]:
         """Write its part of the word list as partition ``r`` of the vocabulary on disk
         (:func:`parvec.vocab_parts.write_part`: in id order, five ``.npy`` files); returns the partition's record."""
