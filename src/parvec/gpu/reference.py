@@ -63,6 +63,17 @@ import numpy as np
 from numba import njit, prange
 
 from parvec.config import TrainConfig
+from parvec.gpu.collisions import (
+    CollisionTable,
+    count_outputs,
+    empty_table,
+    frequency_buckets,
+    record_inputs,
+    record_outputs,
+    ring_enter,
+    scaled_output_writes,
+    scaled_ring_flushes,
+)
 from parvec.gpu.plan import (
     DEFAULT_WORDS_PER_LAUNCH,
     GPU_MAX_SENTENCE,
@@ -704,10 +715,10 @@ def _take_steps(is_par, lag, stagger, tokens, s_start, s_end, s_id, s_launch, in
     return active, nxt, done
 
 
-@njit(inline="always")
+@njit(cache=True, fastmath=FASTMATH)
 def _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen, sidx, ci, mi, kind, ends, ring,
                  orig, cur, cur0, outs, valid, nid, nbh, d_in, d_out, step_loss, step_pairs, remaining, done, loss,
-                 pairs):
+                 pairs, cnt, power, cap, novalid, scl, held, scale_inputs):
     # The steps ending this tick write their updates to the shared rows, slot after slot (the GPU's atomic adds),
     # and a slot whose sentence is trained frees itself.  Returns (loss, pairs, launches done).
     for q in range(len(sidx)):
@@ -721,6 +732,14 @@ def _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen
                 minibatch_writes(w_in, w_out, sent[q], mi[q] * batch, nbh[q, 0], nbh[q, 1], nid[q], d_in[q],
                                  d_out[q])
             mi[q] += 1
+        elif power > 0.0:  # the concurrent-writers scale on the outputs' changes (parvec.gpu.collisions)
+            scaled_output_writes(w_out, outs[q], valid[q], cur[q], cur0[q], cnt, power, cap, scl)
+            if scale_inputs:
+                scaled_ring_flushes(w_in, sent[q], n, ci[q], window, ring[q], orig[q], held, power, cap)
+            else:
+                center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
+                              outs[q], novalid)
+            ci[q] += 1
         else:
             center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
                           outs[q], valid[q])
@@ -733,7 +752,7 @@ def _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen
 
 def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha,
                       s_launch, n_launches, n_slots, in_flight, rep_ticks, keep, prob, alias, key, window, negative,
-                      batch, h_factor, h_max, with_loss):
+                      batch, h_factor, h_max, with_loss, power, cap, scale_inputs, collect, bucket, table):
     dim = w_in.shape[1]
     ring_size = 2 * window + 1
     n_neg = 0 if is_par else negative
@@ -768,6 +787,12 @@ def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s
     gm = np.zeros((rb, h_max, batch), dtype=np.float32)
     nbh = np.zeros((rb, 2), dtype=np.int64)
     no_negs = np.zeros((0, max(h_max, negative, 1)), dtype=np.int32)
+    track = not is_par and (power > 0.0 or collect)  # FULL-W2V: the blocks holding each row (collisions.py)
+    n_rows = w_out.shape[0] if track else 1
+    cnt = np.zeros(n_rows, dtype=np.int64)  # blocks holding each output row in this tick
+    held = np.zeros(n_rows, dtype=np.int64)  # ring copies of each input row held by the blocks
+    novalid = np.zeros(n_out, dtype=np.bool_)
+    scl = np.zeros(n_out, dtype=np.float32)
     remaining = np.zeros(n_launches, dtype=np.int64)
     for s in range(n_sent):
         remaining[s_launch[s]] += 1
@@ -802,6 +827,14 @@ def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s
             else:
                 center_reads(w_in, w_out, sent[q], n, ci[q], key, s_id[s], window, n_neg, prob, alias, no_negs, 0,
                              ring[q], orig[q], cur[q], cur0[q], outs[q], valid[q])
+        if track:
+            count_outputs(starts, outs, valid, cnt, 1)
+            if collect:
+                record_outputs(starts, outs, valid, cnt, bucket, table)
+            if collect or scale_inputs:
+                for q in range(n_slots):
+                    if starts[q]:
+                        ring_enter(sent[q], slen[q], ci[q], window, held)
         # ... every step ending this tick trains on its private copies ...
         for q in range(n_slots):
             ends[q] = False
@@ -828,10 +861,17 @@ def _hogwild_epoch_py(is_par, window_order, lag, stagger, w_in, w_out, tokens, s
                                          valid[q], g[q], acc[q], with_loss)
                 step_pairs[q] = p
                 step_loss[q] = lo
+        if collect and not is_par:
+            for q in range(n_slots):
+                if ends[q]:
+                    record_inputs(sent[q], slen[q], ci[q], window, held, bucket, table, not scale_inputs)
         # ... and then writes, slot after slot (adds: the kernels' atomics).
         loss, pairs, done = _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen, sidx, ci,
                                          mi, kind, ends, ring, orig, cur, cur0, outs, valid, nid, nbh, d_in, d_out,
-                                         step_loss, step_pairs, remaining, done, loss, pairs)
+                                         step_loss, step_pairs, remaining, done, loss, pairs, cnt, power, cap, novalid,
+                                         scl, held, scale_inputs)
+        if track and power == 0.0:  # (the scaled writes count their rows down themselves)
+            count_outputs(ends, outs, valid, cnt, -1)
     return loss, pairs, ticks, busy
 
 
@@ -851,6 +891,7 @@ class HogwildStats:
     losses: list[float]
     ticks: list[int]
     mean_in_flight: list[float]
+    collisions: CollisionTable | None = None
 
 
 def _epoch_table(config: TrainConfig, parts: Iterable[tuple[np.ndarray, np.ndarray]], epoch: int,
@@ -888,7 +929,8 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
                   make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                   resident: int, epochs: int | None = None, start_epoch: int = 0, words_per_launch: int | None = None,
                   in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False, full_w2v_pairs: bool = False,
-                  parallel: bool | None = None) -> HogwildStats:
+                  parallel: bool | None = None, writers_cap: int | None = None, writers_power: float = 1.0,
+                  writers_inputs: bool = False, collisions: bool = False) -> HogwildStats:
     """A deterministic CPU model of the GPU's Hogwild: what the driver's plan trains when ``resident`` blocks
     run at once.
 
@@ -908,7 +950,13 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     ``words_per_launch`` defaults to the driver's (:func:`parvec.gpu.plan.default_words_per_launch`);
     ``par_phased``, ``full_w2v_pairs``: the kernels' old orders (:func:`train_launch_reference`); ``parallel``:
     the slots' steps on every core (the same results; default: from :data:`PARALLEL_SLOTS` slots on, with more
-    than one numba thread).
+    than one numba thread).  ``writers_cap``: FULL-W2V's concurrent-writers cap (default
+    ``config.gpu_writers_cap``; 0 adds every block's change whole), each change of an output row times
+    :func:`parvec.gpu.collisions.writers_scale`, ``(cap / c) ** writers_power`` above ``cap`` holders, as the kernel
+    does with ``writers_power`` 1; ``writers_inputs``: the input rows' changes too, by the ring copies held (the
+    kernel scales output rows only; these two are for measuring the alternatives, docs/gpu.md); ``collisions``:
+    tally what the blocks collide on into ``stats.collisions`` (:class:`parvec.gpu.collisions.CollisionTable`;
+    FULL-W2V only).
 
     Example:
         >>> stats = hogwild_train(config, corpus.vocab.counts, w_in, w_out,
@@ -926,7 +974,12 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     batch = par_batch_size(config) if is_par else 1
     h_max = max(par_h_max(config), 1) if is_par else 1
     lag, stagger = par_order(config, par_phased) if is_par else (PAR_PHASED, 1)
-    stats = HogwildStats([], [], [])
+    cap = int(config.gpu_writers_cap if writers_cap is None else writers_cap)
+    power = float(writers_power) if cap > 0 else 0.0
+    collect = bool(collisions) and not is_par
+    bucket = frequency_buckets(counts) if collect else np.zeros(1, dtype=np.int64)
+    coll = empty_table()
+    stats = HogwildStats([], [], [], CollisionTable(coll, 0) if collect else None)
     for epoch in range(start_epoch, epochs):
         table = _epoch_table(config, make_parts(epoch), epoch, schedule, wpl)
         if table is None:
@@ -941,7 +994,11 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
         loss, pairs, ticks, busy = run(
             is_par, not full_w2v_pairs, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
             n_launches, int(resident), int(in_flight), int(rep_ticks), keep, prob, alias, epoch_key(config.seed, epoch),
-            config.window, config.negative, batch, float(config.par_h_factor), h_max, bool(config.compute_loss))
+            config.window, config.negative, batch, float(config.par_h_factor), h_max, bool(config.compute_loss),
+            0.0 if is_par else power, max(cap, 1), bool(writers_inputs) and power > 0.0 and not is_par, collect, bucket,
+            coll)
+        if stats.collisions is not None:
+            stats.collisions.ticks += int(ticks)
         stats.losses.append(loss / pairs if pairs else float("nan"))
         stats.ticks.append(int(ticks))
         stats.mean_in_flight.append(busy / ticks if ticks else 0.0)
