@@ -152,9 +152,12 @@ class TrainConfig:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON reports and model files."""
+        """Plain dict for JSON reports and model files (``gpu_writers_cap`` only when set, so the files of runs
+        without it stay what they were)."""
         d = asdict(self)
         d["min_alpha"] = self.final_alpha
+        if not d["gpu_writers_cap"]:
+            del d["gpu_writers_cap"]
         return d
 
     @classmethod
