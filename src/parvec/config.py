@@ -91,6 +91,9 @@ class TrainConfig:
     par_batch: int = 24
     # PAR-Word2Vec: negatives per minibatch H = par_h_factor * T * C_rep (see kernels/par.py).
     par_h_factor: float = 1.0
+    # full-w2v on cuda: each block's change of an output row times min(1, gpu_writers_cap / c), c the blocks
+    # holding the row at once (parvec.gpu.collisions); 0 adds every change whole.
+    gpu_writers_cap: int = 0
     chunk_words: int = 10000
     compute_loss: bool = True
     progress: bool | None = None  # None: a bar when stderr is a terminal
@@ -141,14 +144,20 @@ class TrainConfig:
             raise ParvecError(f"par_batch must be >= 0, got {self.par_batch}")
         if not self.par_h_factor > 0:
             raise ParvecError(f"par_h_factor must be positive, got {self.par_h_factor}")
+        cap = self.gpu_writers_cap
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 0:
+            raise ParvecError(f"gpu_writers_cap must be an integer >= 0 (0: off), got {cap!r}")
         if not (0 <= self.seed < 2**63):
             raise ParvecError(f"seed must be in [0, 2**63), got {self.seed}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON reports and model files."""
+        """Plain dict for JSON reports and model files (``gpu_writers_cap`` only when set, so the files of runs
+        without it stay what they were)."""
         d = asdict(self)
         d["min_alpha"] = self.final_alpha
+        if not d["gpu_writers_cap"]:
+            del d["gpu_writers_cap"]
         return d
 
     @classmethod

@@ -28,7 +28,8 @@ def test_a_partition_in_memory_is_the_partition_on_disk_byte_for_byte(tmp_path):
     for name, path in part_paths(tmp_path, 5).items():
         assert files[name].tobytes() == path.read_bytes()
         assert zlib.crc32(files[name]) == crc32_file(path) == record["crc32"][name]
-    held, read = WordParts.of_files([VocabPart.from_json(record)], [files]), WordParts.open(tmp_path, [VocabPart.from_json(on_disk)])
+    held = WordParts.of_files([VocabPart.from_json(record)], [files])
+    read = WordParts.open(tmp_path, [VocabPart.from_json(on_disk)])
     assert held.words_between(0, 4) == read.words_between(0, 4) == [b"cat", b"sat", "na\u00efve".encode(), b"the"]
     assert held.counts_between(0, 4).tolist() == read.counts_between(0, 4).tolist() == [9, 6, 4, 2]
     assert held.index("na\u00efve") == 2

@@ -53,6 +53,7 @@ class Case:
     alpha: float = 0.1  # the launch's rate at its first word (half of it at its end)
     uniform: bool = False  # a vocabulary larger than VOCAB: equal counts (no hot rows) instead of Zipf's
     reduction: str = "tree"  # the simulator's run (tests/gpu/sim_shuffle.py gives it shuffles); the GPU runs both
+    writers: int = 0  # full-w2v's gpu_writers_cap (the kernel then counts the blocks holding each output row)
 
     @property
     def independent(self) -> bool:
@@ -84,6 +85,13 @@ def _cases() -> list[Case]:
         # block's threads), drawn on the device
         cases.append(Case(f"{algo}-d33-w5n5", algo, 33, (70,), sample=0.05, given_negatives=False, window=5,
                           negative=5, par_batch=24, vocab=200))
+        if algo == "full-w2v":  # the writers' scale: alone, each block holds its rows once (scale 1), the rows it
+            # holds twice (repeated words, negatives) included, so the kernel still equals the reference
+            cases.append(Case(f"{algo}-d8-duplicates-writers", algo, 8, (17,), duplicates=True, writers=1))
+            cases.append(Case(f"{algo}-d33-w5n5-writers", algo, 33, (70, 40), sample=0.05, given_negatives=False,
+                              window=5, negative=5, vocab=200, writers=2))
+            cases.append(Case(f"{algo}-d33-t32-shuffle-writers", algo, 33, (15, 9), threads=32, reduction="shuffle",
+                              writers=1))
     return cases
 
 
@@ -202,11 +210,12 @@ def run_kernel(case: Case, per_sentence: bool = False, reduction: str | None = N
         h_max = max(par_h_max(cfg), 1)
         kernel = par_gpu.make_kernel(threads, cfg.dim, cfg.window, cfg.negative, par_batch_size(cfg), h_max, reduction)
     else:
-        kernel = full_w2v.make_kernel(threads, cfg.dim, cfg.window, cfg.negative, reduction)
+        kernel = full_w2v.make_kernel(threads, cfg.dim, cfg.window, cfg.negative, reduction, case.writers)
     w_in, w_out = cuda.to_device(x["w_in"]), cuda.to_device(x["w_out"])
     tokens, offsets = cuda.to_device(x["tokens"]), cuda.to_device(x["offsets"])
     keep, prob, alias = cuda.to_device(x["keep"]), cuda.to_device(x["prob"]), cuda.to_device(x["alias"])
     negs = cuda.to_device(x["negs"])
+    busy = cuda.to_device(np.zeros(len(x["w_out"]), dtype=np.int32))  # the writers' counts (case.writers)
     losses, pairs = [], []
     for launch in _launches(x, per_sentence):
         n_blocks = launch.s_hi - launch.s_lo
@@ -216,11 +225,14 @@ def run_kernel(case: Case, per_sentence: bool = False, reduction: str | None = N
                 launch.alpha1, launch.words, keep, prob, alias, negs, 0]
         if case.algo == "par":
             args.append(float(cfg.par_h_factor))
-        kernel[n_blocks, threads](*args, True, out_loss, out_pairs)
+        args += [True, out_loss, out_pairs]
+        if case.writers > 0:
+            args.append(busy)
+        kernel[n_blocks, threads](*args)
         losses.append(out_loss.copy_to_host())
         pairs.append(out_pairs.copy_to_host())
     return {"w_in": w_in.copy_to_host(), "w_out": w_out.copy_to_host(), "loss": np.concatenate(losses),
-            "pairs": np.concatenate(pairs)}
+            "pairs": np.concatenate(pairs), "busy": busy.copy_to_host()}
 
 
 # ---------------------------------------------------------------------------------------------- end to end
@@ -297,6 +309,13 @@ def _e2e(out: Path) -> dict:
         arrays[f"driver-{algo}-ref-w_out"] = w_out
         summary[f"driver-{algo}-ref-loss"] = ref_loss
         summary["corpus-tokens"] = corpus.n_tokens
+    # full-w2v with the concurrent-writers cap: the driver hands the kernel its per-row counts (a block alone: scale 1)
+    cfg = TrainConfig(device="cuda", algo="full-w2v", dim=8, window=2, negative=2, epochs=2, seed=5, sample=0.05,
+                      alpha=0.1, progress=False, gpu_writers_cap=8)
+    trainer = GpuTrainer(cfg, counts, words_per_launch=25)
+    trainer.train(corpus)
+    arrays["driver-writers-w_in"] = trainer.w_in.copy()
+    arrays["driver-writers-w_out"] = trainer.w_out.copy()
 
     # node2vec: walks fed as parts (new arrays every epoch, so streamed), against the reference.
     from parvec.graph.graph_io import Graph

@@ -392,3 +392,16 @@ def test_default_words_per_launch_bounds_the_concurrency():
             wpl = plan.default_words_per_launch(algo, words)
             assert plan.MIN_WORDS_PER_LAUNCH <= wpl <= plan.MAX_WORDS_PER_LAUNCH[algo]
             assert wpl <= max(words // plan.LAUNCHES_PER_EPOCH, plan.MIN_WORDS_PER_LAUNCH)
+
+
+@pytest.mark.parametrize("cap", [-1, 2.5, True])
+def test_a_writers_cap_that_is_not_a_count_is_refused_naming_the_parameter(cap):
+    with pytest.raises(ParvecError, match=r"gpu_writers_cap must be an integer >= 0 \(0: off\), got"):
+        TrainConfig(device="cuda", gpu_writers_cap=cap).validate()
+    assert TrainConfig(device="cuda", gpu_writers_cap=8).validate().gpu_writers_cap == 8
+
+
+def test_the_writers_cap_is_saved_only_when_set_and_read_back():
+    assert "gpu_writers_cap" not in TrainConfig(device="cuda").to_dict()  # the files of runs without it are unchanged
+    d = TrainConfig(device="cuda", gpu_writers_cap=8).to_dict()
+    assert d["gpu_writers_cap"] == 8 and TrainConfig.from_dict(d).gpu_writers_cap == 8

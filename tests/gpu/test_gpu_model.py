@@ -123,3 +123,39 @@ def test_model_reproduces_full_w2v_spoiled_by_one_launch_per_epoch(demo):
     with pytest.raises(AssertionError):
         assert_learns_related_words(w_in, demo.vocab)
     assert one.losses[0] > 1.5 * seq[0], (one.losses, seq)  # HogBatch's order: x1.8 (the per-pair order: x3)
+
+
+def test_the_writers_scale_leaves_one_block_at_a_time_as_the_sequential_reference(demo):
+    # Alone, a block is the only holder of every row it reads (its repeated words and negatives count once), so
+    # the concurrent-writers scale is 1 and the model is the sequential reference bit for bit.
+    part = _head(demo, 60_000)
+    cfg = TrainConfig(device="cuda", algo="full-w2v", dim=16, epochs=1, sample=1e-3, seed=3, progress=False)
+    ref_in, ref_out = _vectors(part, cfg)
+    reference_train(cfg, part.vocab.counts, ref_in, ref_out, _parts(part), part.n_tokens, words_per_launch=20_000)
+    w_in, w_out = _vectors(part, cfg)
+    stats = hogwild_train(cfg, part.vocab.counts, w_in, w_out, _parts(part), part.n_tokens, 1,
+                          words_per_launch=20_000, writers_cap=1, writers_inputs=True, collisions=True)
+    np.testing.assert_array_equal(w_in, ref_in)
+    np.testing.assert_array_equal(w_out, ref_out)
+    assert stats.collisions is not None
+    assert stats.collisions.table[:, :, 1].sum() == 0  # nothing collides with one block
+    assert stats.collisions.table[:, :, 0].sum() > 0
+
+
+def test_the_writers_cap_keeps_full_w2v_from_diverging_at_four_times_the_blocks(demo):
+    # 5,280 block slots (4 x an H200's 1,320) and one launch per epoch: ~1,540 sentences in flight, the top words'
+    # output rows held by hundreds of blocks at once, each adding a change from the same stale row.  The loss
+    # diverges (x5.2 the sequential order's); capping a row's concurrent writers at 8 (each change of a row held by
+    # c > 8 blocks times 8 / c, the kernel's gpu_writers_cap) keeps it within 1.5x (x1.4).
+    cfg = TrainConfig(device="cuda", algo="full-w2v", dim=32, epochs=1, sample=1e-3, seed=1, progress=False)
+    seq_in, seq_out = _vectors(demo, cfg)
+    seq = reference_train(cfg, demo.vocab.counts, seq_in, seq_out, _parts(demo), demo.n_tokens)
+    losses = {}
+    for cap in (0, 8):
+        w_in, w_out = _vectors(demo, cfg)
+        stats = hogwild_train(cfg, demo.vocab.counts, w_in, w_out, _parts(demo), demo.n_tokens, 4 * 1320,
+                              words_per_launch=demo.n_tokens, parallel=False, writers_cap=cap)
+        assert stats.mean_in_flight[0] > 1400
+        losses[cap] = stats.losses[0]
+    assert losses[0] > 3 * seq[0], (losses, seq)
+    assert losses[8] < 1.5 * seq[0], (losses, seq)

@@ -9,7 +9,8 @@ is paid once; tests/gpu/conftest.py starts it) and these tests check what it wro
   sentences shorter than the window, longer than the ring / the block's 8 threads / PAR's minibatch /
   one 32-dimension chunk; several sentences in one launch; negatives drawn on the device with
   subsampling; repeated words and negatives; 32 threads per block; the shuffle reduction with one and two
-  warps (tests/gpu/sim_shuffle.py gives the simulator warp shuffles); window 5 and negative 5;
+  warps (tests/gpu/sim_shuffle.py gives the simulator warp shuffles); window 5 and negative 5; the writers'
+  cap (``gpu_writers_cap``), whose scale a block running alone sees as 1, its counts all back to zero after;
 - ``Word2Vec(sentences=..., device="cuda")`` (full-w2v, the default there, and par) gives finite vectors
   equal to the reference driver's; the driver's resident and streamed corpus paths agree with each other
   and with the reference over several launches and epochs; a run resumed after epoch 1 ends where the
@@ -55,6 +56,8 @@ def test_kernel_equals_reference(sim_run, name):
         np.testing.assert_allclose(r[f"got_{m}"], r[f"ref_{m}"], rtol=0, atol=TOL, err_msg=m)
     np.testing.assert_array_equal(r["got_pairs"], r["ref_pairs"])
     np.testing.assert_allclose(r["got_loss"], r["ref_loss"], rtol=1e-5, atol=1e-6)
+    if case.writers > 0:  # every row a block held (its outputs once, its ring's copies) is counted down again
+        assert len(r["got_busy"]) == len(r["ref_w_out"]) and not r["got_busy"].any()
     if case.lengths == (1,) and case.algo == "full-w2v":
         # a one-word sentence has no context: nothing trains (PAR still repels it from its negatives)
         assert r["ref_pairs"].tolist() == [0] and r["got_loss"].tolist() == [0.0]
@@ -101,6 +104,13 @@ def test_driver_resident_streamed_resumed_equal_reference(sim_run, algo):
                                        err_msg=f"{run} {m}")
     np.testing.assert_allclose(e2e[f"driver-{algo}-resident-loss"], e2e[f"driver-{algo}-ref-loss"], rtol=1e-5)
     np.testing.assert_allclose(e2e[f"driver-{algo}-resumed-loss"], e2e[f"driver-{algo}-ref-loss"][1:], rtol=1e-5)
+
+
+def test_driver_with_the_writers_cap_equals_reference(sim_run):
+    # the simulator runs one block at a time: each holds its rows alone, the cap scales nothing
+    _, a = _e2e(sim_run)
+    for m in ("w_in", "w_out"):
+        np.testing.assert_allclose(a[f"driver-writers-{m}"], a[f"driver-full-w2v-ref-{m}"], rtol=0, atol=TOL, err_msg=m)
 
 
 def test_mid_epoch_checkpoint_on_the_gpu_and_a_resumed_run_end_where_the_uninterrupted_one_does(sim_run):

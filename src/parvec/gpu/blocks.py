@@ -156,12 +156,12 @@ def _no_repel(w_in, w_out, sent, n, i, m, key, sentence, alpha, prob, alias, neg
 
 @functools.cache
 def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_out: int, reduction: str,
-                     repel=None, window_order: bool = False):
+                     repel=None, window_order: bool = False, writers_cap: int = 0):
     """The FULL-W2V pass over one subsampled sentence (``n_out - 1`` negatives per center; ``n_out = 1`` is
     PAR's attraction), in the order :func:`parvec.gpu.reference.full_w2v_sentence` documents.
 
     ``window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, neg_row, with_loss, buf, red,
-    rbuf, nid, h_factor, lag) -> (pairs, loss)``; ``buf`` is shared float32 holding the ring (``2 window + 1``
+    rbuf, nid, h_factor, lag, busy) -> (pairs, loss)``; ``buf`` is shared float32 holding the ring (``2 window + 1``
     rows) and the rows' values when they entered it (for the change written back); ``negs`` (rows > 0: test
     mode) gives the negatives.  The outputs' rows live in per-thread arrays (registers), each read once per
     center and added back once.  ``window_order`` (FULL-W2V): HogBatch's update -- every (context, output)
@@ -171,6 +171,14 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     (next minibatch, loss); without it ``nid``, ``h_factor`` and ``lag`` are unused.  ``loss`` is
     this thread's share: thread ``k`` takes output ``k``'s terms (from the exponential the gradient already
     has), so the logarithms of a context word run side by side, off the other threads' path.
+
+    ``writers_cap`` > 0 (FULL-W2V's ``gpu_writers_cap``, :mod:`parvec.gpu.collisions`): ``busy`` is a global
+    int32 array of ``V`` counts, zero between launches: ``busy[row]``, the blocks holding output row ``row`` (a
+    block counts itself once when it reads a center's outputs).  When the center adds its outputs' changes back,
+    thread 0 counts each row down (atomically) and the row's change is scaled by ``min(1, writers_cap / c)``,
+    ``c`` the holders the count had, this block included -- what :func:`parvec.gpu.reference.hogwild_train`
+    models; alone, a block always sees ``c = 1``.  The scales pass through the tail of ``rbuf`` between two
+    barriers.  Otherwise ``busy`` is unused.
 
     Per center, the next center's negatives are drawn (hash and alias table) and, without ``repel``, the
     input row entering the ring next is read into registers while this center trains; the row is stored
@@ -207,6 +215,32 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     UZERO = U(0)
     ONE = float32(1.0)
     ZERO = float32(0.0)
+    WRITERS = writers_cap > 0
+    CAP = int32(max(writers_cap, 1))
+    SC = 2 * W * NO - NO  # rbuf's tail: the outputs' scales
+
+    @cuda.jit(device=True, fastmath=True)
+    def scale_of(c):
+        if c <= CAP:
+            return ONE
+        return float32(CAP) / float32(c)
+
+    @cuda.jit(device=True, fastmath=True)
+    def writer_scales(busy, outs, valid, rbuf):
+        # thread 0: the scales of this center's output rows into rbuf's tail (docstring); their counts go down
+        if cuda.threadIdx.x == 0:
+            for k in range(NO):
+                sc = ONE
+                if valid[k] != 0:
+                    first = k
+                    for j in range(k):
+                        if first == k and valid[j] != 0 and outs[j] == outs[k]:
+                            first = j
+                    if first == k:
+                        sc = scale_of(cuda.atomic.add(busy, U(outs[k]), -1))
+                    else:
+                        sc = rbuf[SC + first]
+                rbuf[SC + k] = sc
 
     @cuda.jit(device=True, fastmath=True)
     def load_row(w_in, row, base, buf):
@@ -237,7 +271,7 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
 
     @cuda.jit(device=True, fastmath=True)
     def window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, neg_row, with_loss, buf, red,
-                    rbuf, nid, h_factor, lag):
+                    rbuf, nid, h_factor, lag, busy):
         ti = cuda.threadIdx.x
         t = U(ti)
         cur = cuda.local.array((NO, P), float32)
@@ -278,6 +312,14 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                         v = w_out[row, d]
                     cur[k, q] = v
                     cur0[k, q] = v
+            if WRITERS and ti == 0:  # this block holds its outputs' rows (each once)
+                for k in range(NO):
+                    first = valid[k] != 0
+                    for j in range(k):
+                        if valid[j] != 0 and outs[j] == outs[k]:
+                            first = False
+                    if first:
+                        cuda.atomic.add(busy, U(outs[k]), 1)
             # while this center trains: the next center's negatives, and the row entering at the next center
             if i + 1 < n:
                 draw_outputs(negs, neg_row, i + 1, key, sentence, prob, alias, nxt)
@@ -386,13 +428,21 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                     if jb == URINGD:
                         jb = UZERO
             loss += float64(closs)
+            if WRITERS:  # the writers' scales (make_window_pass's docstring) into rbuf's tail
+                cuda.syncthreads()  # every thread is done with this center's gradients
+                writer_scales(busy, outs, valid, rbuf)
+                cuda.syncthreads()
             for k in range(NO):
                 if valid[k] != 0:
                     row = U(outs[k])
+                    sc = rbuf[SC + k] if WRITERS else ONE
                     for q in range(P):
                         d = t + U(q) * UT
                         if EXACT or d < UD:
-                            cuda.atomic.add(w_out, (row, d), cur[k, q] - cur0[k, q])
+                            if WRITERS:
+                                cuda.atomic.add(w_out, (row, d), (cur[k, q] - cur0[k, q]) * sc)
+                            else:
+                                cuda.atomic.add(w_out, (row, d), cur[k, q] - cur0[k, q])
             if i - W >= 0:  # the position leaving the window; its slot is the one entering next
                 flush_row(w_in, U(sent[i - W]), enter, buf)
             if i == n - 1:  # the last center: every row left in the ring goes back

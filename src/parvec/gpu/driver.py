@@ -243,7 +243,8 @@ class GpuDriver(ModelTables, DriverBase):
             self.shared_bytes = par_gpu.shared_bytes(threads, config.dim, config.window, self.par_batch, self.h_max)
             neg_width = self.h_max
         else:
-            self.kernel = full_w2v.make_kernel(threads, config.dim, config.window, config.negative, reduction)
+            self.kernel = full_w2v.make_kernel(threads, config.dim, config.window, config.negative, reduction,
+                                               int(config.gpu_writers_cap))
             self.shared_bytes = full_w2v.shared_bytes(threads, config.dim, config.window, config.negative)
             neg_width = max(config.negative, 1)
         self._neg_width = neg_width
@@ -381,7 +382,7 @@ class GpuDriver(ModelTables, DriverBase):
         cfg = self.config
         common = (d.w_in, d.w_out, d_tokens, d_offsets, s_lo, launch.sentence_base, launch.key, launch.alpha0,
                   launch.alpha1, launch.words, d.keep, d.prob, d.alias, d.no_negs, 0)
-        tail = (bool(cfg.compute_loss), slot.d_loss, slot.d_pairs)
+        tail = (bool(cfg.compute_loss), slot.d_loss, slot.d_pairs) + (() if d.busy is None else (d.busy,))
         args = common + ((float(cfg.par_h_factor),) if cfg.algo == "par" else ()) + tail
         self.kernel[n_blocks, self.threads_per_block, slot.stream](*args)
         assert slot.h_loss is not None and slot.h_pairs is not None
@@ -464,6 +465,9 @@ class _DeviceState:
         self.prob = cuda.to_device(trainer.noise_prob)
         self.alias = cuda.to_device(trainer.noise_alias)
         self.no_negs = cuda.device_array((0, trainer._neg_width), dtype=np.int32)
+        # full-w2v's writers' scale: per row, the blocks holding it (zero between launches; parvec.gpu.collisions)
+        writers = trainer.config.algo != "par" and trainer.config.gpu_writers_cap > 0
+        self.busy = cuda.to_device(np.zeros(len(trainer.w_out), dtype=np.int32)) if writers else None
         self.slots = [_Slot(cuda.stream()), _Slot(cuda.stream())]
         for slot in self.slots:
             slot.d_loss = cuda.device_array(MAX_BLOCKS_PER_LAUNCH, dtype=np.float64)

@@ -80,7 +80,8 @@ def check_shared(n_threads: int, dim: int, window: int, negative: int) -> None:
 
 
 @functools.cache
-def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction: str = "tree"):
+def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction: str = "tree",
+                writers_cap: int = 0):
     """The FULL-W2V kernel for ``n_threads`` threads per block (a power of two), ``dim``, ``window`` and
     ``negative``, with the ``reduction`` of :func:`parvec.gpu.blocks.make_reduce`.
 
@@ -90,6 +91,10 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
     rate interpolated between ``alpha0`` and ``alpha1`` at its first word, and writes its loss and positive
     pairs to ``out_loss[b]``/``out_pairs[b]``.  ``negs`` with rows (test mode) gives the negatives of the
     center at token position ``p`` (sentence start + subsampled position) in row ``p - neg_base``.
+    ``writers_cap`` > 0 (``TrainConfig.gpu_writers_cap``): the kernel takes one more argument after
+    ``out_pairs``, ``busy``, an int32 array of ``V`` zeros (``V`` rows), and scales each block's change of an
+    output row held by more than ``writers_cap`` blocks at once (:func:`parvec.gpu.blocks.make_window_pass`); the
+    counts are zero again after the launch.
 
     Example:
         >>> kernel = make_kernel(64, 128, 5, 5, "tree")  # doctest: +SKIP
@@ -102,11 +107,11 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
     MAXLEN = GPU_MAX_SENTENCE
     TOKENS = MAXLEN + token_pad(n_threads, dim, window, negative)
     GW = 2 * window * NO
-    window_pass = make_window_pass(T, P, dim, window, NO, reduction, None, True)
+    window_pass = make_window_pass(T, P, dim, window, NO, reduction, None, True, int(writers_cap))
 
-    @kernel_jit(T, shared_bytes(T, dim, window, negative))
-    def full_w2v_kernel(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words, keep, prob,
-                        alias, negs, neg_base, with_loss, out_loss, out_pairs):
+    @cuda.jit(device=True, fastmath=True)
+    def train_block(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words, keep, prob,
+                    alias, negs, neg_base, with_loss, out_loss, out_pairs, busy):
         blk = cuda.blockIdx.x
         s = s_lo + blk
         start = offsets[s]
@@ -121,7 +126,7 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
         grads = cuda.shared.array(GW, float32)
         n = subsample_block(tokens, start, raw, keep, key, sentence, sent, cnt)
         pairs, loss = window_pass(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, start - neg_base,
-                                  with_loss, buf, red, grads, cnt, 0.0, 0)
+                                  with_loss, buf, red, grads, cnt, 0.0, 0, busy)
         t = cuda.threadIdx.x
         if t == 0:
             out_loss[blk] = loss
@@ -129,5 +134,21 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
         cuda.syncthreads()
         if t != 0 and loss != 0.0:  # each thread's share of the loss (blocks.make_window_pass)
             cuda.atomic.add(out_loss, blk, loss)
+
+    if writers_cap > 0:
+
+        @kernel_jit(T, shared_bytes(T, dim, window, negative))
+        def full_w2v_writers_kernel(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words,
+                                    keep, prob, alias, negs, neg_base, with_loss, out_loss, out_pairs, busy):
+            train_block(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words, keep, prob,
+                        alias, negs, neg_base, with_loss, out_loss, out_pairs, busy)
+
+        return full_w2v_writers_kernel
+
+    @kernel_jit(T, shared_bytes(T, dim, window, negative))
+    def full_w2v_kernel(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words, keep, prob,
+                        alias, negs, neg_base, with_loss, out_loss, out_pairs):
+        train_block(w_in, w_out, tokens, offsets, s_lo, sentence_base, key, alpha0, alpha1, words, keep, prob,
+                    alias, negs, neg_base, with_loss, out_loss, out_pairs, out_pairs)
 
     return full_w2v_kernel

@@ -300,7 +300,7 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, batch: int
         n = subsample_block(tokens, start, raw, keep, key, sentence, sent, cnt)
         lag = W + sentence % B  # parvec.gpu.reference.par_order: the blocks of a launch repel at B moments
         pairs, loss = attraction(w_in, w_out, sent, n, key, sentence, alpha, prob, alias, negs, start - neg_base,
-                                 with_loss, buf, red, rbuf, nid, h_factor, lag)
+                                 with_loss, buf, red, rbuf, nid, h_factor, lag, nid)
         if t == 0:
             out_loss[blk] = loss
             out_pairs[blk] = pairs

@@ -63,6 +63,17 @@ import numpy as np
 from numba import njit, prange
 
 from parvec.config import TrainConfig
+from parvec.gpu.collisions import (
+    CollisionTable,
+    count_outputs,
+    empty_table,
+    frequency_buckets,
+    record_inputs,
+    record_outputs,
+    ring_enter,
+    scaled_output_writes,
+    scaled_ring_flushes,
+)
 from parvec.gpu.plan import (
     DEFAULT_WORDS_PER_LAUNCH,
     GPU_MAX_SENTENCE,
@@ -709,13 +720,15 @@ def _take_steps(is_par: bool, lag: int, stagger: int, tokens: np.ndarray, s_star
     return active, nxt, done
 
 
-@njit(inline="always")
+@njit(cache=True, fastmath=FASTMATH)
 def _write_steps(is_par: bool, w_in: np.ndarray, w_out: np.ndarray, s_launch: np.ndarray, window: int, n_neg: int,
                  batch: int, sent: np.ndarray, slen: np.ndarray, sidx: np.ndarray, ci: np.ndarray, mi: np.ndarray,
                  kind: np.ndarray, ends: np.ndarray, ring: np.ndarray, orig: np.ndarray, cur: np.ndarray,
                  cur0: np.ndarray, outs: np.ndarray, valid: np.ndarray, nid: np.ndarray, nbh: np.ndarray,
                  d_in: np.ndarray, d_out: np.ndarray, step_loss: np.ndarray, step_pairs: np.ndarray,
-                 remaining: np.ndarray, done: int, loss: float, pairs: int) -> tuple[float, int, int]:
+                 remaining: np.ndarray, done: int, loss: float, pairs: int, cnt: np.ndarray, power: float, cap: int,
+                 novalid: np.ndarray, scl: np.ndarray, held: np.ndarray,
+                 scale_inputs: bool) -> tuple[float, int, int]:
     # The steps ending this tick write their updates to the shared rows, slot after slot (the GPU's atomic adds),
     # and a slot whose sentence is trained frees itself.  Returns (loss, pairs, launches done).
     for q in range(len(sidx)):
@@ -729,6 +742,14 @@ def _write_steps(is_par: bool, w_in: np.ndarray, w_out: np.ndarray, s_launch: np
                 minibatch_writes(w_in, w_out, sent[q], mi[q] * batch, nbh[q, 0], nbh[q, 1], nid[q], d_in[q],
                                  d_out[q])
             mi[q] += 1
+        elif power > 0.0:  # the concurrent-writers scale on the outputs' changes (parvec.gpu.collisions)
+            scaled_output_writes(w_out, outs[q], valid[q], cur[q], cur0[q], cnt, power, cap, scl)
+            if scale_inputs:
+                scaled_ring_flushes(w_in, sent[q], n, ci[q], window, ring[q], orig[q], held, power, cap)
+            else:
+                center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
+                              outs[q], novalid)
+            ci[q] += 1
         else:
             center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
                           outs[q], valid[q])
@@ -743,8 +764,9 @@ def _hogwild_epoch_py(is_par: bool, window_order: bool, lag: int, stagger: int, 
                       tokens: np.ndarray, s_start: np.ndarray, s_end: np.ndarray, s_id: np.ndarray,
                       s_alpha: np.ndarray, s_launch: np.ndarray, n_launches: int, n_slots: int, in_flight: int,
                       rep_ticks: int, keep: np.ndarray, prob: np.ndarray, alias: np.ndarray, key: np.uint64,
-                      window: int, negative: int, batch: int, h_factor: float, h_max: int,
-                      with_loss: bool) -> tuple[float, int, int, int]:
+                      window: int, negative: int, batch: int, h_factor: float, h_max: int, with_loss: bool,
+                      power: float, cap: int, scale_inputs: bool, collect: bool, bucket: np.ndarray,
+                      table: np.ndarray) -> tuple[float, int, int, int]:
     dim = w_in.shape[1]
     ring_size = 2 * window + 1
     n_neg = 0 if is_par else negative
@@ -779,6 +801,12 @@ def _hogwild_epoch_py(is_par: bool, window_order: bool, lag: int, stagger: int, 
     gm = np.zeros((rb, h_max, batch), dtype=np.float32)
     nbh = np.zeros((rb, 2), dtype=np.int64)
     no_negs = np.zeros((0, max(h_max, negative, 1)), dtype=np.int32)
+    track = not is_par and (power > 0.0 or collect)  # FULL-W2V: the blocks holding each row (collisions.py)
+    n_rows = w_out.shape[0] if track else 1
+    cnt = np.zeros(n_rows, dtype=np.int64)  # blocks holding each output row in this tick
+    held = np.zeros(n_rows, dtype=np.int64)  # ring copies of each input row held by the blocks
+    novalid = np.zeros(n_out, dtype=np.bool_)
+    scl = np.zeros(n_out, dtype=np.float32)
     remaining = np.zeros(n_launches, dtype=np.int64)
     for s in range(n_sent):
         remaining[s_launch[s]] += 1
@@ -813,6 +841,14 @@ def _hogwild_epoch_py(is_par: bool, window_order: bool, lag: int, stagger: int, 
             else:
                 center_reads(w_in, w_out, sent[q], n, ci[q], key, s_id[s], window, n_neg, prob, alias, no_negs, 0,
                              ring[q], orig[q], cur[q], cur0[q], outs[q], valid[q])
+        if track:
+            count_outputs(starts, outs, valid, cnt, 1)
+            if collect:
+                record_outputs(starts, outs, valid, cnt, bucket, table)
+            if collect or scale_inputs:
+                for q in range(n_slots):
+                    if starts[q]:
+                        ring_enter(sent[q], slen[q], ci[q], window, held)
         # ... every step ending this tick trains on its private copies ...
         for q in range(n_slots):
             ends[q] = False
@@ -839,10 +875,17 @@ def _hogwild_epoch_py(is_par: bool, window_order: bool, lag: int, stagger: int, 
                                          valid[q], g[q], acc[q], with_loss)
                 step_pairs[q] = p
                 step_loss[q] = lo
+        if collect and not is_par:
+            for q in range(n_slots):
+                if ends[q]:
+                    record_inputs(sent[q], slen[q], ci[q], window, held, bucket, table, not scale_inputs)
         # ... and then writes, slot after slot (adds: the kernels' atomics).
         loss, pairs, done = _write_steps(is_par, w_in, w_out, s_launch, window, n_neg, batch, sent, slen, sidx, ci,
                                          mi, kind, ends, ring, orig, cur, cur0, outs, valid, nid, nbh, d_in, d_out,
-                                         step_loss, step_pairs, remaining, done, loss, pairs)
+                                         step_loss, step_pairs, remaining, done, loss, pairs, cnt, power, cap, novalid,
+                                         scl, held, scale_inputs)
+        if track and power == 0.0:  # (the scaled writes count their rows down themselves)
+            count_outputs(ends, outs, valid, cnt, -1)
     return loss, pairs, ticks, busy
 
 
@@ -862,6 +905,7 @@ class HogwildStats:
     losses: list[float]
     ticks: list[int]
     mean_in_flight: list[float]
+    collisions: CollisionTable | None = None
 
 
 def _epoch_table(config: TrainConfig, parts: Iterable[tuple[np.ndarray, np.ndarray]], epoch: int,
@@ -900,7 +944,8 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
                   make_parts: Callable[[int], Iterable[tuple[np.ndarray, np.ndarray]]], words_per_epoch: int,
                   resident: int, epochs: int | None = None, start_epoch: int = 0, words_per_launch: int | None = None,
                   in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False, full_w2v_pairs: bool = False,
-                  parallel: bool | None = None) -> HogwildStats:
+                  parallel: bool | None = None, writers_cap: int | None = None, writers_power: float = 1.0,
+                  writers_inputs: bool = False, collisions: bool = False) -> HogwildStats:
     """A deterministic CPU model of the GPU's Hogwild: what the driver's plan trains when ``resident`` blocks
     run at once.
 
@@ -920,7 +965,13 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     ``words_per_launch`` defaults to the driver's (:func:`parvec.gpu.plan.default_words_per_launch`);
     ``par_phased``, ``full_w2v_pairs``: the kernels' old orders (:func:`train_launch_reference`); ``parallel``:
     the slots' steps on every core (the same results; default: from :data:`PARALLEL_SLOTS` slots on, with more
-    than one numba thread).
+    than one numba thread).  ``writers_cap``: FULL-W2V's concurrent-writers cap (default
+    ``config.gpu_writers_cap``; 0 adds every block's change whole), each change of an output row times
+    :func:`parvec.gpu.collisions.writers_scale`, ``(cap / c) ** writers_power`` above ``cap`` holders, as the kernel
+    does with ``writers_power`` 1; ``writers_inputs``: the input rows' changes too, by the ring copies held (the
+    kernel scales output rows only; these two are for measuring the alternatives, docs/gpu.md); ``collisions``:
+    tally what the blocks collide on into ``stats.collisions`` (:class:`parvec.gpu.collisions.CollisionTable`;
+    FULL-W2V only).
 
     Example:
         >>> stats = hogwild_train(config, corpus.vocab.counts, w_in, w_out,
@@ -938,7 +989,12 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     batch = par_batch_size(config) if is_par else 1
     h_max = max(par_h_max(config), 1) if is_par else 1
     lag, stagger = par_order(config, par_phased) if is_par else (PAR_PHASED, 1)
-    stats = HogwildStats([], [], [])
+    cap = int(config.gpu_writers_cap if writers_cap is None else writers_cap)
+    power = float(writers_power) if cap > 0 else 0.0
+    collect = bool(collisions) and not is_par
+    bucket = frequency_buckets(counts) if collect else np.zeros(1, dtype=np.int64)
+    coll = empty_table()
+    stats = HogwildStats([], [], [], CollisionTable(coll, 0) if collect else None)
     for epoch in range(start_epoch, epochs):
         table = _epoch_table(config, make_parts(epoch), epoch, schedule, wpl)
         if table is None:
@@ -953,7 +1009,11 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
         loss, pairs, ticks, busy = run(
             is_par, not full_w2v_pairs, lag, stagger, w_in, w_out, tokens, s_start, s_end, s_id, s_alpha, s_launch,
             n_launches, int(resident), int(in_flight), int(rep_ticks), keep, prob, alias, epoch_key(config.seed, epoch),
-            config.window, config.negative, batch, float(config.par_h_factor), h_max, bool(config.compute_loss))
+            config.window, config.negative, batch, float(config.par_h_factor), h_max, bool(config.compute_loss),
+            0.0 if is_par else power, max(cap, 1), bool(writers_inputs) and power > 0.0 and not is_par, collect, bucket,
+            coll)
+        if stats.collisions is not None:
+            stats.collisions.ticks += int(ticks)
         stats.losses.append(loss / pairs if pairs else float("nan"))
         stats.ticks.append(int(ticks))
         stats.mean_in_flight.append(busy / ticks if ticks else 0.0)
