@@ -37,7 +37,8 @@ import numpy as np
 from parvec import formats, storage
 from parvec.errors import ParvecError
 
-__all__ = ["MANIFEST", "Manifest", "is_partitioned", "read_partitioned", "read_url_vectors", "write_partitioned"]
+__all__ = ["MANIFEST", "Manifest", "PartEntry", "is_partitioned", "part_name", "read_partitioned", "read_url_vectors",
+           "part_rows", "write_manifest", "write_partitioned"]
 
 MANIFEST = "manifest.json"
 FORMAT = "parvec-partitioned-word2vec"
@@ -98,6 +99,44 @@ def is_partitioned(path: Any) -> bool:
     return p.is_dir() and (p / MANIFEST).is_file()
 
 
+def part_name(i: int) -> str:
+    """The file name of part ``i``.
+
+    Example:
+        >>> part_name(3)
+        'part-00003.bin'
+    """
+    return f"part-{i:05d}.bin"
+
+
+def part_rows(dim: int) -> int:
+    """The vectors of ``dim`` floats a part holds by default (about 256 MiB of binary rows).
+
+    Example:
+        >>> part_rows(100)
+        645277
+    """
+    return max(1, _BYTES_PER_PART // (4 * dim + 16))
+
+
+def write_manifest(target: str, manifest: Manifest) -> None:
+    """Write ``manifest.json`` at ``target`` (a URL prefix, or a local directory that exists): last, once every part
+    is in place, so a reader that finds it finds the parts.
+
+    Example:
+        >>> import tempfile
+        >>> write_manifest(tempfile.mkdtemp(), Manifest(0, 2, ()))
+    """
+    text = json.dumps(manifest.to_json(), indent=1) + "\n"
+    if storage.is_url(target):
+        with storage.write_output(storage.join_url(target, MANIFEST)) as local:
+            local.write_text(text, encoding="utf-8")
+        return
+    tmp = Path(target) / (MANIFEST + ".partial")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, Path(target) / MANIFEST)
+
+
 def write_partitioned(vectors_file: str | os.PathLike[str], target: str, rows_per_part: int | None = None) -> int:
     """Cut a word2vec binary file into part files and a manifest at ``target`` (a local directory, created, or a
     URL prefix); returns the number of parts.  The manifest is written last.
@@ -108,13 +147,13 @@ def write_partitioned(vectors_file: str | os.PathLike[str], target: str, rows_pe
     """
     vectors, words = formats.read_word2vec(vectors_file, binary=True)
     n, dim = vectors.shape
-    rows = rows_per_part or max(1, _BYTES_PER_PART // (4 * dim + 16))
+    rows = rows_per_part or part_rows(dim)
     tmp = Path(tempfile.mkdtemp(prefix="parvec-parts-"))
     try:
         entries = []
         for i, lo in enumerate(range(0, max(n, 1), rows)):
             hi = min(n, lo + rows)
-            name = f"part-{i:05d}.bin"
+            name = part_name(i)
             formats.write_word2vec(tmp / name, vectors[lo:hi], words[lo:hi], binary=True)
             entries.append(PartEntry(name, hi - lo, (tmp / name).stat().st_size))
         manifest = Manifest(n, dim, tuple(entries))

@@ -137,3 +137,21 @@ def test_a_sharded_run_killed_after_an_s3_checkpoint_resumes_from_it_bit_for_bit
     assert words == want_words and np.array_equal(got, want)
     fs.invalidate_cache()
     assert fs.exists(f"{bucket}/ck/checkpoint/model.json")  # checkpointed on, to the URL
+
+
+@pytest.mark.ray
+def test_a_sharded_runs_partitioned_output_is_written_by_the_clusters_tasks(bucket, tmp_path, capsys):  # noqa: F811
+    corpus, url = _corpus(tmp_path / "corpus", bucket)
+    code, _, err = run(["train", corpus, "-o", tmp_path / "v.bin", "--binary", "1", *SHARDED], capsys)
+    assert code == 0, err[-3000:]
+    code, err = _own_ray_run(["train", url, "-o", f"s3://{bucket}/parts/", *SHARDED])
+    assert code == 0, err[-3000:]
+    assert "(written by the cluster's tasks) and the manifest to s3://" in err and "parvec-staged" not in err
+    fs = _s3fs()
+    assert sorted(k.rsplit("/", 1)[1] for k in fs.ls(f"{bucket}/parts/")) == ["manifest.json", "part-00000.bin"]
+    assert fs.cat(f"{bucket}/parts/part-00000.bin") == (tmp_path / "v.bin").read_bytes()  # the one-file output's bytes
+    from parvec import KeyedVectors
+
+    back, want = (KeyedVectors.load_word2vec_format(f"s3://{bucket}/parts/"),
+                  KeyedVectors.load_word2vec_format(tmp_path / "v.bin", binary=True))
+    assert back.index_to_key == want.index_to_key and np.array_equal(back.vectors, want.vectors)

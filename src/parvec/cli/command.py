@@ -114,6 +114,7 @@ class TrainCommand:
     report_interval: float
     eval_every_epoch: bool
     no_cache: bool
+    output_parts: str | None = None  # -o URL/ of a sharded run: its parts written by the cluster's tasks
 
     @property
     def sharded(self) -> bool:
@@ -230,7 +231,7 @@ def _check_command(values: dict[str, Any]) -> str | list[str]:
     if not source:
         raise ParvecError("no training file: parvec train INPUT -o OUTPUT (or word2vec.c's -train FILE -output OUTPUT)")
     output, classes = values["output"], values["classes"]
-    if not output and not values["save_model"]:
+    if not output and not values["save_model"] and not values.get("output_parts"):
         raise ParvecError("no output: give -o OUTPUT (and/or --save-model DIR)")
     if classes:
         if classes < 0:

@@ -80,6 +80,7 @@ class TrainPaths:
     cluster: str | None = None
     cluster_mode: str | None = None
     resumes_sharded: bool = False  # set by staging: the --resume URL holds a sharded run's checkpoint
+    output_parts: str | None = None  # set by staging: -o URL/ of a sharded run, its parts written by the workers
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> TrainPaths:
@@ -112,7 +113,7 @@ class TrainPaths:
         return (("input", self.input), ("train_file", self.train_file), ("output", self.output),
                 ("save_model", self.save_model), ("save_vocab", self.save_vocab), ("report", self.report),
                 ("checkpoint_dir", self.checkpoint_dir), ("resume", self.resume), ("read_vocab", self.read_vocab),
-                ("binary", self.binary), ("no_cache", self.no_cache))
+                ("binary", self.binary), ("no_cache", self.no_cache), ("output_parts", self.output_parts))
 
     def output_flag(self, name: str) -> str | None:
         """The value of the output flag ``name`` (``output``, ``save_vocab``, ``report`` or ``save_model``).
@@ -271,8 +272,8 @@ def _sharded_checkpoint(local: Path) -> bool:
 
 
 def _stage_outputs(paths: TrainPaths, run: StagedRun) -> TrainPaths:
-    staged: dict[str, str] = {}
-    binary = paths.binary
+    staged: dict[str, str | None] = {}
+    binary, output_parts = paths.binary, None
     for name, _flag in _OUTPUT_FLAGS:
         url = paths.output_flag(name)
         if url is None:
@@ -282,6 +283,9 @@ def _stage_outputs(paths: TrainPaths, run: StagedRun) -> TrainPaths:
             continue
         if storage.is_url(url):
             storage.check_writable(url)
+        if parts and storage.is_url(url) and reads_urls_on_workers(paths):
+            staged[name], output_parts = None, url  # the sharded run's tasks write the parts to the URL themselves
+            continue
         where = run.root / f"out-{name}"
         where.mkdir()
         if parts:
@@ -304,7 +308,7 @@ def _stage_outputs(paths: TrainPaths, run: StagedRun) -> TrainPaths:
     return dataclasses.replace(paths, binary=binary, output=staged.get("output", paths.output),
                                save_vocab=staged.get("save_vocab", paths.save_vocab),
                                report=staged.get("report", paths.report),
-                               save_model=staged.get("save_model", paths.save_model))
+                               save_model=staged.get("save_model", paths.save_model), output_parts=output_parts)
 
 
 def _refuse_overwriting_inputs(paths: TrainPaths, run: StagedRun) -> None:

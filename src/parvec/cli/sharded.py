@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from parvec.cli.command import TrainCommand
 from parvec.cli.outputs import PendingFile, PendingStdout
 from parvec.cli.resume import Checkpoint
-from parvec.cli.train_models import CorpusSummary, TrainedModel
+from parvec.cli.train_models import CorpusSummary, Outputs, TrainedModel
 from parvec.errors import ParvecError
 
 if TYPE_CHECKING:
@@ -153,6 +153,20 @@ class ShardedModel(TrainedModel):
             return self.model.train(corpus=self.corpus, resume=True, epochs=self.cmd.resume_epochs)
         self.model.build_vocab(corpus=self.corpus)
         return self.model.train(corpus=self.corpus)
+
+    def write(self, outputs: Outputs, vocab_size: int) -> list[str]:
+        """The outputs (:meth:`TrainedModel.write`), and ``-o URL/``'s parts, each written and uploaded by a task of
+        the cluster from the shards' columns, then the manifest (:meth:`parvec.distributed.sharded_export.
+        ShardedVectors.save_partitioned`)."""
+        from parvec.cli.run_report import count_phrase
+
+        done = super().write(outputs, vocab_size)
+        url = self.cmd.output_parts
+        if url is not None:
+            parts = self.model.wv.save_partitioned(url)
+            done.insert(0, f"wrote {vocab_size:,} vectors of {self.model.config.dim} as {count_phrase(parts, 'part')} "
+                           f"(written by the cluster's tasks) and the manifest to {url}")
+        return done
 
     def summary(self, stats: TrainStats) -> list[str]:
         """The summary line and the snapshots' (and faults') line, or that nothing was left to train."""

@@ -45,7 +45,7 @@ from parvec.fileio import output_file, write_failure
 from parvec.vocab_parts import VocabPart, WordParts
 
 __all__ = ["PIECE_BYTES", "PIECE_ROWS", "ModelFiles", "ShardedVectors", "column_block", "file_block", "on_node",
-           "piece", "row_ranges", "save_model"]
+           "part_file", "piece", "row_ranges", "save_model"]
 
 PIECE_BYTES = 32 << 20  # about this many bytes of floats per row range
 PIECE_ROWS = 1 << 18  # and at most this many rows: a text or binary piece makes a few Python objects per row
@@ -231,6 +231,23 @@ def piece(files: ModelFiles, lo: int, hi: int, fmt: str, suffix: str, *blocks: n
     return np.frombuffer(data, dtype=np.uint8)
 
 
+def part_file(files: ModelFiles, lo: int, hi: int, url: str, *blocks: np.ndarray) -> int:
+    """Task: rows ``lo .. hi-1`` as a whole word2vec binary file (its own ``count dimension`` header) written to
+    ``url`` from the node that runs it (one part of a partitioned output, :mod:`parvec.partitioned`), from each
+    shard's ``blocks`` of those rows; returns its size in bytes.
+
+    Example:
+        >>> part_file(files, 0, 1000, "s3://bucket/out/part-00000.bin", *blocks)  # doctest: +SKIP
+        404890
+    """
+    from parvec import storage
+
+    data = f"{hi - lo} {files.dim}\n".encode() + _piece_bytes(files, lo, hi, "binary", blocks)
+    with storage.write_output(url) as local:
+        local.write_bytes(data)
+    return len(data)
+
+
 class ShardedVectors:
     """The trained vectors as an output (module docstring): what the commands call on a model's ``wv`` to write
     ``-o`` (:meth:`save_word2vec_format`, :meth:`save`), for a model no process holds.  ``sentences`` is the
@@ -285,6 +302,42 @@ class ShardedVectors:
     def save_word2vec_format(self, path: str | os.PathLike[str], binary: bool = False) -> None:
         """Write word2vec.c's text or binary layout (compressed by the name's extension), by row ranges."""
         self._write(Path(path), "binary" if binary else "text", f"{self.files.n_words} {self.files.dim}\n".encode())
+
+    def save_partitioned(self, url: str, rows_per_part: int | None = None) -> int:
+        """A partitioned output at the URL prefix ``url`` (:mod:`parvec.partitioned`): each part file formatted and
+        uploaded by a Ray task from the shards' columns (never on this node), the manifest last; returns the
+        number of parts.
+
+        Example:
+            >>> model.wv.save_partitioned("s3://bucket/out/")  # doctest: +SKIP
+            3
+        """
+        from parvec.partitioned import Manifest, PartEntry, part_name, part_rows, write_manifest
+        from parvec.storage import join_url
+
+        ray, n, dim = self.ray, self.files.n_words, self.files.dim
+        rows = rows_per_part or part_rows(dim)
+        ranges = [(lo, min(n, lo + rows)) for lo in range(0, max(n, 1), rows)]
+        task = ray.remote(num_cpus=1, max_retries=2)(part_file)
+        files_ref = ray.put(self.files)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+        def submit(k: int) -> Any:
+            lo, hi = ranges[k]
+            return task.remote(files_ref, lo, hi, join_url(url, part_name(k)),
+                               *self.files.block_refs(ray, lo, hi, "in"))
+
+        flight = collections.deque(submit(k) for k in range(min(len(ranges), 2 * cpus)))
+        following, sizes = len(flight), []
+        while flight:
+            sizes.append(_await(ray, [flight.popleft()], f"writing the parts of {url}", self.timeout_s)[0])
+            if following < len(ranges):
+                flight.append(submit(following))
+                following += 1
+        write_manifest(url, Manifest(n, dim, tuple(PartEntry(part_name(k), hi - lo, int(size))
+                                                   for k, ((lo, hi), size) in enumerate(zip(ranges, sizes,
+                                                                                           strict=True)))))
+        return len(ranges)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """``PREFIX.npy`` (float32), ``PREFIX.vocab.txt`` and ``PREFIX.counts.npy``, as
