@@ -21,15 +21,12 @@ commands that made them, e.g.::
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import harness
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "corpus" / "enwiki2015_text8style_100M.txt.xz"
 
@@ -135,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{100 * row['collided']:5.1f}% held by another, {row['others_when_collided']:6.1f} others",
                       flush=True)
             if ns.out is not None:
-                ns.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+                harness.write_json(ns.out, "bench_gpu_concurrency", {"runs": results})
     return 0
 
 
