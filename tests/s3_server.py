@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -67,12 +68,16 @@ def s3_endpoint() -> Iterator[str]:
             proc.wait()
 
 
+def s3_client() -> Any:
+    """An s3fs filesystem for the test server (the environment :func:`s3_endpoint` set), not from s3fs's cache."""
+    import s3fs
+
+    return s3fs.S3FileSystem(skip_instance_cache=True)
+
+
 @pytest.fixture()
 def bucket(s3_endpoint: str) -> str:
     """A new empty bucket on the test S3 server; its name."""
-    import s3fs
-
     name = f"parvec-{uuid.uuid4().hex[:12]}"
-    fs = s3fs.S3FileSystem(skip_instance_cache=True)
-    fs.mkdir(name)
+    s3_client().mkdir(name)
     return name

@@ -12,16 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from s3_server import bucket, s3_endpoint  # noqa: F401 - fixtures
+from s3_server import s3_client as _fs
 
 from parvec import KeyedVectors, ParvecError, Word2Vec
 
 PARAMS = {"vector_size": 16, "min_count": 1, "epochs": 2, "workers": 1, "seed": 7, "window": 3, "sample": 0}
-
-
-def _fs():
-    import s3fs
-
-    return s3fs.S3FileSystem(skip_instance_cache=True)
 
 
 def _corpus(directory: Path) -> Path:

@@ -60,6 +60,7 @@ __all__ = [
     "local_inputs",
     "remote_output",
     "renamed",
+    "with_urls",
     "download",
     "filesystem",
     "is_url",
@@ -599,6 +600,19 @@ def stage_input(url: str, where: str | os.PathLike[str]) -> StagedInput:
     return StagedInput(where, urls, {str(where): posixpath.dirname(files[0].url)})  # a prefix or glob's "directory"
 
 
+def with_urls(text: str, names: dict[str, str]) -> str:
+    """``text`` with every local stand-in of ``names`` (local path -> the URL it stands for) replaced by its URL,
+    the longest first.
+
+    Example:
+        >>> with_urls("/tmp/s/in-0/a.txt:3: invalid UTF-8", {"/tmp/s/in-0": "s3://b/c"})
+        's3://b/c/a.txt:3: invalid UTF-8'
+    """
+    for local in sorted(names, key=len, reverse=True):
+        text = text.replace(local, names[local])
+    return text
+
+
 def renamed(exc: ParvecError, names: dict[str, str]) -> ParvecError:
     """``exc`` with every local stand-in of ``names`` in its message replaced by the URL it stands for (the
     longest first), so an error about a staged copy names the object.
@@ -607,10 +621,7 @@ def renamed(exc: ParvecError, names: dict[str, str]) -> ParvecError:
         >>> str(renamed(ParvecError("/tmp/s/in-0/a.txt:3: invalid UTF-8"), {"/tmp/s/in-0": "s3://b/c"}))
         's3://b/c/a.txt:3: invalid UTF-8'
     """
-    text = str(exc)
-    for local in sorted(names, key=len, reverse=True):
-        text = text.replace(local, names[local])
-    exc.args = (text, *exc.args[1:])
+    exc.args = (with_urls(str(exc), names), *exc.args[1:])
     return exc
 
 

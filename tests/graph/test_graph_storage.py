@@ -9,15 +9,10 @@ from pathlib import Path
 import numpy as np
 from cli_run import run
 from s3_server import bucket, s3_endpoint  # noqa: F401 - fixtures
+from s3_server import s3_client as _fs
 
 FLAGS = ["--dimensions", "8", "--walk-length", "10", "--num-walks", "2", "--window-size", "3", "--epochs", "1",
          "--threads", "1", "--seed", "5"]
-
-
-def _fs():
-    import s3fs
-
-    return s3fs.S3FileSystem(skip_instance_cache=True)
 
 
 def _graph(path: Path) -> Path:

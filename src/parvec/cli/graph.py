@@ -294,21 +294,16 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     places = (args.graph, args.output, args.report, args.checkpoint_dir, args.resume)
     if not any(storage.is_url(p) for p in places):
         return _embed(args)
-    from parvec.cli.remote import TrainPaths, renaming_stderr, staged_train
+    from parvec.cli.remote import TrainPaths, run_staged
 
-    urls = TrainPaths(inputs=(args.graph,), output=args.output, report=args.report,
-                      checkpoint_dir=args.checkpoint_dir, resume=args.resume, no_cache=True)
-    with staged_train(urls) as (staged, local):
-        assert staged is not None  # a URL is given
-        local_args = argparse.Namespace(**{**vars(args), "graph": local.inputs[0], "output": local.output,
-                                           "report": local.report, "checkpoint_dir": local.checkpoint_dir,
-                                           "resume": local.resume})
-        with renaming_stderr(staged):  # the run's messages name the URLs, not their local stand-ins
-            code = _embed(local_args)
-            if code == 0:
-                for line in staged.finish():
-                    print(line, file=sys.stderr)
-    return code
+    def embed(local: TrainPaths | None) -> int:
+        assert local is not None  # a URL is given
+        return _embed(argparse.Namespace(**{**vars(args), "graph": local.inputs[0], "output": local.output,
+                                            "report": local.report, "checkpoint_dir": local.checkpoint_dir,
+                                            "resume": local.resume}))
+
+    return run_staged(TrainPaths(inputs=(args.graph,), output=args.output, report=args.report,
+                                 checkpoint_dir=args.checkpoint_dir, resume=args.resume, no_cache=True), embed)
 
 
 def _embed(args: argparse.Namespace) -> int:

@@ -39,7 +39,7 @@ import posixpath
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,8 @@ from parvec import storage
 from parvec.checkpoints import EPOCH_END
 from parvec.errors import ParvecError
 
-__all__ = ["StagedRun", "TrainPaths", "partitioned_output", "reads_urls_on_workers", "renaming_stderr", "staged_train",
+__all__ = ["StagedRun", "TrainPaths", "partitioned_output", "reads_urls_on_workers", "renaming_stderr", "run_staged",
+           "staged_train",
            "uses_urls"]
 
 _OUTPUT_FLAGS = (("output", "-o"), ("save_vocab", "--save-vocab"), ("report", "--report"))
@@ -190,9 +191,7 @@ class StagedRun:
             >>> run.rename("/tmp/s/in-0/a.txt:3: invalid UTF-8")
             's3://b/corpus/a.txt:3: invalid UTF-8'
         """
-        for local in sorted(self.names, key=len, reverse=True):
-            text = text.replace(local, self.names[local])
-        return text
+        return storage.with_urls(text, self.names)
 
     def finish(self) -> list[str]:
         """Upload every output; returns the lines saying where each went."""
@@ -213,19 +212,10 @@ class StagedRun:
 
 
 def _stage_input(url: str, run: StagedRun, i: int) -> str:
-    files = storage.list_inputs(url)
-    run.inputs += [f.url for f in files]
-    where = run.root / f"in-{i}"
-    where.mkdir(parents=True)
-    for f in files:
-        storage.download(f.url, where / f.name)
-    single = len(files) == 1 and not url.endswith("/") and not any(c in url for c in "*?[") and \
-        files[0].url.rstrip("/") == url.rstrip("/")
-    if single:
-        run.names[str(where / files[0].name)] = url
-        return str(where / files[0].name)
-    run.names[str(where)] = posixpath.dirname(files[0].url)  # a prefix or a glob: its objects' "directory"
-    return str(where)
+    staged = storage.stage_input(url, run.root / f"in-{i}")
+    run.inputs += staged.urls
+    run.names.update(staged.names)
+    return str(staged.local)
 
 
 def _checkpoint_root(url: str) -> tuple[str, str]:
@@ -420,3 +410,22 @@ def renaming_stderr(run: StagedRun) -> Iterator[None]:
         if exc.args and isinstance(exc.args[0], str):
             exc.args = (run.rename(exc.args[0]), *exc.args[1:])
         raise
+
+
+def run_staged(paths: TrainPaths, body: Callable[[TrainPaths | None], int]) -> int:
+    """``body`` run on the local stand-ins of ``paths`` (:func:`staged_train`; ``None`` when there is no URL), its
+    messages naming the URLs, and the outputs uploaded (and said) when it returns 0; returns its exit code.
+
+    Example:
+        >>> run_staged(TrainPaths(inputs=("c.txt",), output="v.txt"), lambda staged: 0)
+        0
+    """
+    with staged_train(paths) as (run, local):
+        if run is None:
+            return body(None)
+        with renaming_stderr(run):  # the run's messages name the URLs, not their local stand-ins
+            code = body(local)
+            if code == 0:
+                for line in run.finish():
+                    print(line, file=sys.stderr)
+    return code

@@ -91,17 +91,9 @@ def run_train(args: argparse.Namespace) -> int:
 def _run_train_staged(args: argparse.Namespace) -> int:
     # URLs (s3://, gs://, ...) in the inputs and outputs: local stand-ins for the run, uploads after it
     # (parvec.cli.remote); the command is resolved with the stand-ins, the parsed flags are only read.
-    from parvec.cli.remote import TrainPaths, renaming_stderr, staged_train
+    from parvec.cli.remote import TrainPaths, run_staged
 
-    with staged_train(TrainPaths.of(args)) as (staged, paths):
-        if staged is None:
-            return _run_train(args, None)
-        with renaming_stderr(staged):  # the run's messages name the URLs, not their local stand-ins
-            code = _run_train(args, paths)
-            if code == 0:
-                for line in staged.finish():
-                    print(line, file=sys.stderr)
-    return code
+    return run_staged(TrainPaths.of(args), lambda paths: _run_train(args, paths))
 
 
 def _run_train(args: argparse.Namespace, paths: TrainPaths | None) -> int:

@@ -295,16 +295,6 @@ class Reducer:
         assert w is not None
         return part_files(r, w["ids"], w["counts"], lengths=w["lengths"], arena=w["arena"], hashes=w["hashes"])
 
-    def write_part(self, directory: str, r: int) -> dict[str, Any]:
-        """Write its part of the word list as partition ``r`` of the vocabulary on disk
-        (:func:`parvec.vocab_parts.write_part`: in id order, five ``.npy`` files); returns the partition's record."""
-        from parvec.vocab_parts import write_part
-
-        w = self.words
-        assert w is not None
-        return write_part(directory, r, w["ids"], w["counts"], lengths=w["lengths"], arena=w["arena"],
-                          hashes=w["hashes"])
-
 
 def map_range(path: str, start: int, end: int | None, options: ReadOptions, reducers: list[Any],
               k: int) -> RangeCount:
