@@ -66,6 +66,8 @@ KERNEL_SIGNATURE = {
            "int64, float32[::1], float32[::1], int32[::1], int32[:, ::1], int64, float64, boolean, float64[::1], "
            "int64[::1])",
 }
+# full-w2v with gpu_writers_cap: one more argument, the per-row counts of output and input rows' holders
+WRITERS_SIGNATURE = KERNEL_SIGNATURE["full-w2v"][:-1] + ", int32[:, ::1])"
 
 
 # ----------------------------------------------------------------------------------------------- pure parts
@@ -191,8 +193,9 @@ def _ptxas() -> str | None:
 
 
 def ptx_resources(algo: str, dim: int, window: int, negative: int, par_batch: int, threads: int, reduction: str,
-                  workdir: Path, cc: tuple[int, int] = (9, 0)) -> dict[str, Any]:
-    """Compile one kernel for ``sm_{cc}`` (NVVM, then ptxas -v) and return its resources and static occupancy."""
+                  workdir: Path, cc: tuple[int, int] = (9, 0), writers_cap: int = 0) -> dict[str, Any]:
+    """Compile one kernel for ``sm_{cc}`` (NVVM, then ptxas -v) and return its resources and static occupancy
+    (``writers_cap``: full-w2v's ``gpu_writers_cap`` variant)."""
     from numba import cuda
 
     from parvec.config import TrainConfig
@@ -205,13 +208,14 @@ def ptx_resources(algo: str, dim: int, window: int, negative: int, par_batch: in
         kernel = par_gpu.make_kernel(threads, dim, window, negative, par_batch_size(cfg), h_max, reduction)
         smem_model = par_gpu.shared_bytes(threads, dim, window, par_batch_size(cfg), h_max)
     else:
-        kernel = full_w2v.make_kernel(threads, dim, window, negative, reduction)
+        kernel = full_w2v.make_kernel(threads, dim, window, negative, reduction, writers_cap)
         smem_model = full_w2v.shared_bytes(threads, dim, window, negative)
+    signature = WRITERS_SIGNATURE if algo == "full-w2v" and writers_cap > 0 else KERNEL_SIGNATURE[algo]
     t0 = time.perf_counter()
     with _offline_nvvm(cc):
-        ptx, _ = cuda.compile_ptx(kernel.py_func, KERNEL_SIGNATURE[algo], cc=cc, fastmath=True,
+        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc, fastmath=True,
                                   launch_bounds=kernel.targetoptions.get("launch_bounds"))
-    name = f"{algo}-d{dim}-t{threads}-{reduction}"
+    name = f"{algo}-d{dim}-t{threads}-{reduction}" + (f"-cap{writers_cap}" if signature is WRITERS_SIGNATURE else "")
     path = workdir / f"{name}.ptx"
     path.write_text(ptx, encoding="utf-8")
     ptxas = _ptxas()
@@ -256,7 +260,8 @@ def run_ptx(ns: argparse.Namespace) -> int:
                     if reduction == "shuffle" and t % 32 or ns.only and f"{algo}:{reduction}" not in ns.only:
                         continue
                     try:
-                        row = ptx_resources(algo, dim, ns.window, ns.negative, ns.par_batch, t, reduction, workdir)
+                        row = ptx_resources(algo, dim, ns.window, ns.negative, ns.par_batch, t, reduction, workdir,
+                                            writers_cap=ns.writers_cap)
                     except Exception as exc:  # no libnvvm / ptxas here: say so, distinctly from a failure
                         if _toolkit_missing(exc):
                             print(f"cannot compile for sm_90 here (no CUDA toolkit): {exc}", file=sys.stderr)
@@ -307,7 +312,7 @@ def train_gpu(corpus: Any, algo: str, dim: int, ns: argparse.Namespace, epochs: 
 
     cfg = TrainConfig(device="cuda", algo=algo, dim=dim, window=ns.window, negative=ns.negative, sample=ns.sample,
                       epochs=epochs, seed=seed, par_batch=ns.par_batch, progress=False,
-                      compute_loss=not ns.no_loss)
+                      compute_loss=not ns.no_loss, gpu_writers_cap=ns.writers_cap if algo == "full-w2v" else 0)
     trainer = GpuTrainer(cfg, corpus.vocab.counts, threads_per_block=threads, reduction=reduction,
                          words_per_launch=words_per_launch)
     trainer.warm_up()
@@ -461,8 +466,10 @@ def launch_sweep(ns: argparse.Namespace, corpus: Any, result: dict[str, Any], bw
     for seed in ns.seeds:
         for wpl in ns.words_per_launch:
             for algo in ns.algos:
-                row: dict[str, Any] = {"system": f"{algo} wpl {wpl:,} {reduction}", "algo": algo, "seed": seed,
-                                       "words_per_launch": wpl, "dim": dim, "epochs": ns.quality_epochs}
+                cap = f" cap {ns.writers_cap}" if ns.writers_cap and algo == "full-w2v" else ""
+                row: dict[str, Any] = {"system": f"{algo} wpl {wpl:,} {reduction}{cap}", "algo": algo, "seed": seed,
+                                       "words_per_launch": wpl, "dim": dim, "epochs": ns.quality_epochs,
+                                       "writers_cap": ns.writers_cap if cap else 0}
                 try:
                     trainer, stats, rep = train_gpu(corpus, algo, dim, ns, ns.quality_epochs, seed,
                                                     reduction=reduction, words_per_launch=wpl)
@@ -922,6 +929,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reductions", nargs="+", default=["tree", "shuffle"], choices=("tree", "shuffle"))
     ap.add_argument("--words-per-launch", nargs="+", type=int, default=None,
                     help="run only the launch-size sweep: speed and quality per words per launch (see launch_sweep)")
+    ap.add_argument("--writers-cap", type=int, default=0,
+                    help="full-w2v's gpu_writers_cap in every GPU run (0: off; docs/gpu.md, Concurrency in the model)")
     ap.add_argument("--no-tests", action="store_true", help="skip the hardware equivalence tests")
     ap.add_argument("--no-cpu", action="store_true", help="skip the CPU runs")
     ap.add_argument("--cpu-quality", nargs="+", default=["hogbatch"], choices=("hogbatch", "par", "classic"),

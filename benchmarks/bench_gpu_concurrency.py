@@ -9,13 +9,13 @@ vectors (:mod:`parvec.evaluation` on the shared data) and, with ``--collisions``
 
 A run is ``NAME=RESIDENT@WORDS_PER_LAUNCH[:P[o][/CAP]]``: ``RESIDENT`` block slots (1,320: full-w2v's 10 blocks
 per SM on an H200's 132 SMs at d 100 and 128), launches of ``WORDS_PER_LAUNCH`` raw words and, with ``P``, the
-concurrent writers' scale ``(CAP / c) ** P`` above ``CAP`` holders (``CAP`` 1 when left out; ``P`` 1 with ``CAP``
-is the kernel's ``gpu_writers_cap``), on the output and input rows, or with ``o`` on the output rows only (the
-kernel's); ``seq`` is the sequential reference.  docs/gpu.md ("Concurrency in the model") has the figures and the
+concurrent writers' scale ``(CAP / c) ** P`` above ``CAP`` holders (``CAP`` 1 when left out), on the output and
+input rows (``P`` 1 with ``CAP``: the kernel's ``gpu_writers_cap``), or with ``o`` on the output rows only;
+``seq`` is the sequential reference.  docs/gpu.md ("Concurrency in the model") has the figures and the
 commands that made them, e.g.::
 
     python benchmarks/bench_gpu_concurrency.py --words 6000000 --dim 100 --epochs 2 --collisions \\
-        --runs seq today=1320@262144 4x=5280@2640000 4x-cap8=5280@2640000:1o/8
+        --runs seq today=1320@262144 4t=2640@1500000 4t-cap16=2640@1500000:1/16
 """
 
 from __future__ import annotations

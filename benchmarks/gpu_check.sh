@@ -16,6 +16,8 @@
 #   speed_d100_d300  words/s at d 100 and 300 (shuffle), CPU hogbatch
 #   launch_quality   full-w2v's words per launch (the sentences in flight) against its speed and quality, 3 seeds
 #                    at d 128 (CPU hogbatch's quality of the same seeds: quality_d128)
+#   launch_cap       the same at 524k-2M words per launch with gpu_writers_cap 16 (output and input rows), and
+#                    the cap's cost in words/s at the default launch
 #   model_check      the related-words runs on the GPU and in the CPU model of its Hogwild with this GPU's resident
 #                    blocks: loss per epoch and probes side by side
 #   par_launches     PAR at 100k and 1M words per launch: speed and quality, 1 seed
@@ -74,6 +76,8 @@ stage speed_d100_d300 45 "${bench[@]}" --dims 100 300 --reductions shuffle --no-
     --out "$out/speed_d100_d300.json"
 stage launch_quality 60 "${bench[@]}" --algos full-w2v --quality-dims 128 --reductions shuffle --seeds 1 2 3 \
     --no-cpu --words-per-launch 131072 262144 524288 1048576 --out "$out/launch_quality.json"
+stage launch_cap 75 "${bench[@]}" --algos full-w2v --quality-dims 128 --reductions shuffle --seeds 1 2 3 \
+    --no-cpu --writers-cap 16 --words-per-launch 262144 524288 1048576 2097152 --out "$out/launch_cap.json"
 stage model_check 150 "${bench[@]}" --model-check --out "$out/model_check.json"
 stage par_launches 60 "${bench[@]}" --algos par --quality-dims 128 --reductions shuffle --seeds 1 --no-cpu \
     --words-per-launch 100000 1048576 --out "$out/par_launches.json"

@@ -92,7 +92,8 @@ class TrainConfig:
     # PAR-Word2Vec: negatives per minibatch H = par_h_factor * T * C_rep (see kernels/par.py).
     par_h_factor: float = 1.0
     # full-w2v on cuda: each block's change of an output row times min(1, gpu_writers_cap / c), c the blocks
-    # holding the row at once (parvec.gpu.collisions); 0 adds every change whole.
+    # holding the row at once, and of an input row leaving its ring, c the other blocks' copies of it plus one
+    # (parvec.gpu.collisions); 0 adds every change whole.
     gpu_writers_cap: int = 0
     chunk_words: int = 10000
     compute_loss: bool = True

@@ -53,7 +53,8 @@ class Case:
     alpha: float = 0.1  # the launch's rate at its first word (half of it at its end)
     uniform: bool = False  # a vocabulary larger than VOCAB: equal counts (no hot rows) instead of Zipf's
     reduction: str = "tree"  # the simulator's run (tests/gpu/sim_shuffle.py gives it shuffles); the GPU runs both
-    writers: int = 0  # full-w2v's gpu_writers_cap (the kernel then counts the blocks holding each output row)
+    writers: int = 0  # full-w2v's gpu_writers_cap (the kernel then counts the blocks holding each row)
+    holders: int = 0  # with writers: other blocks holding every row throughout (the kernel's counts start there)
 
     @property
     def independent(self) -> bool:
@@ -92,6 +93,15 @@ def _cases() -> list[Case]:
                               window=5, negative=5, vocab=200, writers=2))
             cases.append(Case(f"{algo}-d33-t32-shuffle-writers", algo, 33, (15, 9), threads=32, reduction="shuffle",
                               writers=1))
+            # ... and with other blocks holding every row (the counts start above zero), each change the block
+            # adds back, of an output row and of a ring row, is scaled by cap / (holders + 1): its own copies of
+            # a row (repeated words, a row entering as the same row leaves) are not counted as others'
+            cases.append(Case(f"{algo}-d8-duplicates-holders", algo, 8, (17, 9), duplicates=True, writers=2,
+                              holders=5))
+            cases.append(Case(f"{algo}-d33-w5n5-holders", algo, 33, (70, 40), sample=0.05, given_negatives=False,
+                              window=5, negative=5, vocab=200, writers=2, holders=3))
+            cases.append(Case(f"{algo}-d33-t32-shuffle-holders", algo, 33, (15, 9), threads=32, reduction="shuffle",
+                              writers=1, holders=3))
     return cases
 
 
@@ -182,10 +192,12 @@ def run_reference(case: Case, per_sentence: bool = False) -> dict:
 
     x = case_inputs(case)
     w_in, w_out = x["w_in"].copy(), x["w_out"].copy()
+    scale = min(1.0, case.writers / (case.holders + 1)) if case.writers else 1.0  # (the kernel's count, this block's)
     losses, pairs = [], []
     for launch in _launches(x, per_sentence):
         loss, p = train_launch_reference(case.algo, w_in, w_out, x["tokens"], x["offsets"], launch, x["keep"],
-                                         x["prob"], x["alias"], x["config"], negs=x["negs"], neg_base=0)
+                                         x["prob"], x["alias"], x["config"], negs=x["negs"], neg_base=0,
+                                         writers_scale=scale)
         losses.append(loss)
         pairs.append(p)
     return {"w_in": w_in, "w_out": w_out, "loss": np.concatenate(losses), "pairs": np.concatenate(pairs),
@@ -215,7 +227,8 @@ def run_kernel(case: Case, per_sentence: bool = False, reduction: str | None = N
     tokens, offsets = cuda.to_device(x["tokens"]), cuda.to_device(x["offsets"])
     keep, prob, alias = cuda.to_device(x["keep"]), cuda.to_device(x["prob"]), cuda.to_device(x["alias"])
     negs = cuda.to_device(x["negs"])
-    busy = cuda.to_device(np.zeros(len(x["w_out"]), dtype=np.int32))  # the writers' counts (case.writers)
+    # the writers' counts (case.writers): per output row the blocks holding it, per input row its ring copies
+    busy = cuda.to_device(np.full((2, len(x["w_out"])), case.holders, dtype=np.int32))
     losses, pairs = [], []
     for launch in _launches(x, per_sentence):
         n_blocks = launch.s_hi - launch.s_lo

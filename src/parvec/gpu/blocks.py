@@ -173,11 +173,14 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     has), so the logarithms of a context word run side by side, off the other threads' path.
 
     ``writers_cap`` > 0 (FULL-W2V's ``gpu_writers_cap``, :mod:`parvec.gpu.collisions`): ``busy`` is a global
-    int32 array of ``V`` counts, zero between launches: ``busy[row]``, the blocks holding output row ``row`` (a
-    block counts itself once when it reads a center's outputs).  When the center adds its outputs' changes back,
-    thread 0 counts each row down (atomically) and the row's change is scaled by ``min(1, writers_cap / c)``,
-    ``c`` the holders the count had, this block included -- what :func:`parvec.gpu.reference.hogwild_train`
-    models; alone, a block always sees ``c = 1``.  The scales pass through the tail of ``rbuf`` between two
+    int32 array of ``2 x V`` counts, zero between launches: ``busy[0, row]``, the blocks holding output row ``row``
+    (a block counts itself once when it reads a center's outputs), and ``busy[1, row]``, the copies of input row
+    ``row`` in the blocks' rings (counted up when a copy is stored in a ring).  When the center adds its outputs'
+    changes back, thread 0 counts each output row down (atomically) and the row's change is scaled by
+    ``min(1, writers_cap / c)``, ``c`` the holders the count had, this block included; when a ring row is added
+    back, thread 0 counts its copy down and the change is scaled the same way, ``c`` the other blocks' copies plus
+    one (this block's copies still in its ring are not others') -- what :func:`parvec.gpu.reference.hogwild_train`
+    models; alone, a block always sees ``c = 1``.  The scales pass through the tail of ``rbuf`` between
     barriers.  Otherwise ``busy`` is unused.
 
     Per center, the next center's negatives are drawn (hash and alias table) and, without ``repel``, the
@@ -217,7 +220,8 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
     ZERO = float32(0.0)
     WRITERS = writers_cap > 0
     CAP = int32(max(writers_cap, 1))
-    SC = 2 * W * NO - NO  # rbuf's tail: the outputs' scales
+    SC = 2 * W * NO - NO  # rbuf's tail: the outputs' scales, and before them the scale of a ring row added back
+    SI = SC - 1
 
     @cuda.jit(device=True, fastmath=True)
     def scale_of(c):
@@ -237,13 +241,13 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                         if first == k and valid[j] != 0 and outs[j] == outs[k]:
                             first = j
                     if first == k:
-                        sc = scale_of(cuda.atomic.add(busy, U(outs[k]), -1))
+                        sc = scale_of(cuda.atomic.add(busy, (0, U(outs[k])), -1))
                     else:
                         sc = rbuf[SC + first]
                 rbuf[SC + k] = sc
 
     @cuda.jit(device=True, fastmath=True)
-    def load_row(w_in, row, base, buf):
+    def load_row(w_in, row, base, buf, busy):
         t = U(cuda.threadIdx.x)
         for q in range(P):
             d = t + U(q) * UT
@@ -251,14 +255,32 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                 v = w_in[row, d]
                 buf[base + d] = v
                 buf[UORIG + base + d] = v
+        if WRITERS and t == UZERO:  # one more copy of the row in a ring
+            cuda.atomic.add(busy, (1, row), 1)
 
     @cuda.jit(device=True, fastmath=True)
-    def flush_row(w_in, row, base, buf):
+    def ring_scale(busy, sent, p, held_hi, rbuf):
+        # thread 0: the scale of ring position p's change into rbuf[SI], its copy counted down; every thread
+        # reads it after the barrier (and rbuf[SI] is not written again before the next barrier)
+        if cuda.threadIdx.x == 0:
+            r = sent[p]
+            own = 0  # this block's copies still in its ring (positions p .. held_hi - 1): not other blocks'
+            for j in range(p, held_hi):
+                if sent[j] == r:
+                    own += 1
+            rbuf[SI] = scale_of(cuda.atomic.add(busy, (1, U(r)), -1) - own + 1)
+        cuda.syncthreads()
+
+    @cuda.jit(device=True, fastmath=True)
+    def flush_row(w_in, row, base, buf, sc):
         t = U(cuda.threadIdx.x)
         for q in range(P):
             d = t + U(q) * UT
             if EXACT or d < UD:
-                cuda.atomic.add(w_in, (row, d), buf[base + d] - buf[UORIG + base + d])
+                if WRITERS:
+                    cuda.atomic.add(w_in, (row, d), (buf[base + d] - buf[UORIG + base + d]) * sc)
+                else:
+                    cuda.atomic.add(w_in, (row, d), buf[base + d] - buf[UORIG + base + d])
 
     @cuda.jit(device=True, fastmath=True)
     def draw_outputs(negs, neg_row, i, key, sentence, prob, alias, nxt):
@@ -288,7 +310,7 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
         parity = 0
         m = 0  # PAR: the next minibatch to repel
         for p in range(min(W + 1, n)):
-            load_row(w_in, U(sent[p]), U(p) * UD, buf)
+            load_row(w_in, U(sent[p]), U(p) * UD, buf, busy)
         draw_outputs(negs, neg_row, 0, key, sentence, prob, alias, nxt)
         enter = U(W) * UD  # ring offset of the row entering at the next center (position i + 1 + W)
         for i in range(n):
@@ -296,7 +318,7 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
             if enter == URINGD:
                 enter = UZERO
             if not PREFETCH and i > 0 and i + W < n:  # the position entering the window, read now
-                load_row(w_in, U(sent[i + W]), U(i + W) % URING * UD, buf)
+                load_row(w_in, U(sent[i + W]), U(i + W) % URING * UD, buf, busy)
             center = sent[i]
             outs[0] = center
             valid[0] = 1
@@ -319,7 +341,7 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                         if valid[j] != 0 and outs[j] == outs[k]:
                             first = False
                     if first:
-                        cuda.atomic.add(busy, U(outs[k]), 1)
+                        cuda.atomic.add(busy, (0, U(outs[k])), 1)
             # while this center trains: the next center's negatives, and the row entering at the next center
             if i + 1 < n:
                 draw_outputs(negs, neg_row, i + 1, key, sentence, prob, alias, nxt)
@@ -443,11 +465,21 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                                 cuda.atomic.add(w_out, (row, d), (cur[k, q] - cur0[k, q]) * sc)
                             else:
                                 cuda.atomic.add(w_out, (row, d), cur[k, q] - cur0[k, q])
+            held_hi = min(n, i + W + 1)  # the ring holds positions i - W .. held_hi - 1
+            sc = ONE
             if i - W >= 0:  # the position leaving the window; its slot is the one entering next
-                flush_row(w_in, U(sent[i - W]), enter, buf)
+                if WRITERS:
+                    ring_scale(busy, sent, i - W, held_hi, rbuf)
+                    sc = rbuf[SI]
+                flush_row(w_in, U(sent[i - W]), enter, buf, sc)
             if i == n - 1:  # the last center: every row left in the ring goes back
                 for p in range(max(0, n - W), n):
-                    flush_row(w_in, U(sent[p]), U(p) % URING * UD, buf)
+                    sl = ONE
+                    if WRITERS:
+                        cuda.syncthreads()  # every thread has read rbuf[SI]
+                        ring_scale(busy, sent, p, held_hi, rbuf)
+                        sl = rbuf[SI]
+                    flush_row(w_in, U(sent[p]), U(p) % URING * UD, buf, sl)
             if PREFETCH and i + 1 + W < n:
                 same = i - W >= 0 and sent[i - W] == sent[i + 1 + W]
                 for q in range(P):
@@ -455,9 +487,14 @@ def make_window_pass(n_threads: int, per_thread: int, dim: int, window: int, n_o
                     if EXACT or d < UD:
                         v = pre[q]
                         if same:  # the row just added back: what a read after that add gives
-                            v = v + (buf[enter + d] - buf[UORIG + enter + d])
+                            if WRITERS:
+                                v = v + (buf[enter + d] - buf[UORIG + enter + d]) * sc
+                            else:
+                                v = v + (buf[enter + d] - buf[UORIG + enter + d])
                         buf[enter + d] = v
                         buf[UORIG + enter + d] = v
+                if WRITERS and ti == 0:  # one more copy of the row in the ring
+                    cuda.atomic.add(busy, (1, U(sent[i + 1 + W])), 1)
             m, rl = after_center(w_in, w_out, sent, n, i, m, key, sentence, alpha, prob, alias, negs, neg_row,
                                  with_loss, rbuf, nid, h_factor, lag)
             loss += rl

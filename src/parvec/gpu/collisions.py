@@ -11,9 +11,10 @@ row in a tick (a block counts once, however many of its outputs name the row), :
 :data:`OUT_POSITIVE`, :data:`OUT_NEGATIVE`, :data:`INPUT`; fields: rows written, rows written that another block
 held, the other blocks summed), and :func:`writers_scale` is the concurrent-writers scale of the option
 ``gpu_writers_cap``: each block's change of an output row times ``min(1, cap / c)``, ``c`` the blocks holding that
-row at once that have not yet written it, this one included (:func:`scaled_output_writes`; 1 when a block runs
-alone, so the sequential order is unchanged).  The model can also scale by ``(cap / c) ** p`` and scale the input
-rows' changes (:func:`scaled_ring_flushes`), the alternatives docs/gpu.md measures; the kernel does neither.
+row at once that have not yet written it, this one included (:func:`scaled_output_writes`), and each change of an
+input row leaving a block's ring the same way, ``c`` the other blocks' copies of the row in their rings plus one
+(:func:`scaled_ring_flushes`); 1 when a block runs alone, so the sequential order is unchanged.  The model can
+also scale by ``(cap / c) ** p`` and leave the input rows whole, the alternatives docs/gpu.md measures.
 
 Example:
     >>> buckets = frequency_buckets(np.array([50, 40, 30, 3]), (1, 2))
@@ -230,8 +231,9 @@ def scaled_ring_flushes(w_in: np.ndarray, sent: np.ndarray, n: int, i: int, wind
                         orig: np.ndarray, held: np.ndarray, power: float, cap: int) -> None:
     """The input rows leaving a block's ring after center ``i`` (as
     :func:`parvec.gpu.reference.center_writes` adds them back), each change times :func:`writers_scale` of the
-    blocks holding the row in their rings (``held[row]``: the copies not yet added back, this block's counted
-    once), which then counts one copy fewer.
+    other blocks' copies of the row in their rings plus one (``held[row]`` counts every copy not yet added back;
+    this block's copies still in its ring are not others'), which then counts one copy fewer: what the kernel's
+    atomic decrement of its per-row count returns.
 
     Example:
         >>> scaled_ring_flushes(w_in, sent, n, 5, 5, ring, orig, held, 1.0, 8)  # doctest: +SKIP

@@ -465,9 +465,10 @@ class _DeviceState:
         self.prob = cuda.to_device(trainer.noise_prob)
         self.alias = cuda.to_device(trainer.noise_alias)
         self.no_negs = cuda.device_array((0, trainer._neg_width), dtype=np.int32)
-        # full-w2v's writers' scale: per row, the blocks holding it (zero between launches; parvec.gpu.collisions)
+        # full-w2v's writers' scale: per output row the blocks holding it, per input row its copies in the blocks'
+        # rings (zero between launches; parvec.gpu.collisions)
         writers = trainer.config.algo != "par" and trainer.config.gpu_writers_cap > 0
-        self.busy = cuda.to_device(np.zeros(len(trainer.w_out), dtype=np.int32)) if writers else None
+        self.busy = cuda.to_device(np.zeros((2, len(trainer.w_out)), dtype=np.int32)) if writers else None
         self.slots = [_Slot(cuda.stream()), _Slot(cuda.stream())]
         for slot in self.slots:
             slot.d_loss = cuda.device_array(MAX_BLOCKS_PER_LAUNCH, dtype=np.float64)

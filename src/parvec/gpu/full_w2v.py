@@ -92,9 +92,10 @@ def make_kernel(n_threads: int, dim: int, window: int, negative: int, reduction:
     pairs to ``out_loss[b]``/``out_pairs[b]``.  ``negs`` with rows (test mode) gives the negatives of the
     center at token position ``p`` (sentence start + subsampled position) in row ``p - neg_base``.
     ``writers_cap`` > 0 (``TrainConfig.gpu_writers_cap``): the kernel takes one more argument after
-    ``out_pairs``, ``busy``, an int32 array of ``V`` zeros (``V`` rows), and scales each block's change of an
-    output row held by more than ``writers_cap`` blocks at once (:func:`parvec.gpu.blocks.make_window_pass`); the
-    counts are zero again after the launch.
+    ``out_pairs``, ``busy``, an int32 array of ``2 x V`` zeros (``V`` rows), and scales each block's change of an
+    output row held by more than ``writers_cap`` blocks at once, and of an input row with more than
+    ``writers_cap`` copies in the blocks' rings (:func:`parvec.gpu.blocks.make_window_pass`); the counts are zero
+    again after the launch.
 
     Example:
         >>> kernel = make_kernel(64, 128, 5, 5, "tree")  # doctest: +SKIP

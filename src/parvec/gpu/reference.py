@@ -120,9 +120,13 @@ def _ring_load(w_in: np.ndarray, row: int, ring: np.ndarray, orig: np.ndarray, s
 
 
 @njit(inline="always")
-def _ring_flush(w_in: np.ndarray, row: int, ring: np.ndarray, orig: np.ndarray, slot: int) -> None:
-    for d in range(w_in.shape[1]):
-        w_in[row, d] += ring[slot, d] - orig[slot, d]
+def _ring_flush(w_in: np.ndarray, row: int, ring: np.ndarray, orig: np.ndarray, slot: int, scale: np.float32) -> None:
+    if scale == _ONE:
+        for d in range(w_in.shape[1]):
+            w_in[row, d] += ring[slot, d] - orig[slot, d]
+    else:
+        for d in range(w_in.shape[1]):
+            w_in[row, d] += (ring[slot, d] - orig[slot, d]) * scale
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -274,41 +278,48 @@ def center_train_window(n: int, i: int, key: np.uint64, sentence: int, alpha: np
 @njit(cache=True, fastmath=FASTMATH)
 def center_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, i: int, window: int, negative: int,
                   ring: np.ndarray, orig: np.ndarray, cur: np.ndarray, cur0: np.ndarray, outs: np.ndarray,
-                  valid: np.ndarray) -> None:
+                  valid: np.ndarray, scale: np.float32) -> None:
     """What center ``i`` adds to the shared matrices: its outputs' changes, the change of the input row leaving
-    the ring (all the ring's rows after the last center).
+    the ring (all the ring's rows after the last center), each times ``scale`` (1: the changes whole; see
+    :func:`train_launch_reference`'s ``writers_scale``).
 
     Example:
-        >>> center_writes(w_in, w_out, sent, n, 0, 5, 5, ring, orig, cur, cur0, outs, valid)  # doctest: +SKIP
+        >>> center_writes(w_in, w_out, sent, n, 0, 5, 5, ring, orig, cur, cur0, outs, valid,
+        ...               np.float32(1))  # doctest: +SKIP
     """
     ring_size = 2 * window + 1
     for k in range(negative + 1):
         if valid[k]:
-            for d in range(w_out.shape[1]):
-                w_out[outs[k], d] += cur[k, d] - cur0[k, d]
+            if scale == _ONE:
+                for d in range(w_out.shape[1]):
+                    w_out[outs[k], d] += cur[k, d] - cur0[k, d]
+            else:
+                for d in range(w_out.shape[1]):
+                    w_out[outs[k], d] += (cur[k, d] - cur0[k, d]) * scale
     if i - window >= 0:  # the position leaving the window
-        _ring_flush(w_in, sent[i - window], ring, orig, (i - window) % ring_size)
+        _ring_flush(w_in, sent[i - window], ring, orig, (i - window) % ring_size, scale)
     if i == n - 1:
         for p in range(max(0, n - window), n):
-            _ring_flush(w_in, sent[p], ring, orig, p % ring_size)
+            _ring_flush(w_in, sent[p], ring, orig, p % ring_size, scale)
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, key: np.uint64,
                       sentence: int, alpha: np.float32, window: int, negative: int, prob: np.ndarray,
                       alias: np.ndarray, negs: np.ndarray, neg_row: int, with_loss: bool,
-                      window_order: bool) -> tuple[int, float]:
+                      window_order: bool, scale: np.float32) -> tuple[int, float]:
     """One sentence (``sent[:n]``, already subsampled) in the FULL-W2V kernel's order; returns (pairs, loss).
 
     ``negative`` = 0 is PAR's attraction.  With ``negs`` non-empty (test mode), negative ``k`` of the center at
-    position ``i`` is ``negs[neg_row + i, k]`` instead of a draw.  Center by center: :func:`center_reads`,
+    position ``i`` is ``negs[neg_row + i, k]`` instead of a draw.  ``scale``: every change added back times it
+    (:func:`center_writes`; 1 adds them whole).  Center by center: :func:`center_reads`,
     :func:`center_train_window` (``window_order``: FULL-W2V's) or :func:`center_train` (context by context:
     PAR's attraction, and FULL-W2V's per-pair order), :func:`center_writes` (the Hogwild model,
     :func:`hogwild_train`, runs the same three with other blocks' writes between them).
 
     Example:
         >>> full_w2v_sentence(w_in, w_out, sent, n, key, 0, np.float32(0.025), 5, 5, prob, alias,
-        ...                   np.zeros((0, 5), np.int32), 0, True, True)  # doctest: +SKIP
+        ...                   np.zeros((0, 5), np.int32), 0, True, True, np.float32(1))  # doctest: +SKIP
     """
     dim = w_in.shape[1]
     ring_size = 2 * window + 1
@@ -334,7 +345,7 @@ def full_w2v_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: 
             p, lo = center_train(n, i, key, sentence, alpha, window, negative, ring, cur, valid, g, acc, with_loss)
         pairs += p
         loss += lo
-        center_writes(w_in, w_out, sent, n, i, window, negative, ring, orig, cur, cur0, outs, valid)
+        center_writes(w_in, w_out, sent, n, i, window, negative, ring, orig, cur, cur0, outs, valid, scale)
     return pairs, loss
 
 
@@ -488,7 +499,7 @@ def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
     """
     if lag < 0:
         pairs, loss = full_w2v_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, 0, prob, alias,
-                                        negs[:0], 0, with_loss, False)
+                                        negs[:0], 0, with_loss, False, _ONE)
         return pairs, loss + par_repulsion(w_in, w_out, sent, n, key, sentence, alpha, window, negative, batch,
                                            h_factor, h_max, prob, alias, negs, neg_row, with_loss)
     dim = w_in.shape[1]
@@ -516,7 +527,7 @@ def par_sentence(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int, 
         p, lo = center_train(n, i, key, sentence, alpha, window, 0, ring, cur, valid, g, acc, with_loss)
         pairs += p
         loss += lo
-        center_writes(w_in, w_out, sent, n, i, window, 0, ring, orig, cur, cur0, outs, valid)
+        center_writes(w_in, w_out, sent, n, i, window, 0, ring, orig, cur, cur0, outs, valid, _ONE)
         while m * batch < n and _minibatch_ready(m, n, batch, lag) == i:
             nb, nh = minibatch_reads(w_in, w_out, sent, n, m * batch, key, sentence, window, negative, batch,
                                      h_factor, h_max, prob, alias, negs, neg_row, nid, m_in, m_out)
@@ -532,7 +543,8 @@ def _train_launch(algo_par: bool, w_in: np.ndarray, w_out: np.ndarray, tokens: n
                   s_lo: int, s_hi: int, sentence_base: int, key: np.uint64, alpha0: float, alpha1: float, words: int,
                   keep: np.ndarray, prob: np.ndarray, alias: np.ndarray, window: int, negative: int, batch: int,
                   h_factor: float, h_max: int, negs: np.ndarray, neg_base: int, with_loss: bool,
-                  out_loss: np.ndarray, out_pairs: np.ndarray, lag: int, stagger: int, window_order: bool) -> None:
+                  out_loss: np.ndarray, out_pairs: np.ndarray, lag: int, stagger: int, window_order: bool,
+                  scale: np.float32) -> None:
     sent = np.empty(GPU_MAX_SENTENCE, dtype=np.int32)
     for s in range(s_lo, s_hi):
         start = offsets[s]
@@ -547,7 +559,7 @@ def _train_launch(algo_par: bool, w_in: np.ndarray, w_out: np.ndarray, tokens: n
                                    h_max, prob, alias, negs, neg_row, with_loss, sentence_lag(lag, stagger, sentence))
         else:
             p, loss = full_w2v_sentence(w_in, w_out, sent, n, key, sentence, alpha, window, negative, prob, alias,
-                                        negs, neg_row, with_loss, window_order)
+                                        negs, neg_row, with_loss, window_order, scale)
         out_loss[s - s_lo] = loss
         out_pairs[s - s_lo] = p
 
@@ -597,14 +609,18 @@ def par_order(config: TrainConfig, phased: bool = False) -> tuple[int, int]:
 def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, tokens: np.ndarray, offsets: np.ndarray,
                            launch: Launch, keep: np.ndarray, prob: np.ndarray, alias: np.ndarray,
                            config: TrainConfig, negs: np.ndarray | None = None, neg_base: int = 0,
-                           par_phased: bool = False, full_w2v_pairs: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                           par_phased: bool = False, full_w2v_pairs: bool = False,
+                           writers_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Train one launch's sentences in order, as the kernel of ``algo`` does; returns per-sentence
     (loss float64, pairs int64), the arrays the kernel fills.
 
     ``negs`` (test mode) gives the negatives: rows indexed by token position minus ``neg_base`` (the
     sentence start plus the center's subsampled position; for PAR the minibatch's first position).
     ``par_phased``: PAR in its phased order (:func:`par_order`); ``full_w2v_pairs``: FULL-W2V in its per-pair order,
-    context by context (:func:`center_train`).
+    context by context (:func:`center_train`).  ``writers_scale`` (FULL-W2V): every change a block adds back, of
+    its outputs' rows and its ring's rows, times this: what the kernel with ``gpu_writers_cap`` ``cap`` adds when
+    ``h`` other blocks hold each of those rows throughout (``min(1, cap / (h + 1))``; the simulator's tests give
+    the kernel such holders).
 
     Example:
         >>> loss, pairs = train_launch_reference("full-w2v", w_in, w_out, tokens, cut, launch, keep, prob,
@@ -624,7 +640,7 @@ def train_launch_reference(algo: str, w_in: np.ndarray, w_out: np.ndarray, token
                   launch.sentence_base, launch.key, launch.alpha0, launch.alpha1, launch.words, keep, prob, alias,
                   config.window, config.negative, batch, float(config.par_h_factor), h_max,
                   np.ascontiguousarray(negs, dtype=np.int32), int(neg_base), bool(config.compute_loss),
-                  out_loss, out_pairs, lag, stagger, not full_w2v_pairs)
+                  out_loss, out_pairs, lag, stagger, not full_w2v_pairs, np.float32(writers_scale))
     return out_loss, out_pairs
 
 
@@ -748,11 +764,11 @@ def _write_steps(is_par: bool, w_in: np.ndarray, w_out: np.ndarray, s_launch: np
                 scaled_ring_flushes(w_in, sent[q], n, ci[q], window, ring[q], orig[q], held, power, cap)
             else:
                 center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
-                              outs[q], novalid)
+                              outs[q], novalid, _ONE)
             ci[q] += 1
         else:
             center_writes(w_in, w_out, sent[q], n, ci[q], window, n_neg, ring[q], orig[q], cur[q], cur0[q],
-                          outs[q], valid[q])
+                          outs[q], valid[q], _ONE)
             ci[q] += 1
         if ci[q] >= n and (not is_par or mi[q] * batch >= n):
             done = _finish(s_launch, sidx[q], remaining, done)
@@ -945,7 +961,7 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
                   resident: int, epochs: int | None = None, start_epoch: int = 0, words_per_launch: int | None = None,
                   in_flight: int = 2, rep_ticks: int = 1, par_phased: bool = False, full_w2v_pairs: bool = False,
                   parallel: bool | None = None, writers_cap: int | None = None, writers_power: float = 1.0,
-                  writers_inputs: bool = False, collisions: bool = False) -> HogwildStats:
+                  writers_inputs: bool = True, collisions: bool = False) -> HogwildStats:
     """A deterministic CPU model of the GPU's Hogwild: what the driver's plan trains when ``resident`` blocks
     run at once.
 
@@ -967,9 +983,10 @@ def hogwild_train(config: TrainConfig, counts: np.ndarray, w_in: np.ndarray, w_o
     the slots' steps on every core (the same results; default: from :data:`PARALLEL_SLOTS` slots on, with more
     than one numba thread).  ``writers_cap``: FULL-W2V's concurrent-writers cap (default
     ``config.gpu_writers_cap``; 0 adds every block's change whole), each change of an output row times
-    :func:`parvec.gpu.collisions.writers_scale`, ``(cap / c) ** writers_power`` above ``cap`` holders, as the kernel
-    does with ``writers_power`` 1; ``writers_inputs``: the input rows' changes too, by the ring copies held (the
-    kernel scales output rows only; these two are for measuring the alternatives, docs/gpu.md); ``collisions``:
+    :func:`parvec.gpu.collisions.writers_scale`, ``(cap / c) ** writers_power`` above ``cap`` holders, and with
+    ``writers_inputs`` (the default) each change of an input row leaving a ring the same way, ``c`` the other
+    blocks' copies of the row plus one, as the kernel does with ``writers_power`` 1 (``writers_inputs=False``
+    and other powers measure the alternatives, docs/gpu.md); ``collisions``:
     tally what the blocks collide on into ``stats.collisions`` (:class:`parvec.gpu.collisions.CollisionTable`;
     FULL-W2V only).
 
