@@ -142,7 +142,8 @@ def run_parvec(a: argparse.Namespace, edges: Path) -> tuple[dict, object, list[s
     out["walk_train_s"], out["walk_train_cpu_s"] = time.perf_counter() - t, time.process_time() - c
     spec, cfg = model.spec, model.config
     out["settings"] = {"dimensions": cfg.dim, "walk_length": spec.walk_length, "num_walks": spec.num_walks,
-                       "window": cfg.window, "epochs": cfg.epochs, "negative": cfg.negative, "sample": cfg.sample,
+                       "window": cfg.window, "epochs": cfg.epochs, "negative": cfg.negative,
+                       "ns_exponent": cfg.ns_exponent, "sample": cfg.sample,
                        "alpha": cfg.alpha}  # fmt: skip
     out["walks_s"] = model.timings["walks"]
     out["train_s"] = model.timings["train"]
@@ -405,7 +406,7 @@ def table_own_defaults(results: list[dict]) -> str:
         st = rs[0].get("settings") or {}
         short = {"dimensions": "d", "embedding_size": "d", "walk_length": "walk", "num_walks": "walks/node",
                  "iterations": "walks/node", "window": "window", "window_size": "window", "epochs": "epochs",
-                 "negative": "neg", "number_of_negative_samples": "neg"}  # fmt: skip
+                 "negative": "neg", "number_of_negative_samples": "neg", "ns_exponent": "ns"}  # fmt: skip
         desc = ", ".join(f"{short[k]} {v}" for k, v in st.items() if k in short)
         grape = groups.get((graph, p, q, threads, "grape"))
         wall = [r["walk_train_s"] for r in rs]

@@ -29,7 +29,7 @@ def string_graph(tmp_path):
 # The node2vec/DeepWalk defaults docs/guide/graphs.md documents (chosen by benchmarks/bench_graphs.py's sweep on
 # BlogCatalog and PPI: GRAPE's node2vec F1 at under a tenth of its time; none depends on the graph).
 DOCUMENTED = {"dimensions": 100, "walk_length": 128, "num_walks": 10, "window": 5, "epochs": 3, "negative": 10,
-              "p": 1.0, "q": 1.0, "sample": 0.0, "alpha": 0.025}  # fmt: skip
+              "ns_exponent": 0.25, "p": 1.0, "q": 1.0, "sample": 0.0, "alpha": 0.025}  # fmt: skip
 CLI_DEST = {"window": "window_size"}
 
 
@@ -46,7 +46,8 @@ def test_the_command_line_and_the_api_default_to_the_documented_settings():
         assert {k: getattr(a, CLI_DEST.get(k, k), 1.0) for k in DOCUMENTED} == DOCUMENTED, command
     guide = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "graphs.md").read_text(encoding="utf-8")
     for flag, key in (("--dimensions", "dimensions"), ("--walk-length", "walk_length"), ("--num-walks", "num_walks"),
-                      ("--window-size", "window"), ("--epochs", "epochs"), ("--negative", "negative")):  # fmt: skip
+                      ("--window-size", "window"), ("--epochs", "epochs"), ("--negative", "negative"),
+                      ("--ns-exponent", "ns_exponent")):  # fmt: skip
         assert f"| `{flag}` | {DOCUMENTED[key]:g} |" in guide, flag
     # The model the command builds from the parsed defaults is the API's default model.
     g = Graph.from_edges([0, 1, 2], [1, 2, 0], n_nodes=3)

@@ -141,6 +141,7 @@ def test_a_different_graph_is_refused(checkpointed, graph, tmp_path, capsys):
      "--walk-length 40 (the checkpoint has 20); --num-walks 2 (the checkpoint has 4)"),
     (["--dimensions", 32, "--seed", 4], "--dimensions 32 (the checkpoint has 16); --seed 4 (the checkpoint has 3)"),
     (["--batch-walks", 7], "--batch-walks 7 (the checkpoint has"),
+    (["--ns-exponent", 0.75], "--ns-exponent 0.75 (the checkpoint has 0.25)"),
     (["--epochs", 1], "epochs=1: the checkpoint has already begun 2 epoch(s) of 2"),
 ])
 def test_conflicting_flags_are_refused(checkpointed, graph, tmp_path, capsys, flags, message):

@@ -38,9 +38,11 @@ self-loops, or only zero-weight edges, which are dropped when read; or ``walk_le
 refused with a :class:`ParvecError` before it starts.
 
 Defaults are GRAPE's node2vec settings with 3 epochs (dimensions 100, walks of 128 nodes, 10 walks per node,
-window 5, negative 10, ``alpha=0.025``): on BlogCatalog they scored GRAPE's node classification F1 (one seed so
-far), where node2vec's reference settings (128, 80, 10, window 10, negative 5, 1 epoch) score 0.03 micro- and 0.05
-macro-F1 lower (docs/guide/graphs.md has the measurements); none depends on the graph.  Subsampling is off
+window 5, negative 10, ``alpha=0.025``) and negatives drawn by walk count ** 0.25 (``ns_exponent``; word2vec's
+0.75 for words): on BlogCatalog and PPI they score GRAPE's node classification F1 in under a tenth of its time,
+where node2vec's reference settings (128, 80, 10, window 10, negative 5, 1 epoch) score 0.03 micro- and 0.05
+macro-F1 lower, and the exponent 0.25 raised macro-F1 by 0.004-0.007 over 0.75 (docs/guide/graphs.md has the
+measurements); none depends on the graph.  Subsampling is off
 (``sample=0``), as SNAP's C++ node2vec (the Python reference and PecanPy inherit gensim's 1e-3).  A node's share
 of the walks is about its share of the edge ends, so 1e-3 thins only nodes holding more than 0.1% of them: 2-3% of
 the tokens of BlogCatalog, PPI or Cora, but every node of a graph with under 500 edges (79% of karate's walks
@@ -59,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parvec import capabilities
+from parvec.config import GRAPH_NS_EXPONENT
 from parvec.errors import CheckpointError, ParvecError
 from parvec.graph.graph_io import Graph, read_graph
 from parvec.graph.walks import (
@@ -139,6 +142,7 @@ class Node2Vec(KeptRun):
         seed: int = 1,
         algo: str | None = None,
         negative: int = 10,
+        ns_exponent: float = GRAPH_NS_EXPONENT,
         sample: float = 0.0,
         alpha: float | None = 0.025,
         min_alpha: float | None = None,
@@ -173,6 +177,7 @@ class Node2Vec(KeptRun):
             dim=dimensions,
             window=window,
             negative=negative,
+            ns_exponent=ns_exponent,
             sample=sample,
             alpha=alpha,
             min_alpha=min_alpha,
@@ -457,8 +462,8 @@ class Node2Vec(KeptRun):
         Node2Vec.__init__(
             self, graph, dimensions=cfg.dim, walk_length=spec.walk_length, num_walks=spec.num_walks,
             window=cfg.window, p=spec.p, q=spec.q, epochs=cfg.epochs, seed=spec.seed, algo=cfg.algo,
-            workers=cfg.threads if workers is None else workers, negative=cfg.negative, sample=cfg.sample,
-            alpha=cfg.alpha, min_alpha=cfg.min_alpha, batch_walks=ck.batch_walks, progress=progress,
+            workers=cfg.threads if workers is None else workers, negative=cfg.negative,
+            ns_exponent=cfg.ns_exponent, sample=cfg.sample, alpha=cfg.alpha, min_alpha=cfg.min_alpha, batch_walks=ck.batch_walks, progress=progress,
             checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, on_checkpoint_error=on_checkpoint_error,
         )  # fmt: skip
         threads, self.saved_threads = self.config.threads, cfg.threads
@@ -582,9 +587,9 @@ def _check_expected(ck: _Checkpoint, expected: dict[str, Any], names: dict[str, 
     # Parameters given to from_checkpoint must be the checkpoint's (names: how the command line spells them).
     cfg, spec = ck.saved.config, ck.spec
     saved = {"dimensions": cfg.dim, "walk_length": spec.walk_length, "num_walks": spec.num_walks, "p": spec.p,
-             "q": spec.q, "window": cfg.window, "negative": cfg.negative, "sample": cfg.sample,
-             "alpha": cfg.alpha, "min_alpha": cfg.min_alpha, "seed": spec.seed, "algo": cfg.algo,
-             "batch_walks": ck.batch_walks, "weighted": ck.weighted, "directed": ck.directed}
+             "q": spec.q, "window": cfg.window, "negative": cfg.negative, "ns_exponent": cfg.ns_exponent,
+             "sample": cfg.sample, "alpha": cfg.alpha, "min_alpha": cfg.min_alpha, "seed": spec.seed,
+             "algo": cfg.algo, "batch_walks": ck.batch_walks, "weighted": ck.weighted, "directed": ck.directed}
     conflicts = [(f"{names[k]} {v}" if k in names else f"{k}={v!r}") + f" (the checkpoint has {saved[k]})"
                  for k, v in expected.items() if k in saved and v is not None and v != saved[k]]
     unknown = sorted(set(expected) - set(saved))
