@@ -463,7 +463,8 @@ class Node2Vec(KeptRun):
             self, graph, dimensions=cfg.dim, walk_length=spec.walk_length, num_walks=spec.num_walks,
             window=cfg.window, p=spec.p, q=spec.q, epochs=cfg.epochs, seed=spec.seed, algo=cfg.algo,
             workers=cfg.threads if workers is None else workers, negative=cfg.negative,
-            ns_exponent=cfg.ns_exponent, sample=cfg.sample, alpha=cfg.alpha, min_alpha=cfg.min_alpha, batch_walks=ck.batch_walks, progress=progress,
+            ns_exponent=cfg.ns_exponent, sample=cfg.sample, alpha=cfg.alpha, min_alpha=cfg.min_alpha,
+            batch_walks=ck.batch_walks, progress=progress,
             checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, on_checkpoint_error=on_checkpoint_error,
         )  # fmt: skip
         threads, self.saved_threads = self.config.threads, cfg.threads
