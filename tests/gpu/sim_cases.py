@@ -98,7 +98,7 @@ def _cases() -> list[Case]:
             # a row (repeated words, a row entering as the same row leaves) are not counted as others'
             cases.append(Case(f"{algo}-d8-duplicates-holders", algo, 8, (17, 9), duplicates=True, writers=2,
                               holders=5))
-            cases.append(Case(f"{algo}-d33-w5n5-holders", algo, 33, (70, 40), sample=0.05, given_negatives=False,
+            cases.append(Case(f"{algo}-d8-w5n5-holders", algo, 8, (40, 25), sample=0.05, given_negatives=False,
                               window=5, negative=5, vocab=200, writers=2, holders=3))
             cases.append(Case(f"{algo}-d33-t32-shuffle-holders", algo, 33, (15, 9), threads=32, reduction="shuffle",
                               writers=1, holders=3))
