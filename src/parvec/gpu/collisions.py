@@ -175,6 +175,22 @@ def writers_scale(c: int, power: float, cap: int) -> np.float32:
     return np.float32((np.float64(cap) / np.float64(c)) ** power)
 
 
+@njit(inline="always")
+def add_change(rows: np.ndarray, row: int, new: np.ndarray, old: np.ndarray, k: int, scale: np.float32) -> None:
+    """``rows[row] += (new[k] - old[k]) * scale``, the change whole (no multiply) when ``scale`` is 1: how the
+    model adds a block's change of an output row or of a ring row back (:func:`parvec.gpu.reference.center_writes`).
+
+    Example:
+        >>> add_change(w_out, 3, cur, cur0, 0, np.float32(1))  # doctest: +SKIP
+    """
+    if scale == _ONE:
+        for d in range(rows.shape[1]):
+            rows[row, d] += new[k, d] - old[k, d]
+    else:
+        for d in range(rows.shape[1]):
+            rows[row, d] += (new[k, d] - old[k, d]) * scale
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def scaled_output_writes(w_out: np.ndarray, outs: np.ndarray, valid: np.ndarray, cur: np.ndarray, cur0: np.ndarray,
                          cnt: np.ndarray, power: float, cap: int, scale: np.ndarray) -> None:
@@ -199,12 +215,7 @@ def scaled_output_writes(w_out: np.ndarray, outs: np.ndarray, valid: np.ndarray,
                 cnt[outs[k]] -= 1
             else:
                 scale[k] = scale[first]
-            if scale[k] == _ONE:  # center_writes' own arithmetic
-                for d in range(w_out.shape[1]):
-                    w_out[outs[k], d] += cur[k, d] - cur0[k, d]
-            else:
-                for d in range(w_out.shape[1]):
-                    w_out[outs[k], d] += (cur[k, d] - cur0[k, d]) * scale[k]
+            add_change(w_out, outs[k], cur, cur0, k, scale[k])
 
 
 @njit(inline="always")
@@ -217,13 +228,7 @@ def _scaled_flush(w_in: np.ndarray, sent: np.ndarray, p: int, hi: int, ring: np.
             own += 1
     s = writers_scale(held[r] - own + 1, power, cap)
     held[r] -= 1
-    slot = p % ring.shape[0]
-    if s == _ONE:  # center_writes' own arithmetic
-        for d in range(w_in.shape[1]):
-            w_in[r, d] += ring[slot, d] - orig[slot, d]
-    else:
-        for d in range(w_in.shape[1]):
-            w_in[r, d] += (ring[slot, d] - orig[slot, d]) * s
+    add_change(w_in, r, ring, orig, p % ring.shape[0], s)
 
 
 @njit(cache=True, fastmath=FASTMATH)

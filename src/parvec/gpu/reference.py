@@ -65,6 +65,7 @@ from numba import njit, prange
 from parvec.config import TrainConfig
 from parvec.gpu.collisions import (
     CollisionTable,
+    add_change,
     count_outputs,
     empty_table,
     frequency_buckets,
@@ -117,16 +118,6 @@ def _ring_load(w_in: np.ndarray, row: int, ring: np.ndarray, orig: np.ndarray, s
     for d in range(w_in.shape[1]):
         ring[slot, d] = w_in[row, d]
         orig[slot, d] = ring[slot, d]
-
-
-@njit(inline="always")
-def _ring_flush(w_in: np.ndarray, row: int, ring: np.ndarray, orig: np.ndarray, slot: int, scale: np.float32) -> None:
-    if scale == _ONE:
-        for d in range(w_in.shape[1]):
-            w_in[row, d] += ring[slot, d] - orig[slot, d]
-    else:
-        for d in range(w_in.shape[1]):
-            w_in[row, d] += (ring[slot, d] - orig[slot, d]) * scale
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -290,17 +281,12 @@ def center_writes(w_in: np.ndarray, w_out: np.ndarray, sent: np.ndarray, n: int,
     ring_size = 2 * window + 1
     for k in range(negative + 1):
         if valid[k]:
-            if scale == _ONE:
-                for d in range(w_out.shape[1]):
-                    w_out[outs[k], d] += cur[k, d] - cur0[k, d]
-            else:
-                for d in range(w_out.shape[1]):
-                    w_out[outs[k], d] += (cur[k, d] - cur0[k, d]) * scale
+            add_change(w_out, outs[k], cur, cur0, k, scale)
     if i - window >= 0:  # the position leaving the window
-        _ring_flush(w_in, sent[i - window], ring, orig, (i - window) % ring_size, scale)
+        add_change(w_in, sent[i - window], ring, orig, (i - window) % ring_size, scale)
     if i == n - 1:
         for p in range(max(0, n - window), n):
-            _ring_flush(w_in, sent[p], ring, orig, p % ring_size, scale)
+            add_change(w_in, sent[p], ring, orig, p % ring_size, scale)
 
 
 @njit(cache=True, fastmath=FASTMATH)
